@@ -1,0 +1,3 @@
+from gtop.cli import main
+
+raise SystemExit(main())
