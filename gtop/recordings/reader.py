@@ -1,0 +1,227 @@
+"""Reading ``.gtop`` recordings, including damaged ones.
+
+A damaged file (truncated copy, flipped bytes, a writer killed mid-transaction) is read
+chunk by chunk: every chunk that decodes and passes its checksum is returned, every one
+that does not is skipped and described in :attr:`Recording.problems`. Only a file whose
+SQLite header or metadata cannot be read is refused, with :class:`RecordingError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gtop.pipeline.hub import Entity
+from gtop.recordings import codec
+from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION, dtype_from_json
+
+MAX_ID_PROBE_GAP = 4096
+"""When the chunk index is damaged, stop probing chunk ids after this many misses."""
+
+
+class RecordingError(Exception):
+    """The file is missing or is not a readable gtop recording (message is one line)."""
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    id: int
+    stream: str
+    t_first: int
+    t_last: int
+    n: int
+    crc: int
+
+
+class Recording:
+    """An open recording.
+
+    Raises:
+        RecordingError: the file is missing, not SQLite, or not a gtop recording.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], cache_chunks: int = 64) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise RecordingError(f"{self.path}: no such recording")
+        self.problems: list[str] = []
+        try:
+            self._db = sqlite3.connect(
+                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
+            )
+            # Lets SQLite open a truncated file (it would refuse when the header's page
+            # count exceeds the file size); every chunk is still checked by its CRC.
+            self._db.execute("PRAGMA writable_schema=ON")
+            rows = self._db.execute("SELECT key, value FROM meta").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.path}: not a readable gtop recording ({exc})") from exc
+        self.meta: dict[str, Any] = {}
+        for key, value in rows:
+            try:
+                self.meta[key] = json.loads(value)
+            except ValueError:
+                self.problems.append(f"metadata key {key!r} is damaged")
+        if self.meta.get("format") != FORMAT_NAME:
+            raise RecordingError(f"{self.path}: not a gtop recording")
+        version = self.meta.get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise RecordingError(
+                f"{self.path}: recording format {version} is newer than this gtop "
+                f"understands ({FORMAT_VERSION}); upgrade gtop"
+            )
+        self.streams = self._read_streams()
+        self._index = self._read_index()
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._cache_chunks = cache_chunks
+
+    # --- structure ----------------------------------------------------------------------
+
+    def _read_streams(self) -> dict[str, np.dtype]:
+        out = {}
+        try:
+            rows = self._db.execute("SELECT name, dtype FROM streams").fetchall()
+        except sqlite3.DatabaseError as exc:
+            self.problems.append(f"stream table unreadable: {exc}")
+            return out
+        for name, text in rows:
+            try:
+                out[name] = dtype_from_json(text)
+            except (ValueError, TypeError):
+                self.problems.append(f"stream {name!r}: layout unreadable")
+        return out
+
+    def _read_index(self) -> dict[str, list[ChunkInfo]]:
+        sql = "SELECT id, stream, t_first, t_last, n, crc FROM chunks"
+        try:
+            rows = self._db.execute(sql).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self.problems.append(f"chunk index damaged ({exc}); probing chunks one by one")
+            rows = self._probe_index(sql)
+        index: dict[str, list[ChunkInfo]] = {}
+        for row in rows:
+            info = ChunkInfo(*row)
+            if info.stream not in self.streams:
+                self.problems.append(f"chunk {info.id}: unknown stream {info.stream!r}")
+                continue
+            index.setdefault(info.stream, []).append(info)
+        for chunks in index.values():
+            chunks.sort(key=lambda c: (c.t_first, c.id))
+        return index
+
+    def _probe_index(self, sql: str) -> list[tuple]:
+        rows, misses, chunk_id = [], 0, 1
+        while misses < MAX_ID_PROBE_GAP:
+            try:
+                row = self._db.execute(sql + " WHERE id = ?", (chunk_id,)).fetchone()
+            except sqlite3.DatabaseError:
+                row = None
+            if row is None:
+                misses += 1
+            else:
+                misses = 0
+                rows.append(row)
+            chunk_id += 1
+        return rows
+
+    # --- data ---------------------------------------------------------------------------
+
+    def chunks(self, stream: str) -> list[ChunkInfo]:
+        return list(self._index.get(stream, []))
+
+    def time_range(self) -> tuple[int, int]:
+        """First and last timestamp in the recording (0, 0 if it holds no records)."""
+        firsts = [c[0].t_first for c in self._index.values() if c]
+        lasts = [max(i.t_last for i in c) for c in self._index.values() if c]
+        if not firsts:
+            return 0, 0
+        return min(firsts), max(lasts)
+
+    def read(self, stream: str, t0: int | None = None, t1: int | None = None) -> np.ndarray:
+        """Records of ``stream`` with ``t0 <= t_ns < t1`` (all if unbounded), by time.
+
+        Damaged chunks are skipped (and listed in :attr:`problems`).
+        """
+        dtype = self.streams.get(stream)
+        if dtype is None:
+            return np.empty(0)
+        parts = []
+        for info in self._index.get(stream, []):
+            if t1 is not None and info.t_first >= t1:
+                break
+            if t0 is not None and info.t_last < t0:
+                continue
+            records = self._chunk(info)
+            if records is None:
+                continue
+            if t0 is not None or t1 is not None:
+                times = records["t_ns"]
+                keep = np.ones(len(records), dtype=bool)
+                if t0 is not None:
+                    keep &= times >= t0
+                if t1 is not None:
+                    keep &= times < t1
+                records = records[keep]
+            parts.append(records)
+        if not parts:
+            return np.empty(0, dtype=dtype)
+        out = np.concatenate(parts)
+        if len(parts) > 1:
+            out = out[np.argsort(out["t_ns"], kind="stable")]
+        return out
+
+    def _chunk(self, info: ChunkInfo) -> np.ndarray | None:
+        cached = self._cache.get(info.id)
+        if cached is not None:
+            self._cache.move_to_end(info.id)
+            return cached
+        try:
+            row = self._db.execute("SELECT data FROM chunks WHERE id = ?", (info.id,)).fetchone()
+            if row is None:
+                raise codec.ChunkError("missing")
+            records = codec.decode(row[0], self.streams[info.stream], info.n, info.crc)
+        except (sqlite3.DatabaseError, codec.ChunkError) as exc:
+            problem = f"{info.stream} chunk {info.id} ({info.n} rows) lost: {exc}"
+            if problem not in self.problems:
+                self.problems.append(problem)
+            return None
+        records.flags.writeable = False
+        self._cache[info.id] = records
+        if len(self._cache) > self._cache_chunks:
+            self._cache.popitem(last=False)
+        return records
+
+    def entities(self, kind: str | None = None) -> list[Entity]:
+        """Entities in recorded order (all kinds, or one), skipping damaged rows."""
+        sql = "SELECT kind, key, t_ns, value FROM entities"
+        args: tuple = ()
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            args = (kind,)
+        try:
+            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self.problems.append(f"entity table damaged: {exc}")
+            return []
+        out = []
+        for k, key, t_ns, value in rows:
+            try:
+                out.append(Entity(k, key, t_ns, json.loads(value)))
+            except ValueError:
+                self.problems.append(f"entity {k}/{key} damaged")
+        return out
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

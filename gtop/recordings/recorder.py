@@ -1,0 +1,76 @@
+"""A consumer that writes everything a hub publishes into a recording, on its own thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gtop.pipeline import streams
+from gtop.pipeline.hub import Hub
+from gtop.recordings.writer import RecordingWriter
+
+FLUSH_INTERVAL_S = 0.5
+"""Commit period: a SIGKILLed recorder loses at most about this much (the target is ≤1 s)."""
+
+
+class Recorder:
+    """Subscribes to ``hub`` and writes its batches and entities to ``path``.
+
+    Drops (rows the recorder's queues lost because the disk fell behind, plus drops
+    upstream of the hub) are stored in the recording's final metadata.
+    """
+
+    def __init__(
+        self, hub: Hub, path: str | Path, meta: dict[str, Any], *, overwrite: bool = False
+    ) -> None:
+        self.hub = hub
+        self.writer = RecordingWriter(path, meta, overwrite=overwrite)
+        self.path = self.writer.path
+        self._sub = hub.subscribe()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gtop-recorder", daemon=True)
+        self.error: str | None = None
+        self.started_ns = time.monotonic_ns()
+
+    def start(self) -> Recorder:
+        self._thread.start()
+        return self
+
+    def _drain_once(self) -> None:
+        update = self._sub.poll()
+        for name, batch in update.batches.items():
+            spec = streams.declared().get(name)
+            self.writer.append(name, batch, spec.doc if spec else "")
+        for entity in update.entities:
+            self.writer.add_entity(entity)
+        self.writer.flush()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(FLUSH_INTERVAL_S):
+                self._drain_once()
+        except Exception as exc:  # disk full, file removed: stop recording, keep the app
+            self.error = f"recording stopped: {exc}"
+
+    def rows(self) -> int:
+        return sum(self.writer.rows_written.values())
+
+    def drops(self) -> dict[str, int]:
+        out = dict(self.hub.source_drops)
+        for name, n in self._sub.drops().items():
+            out[name] = out.get(name, 0) + n
+        return out
+
+    def stop(self, final_meta: dict[str, Any] | None = None) -> Path:
+        """Stop, write what is queued, and finalise the file. Safe to call twice."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.hub.unsubscribe(self._sub)
+        if not self.writer.closed:
+            if self.error is None:
+                self._drain_once()
+            self.writer.close({"drops": self.drops(), **(final_meta or {})})
+        return self.path

@@ -1,0 +1,155 @@
+"""Writing ``.gtop`` recordings (see :mod:`gtop.recordings.schema`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gtop import __version__
+from gtop.pipeline.hub import Entity
+from gtop.recordings import codec
+from gtop.recordings.schema import DDL, FORMAT_NAME, FORMAT_VERSION, dtype_to_json
+
+CHUNK_ROWS = 1 << 16
+"""Rows per chunk for busy streams: large enough for zstd, small enough to seek."""
+
+
+class RecordingWriter:
+    """Appends record batches and entities to a recording file.
+
+    Rows are buffered per stream and written as chunks when a stream has
+    :data:`CHUNK_ROWS` rows or when :meth:`flush` is called; every flush is one
+    transaction. Callers flush at least once a second (the :class:`Recorder` does).
+    Not thread-safe: one thread writes.
+
+    Raises:
+        FileExistsError: ``path`` exists and ``overwrite`` is false.
+        OSError: the file cannot be created.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], meta: dict[str, Any], *, overwrite: bool = False
+    ) -> None:
+        self.path = Path(path)
+        if self.path.exists():
+            if not overwrite:
+                raise FileExistsError(f"{self.path} already exists")
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(DDL)
+        self._pending: dict[str, list[np.ndarray]] = {}
+        self._pending_rows: dict[str, int] = {}
+        self._dtypes: dict[str, np.dtype] = {}
+        self._entities: list[Entity] = []
+        self.rows_written: dict[str, int] = {}
+        self.t_first: int | None = None
+        self.t_last: int | None = None
+        base = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "gtop_version": __version__,
+            "created_unix": time.time(),
+            "clock": {
+                "domain": "CLOCK_MONOTONIC",
+                "realtime_minus_monotonic_ns": time.time_ns() - time.monotonic_ns(),
+            },
+        }
+        self.set_meta({**base, **meta})
+        self.closed = False
+
+    def set_meta(self, items: dict[str, Any]) -> None:
+        """Write or replace metadata keys (committed immediately)."""
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [(k, json.dumps(v)) for k, v in items.items()],
+        )
+        self._db.execute("COMMIT")
+
+    def append(self, stream: str, batch: np.ndarray, doc: str = "") -> None:
+        """Buffer a batch of ``stream``; writes a chunk if the stream has enough rows."""
+        if not len(batch):
+            return
+        known = self._dtypes.get(stream)
+        if known is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO streams (name, dtype, doc) VALUES (?, ?, ?)",
+                (stream, dtype_to_json(batch.dtype), doc),
+            )
+            self._dtypes[stream] = batch.dtype
+        elif known != batch.dtype:
+            raise TypeError(f"{stream}: layout changed during the recording")
+        self._pending.setdefault(stream, []).append(batch)
+        self._pending_rows[stream] = self._pending_rows.get(stream, 0) + len(batch)
+        if self._pending_rows[stream] >= CHUNK_ROWS:
+            self.flush(streams=[stream])
+
+    def add_entity(self, entity: Entity) -> None:
+        self._entities.append(entity)
+
+    def flush(self, streams: list[str] | None = None) -> None:
+        """Write buffered rows (all streams, or only ``streams``) in one transaction."""
+        names = list(self._pending) if streams is None else streams
+        rows = []
+        for name in names:
+            batches = self._pending.pop(name, [])
+            self._pending_rows.pop(name, None)
+            if not batches:
+                continue
+            records = batches[0] if len(batches) == 1 else np.concatenate(batches)
+            for start in range(0, len(records), CHUNK_ROWS):
+                rows.append(self._chunk_row(name, records[start : start + CHUNK_ROWS]))
+        entities = self._entities if streams is None else []
+        if not rows and not entities:
+            return
+        self._db.execute("BEGIN")
+        self._db.executemany(
+            "INSERT INTO chunks (stream, t_first, t_last, n, crc, data) VALUES (?,?,?,?,?,?)",
+            rows,
+        )
+        if entities:
+            self._db.executemany(
+                "INSERT INTO entities (kind, key, t_ns, value) VALUES (?, ?, ?, ?)",
+                [(e.kind, e.key, e.t_ns, json.dumps(e.value)) for e in entities],
+            )
+            self._entities = []
+        self._db.execute("COMMIT")
+
+    def _chunk_row(self, stream: str, records: np.ndarray) -> tuple:
+        times = records["t_ns"]
+        t_first, t_last = int(times.min()), int(times.max())
+        if "end_ns" in (records.dtype.names or ()):
+            t_last = max(t_last, int(records["end_ns"].max()))
+        self.t_first = t_first if self.t_first is None else min(self.t_first, t_first)
+        self.t_last = t_last if self.t_last is None else max(self.t_last, t_last)
+        self.rows_written[stream] = self.rows_written.get(stream, 0) + len(records)
+        blob, crc = codec.encode(records)
+        return stream, t_first, t_last, len(records), crc, blob
+
+    def close(self, final_meta: dict[str, Any] | None = None) -> None:
+        """Flush, store the final metadata, and fold the WAL back into the single file."""
+        if self.closed:
+            return
+        self.flush()
+        meta = {
+            "t_start_ns": self.t_first,
+            "t_end_ns": self.t_last,
+            "closed": True,
+            "rows": self.rows_written,
+        }
+        self.set_meta({**meta, **(final_meta or {})})
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.execute("PRAGMA journal_mode=DELETE")
+        self._db.close()
+        self.closed = True
