@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gtop import __version__
 
+DEMO_RECORDING = "idle_busy_idle.gtop"
 MIN_INTERVAL_S = 0.1
 DEFAULT_INTERVAL_S = 0.5
 EXIT_USAGE = 2
@@ -207,7 +208,7 @@ def demo_recording() -> Path:
     override = os.environ.get("GTOP_DEMO")
     candidates = [Path(override)] if override else []
     root = Path(__file__).resolve().parent.parent / "recordings"
-    candidates += [root / "demo.gtop"]
+    candidates += [root / DEMO_RECORDING]
     for path in candidates:
         if path.is_file():
             return path
