@@ -25,13 +25,34 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     total = 2 * args.idle_s + args.busy_s + 6
     recorder = subprocess.Popen(
-        [sys.executable, "-m", "gtop", "record", "-o", str(args.out / "idle_busy_idle.gtop"),
-         "--duration", str(total), "--interval", "0.25", "--force"])
+        [
+            sys.executable,
+            "-m",
+            "gtop",
+            "record",
+            "-o",
+            str(args.out / "idle_busy_idle.gtop"),
+            "--duration",
+            str(total),
+            "--interval",
+            "0.25",
+            "--force",
+        ]
+    )
     time.sleep(1.0)
     workload = subprocess.run(
-        [sys.executable, str(HERE / "workloads" / "matmul_phases.py"), "--idle-s",
-         str(args.idle_s), "--busy-s", str(args.busy_s)],
-        capture_output=True, text=True, check=True)
+        [
+            sys.executable,
+            str(HERE / "workloads" / "matmul_phases.py"),
+            "--idle-s",
+            str(args.idle_s),
+            "--busy-s",
+            str(args.busy_s),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     print(workload.stdout, end="")
     return recorder.wait()
 

@@ -23,9 +23,16 @@ HERE = Path(__file__).resolve().parent
 
 def start_workload(seconds: float, host_ms: float) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "workloads" / "torch_train.py"), "--seconds", str(seconds),
-         "--host-ms", str(host_ms)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HERE / "workloads" / "torch_train.py"),
+            "--seconds",
+            str(seconds),
+            "--host-ms",
+            str(host_ms),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -37,7 +44,8 @@ def start_workload(seconds: float, host_ms: float) -> subprocess.Popen:
 def nvidia_smi(query: str, flag: str) -> subprocess.Popen:
     return subprocess.Popen(
         ["nvidia-smi", f"--query-{flag}={query}", "--format=csv,noheader,nounits", "-lms", "500"],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -59,8 +67,19 @@ def main() -> int:
     gpu_smi = nvidia_smi("index,utilization.gpu,memory.used", "gpu")
     app_smi = nvidia_smi("pid,used_memory", "compute-apps")
     subprocess.run(
-        [sys.executable, "-m", "gtop", "record", "--pid", str(workload.pid), "-o",
-         str(recording), "--duration", str(args.duration), "--force"],
+        [
+            sys.executable,
+            "-m",
+            "gtop",
+            "record",
+            "--pid",
+            str(workload.pid),
+            "-o",
+            str(recording),
+            "--duration",
+            str(args.duration),
+            "--force",
+        ],
         check=True,
     )
     gpu_smi.terminate()
@@ -70,31 +89,58 @@ def main() -> int:
     workload.terminate()
     workload.wait()
 
-    report = json.loads(subprocess.run(
-        [sys.executable, "-m", "gtop", "report", "--json", str(recording)],
-        check=True, capture_output=True, text=True).stdout)
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "gtop", "report", "--json", str(recording)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     dev = report["devices"][0]
     util_smi = mean([float(x.split(",")[1]) for x in gpu_lines if x.split(",")[0].strip() == "0"])
     mem_smi = mean([float(x.split(",")[2]) for x in gpu_lines if x.split(",")[0].strip() == "0"])
     proc = next(p for p in report["processes"] if p["pid"] == workload.pid)
     pmem_gtop = proc["gpus"][0]["memory_used_mib"]["max"] if proc["gpus"] else None
-    pmem_smi = max((float(x.split(",")[1]) for x in app_lines
-                    if x.split(",")[0].strip() == str(workload.pid)), default=float("nan"))
+    pmem_smi = max(
+        (float(x.split(",")[1]) for x in app_lines if x.split(",")[0].strip() == str(workload.pid)),
+        default=float("nan"),
+    )
     rows = [
-        ("GPU utilization, mean %", dev["utilization"]["mean"], util_smi,
-         abs(dev["utilization"]["mean"] - util_smi), "≤ 5 points"),
-        ("GPU memory used, mean MiB", dev["memory_used_mib"]["mean"], mem_smi,
-         abs(dev["memory_used_mib"]["mean"] - mem_smi) / mem_smi * 100, "≤ 1 %"),
-        ("workload GPU memory, max MiB", pmem_gtop, pmem_smi,
-         abs((pmem_gtop or 0) - pmem_smi) / pmem_smi * 100, "≤ 1 %"),
+        (
+            "GPU utilization, mean %",
+            dev["utilization"]["mean"],
+            util_smi,
+            abs(dev["utilization"]["mean"] - util_smi),
+            "≤ 5 points",
+        ),
+        (
+            "GPU memory used, mean MiB",
+            dev["memory_used_mib"]["mean"],
+            mem_smi,
+            abs(dev["memory_used_mib"]["mean"] - mem_smi) / mem_smi * 100,
+            "≤ 1 %",
+        ),
+        (
+            "workload GPU memory, max MiB",
+            pmem_gtop,
+            pmem_smi,
+            abs((pmem_gtop or 0) - pmem_smi) / pmem_smi * 100,
+            "≤ 1 %",
+        ),
     ]
-    result = {"device": dev["name"], "driver": report.get("driver_version"),
-              "samples_gtop": dev["samples"], "samples_smi": len(gpu_lines),
-              "rows": [dict(zip(("metric", "gtop", "nvidia_smi", "diff", "target"), r))
-                       for r in rows]}
+    result = {
+        "device": dev["name"],
+        "driver": report.get("driver_version"),
+        "samples_gtop": dev["samples"],
+        "samples_smi": len(gpu_lines),
+        "rows": [dict(zip(("metric", "gtop", "nvidia_smi", "diff", "target"), r)) for r in rows],
+    }
     (args.out / "nvml_accuracy.json").write_text(json.dumps(result, indent=2))
-    print(f"| metric ({dev['name']}, driver {report.get('driver_version')}) | gtop | "
-          "nvidia-smi | difference | target |")
+    print(
+        f"| metric ({dev['name']}, driver {report.get('driver_version')}) | gtop | "
+        "nvidia-smi | difference | target |"
+    )
     print("|---|---|---|---|---|")
     for name, ours, theirs, diff, target in rows:
         print(f"| {name} | {ours:.1f} | {theirs:.1f} | {diff:.2f} | {target} |")
