@@ -371,9 +371,8 @@ class _Prepared:
         inside = iv.owner(host, p) >= 0
         p, q = p[inside], q[inside]
         si = iv.owner(iv.Spans(states["t"], s_end), p)
-        known = si >= 0
-        state = np.where(known, states["state"][si], 255)
-        reason = np.where(known, states["reason"][si], BlockReason.NONE)
+        state = iv.take(states["state"], si, 255)
+        reason = iv.take(states["reason"], si, BlockReason.NONE)
         api = iv.owner(in_api, p) >= 0
         sync = iv.owner(in_sync, p) >= 0
         blocked = np.select(

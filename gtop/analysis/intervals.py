@@ -104,6 +104,14 @@ def owner(spans: Spans, points: np.ndarray) -> np.ndarray:
     return np.where(inside, j, -1)
 
 
+def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
+    """``values[index]`` where ``index >= 0``, else ``fill`` (``values`` may be empty)."""
+    out = np.full(len(index), fill, dtype=np.result_type(values.dtype, np.min_scalar_type(fill)))
+    ok = index >= 0
+    out[ok] = values[index[ok]]
+    return out
+
+
 def clipped_total(starts: np.ndarray, ends: np.ndarray, t0: int, t1: int) -> int:
     """Sum of the lengths of ``[starts, ends) ∩ [t0, t1)``, overlaps counted each time."""
     lengths = np.minimum(ends, t1) - np.maximum(starts, t0)

@@ -20,28 +20,75 @@ def rows(spec: StreamSpec, items: list[dict[str, Any]]) -> np.ndarray:
     return out
 
 
-def kernel(t: int, end: int, *, corr: int = 0, stream: int = 7, pid: int = 100,
-           device: int = 0, name: int = 1, submitted: int = 0) -> dict[str, Any]:
-    return {"t_ns": t, "end_ns": end, "correlation": corr, "stream": stream, "pid": pid,
-            "device": device, "name_id": name, "submitted_ns": submitted, "queued_ns": 0}
+def kernel(
+    t: int,
+    end: int,
+    *,
+    corr: int = 0,
+    stream: int = 7,
+    pid: int = 100,
+    device: int = 0,
+    name: int = 1,
+    submitted: int = 0,
+) -> dict[str, Any]:
+    return {
+        "t_ns": t,
+        "end_ns": end,
+        "correlation": corr,
+        "stream": stream,
+        "pid": pid,
+        "device": device,
+        "name_id": name,
+        "submitted_ns": submitted,
+        "queued_ns": 0,
+    }
 
 
-def copy(t: int, end: int, *, corr: int = 0, stream: int = 7, pid: int = 100, device: int = 0,
-         kind: int = layouts.CopyKind.HTOD) -> dict[str, Any]:
-    return {"t_ns": t, "end_ns": end, "correlation": corr, "stream": stream, "pid": pid,
-            "device": device, "copy_kind": kind}
+def copy(
+    t: int,
+    end: int,
+    *,
+    corr: int = 0,
+    stream: int = 7,
+    pid: int = 100,
+    device: int = 0,
+    kind: int = layouts.CopyKind.HTOD,
+) -> dict[str, Any]:
+    return {
+        "t_ns": t,
+        "end_ns": end,
+        "correlation": corr,
+        "stream": stream,
+        "pid": pid,
+        "device": device,
+        "copy_kind": kind,
+    }
 
 
-def api(t: int, end: int, *, corr: int = 0, tid: int = 100, pid: int = 100,
-        cls: int = layouts.ApiClass.LAUNCH) -> dict[str, Any]:
-    return {"t_ns": t, "end_ns": end, "correlation": corr, "tid": tid, "pid": pid,
-            "api_class": cls}
+def api(
+    t: int,
+    end: int,
+    *,
+    corr: int = 0,
+    tid: int = 100,
+    pid: int = 100,
+    cls: int = layouts.ApiClass.LAUNCH,
+) -> dict[str, Any]:
+    return {"t_ns": t, "end_ns": end, "correlation": corr, "tid": tid, "pid": pid, "api_class": cls}
 
 
-def state(t: int, end: int, st: int, *, reason: int = 0, tid: int = 100, pid: int = 100,
-          stack: int = -1) -> dict[str, Any]:
-    return {"t_ns": t, "end_ns": end, "state": st, "reason": reason, "tid": tid, "pid": pid,
-            "stack_id": stack}
+def state(
+    t: int, end: int, st: int, *, reason: int = 0, tid: int = 100, pid: int = 100, stack: int = -1
+) -> dict[str, Any]:
+    return {
+        "t_ns": t,
+        "end_ns": end,
+        "state": st,
+        "reason": reason,
+        "tid": tid,
+        "pid": pid,
+        "stack_id": stack,
+    }
 
 
 def wait(t: int, *, stream: int = 7, pid: int = 100) -> dict[str, Any]:
