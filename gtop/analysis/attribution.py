@@ -51,52 +51,18 @@ service``; NaN when there is no service.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from gtop.analysis import intervals as iv
+from gtop.analysis.causes import Cause
+from gtop.analysis.host import HostIndex
 from gtop.analysis.records import OP_KERNEL, Records
-from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""
 
-
-class Cause(IntEnum):
-    G_COMP = 0
-    G_XFER = 1
-    H_CTRL = 2
-    H_APP = 3
-    H_WAIT_GPU = 4
-    H_IO = 5
-    OFF_CPU = 6
-    G_QUEUE = 7
-    G_STALL = 8
-    UNKNOWN = 9
-    """Off-GPU with no host data for the charged thread (or no thread to charge)."""
-
-    @property
-    def label(self) -> str:
-        return LABELS[self]
-
-
-LABELS = (
-    "G:COMP",
-    "G:XFER",
-    "H:CTRL",
-    "H:APP",
-    "H:WAIT_GPU",
-    "H:IO",
-    "OFF_CPU",
-    "G:QUEUE",
-    "G:STALL",
-    "UNKNOWN",
-)
-ON_CAUSES = (Cause.G_COMP, Cause.G_XFER)
-OFF_CAUSES = tuple(c for c in Cause if c not in ON_CAUSES)
-PANELS = ("OFF-CPU^dep", "OFF-CPU^queue", "OFF-GPU^dep", "OFF-GPU^queue")
 
 Level = Literal["device", "process", "stream"]
 
@@ -216,6 +182,16 @@ def attribute(
     return out
 
 
+def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
+    """Which rows of an ops table (:data:`~gtop.analysis.records.OP`) belong to ``unit``."""
+    mask = ops["device"] == unit.device
+    if unit.pid >= 0:
+        mask &= ops["pid"] == unit.pid
+    if unit.stream >= 0:
+        mask &= ops["stream"] == unit.stream
+    return mask
+
+
 class _Prepared:
     """Joins and orders the records of one window once, for all of its units."""
 
@@ -249,8 +225,7 @@ class _Prepared:
         self.start, self.end, self.sub = start[order], end[order], sub[order]
         self.tid = api_tid[order]
         self.stream_index, self.elig = self._eligible(rec.waits)
-        self._states_by_tid(rec.states)
-        self._apis_by_tid(rec.apis)
+        self.host = HostIndex(rec, t0, t1)
 
     @staticmethod
     def _join(ops: np.ndarray, apis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,108 +290,6 @@ class _Prepared:
         elig = np.maximum(np.maximum(sub, prev_end), dep_end)
         return stream_index, np.minimum(elig, start)
 
-    def _states_by_tid(self, states: np.ndarray) -> None:
-        states = states[(states["end"] > self.t0) & (states["t"] < self.t1)]
-        order = iv.canonical_order(
-            [states["t"], states["end"], states["state"], states["reason"], states["stack_id"]]
-        )
-        states = states[order]
-        states = states[np.argsort(states["tid"], kind="stable")]
-        end = states["end"].copy()
-        same = states["tid"][1:] == states["tid"][:-1]
-        end[:-1][same] = np.minimum(end[:-1][same], states["t"][1:][same])
-        keep = end > states["t"]
-        self.states, self.state_end = states[keep], end[keep]
-        self._state_tids = self.states["tid"]
-
-    def _apis_by_tid(self, apis: np.ndarray) -> None:
-        apis = apis[(apis["end"] > self.t0) & (apis["t"] < self.t1)]
-        self.apis = apis[np.argsort(apis["tid"], kind="stable")]
-
-    def thread_states(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
-        """The thread's state records in the window, sorted and disjoint, with their ends."""
-        a, b = np.searchsorted(self._state_tids, [tid, tid + 1])
-        return self.states[a:b], self.state_end[a:b]
-
-    def thread_apis(self, tid: int) -> np.ndarray:
-        a, b = np.searchsorted(self.apis["tid"], [tid, tid + 1])
-        return self.apis[a:b]
-
-    def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Split ``host`` (normal spans) by the state of thread ``tid`` (rule 3).
-
-        Returns:
-            ``(starts, ends, causes)`` tiling ``host``.
-        """
-        states, s_end = self.thread_states(tid)
-        apis = self.thread_apis(tid)
-        states, s_end = _overlapping(states["t"], s_end, host, states)
-        sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
-        in_api = iv.clip(iv.union(apis["t"], apis["end"]), self.t0, self.t1)
-        in_sync = iv.clip(iv.union(apis["t"][sync_cls], apis["end"][sync_cls]), self.t0, self.t1)
-        cuts = np.concatenate(
-            (
-                host.starts,
-                host.ends,
-                states["t"],
-                s_end,
-                in_api.starts,
-                in_api.ends,
-                in_sync.starts,
-                in_sync.ends,
-            )
-        )
-        cuts = np.unique(np.clip(cuts, self.t0, self.t1))
-        p, q = cuts[:-1], cuts[1:]
-        inside = iv.owner(host, p) >= 0
-        p, q = p[inside], q[inside]
-        si = iv.owner(iv.Spans(states["t"], s_end), p)
-        state = iv.take(states["state"], si, 255)
-        reason = iv.take(states["reason"], si, BlockReason.NONE)
-        api = iv.owner(in_api, p) >= 0
-        sync = iv.owner(in_sync, p) >= 0
-        blocked = np.select(
-            [reason == BlockReason.IO, reason == BlockReason.GPU_WAIT],
-            [Cause.H_IO, Cause.H_WAIT_GPU],
-            Cause.OFF_CPU,
-        )
-        cause = np.select(
-            [
-                sync,
-                state == ThreadState.BLOCKED,
-                state == ThreadState.RUNNABLE,
-                api,
-                state == ThreadState.ON_CPU,
-            ],
-            [Cause.H_WAIT_GPU, blocked, Cause.OFF_CPU, Cause.H_CTRL, Cause.H_APP],
-            Cause.UNKNOWN,
-        ).astype(np.uint8)
-        return p, q, cause
-
-    def thread_panels(self, tids: np.ndarray) -> tuple[int, int, int]:
-        """(blocked, runnable, on-CPU) ns of ``tids`` in the window."""
-        totals = [0, 0, 0]
-        for tid in tids:
-            states, s_end = self.thread_states(int(tid))
-            for slot, st in enumerate(
-                (ThreadState.BLOCKED, ThreadState.RUNNABLE, ThreadState.ON_CPU)
-            ):
-                m = states["state"] == st
-                totals[slot] += iv.clipped_total(states["t"][m], s_end[m], self.t0, self.t1)
-        return totals[0], totals[1], totals[2]
-
-
-def _overlapping(
-    starts: np.ndarray, ends: np.ndarray, spans: iv.Spans, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The rows (and their ends) whose ``[start, end)`` overlaps normal ``spans``."""
-    if not len(spans):
-        return rows[:0], ends[:0]
-    j = np.searchsorted(spans.ends, starts, side="right")
-    ok = j < len(spans)
-    ok[ok] = spans.starts[j[ok]] < ends[ok]
-    return rows[ok], ends[ok]
-
 
 def _per_gap(values: np.ndarray, gap: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``values[gap]`` where ``mask``, else -1."""
@@ -476,7 +349,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
     host_tid = gap_tid[iv.owner(gaps, host.starts)] if len(host) else np.empty(0, np.int64)
     for t in np.unique(host_tid):
         mine = host_tid == t
-        parts.append(prep.host_causes(int(t), iv.Spans(host.starts[mine], host.ends[mine])))
+        parts.append(prep.host.host_causes(int(t), iv.Spans(host.starts[mine], host.ends[mine])))
     starts = np.concatenate([p[0] for p in parts])
     order = np.argsort(starts, kind="stable")
     starts = starts[order]
@@ -495,7 +368,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
     )
 
     threads = np.unique(np.concatenate((tid[tid >= 0], np.unique(host_tid)))).astype(np.int64)
-    blocked, runnable, on_cpu = prep.thread_panels(threads)
+    blocked, runnable, on_cpu = prep.host.thread_panels(threads)
     panels = {
         "OFF-CPU^dep": blocked,
         "OFF-CPU^queue": runnable,

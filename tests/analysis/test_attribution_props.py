@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.attribution import Cause, attribute
+from gtop.analysis.attribution import attribute
+from gtop.analysis.causes import Cause
 from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import OP_KERNEL, Records
 from tests.analysis.build import api, copy, kernel, records, state, wait

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from gtop.analysis.attribution import LABELS, Cause, Unit, attribute
+from gtop.analysis.attribution import Unit, attribute
+from gtop.analysis.causes import LABELS, Cause
 from gtop.analysis.records import Records
 from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, copy, kernel, records, state, wait
