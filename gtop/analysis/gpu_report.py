@@ -1,0 +1,74 @@
+"""The ``gpu`` section of ``gtop report --json``: per device, the on/off-GPU breakdown.
+
+Shape, keyed by device index as a string::
+
+    {"0": {"exact": true, "duration_s": 60.0, "gar": 0.71,
+           "on": {"G:COMP": 41.2, "G:XFER": 1.4},
+           "off": {"H:CTRL": ..., "H:APP": ..., "H:WAIT_GPU": ..., "H:IO": ...,
+                   "OFF_CPU": ..., "G:QUEUE": ..., "G:STALL": ..., "UNKNOWN": ...},
+           "panels": {"OFF-CPU^dep": ..., "OFF-CPU^queue": ..., "OFF-GPU^dep": ...,
+                      "OFF-GPU^queue": ...},
+           "inflation": {"cpu": {"qif": ..., "dif": ...}, "gpu": {...}},
+           "threads": [tid, ...],
+           "top_off_gpu_stacks": [{"stack": "OFF_GPU;H:IO;...", "seconds": 1.2}, ...]}}
+
+All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
+``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden).
+Panels are resource-wide waits and may exceed the duration (several threads or ops wait
+at once). Inflation factors are null when the resource did no work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gtop.analysis.attribution import UnitResult, attribute
+from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
+from gtop.analysis.gpu_flame import fold
+from gtop.analysis.records import Records
+
+NS = 1e-9
+
+
+def unit_summary(res: UnitResult) -> dict[str, Any]:
+    """One unit's entry (without stacks): seconds per cause, panels, inflation."""
+    return {
+        "exact": res.exact,
+        "duration_s": res.duration_ns * NS,
+        "gar": res.gar,
+        "on": {LABELS[c]: int(res.totals[c]) * NS for c in ON_CAUSES},
+        "off": {LABELS[c]: int(res.totals[c]) * NS for c in OFF_CAUSES},
+        "panels": {k: v * NS for k, v in res.panels.items()},
+        "inflation": {
+            r: {k: None if math.isnan(v) else v for k, v in f.items()}
+            for r, f in res.inflation().items()
+        },
+        "threads": list(res.threads),
+    }
+
+
+def top_off_stacks(folded: Mapping[str, int], top: int) -> list[dict[str, Any]]:
+    """The ``top`` widest OFF_GPU stacks (ties by name)."""
+    off = sorted(((-w, s) for s, w in folded.items() if s.startswith("OFF_GPU;")))[:top]
+    return [{"stack": s, "seconds": -w * NS} for w, s in off]
+
+
+def gpu_report(
+    records: Records,
+    t0: int,
+    t1: int,
+    kernel_names: Mapping[int, str] | None = None,
+    stacks: Mapping[int, Sequence[str]] | None = None,
+    slice_ns: int = 1_000_000,
+    top: int = 10,
+) -> dict[str, dict[str, Any]]:
+    """The ``gpu`` report section over ``[t0, t1)`` (see the module docstring)."""
+    out = {}
+    for unit, res in sorted(attribute(records, t0, t1, "device").items()):
+        entry = unit_summary(res)
+        folded = fold(res, records, kernel_names, stacks, slice_ns)
+        entry["top_off_gpu_stacks"] = top_off_stacks(folded, top)
+        out[str(unit.device)] = entry
+    return out
