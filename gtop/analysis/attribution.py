@@ -50,7 +50,7 @@ service``; NaN when there is no service.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -101,9 +101,10 @@ class Partition:
         return out
 
 
-@dataclass(frozen=True)
-class UnitResult:
-    """Attribution of one unit over ``[t0, t1)``; all times in ns."""
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    """The numbers of one unit over ``[t0, t1)``, or over consecutive windows summed;
+    all times in ns."""
 
     unit: Unit
     t0: int
@@ -112,8 +113,7 @@ class UnitResult:
     """ns per :class:`Cause`; sums to ``t1 - t0``."""
     panels: dict[str, int]
     service: dict[str, int]
-    """``"cpu"``: on-CPU ns of the host threads; ``"gpu"``: Σ op execution ns."""
-    partition: Partition
+    """``"cpu"``: on-CPU ns of the host threads; ``"gpu"``: sum of op execution ns."""
     threads: tuple[int, ...]
     """The unit's host threads (see the module docstring)."""
     exact: bool = True
@@ -144,11 +144,67 @@ class UnitResult:
             }
         return out
 
+    def plus(self, later: Summary) -> Summary:
+        """This window and the next one (``later.t0 == self.t1``) of the same unit.
+
+        Raises:
+            ValueError: the windows are not consecutive or the units differ.
+        """
+        if later.t0 != self.t1 or later.unit != self.unit:
+            raise ValueError("only consecutive windows of one unit can be summed")
+        return Summary(
+            unit=self.unit,
+            t0=self.t0,
+            t1=later.t1,
+            totals=self.totals + later.totals,
+            panels={k: v + later.panels[k] for k, v in self.panels.items()},
+            service={k: v + later.service[k] for k, v in self.service.items()},
+            threads=tuple(sorted(set(self.threads) | set(later.threads))),
+            exact=self.exact and later.exact,
+        )
+
+    def summary(self) -> Summary:
+        """Just the numbers (drops what a subclass adds, e.g. the partition)."""
+        return Summary(**{f.name: getattr(self, f.name) for f in fields(Summary)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitResult(Summary):
+    """:class:`Summary` of one window, with the partition it was summed from."""
+
+    partition: Partition
+
+
+def stream_keys(ops: np.ndarray) -> np.ndarray:
+    """One int64 per op naming its (pid, device, stream); devices must be < 256."""
+    return (
+        (ops["pid"].astype(np.int64) << 40)
+        | ((ops["device"].astype(np.int64) & 0xFF) << 32)
+        | ops["stream"].astype(np.int64)
+    )
+
+
+def _unit_of(key: int, level: str) -> Unit:
+    pid, device, stream = key >> 40, (key >> 32) & 0xFF, key & 0xFFFFFFFF
+    return Unit(
+        level,
+        device,
+        pid if level != "device" else -1,
+        stream if level == "stream" else -1,
+    )
+
 
 def attribute(
-    records: Records, t0: int, t1: int, level: Level = "device"
+    records: Records,
+    t0: int,
+    t1: int,
+    level: Level = "device",
+    known: np.ndarray | None = None,
 ) -> dict[Unit, UnitResult]:
-    """Attribute ``[t0, t1)`` for every unit of ``level`` that has ops in the window.
+    """Attribute ``[t0, t1)`` for every unit of ``level`` with ops in the window.
+
+    ``known`` (:func:`stream_keys` of streams seen before) adds the units they belong
+    to: one without ops in the window is off-GPU throughout, charged to its main thread.
 
     Raises:
         ValueError: ``t1 <= t0`` or an unknown level.
@@ -158,28 +214,25 @@ def attribute(
     if level not in ("device", "process", "stream"):
         raise ValueError(f"unknown level {level!r}")
     prep = _Prepared(records, t0, t1)
-    ops = prep.ops
-    if not len(ops):
-        return {}
-    if level == "device":
-        key = ops["device"].astype(np.int64)
-    elif level == "process":
-        key = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
-    else:
-        key = prep.stream_index * 65536 + ops["device"].astype(np.int64)
-    order = np.argsort(key, kind="stable")  # keeps the canonical op order in each unit
-    out = {}
-    for a, b in iv.runs(key[order]):
-        idx = order[a:b]
-        first = ops[idx[0]]
-        unit = Unit(
-            level,
-            int(first["device"]),
-            int(first["pid"]) if level != "device" else -1,
-            int(first["stream"]) if level == "stream" else -1,
-        )
-        out[unit] = _attribute_unit(prep, unit, idx)
-    return out
+    streams = stream_keys(prep.ops)
+    everything = np.concatenate((streams, known if known is not None else streams[:0]))
+    units = {}
+    for key in iv.unique_sorted(everything).tolist():  # ascending pid: the first is main
+        unit = _unit_of(key, level)
+        units.setdefault(unit, key >> 40)
+    mask = {
+        "device": np.int64(0xFF << 32),
+        "process": np.int64(~0xFFFFFFFF),
+        "stream": np.int64(-1),
+    }[level]
+    op_unit = streams & mask
+    order = np.argsort(op_unit, kind="stable")  # keeps the canonical op order in each unit
+    rows = {_unit_of(int(op_unit[order[a]]), level): order[a:b] for a, b in iv.runs(op_unit[order])}
+    empty = np.empty(0, np.int64)
+    return {
+        unit: _attribute_unit(prep, unit, rows.get(unit, empty), main)
+        for unit, main in sorted(units.items())
+    }
 
 
 def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
@@ -253,9 +306,9 @@ class _Prepared:
         if not n:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         pd = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
-        _, pd_index = np.unique(pd, return_inverse=True)
+        _, pd_index = iv.dense_index(pd)
         skey = (pd_index.astype(np.int64) << 32) | ops["stream"].astype(np.int64)
-        _, stream_index = np.unique(skey, return_inverse=True)
+        _, stream_index = iv.dense_index(skey)
         stream_index = stream_index.reshape(-1).astype(np.int64)
         prev_end = np.full(n, NEVER, np.int64)
         prev_sub = np.full(n, NEVER, np.int64)
@@ -298,7 +351,7 @@ def _per_gap(values: np.ndarray, gap: np.ndarray, mask: np.ndarray) -> np.ndarra
     return out
 
 
-def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
+def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> UnitResult:
     t0, t1 = prep.t0, prep.t1
     ops = prep.ops[idx]
     start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
@@ -316,8 +369,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
 
     # Rule 3: one charged thread per gap.
     nxt = np.searchsorted(start, gaps.ends, side="left")
-    has_next = nxt < len(ops)
-    nxt = np.where(has_next, nxt, 0)
+    nxt[nxt >= len(ops)] = -1
     by_end = iv.canonical_order(
         [
             end,
@@ -330,15 +382,12 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
             ops["label"],
         ]
     )
-    prv = np.searchsorted(end[by_end], gaps.starts, side="right") - 1
-    has_prev = prv >= 0
-    prv = by_end[np.where(has_prev, prv, 0)]
-    main = int(ops["pid"].min())
-    next_tid = np.where(has_next, tid[nxt], -1)
-    prev_tid = np.where(has_prev, tid[prv], -1)
+    prv = iv.take(by_end, np.searchsorted(end[by_end], gaps.starts, side="right") - 1, -1)
+    next_tid = iv.take(tid, nxt, -1)
+    prev_tid = iv.take(tid, prv, -1)
     gap_tid = np.where(next_tid >= 0, next_tid, np.where(prev_tid >= 0, prev_tid, main))
-    gap_kind = np.where(has_next, ops["kind"][nxt].astype(np.int16), -1)
-    gap_label = np.where(has_next, ops["label"][nxt], -1)
+    gap_kind = iv.take(ops["kind"].astype(np.int16), nxt, -1)
+    gap_label = iv.take(ops["label"], nxt, -1)
 
     parts = [
         (comp.starts, comp.ends, np.full(len(comp), Cause.G_COMP, np.uint8)),
@@ -347,7 +396,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
         (stall.starts, stall.ends, np.full(len(stall), Cause.G_STALL, np.uint8)),
     ]
     host_tid = gap_tid[iv.owner(gaps, host.starts)] if len(host) else np.empty(0, np.int64)
-    for t in np.unique(host_tid):
+    for t in iv.unique_sorted(host_tid):
         mine = host_tid == t
         parts.append(prep.host.host_causes(int(t), iv.Spans(host.starts[mine], host.ends[mine])))
     starts = np.concatenate([p[0] for p in parts])
@@ -367,7 +416,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray) -> UnitResult:
         _per_gap(gap_label, g, host_side).astype(np.int64),
     )
 
-    threads = np.unique(np.concatenate((tid[tid >= 0], np.unique(host_tid)))).astype(np.int64)
+    threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)
     blocked, runnable, on_cpu = prep.host.thread_panels(threads)
     panels = {
         "OFF-CPU^dep": blocked,

@@ -4,7 +4,7 @@ Each slice of ``slice_ns`` becomes one stack whose width is the slice's length, 
 the cause that held the slice longest (:func:`gtop.analysis.slices.dominant`):
 
 * ``ON_GPU;G:COMP;<kernel>`` / ``ON_GPU;G:XFER;<copy kind or MEMSET>``: the kernel (copy)
-  with the most execution time in the slice;
+  execution with the most time in the slice;
 * ``OFF_GPU;<host cause>;<frames…>``: the CPU stack of the thread charged for the first
   segment of that cause in the slice (off-CPU: the stack it blocked in; on-CPU: its
   latest stack sample in the slice, at most ``max_stack_age_ns`` old);
@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from gtop.analysis import intervals as iv
 from gtop.analysis import slices
 from gtop.analysis.attribution import UnitResult, unit_mask
 from gtop.analysis.causes import LABELS, Cause
@@ -39,32 +40,45 @@ def op_name(kind: int, label: int, kernel_names: Mapping[int, str]) -> str:
     return CopyKind(label).name if label in CopyKind._value2member_map_ else f"copy#{label}"
 
 
-def _dominant_label(ops: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Per slice, the row of ``ops`` with the most execution time in it, as the index of
-    its ``(kind, label)`` among ``np.unique`` of those pairs; -1 where no op ran."""
-    n = len(edges) - 1
+def _busiest_op(ops: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per slice, the row of ``ops`` whose execution has the most time in it (ties: the
+    earliest start, then the lowest row), or -1 where no op ran."""
+    out = np.full(len(edges) - 1, -1, np.int64)
     start = np.maximum(ops["t"], edges[0])
     end = np.minimum(np.maximum(ops["end"], ops["t"]), edges[-1])
-    keep = end > start
-    start, end, ops = start[keep], end[keep], ops[keep]
-    out = np.full(n, -1, np.int64)
-    if not len(ops):
+    rows = np.flatnonzero(end > start)
+    if not len(rows):
         return out
-    _, label = np.unique(ops[["kind", "label"]], return_inverse=True)
-    first = np.searchsorted(edges, start, side="right") - 1
-    last = np.searchsorted(edges, end, side="left") - 1
-    count = last - first + 1
-    row = np.repeat(np.arange(len(ops)), count)
-    sl = first[row] + np.arange(len(row)) - np.repeat(np.cumsum(count) - count, count)
-    width = np.minimum(end[row], edges[sl + 1]) - np.maximum(start[row], edges[sl])
-    key = sl * (int(label.max()) + 1) + label.reshape(-1)[row]
-    ukey, inv = np.unique(key, return_inverse=True)
-    total = np.bincount(inv.reshape(-1), weights=width)
-    uslice = ukey // (int(label.max()) + 1)
-    best = np.lexsort((ukey, -total, uslice))  # per slice: most time, then lowest label
-    heads = best[np.r_[True, uslice[best][1:] != uslice[best][:-1]]]
-    out[uslice[heads]] = ukey[heads] % (int(label.max()) + 1)
+    rows = rows[np.argsort(start[rows], kind="stable")]
+    first = np.searchsorted(edges, start[rows], side="right") - 1
+    count = np.searchsorted(edges, end[rows], side="left") - first
+    rep = np.repeat(np.arange(len(rows)), count)
+    sl = first[rep] + np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count)
+    by_slice = np.argsort(sl, kind="stable")
+    rep, sl = rep[by_slice], sl[by_slice]
+    r = rows[rep]
+    width = np.minimum(end[r], edges[sl + 1]) - np.maximum(start[r], edges[sl])
+    heads = iv.run_heads(sl)
+    best = np.repeat(np.maximum.reduceat(width, heads), np.diff(np.append(heads, len(sl))))
+    cand = np.flatnonzero(width == best)
+    chosen = cand[iv.run_heads(sl[cand])]
+    out[sl[chosen]] = r[chosen]
     return out
+
+
+def _op_names(ops: np.ndarray, rows: np.ndarray, kernel_names: Mapping[int, str]) -> np.ndarray:
+    """The display name of ``ops[rows]`` (``""`` where the row is -1)."""
+    key = (ops["kind"].astype(np.int64) << 48) | (ops["label"] + 1)
+    picked = np.where(rows >= 0, key[np.maximum(rows, 0)] if len(ops) else 0, -1)
+    distinct, inverse = iv.dense_index(picked)
+    names = np.array(
+        [
+            op_name(int(k >> 48), int(k & (2**48 - 1)) - 1, kernel_names) if k >= 0 else ""
+            for k in distinct.tolist()
+        ],
+        dtype=object,
+    )
+    return names[inverse]
 
 
 def fold(
@@ -92,13 +106,8 @@ def fold(
     ops = records.ops[unit_mask(records.ops, result.unit)]
     for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
         mine = ops[(ops["kind"] == OP_KERNEL) == is_kernel]
-        label = _dominant_label(mine, edges)
-        pairs = np.unique(mine[["kind", "label"]])
-        names = np.array(
-            [op_name(int(k), int(v), kernel_names) for k, v in pairs] + [""], dtype=object
-        )
         sl = cause == on_cause
-        leaf[sl] = names[label[sl]]
+        leaf[sl] = _op_names(mine, _busiest_op(mine, edges)[sl], kernel_names)
 
     off = np.flatnonzero(cause >= Cause.H_CTRL)
     seg = slices.first_segment(part, cause[off], edges[off])
@@ -109,7 +118,7 @@ def fold(
     host = HostIndex(records, result.t0, result.t1)
     hs, hseg = off[~device], seg[~device]
     tids = part.tids[hseg]
-    for tid in np.unique(tids):
+    for tid in iv.unique_sorted(tids):
         m = tids == tid
         at = np.maximum(part.starts[hseg[m]], edges[hs[m]])
         until = np.minimum(part.ends[hseg[m]], edges[hs[m] + 1])

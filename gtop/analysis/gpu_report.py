@@ -21,18 +21,20 @@ at once). Inflation factors are null when the resource did no work.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gtop.analysis.attribution import UnitResult, attribute
+from gtop.analysis.attribution import Summary, Unit
 from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
 from gtop.analysis.gpu_flame import fold
 from gtop.analysis.records import Records
+from gtop.analysis.replay import BLOCK_NS, blocks
 
 NS = 1e-9
 
 
-def unit_summary(res: UnitResult) -> dict[str, Any]:
+def unit_summary(res: Summary) -> dict[str, Any]:
     """One unit's entry (without stacks): seconds per cause, panels, inflation."""
     return {
         "exact": res.exact,
@@ -63,12 +65,27 @@ def gpu_report(
     stacks: Mapping[int, Sequence[str]] | None = None,
     slice_ns: int = 1_000_000,
     top: int = 10,
+    block_ns: int = BLOCK_NS,
 ) -> dict[str, dict[str, Any]]:
-    """The ``gpu`` report section over ``[t0, t1)`` (see the module docstring)."""
+    """The ``gpu`` report section over ``[t0, t1)`` (see the module docstring), computed
+    block by block (:mod:`gtop.analysis.replay`).
+
+    Raises:
+        ValueError: ``block_ns`` is not a multiple of ``slice_ns``.
+    """
+    if block_ns % slice_ns:
+        raise ValueError("block_ns must be a multiple of slice_ns")
+    sums: dict[Unit, Summary] = {}
+    folded: dict[Unit, Counter[str]] = {}
+    for result, rows in blocks(records, t0, t1, "device", block_ns):
+        for unit, res in result.items():
+            sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
+            folded.setdefault(unit, Counter()).update(
+                fold(res, rows, kernel_names, stacks, slice_ns)
+            )
     out = {}
-    for unit, res in sorted(attribute(records, t0, t1, "device").items()):
-        entry = unit_summary(res)
-        folded = fold(res, records, kernel_names, stacks, slice_ns)
-        entry["top_off_gpu_stacks"] = top_off_stacks(folded, top)
+    for unit in sorted(sums):
+        entry = unit_summary(sums[unit])
+        entry["top_off_gpu_stacks"] = top_off_stacks(folded[unit], top)
         out[str(unit.device)] = entry
     return out

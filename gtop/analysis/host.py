@@ -83,7 +83,11 @@ class HostIndex:
                 in_sync.ends,
             )
         )
-        cuts = np.unique(np.clip(cuts, host.starts[0], host.ends[-1])) if len(host) else cuts[:0]
+        cuts = (
+            iv.unique_sorted(np.clip(cuts, host.starts[0], host.ends[-1]))
+            if len(host)
+            else cuts[:0]
+        )
         p, q = cuts[:-1], cuts[1:]
         inside = iv.owner(host, p) >= 0
         p, q = p[inside], q[inside]

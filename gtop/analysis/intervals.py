@@ -139,6 +139,24 @@ def canonical_order(keys: list[np.ndarray]) -> np.ndarray:
     return order
 
 
+def unique_sorted(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values."""
+    v = np.sort(values)
+    return v[run_heads(v)]
+
+
+def dense_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(distinct keys sorted, index of each key among them)``."""
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    heads = run_heads(k)
+    step = np.zeros(len(k), np.int64)
+    step[heads[1:]] = 1
+    inverse = np.empty(len(k), np.int64)
+    inverse[order] = np.cumsum(step)
+    return k[heads], inverse
+
+
 def runs(values: np.ndarray) -> list[tuple[int, int]]:
     """``(start, stop)`` of each run of equal values in ``values``."""
     return list(itertools.pairwise([*run_heads(values).tolist(), len(values)]))

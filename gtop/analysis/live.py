@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtop.analysis.attribution import Level, Unit, UnitResult, attribute
+from gtop.analysis import intervals as iv
+from gtop.analysis.attribution import Level, Unit, UnitResult, attribute, stream_keys
 from gtop.analysis.records import Records
 
 
@@ -58,8 +59,10 @@ class AttributionEngine:
         """Add batches of the shared layouts, keyed by stream name."""
         self.feed_records(Records.from_streams(batches))
 
-    def feed_records(self, records: Records) -> None:
-        latest = records.latest()
+    def feed_records(self, records: Records, now: int | None = None) -> None:
+        """Add rows. ``now``: the time up to which the source has delivered everything
+        (default: the latest time in ``records``); it moves the watermark."""
+        latest = records.latest() if now is None else now
         if latest is None:
             return
         self.watermark = latest if self.watermark is None else max(self.watermark, latest)
@@ -104,4 +107,23 @@ class AttributionEngine:
         span = self.window(lag_ns)
         if span is None:
             return {}
-        return attribute(self.records(), span[0], span[1], level)
+        return self.attribute(span[0], span[1], level)
+
+    def attribute(
+        self, t0: int, t1: int, level: Level = "device", known: np.ndarray | None = None
+    ) -> dict[Unit, UnitResult]:
+        """Attribution of any window that starts at or after the horizon.
+
+        Units are those with ops in the rows kept (so a unit that went idle stays, off-GPU,
+        until its last op leaves the history) and those of the stream keys ``known``.
+
+        Raises:
+            ValueError: rows the window needs may be gone (``t0`` before the horizon).
+        """
+        if self.horizon is not None and t0 < self.horizon:
+            raise ValueError("window starts before the horizon")
+        rec = self.records()
+        keys = stream_keys(rec.ops)
+        if known is not None:
+            keys = np.concatenate((keys, known))
+        return attribute(rec, t0, t1, level, known=iv.unique_sorted(keys))
