@@ -17,7 +17,10 @@ UNKNOWN_STATE = 255
 
 
 def _by_tid(rows: np.ndarray) -> np.ndarray:
-    return rows[np.argsort(rows["tid"], kind="stable")]
+    tid = rows["tid"]
+    if len(tid) < 2 or bool(np.all(tid[1:] >= tid[:-1])):
+        return rows
+    return rows[np.argsort(tid, kind="stable")]
 
 
 def _slice(rows: np.ndarray, tid: int) -> slice:

@@ -97,11 +97,24 @@ def subtract(a: Spans, b: Spans) -> Spans:
 
 
 def owner(spans: Spans, points: np.ndarray) -> np.ndarray:
-    """Index of the interval of ``spans`` containing each point, or -1."""
-    j = np.searchsorted(spans.starts, points, side="right") - 1
+    """Index of the interval of ``spans`` containing each point, or -1.
+
+    ``spans`` need only be sorted and disjoint (touching is fine).
+    """
+    j = last_at_or_before(spans.starts, points)
     inside = j >= 0
     inside[inside] = spans.ends[j[inside]] > points[inside]
     return np.where(inside, j, -1)
+
+
+def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``searchsorted(sorted_keys, points, "right") - 1``; when ``points`` are sorted too,
+    by one search per key and a running count, which is much cheaper for many points."""
+    if len(points) > 2 * len(sorted_keys) and bool(np.all(points[1:] >= points[:-1])):
+        first_point = np.searchsorted(points, sorted_keys, side="left")
+        counts = np.bincount(first_point, minlength=len(points) + 1)[: len(points)]
+        return np.cumsum(counts) - 1
+    return np.searchsorted(sorted_keys, points, side="right") - 1
 
 
 def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
