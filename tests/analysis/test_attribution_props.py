@@ -8,10 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.attribution import attribute
+from gtop.analysis.attribution import attribute, unit_mask
 from gtop.analysis.causes import Cause
 from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import OP_KERNEL, Records
+from gtop.analysis.replay import attribute_range
 from tests.analysis.build import api, copy, kernel, records, state, wait
 
 T = 1000
@@ -127,11 +128,7 @@ def test_partition_tiles_each_window_exactly_once(
         assert int(res.totals.sum()) == t1 - t0
         assert np.all(res.totals >= 0)
         # ON_GPU is exactly the union of the unit's ops, counted once.
-        ops = rec.ops[rec.ops["device"] == unit.device]
-        if unit.pid >= 0:
-            ops = ops[ops["pid"] == unit.pid]
-        if unit.stream >= 0:
-            ops = ops[ops["stream"] == unit.stream]
+        ops = rec.ops[unit_mask(rec.ops, unit)]
         on = iv.clip(iv.union(ops["t"], ops["end"]), t0, t1)
         k = ops[ops["kind"] == OP_KERNEL]
         comp = iv.clip(iv.union(k["t"], k["end"]), t0, t1)
@@ -170,3 +167,18 @@ def test_chunked_feeding_equals_all_at_once(
         for lag in (0, slack):
             assert_same(chunked.result(level, lag), whole.result(level, lag))
     assert chunked.records().rows() == whole.records().rows()
+
+
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.integers(1, 400), st.sampled_from(["device", "stream"]))
+def test_replay_blocks_cover_the_range_for_every_unit(rec: Records, block: int, level: str) -> None:
+    summed = attribute_range(rec, 0, T, level, block_ns=block, margin_ns=300)
+    assert set(summed) == set(attribute(rec, -(10**6), 10**6, level))
+    for s in summed.values():
+        assert (s.t0, s.t1) == (0, T)
+        assert int(s.totals.sum()) == T
+        on_ops = attribute(rec, 0, T, level)
+        if s.unit in on_ops:  # ON_GPU does not depend on how the range is cut
+            full = on_ops[s.unit].totals
+            assert s.totals[Cause.G_COMP] == full[Cause.G_COMP]
+            assert s.totals[Cause.G_XFER] == full[Cause.G_XFER]
