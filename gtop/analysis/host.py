@@ -5,6 +5,7 @@ indexed by thread id, and the host-cause rule (rule 3 of :mod:`gtop.analysis.att
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -14,6 +15,18 @@ from gtop.analysis.records import Records
 from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
 
 UNKNOWN_STATE = 255
+
+
+class Activity(NamedTuple):
+    """A thread's pieces of time: state (255: unknown), block reason, and whether it was
+    inside a CUDA API call / a synchronising one."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    state: np.ndarray
+    reason: np.ndarray
+    in_api: np.ndarray
+    in_sync: np.ndarray
 
 
 def _by_tid(rows: np.ndarray) -> np.ndarray:
@@ -62,22 +75,18 @@ class HostIndex:
     def thread_samples(self, tid: int) -> np.ndarray:
         return self.samples[_slice(self.samples, tid)]
 
-    def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3).
-
-        Returns:
-            ``(starts, ends, causes)`` tiling ``host``.
-        """
-        states, s_end = _overlapping(*self.thread_states(tid), host)
+    def activity(self, tid: int, spans: iv.Spans) -> Activity:
+        """What thread ``tid`` was doing over normal ``spans``, in pieces that tile them."""
+        states, s_end = _overlapping(*self.thread_states(tid), spans)
         apis = self.thread_apis(tid)
-        apis, a_end = _overlapping(apis, apis["end"], host)
+        apis, a_end = _overlapping(apis, apis["end"], spans)
         sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
         in_api = iv.union(apis["t"], a_end)
         in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
         cuts = np.concatenate(
             (
-                host.starts,
-                host.ends,
+                spans.starts,
+                spans.ends,
                 states["t"],
                 s_end,
                 in_api.starts,
@@ -86,34 +95,45 @@ class HostIndex:
                 in_sync.ends,
             )
         )
-        cuts = (
-            iv.unique_sorted(np.clip(cuts, host.starts[0], host.ends[-1]))
-            if len(host)
-            else cuts[:0]
-        )
+        if len(spans):
+            cuts = iv.unique_sorted(np.clip(cuts, spans.starts[0], spans.ends[-1]))
         p, q = cuts[:-1], cuts[1:]
-        inside = iv.owner(host, p) >= 0
+        inside = iv.owner(spans, p) >= 0
         p, q = p[inside], q[inside]
         si = iv.owner(iv.Spans(states["t"], s_end), p)
-        state = iv.take(states["state"], si, UNKNOWN_STATE)
-        reason = iv.take(states["reason"], si, BlockReason.NONE)
+        return Activity(
+            p,
+            q,
+            iv.take(states["state"], si, UNKNOWN_STATE),
+            iv.take(states["reason"], si, BlockReason.NONE),
+            iv.owner(in_api, p) >= 0,
+            iv.owner(in_sync, p) >= 0,
+        )
+
+    def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3).
+
+        Returns:
+            ``(starts, ends, causes)`` tiling ``host``.
+        """
+        a = self.activity(tid, host)
         blocked = np.select(
-            [reason == BlockReason.IO, reason == BlockReason.GPU_WAIT],
+            [a.reason == BlockReason.IO, a.reason == BlockReason.GPU_WAIT],
             [Cause.H_IO, Cause.H_WAIT_GPU],
             Cause.OFF_CPU,
         )
         cause = np.select(
             [
-                iv.owner(in_sync, p) >= 0,
-                state == ThreadState.BLOCKED,
-                state == ThreadState.RUNNABLE,
-                iv.owner(in_api, p) >= 0,
-                state == ThreadState.ON_CPU,
+                a.in_sync,
+                a.state == ThreadState.BLOCKED,
+                a.state == ThreadState.RUNNABLE,
+                a.in_api,
+                a.state == ThreadState.ON_CPU,
             ],
             [Cause.H_WAIT_GPU, blocked, Cause.OFF_CPU, Cause.H_CTRL, Cause.H_APP],
             Cause.UNKNOWN,
         ).astype(np.uint8)
-        return p, q, cause
+        return a.starts, a.ends, cause
 
     def thread_panels(self, tids: np.ndarray) -> tuple[int, int, int]:
         """(blocked, runnable, on-CPU) ns of the threads ``tids`` in the window."""

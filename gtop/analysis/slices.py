@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import Partition
 from gtop.analysis.causes import Cause
 
@@ -36,11 +37,18 @@ def _measure_before(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) ->
 
 def occupancy(partition: Partition, slice_edges: np.ndarray) -> np.ndarray:
     """ns of each cause in each slice: shape ``(n_slices, len(Cause))``, int64."""
-    out = np.zeros((len(slice_edges) - 1, len(Cause)), np.int64)
-    for cause in np.unique(partition.causes):
-        m = partition.causes == cause
-        before = _measure_before(partition.starts[m], partition.ends[m], slice_edges)
-        out[:, cause] = np.diff(before)
+    return occupancy_of(partition.starts, partition.ends, partition.causes, len(Cause), slice_edges)
+
+
+def occupancy_of(
+    starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, n_codes: int, slice_edges: np.ndarray
+) -> np.ndarray:
+    """ns of each code in each slice, for sorted disjoint segments ``[starts, ends)``
+    labelled with ``codes`` in ``range(n_codes)``: shape ``(n_slices, n_codes)``."""
+    out = np.zeros((len(slice_edges) - 1, n_codes), np.int64)
+    for code in iv.unique_sorted(codes):
+        m = codes == code
+        out[:, code] = np.diff(_measure_before(starts[m], ends[m], slice_edges))
     return out
 
 
