@@ -17,6 +17,7 @@ Run: ``python benchmarks/attribution_speed.py [--minutes 10] [--kernels 20000]``
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 
@@ -119,13 +120,17 @@ def replay(minutes: float, kernels_per_s: int) -> list[tuple[str, str]]:
     c = time.perf_counter()
     rec = Records.from_streams(batches)
     conv = time.perf_counter() - c
-    c = time.perf_counter()
+    c, cpu = time.perf_counter(), time.process_time()
     report = gpu_report(rec, t0, t0 + int(minutes * 60 * NS))
-    took = time.perf_counter() - c
+    took, cpu = time.perf_counter() - c, time.process_time() - cpu
     return [
         ("replay: recording", f"{minutes:g} min, {kernels_per_s:,} kernels/s, {rows:,} rows"),
         ("replay: layout -> compact records", f"{conv:.2f} s"),
-        ("replay: gpu_report", f"{took:.2f} s (GAR {report['0']['gar']:.3f})"),
+        (
+            "replay: gpu_report",
+            f"{took:.2f} s wall, {cpu:.2f} s CPU (GAR {report['0']['gar']:.3f})",
+        ),
+        ("machine load (1-min average)", f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"),
         (
             "replay: peak RSS",
             f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB",

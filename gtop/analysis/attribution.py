@@ -58,7 +58,7 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import Cause
 from gtop.analysis.host import HostIndex
-from gtop.analysis.records import OP_KERNEL, Records
+from gtop.analysis.records import OP_KERNEL, Records, take
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""
@@ -261,7 +261,8 @@ class _Prepared:
         )
         sub = np.minimum(sub, start)
         keep = (end > t0) & (sub < t1)
-        ops, start, end, sub, api_tid = ops[keep], start[keep], end[keep], sub[keep], api_tid[keep]
+        ops, start, end = take(ops, keep), start[keep], end[keep]
+        sub, api_tid = sub[keep], api_tid[keep]
         order = iv.canonical_order(
             [
                 start,
@@ -274,7 +275,7 @@ class _Prepared:
                 ops["label"],
             ]
         )
-        self.ops = ops[order]
+        self.ops = take(ops, order)
         self.start, self.end, self.sub = start[order], end[order], sub[order]
         self.tid = api_tid[order]
         self.stream_index, self.elig = self._eligible(rec.waits)
@@ -353,7 +354,7 @@ def _per_gap(values: np.ndarray, gap: np.ndarray, mask: np.ndarray) -> np.ndarra
 
 def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> UnitResult:
     t0, t1 = prep.t0, prep.t1
-    ops = prep.ops[idx]
+    ops = take(prep.ops, idx)
     start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
     tid = prep.tid[idx]
     kernel = ops["kind"] == OP_KERNEL

@@ -58,6 +58,20 @@ STREAM_WAIT_EVENT = 2
 """CUpti_ActivitySynchronizationType of cudaStreamWaitEvent."""
 
 
+def take(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
+    """``table[index]`` for a structured table, copied as whole raw records: many times
+    faster than numpy's field-by-field copy of structured rows."""
+    raw = table.view(np.dtype((np.void, table.dtype.itemsize)))
+    return raw[index].view(table.dtype)
+
+
+def concat(tables: list[np.ndarray]) -> np.ndarray:
+    """Tables of one structured dtype, end to end (as raw records, see :func:`take`)."""
+    dtype = tables[0].dtype
+    void = np.dtype((np.void, dtype.itemsize))
+    return np.concatenate([t.view(void) for t in tables]).view(dtype)
+
+
 def _take(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.ndarray:
     out = np.zeros(len(src), dtype)
     for name in dtype.names or ():
@@ -99,7 +113,7 @@ class Records:
         """Build from batches keyed by stream name (``"kernel"``, ``"memcpy"``,
         ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``);
         other streams are ignored."""
-        ops = np.concatenate(
+        ops = concat(
             [
                 _ops(batches.get(layouts.KERNEL.name), OP_KERNEL),
                 _ops(batches.get(layouts.MEMCPY.name), OP_MEMCPY),
@@ -132,17 +146,17 @@ class Records:
     def concat(parts: list[Records]) -> Records:
         """All rows of ``parts``, in order."""
         return Records(
-            **{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(Records)}
+            **{f.name: concat([getattr(p, f.name) for p in parts]) for f in fields(Records)}
         )
 
     def keep_after(self, horizon: int) -> Records:
         """Only the rows that end at or after ``horizon`` (instants: at or after it)."""
         return Records(
-            ops=self.ops[self.ops["end"] >= horizon],
-            apis=self.apis[self.apis["end"] >= horizon],
-            waits=self.waits[self.waits["t"] >= horizon],
-            states=self.states[self.states["end"] >= horizon],
-            samples=self.samples[self.samples["t"] >= horizon],
+            ops=take(self.ops, self.ops["end"] >= horizon),
+            apis=take(self.apis, self.apis["end"] >= horizon),
+            waits=take(self.waits, self.waits["t"] >= horizon),
+            states=take(self.states, self.states["end"] >= horizon),
+            samples=take(self.samples, self.samples["t"] >= horizon),
         )
 
     def rows(self) -> int:
