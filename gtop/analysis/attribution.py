@@ -56,9 +56,9 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.causes import Cause
+from gtop.analysis.causes import PANELS, Cause
 from gtop.analysis.host import HostIndex
-from gtop.analysis.records import OP_KERNEL, Records, take
+from gtop.analysis.records import OP_KERNEL, Records, take_rows
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""
@@ -261,7 +261,7 @@ class _Prepared:
         )
         sub = np.minimum(sub, start)
         keep = (end > t0) & (sub < t1)
-        ops, start, end = take(ops, keep), start[keep], end[keep]
+        ops, start, end = take_rows(ops, keep), start[keep], end[keep]
         sub, api_tid = sub[keep], api_tid[keep]
         order = iv.canonical_order(
             [
@@ -275,7 +275,7 @@ class _Prepared:
                 ops["label"],
             ]
         )
-        self.ops = take(ops, order)
+        self.ops = take_rows(ops, order)
         self.start, self.end, self.sub = start[order], end[order], sub[order]
         self.tid = api_tid[order]
         self.stream_index, self.elig = self._eligible(rec.waits)
@@ -345,16 +345,9 @@ class _Prepared:
         return stream_index, np.minimum(elig, start)
 
 
-def _per_gap(values: np.ndarray, gap: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``values[gap]`` where ``mask``, else -1."""
-    out = np.full(len(gap), -1, np.int64)
-    out[mask] = values[gap[mask]]
-    return out
-
-
 def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> UnitResult:
     t0, t1 = prep.t0, prep.t1
-    ops = take(prep.ops, idx)
+    ops = take_rows(prep.ops, idx)
     start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
     tid = prep.tid[idx]
     kernel = ops["kind"] == OP_KERNEL
@@ -412,19 +405,15 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
         starts,
         ends,
         causes,
-        _per_gap(gap_tid, g, charged).astype(np.int32),
-        _per_gap(gap_kind, g, host_side).astype(np.int16),
-        _per_gap(gap_label, g, host_side).astype(np.int64),
+        iv.take(gap_tid, np.where(charged, g, -1), -1).astype(np.int32),
+        iv.take(gap_kind, np.where(host_side, g, -1), -1).astype(np.int16),
+        iv.take(gap_label, np.where(host_side, g, -1), -1).astype(np.int64),
     )
 
     threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)
     blocked, runnable, on_cpu = prep.host.thread_panels(threads)
-    panels = {
-        "OFF-CPU^dep": blocked,
-        "OFF-CPU^queue": runnable,
-        "OFF-GPU^dep": iv.clipped_total(sub, elig, t0, t1),
-        "OFF-GPU^queue": iv.clipped_total(elig, start, t0, t1),
-    }
+    dep, queue = iv.clipped_total(sub, elig, t0, t1), iv.clipped_total(elig, start, t0, t1)
+    panels = dict(zip(PANELS, (blocked, runnable, dep, queue), strict=True))
     return UnitResult(
         unit=unit,
         t0=t0,

@@ -19,10 +19,6 @@ class Cause(IntEnum):
     UNKNOWN = 9
     """Off-GPU with no host data for the charged thread (or no thread to charge)."""
 
-    @property
-    def label(self) -> str:
-        return LABELS[self]
-
 
 LABELS = (
     "G:COMP",

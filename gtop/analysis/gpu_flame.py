@@ -25,7 +25,7 @@ from gtop.analysis import slices
 from gtop.analysis.attribution import UnitResult, unit_mask
 from gtop.analysis.causes import LABELS, Cause
 from gtop.analysis.host import HostIndex, frames_of
-from gtop.analysis.records import OP_KERNEL, OP_MEMSET, Records, take
+from gtop.analysis.records import OP_KERNEL, OP_MEMSET, Records, take_rows
 from gtop.pipeline.layouts import CopyKind
 
 DEVICE_CAUSES = (Cause.G_QUEUE, Cause.G_STALL)
@@ -103,7 +103,7 @@ def fold(
     cause = slices.dominant(slices.occupancy(part, edges))
     leaf = np.full(len(cause), "", dtype=object)
 
-    ops = take(records.ops, unit_mask(records.ops, result.unit))
+    ops = take_rows(records.ops, unit_mask(records.ops, result.unit))
     for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
         mine = ops[(ops["kind"] == OP_KERNEL) == is_kernel]
         sl = cause == on_cause

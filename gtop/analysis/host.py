@@ -11,7 +11,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import Cause
-from gtop.analysis.records import Records, take
+from gtop.analysis.records import Records, take_rows
 from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
 
 UNKNOWN_STATE = 255
@@ -33,7 +33,7 @@ def _by_tid(rows: np.ndarray) -> np.ndarray:
     tid = rows["tid"]
     if len(tid) < 2 or bool(np.all(tid[1:] >= tid[:-1])):
         return rows
-    return take(rows, np.argsort(tid, kind="stable"))
+    return take_rows(rows, np.argsort(tid, kind="stable"))
 
 
 def _slice(rows: np.ndarray, tid: int) -> slice:
@@ -50,20 +50,20 @@ class HostIndex:
 
     def __init__(self, rec: Records, t0: int, t1: int) -> None:
         self.t0, self.t1 = t0, t1
-        states = take(rec.states, (rec.states["end"] > t0) & (rec.states["t"] < t1))
+        states = take_rows(rec.states, (rec.states["end"] > t0) & (rec.states["t"] < t1))
         order = iv.canonical_order(
             [states["t"], states["end"], states["state"], states["reason"], states["stack_id"]]
         )
-        states = _by_tid(take(states, order))
+        states = _by_tid(take_rows(states, order))
         end = states["end"].copy()
         same = states["tid"][1:] == states["tid"][:-1]
         end[:-1][same] = np.minimum(end[:-1][same], states["t"][1:][same])
         keep = end > states["t"]
-        self.states, self.state_end = take(states, keep), end[keep]
-        self.apis = _by_tid(take(rec.apis, (rec.apis["end"] > t0) & (rec.apis["t"] < t1)))
-        samples = take(rec.samples, (rec.samples["t"] >= t0) & (rec.samples["t"] < t1))
+        self.states, self.state_end = take_rows(states, keep), end[keep]
+        self.apis = _by_tid(take_rows(rec.apis, (rec.apis["end"] > t0) & (rec.apis["t"] < t1)))
+        samples = take_rows(rec.samples, (rec.samples["t"] >= t0) & (rec.samples["t"] < t1))
         self.samples = _by_tid(
-            take(samples, iv.canonical_order([samples["t"], samples["stack_id"]]))
+            take_rows(samples, iv.canonical_order([samples["t"], samples["stack_id"]]))
         )
 
     def thread_states(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +182,7 @@ def _overlapping(
     j = np.searchsorted(spans.ends, rows["t"], side="right")
     ok = j < len(spans)
     ok[ok] = spans.starts[j[ok]] < ends[ok]
-    return take(rows, ok), ends[ok]
+    return take_rows(rows, ok), ends[ok]
 
 
 def frames_of(stack_id: int, stacks: Mapping[int, Sequence[str]]) -> list[str]:

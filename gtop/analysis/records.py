@@ -58,21 +58,21 @@ STREAM_WAIT_EVENT = 2
 """CUpti_ActivitySynchronizationType of cudaStreamWaitEvent."""
 
 
-def take(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
+def take_rows(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
     """``table[index]`` for a structured table, copied as whole raw records: many times
     faster than numpy's field-by-field copy of structured rows."""
     raw = table.view(np.dtype((np.void, table.dtype.itemsize)))
     return raw[index].view(table.dtype)
 
 
-def concat(tables: list[np.ndarray]) -> np.ndarray:
-    """Tables of one structured dtype, end to end (as raw records, see :func:`take`)."""
+def concat_rows(tables: list[np.ndarray]) -> np.ndarray:
+    """Tables of one structured dtype, end to end (as raw records, see :func:`take_rows`)."""
     dtype = tables[0].dtype
     void = np.dtype((np.void, dtype.itemsize))
     return np.concatenate([t.view(void) for t in tables]).view(dtype)
 
 
-def _take(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.ndarray:
+def _project(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.ndarray:
     out = np.zeros(len(src), dtype)
     for name in dtype.names or ():
         source = renames.get(name, name)
@@ -84,7 +84,7 @@ def _take(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.ndarr
 def _ops(src: np.ndarray | None, kind: int) -> np.ndarray:
     if src is None or not len(src):
         return np.empty(0, OP)
-    out = _take(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"})
+    out = _project(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"})
     out["kind"] = kind
     if kind == OP_KERNEL:
         out["queued"] = src["queued_ns"]
@@ -113,7 +113,7 @@ class Records:
         """Build from batches keyed by stream name (``"kernel"``, ``"memcpy"``,
         ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``);
         other streams are ignored."""
-        ops = concat(
+        ops = concat_rows(
             [
                 _ops(batches.get(layouts.KERNEL.name), OP_KERNEL),
                 _ops(batches.get(layouts.MEMCPY.name), OP_MEMCPY),
@@ -128,16 +128,16 @@ class Records:
             sync = sync[sync["sync_type"] == STREAM_WAIT_EVENT]
         return cls(
             ops=ops,
-            apis=_take(
+            apis=_project(
                 api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
             )
             if api is not None
             else np.empty(0, API),
-            waits=_take(sync, WAIT, {"t": "t_ns"}) if sync is not None else np.empty(0, WAIT),
-            states=_take(states, STATE, {"t": "t_ns", "end": "end_ns"})
+            waits=_project(sync, WAIT, {"t": "t_ns"}) if sync is not None else np.empty(0, WAIT),
+            states=_project(states, STATE, {"t": "t_ns", "end": "end_ns"})
             if states is not None
             else np.empty(0, STATE),
-            samples=_take(samples, SAMPLE, {"t": "t_ns"})
+            samples=_project(samples, SAMPLE, {"t": "t_ns"})
             if samples is not None
             else np.empty(0, SAMPLE),
         )
@@ -146,17 +146,17 @@ class Records:
     def concat(parts: list[Records]) -> Records:
         """All rows of ``parts``, in order."""
         return Records(
-            **{f.name: concat([getattr(p, f.name) for p in parts]) for f in fields(Records)}
+            **{f.name: concat_rows([getattr(p, f.name) for p in parts]) for f in fields(Records)}
         )
 
     def keep_after(self, horizon: int) -> Records:
         """Only the rows that end at or after ``horizon`` (instants: at or after it)."""
         return Records(
-            ops=take(self.ops, self.ops["end"] >= horizon),
-            apis=take(self.apis, self.apis["end"] >= horizon),
-            waits=take(self.waits, self.waits["t"] >= horizon),
-            states=take(self.states, self.states["end"] >= horizon),
-            samples=take(self.samples, self.samples["t"] >= horizon),
+            ops=take_rows(self.ops, self.ops["end"] >= horizon),
+            apis=take_rows(self.apis, self.apis["end"] >= horizon),
+            waits=take_rows(self.waits, self.waits["t"] >= horizon),
+            states=take_rows(self.states, self.states["end"] >= horizon),
+            samples=take_rows(self.samples, self.samples["t"] >= horizon),
         )
 
     def rows(self) -> int:

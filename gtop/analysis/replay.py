@@ -19,7 +19,7 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import Level, Summary, Unit, UnitResult, stream_keys
 from gtop.analysis.live import AttributionEngine
-from gtop.analysis.records import Records, take
+from gtop.analysis.records import Records, take_rows
 
 BLOCK_NS = 10_000_000_000
 MARGIN_NS = 1_000_000_000
@@ -32,7 +32,7 @@ def time_ordered(records: Records) -> Records:
         t = a["t"]
         if len(t) < 2 or bool(np.all(t[1:] >= t[:-1])):
             return a
-        return take(a, np.argsort(t, kind="stable"))
+        return take_rows(a, np.argsort(t, kind="stable"))
 
     return Records(**{f.name: ordered(getattr(records, f.name)) for f in fields(Records)})
 
