@@ -38,9 +38,12 @@ def rss_mib() -> float:
         return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-def synthetic(t0: int, seconds: float, kernels_per_s: int, seed: int = 0) -> dict[str, np.ndarray]:
+def synthetic(
+    t0: int, seconds: float, kernels_per_s: int, seed: int = 0, api_records: bool = True
+) -> dict[str, np.ndarray]:
     """A launch-heavy training-like loop: one launch call per kernel, a synchronise every
-    200 kernels, a copy every 100, ~1k thread switches/s, 100 Hz stack samples."""
+    200 kernels, a copy every 100, ~1k thread switches/s, 100 Hz stack samples. Without
+    ``api_records`` (CUPTI runtime/driver tracing off) there are no API call rows."""
     rng = np.random.default_rng(seed)
     n = int(seconds * kernels_per_s)
     period = NS // kernels_per_s
@@ -113,9 +116,9 @@ def live(rate: int, seconds: int, window_s: float) -> list[tuple[str, str]]:
     ]
 
 
-def replay(minutes: float, kernels_per_s: int) -> list[tuple[str, str]]:
+def replay(minutes: float, kernels_per_s: int, api_records: bool) -> list[tuple[str, str]]:
     t0 = 10 * NS
-    batches = synthetic(t0, minutes * 60, kernels_per_s)
+    batches = synthetic(t0, minutes * 60, kernels_per_s, api_records=api_records)
     rows = sum(len(b) for b in batches.values())
     c = time.perf_counter()
     rec = Records.from_streams(batches)
@@ -124,7 +127,11 @@ def replay(minutes: float, kernels_per_s: int) -> list[tuple[str, str]]:
     report = gpu_report(rec, t0, t0 + int(minutes * 60 * NS))
     took, cpu = time.perf_counter() - c, time.process_time() - cpu
     return [
-        ("replay: recording", f"{minutes:g} min, {kernels_per_s:,} kernels/s, {rows:,} rows"),
+        (
+            "replay: recording",
+            f"{minutes:g} min, {kernels_per_s:,} kernels/s, {rows:,} rows"
+            + ("" if api_records else " (no API records)"),
+        ),
         ("replay: layout -> compact records", f"{conv:.2f} s"),
         (
             "replay: gpu_report",
@@ -145,8 +152,11 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=5.0, help="live window, seconds")
     ap.add_argument("--minutes", type=float, default=10.0, help="replay length")
     ap.add_argument("--kernels", type=int, default=20_000, help="replay kernels/s")
+    ap.add_argument("--no-api", action="store_true", help="replay without API call records")
     args = ap.parse_args()
-    rows = live(args.rate, args.seconds, args.window) + replay(args.minutes, args.kernels)
+    rows = live(args.rate, args.seconds, args.window) + replay(
+        args.minutes, args.kernels, not args.no_api
+    )
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")

@@ -66,19 +66,13 @@ def _busiest_op(ops: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return out
 
 
-def _op_names(ops: np.ndarray, rows: np.ndarray, kernel_names: Mapping[int, str]) -> np.ndarray:
-    """The display name of ``ops[rows]`` (``""`` where the row is -1)."""
-    key = (ops["kind"].astype(np.int64) << 48) | (ops["label"] + 1)
-    picked = np.where(rows >= 0, key[np.maximum(rows, 0)] if len(ops) else 0, -1)
-    distinct, inverse = iv.dense_index(picked)
-    names = np.array(
-        [
-            op_name(int(k >> 48), int(k & (2**48 - 1)) - 1, kernel_names) if k >= 0 else ""
-            for k in distinct.tolist()
-        ],
-        dtype=object,
-    )
-    return names[inverse]
+def _op_keys(kind: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """One int64 per op naming its (kind, label)."""
+    return (kind.astype(np.int64) << 48) | (label.astype(np.int64) + 1)
+
+
+def _op_key_name(key: int, kernel_names: Mapping[int, str]) -> str:
+    return op_name(key >> 48, (key & (2**48 - 1)) - 1, kernel_names)
 
 
 def fold(
@@ -99,22 +93,28 @@ def fold(
     stacks = stacks or {}
     part = result.partition
     edges = slices.edges(result.t0, result.t1, slice_ns)
-    width = np.diff(edges)
     cause = slices.dominant(slices.occupancy(part, edges))
-    leaf = np.full(len(cause), "", dtype=object)
+    # Each slice's leaf is an op key (on-GPU, device causes) or a stack id (host causes);
+    # -1 is no leaf. Strings are made once per distinct (cause, leaf), not per slice.
+    leaf = np.full(len(cause), -1, np.int64)
 
     ops = take_rows(records.ops, unit_mask(records.ops, result.unit))
+    keys = _op_keys(ops["kind"], ops["label"])
     for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
-        mine = ops[(ops["kind"] == OP_KERNEL) == is_kernel]
+        mine = np.flatnonzero((ops["kind"] == OP_KERNEL) == is_kernel)
         sl = cause == on_cause
-        leaf[sl] = _op_names(mine, _busiest_op(mine, edges)[sl], kernel_names)
+        row = _busiest_op(take_rows(ops, mine), edges)[sl]
+        leaf[sl] = iv.take(keys[mine], row, -1)
 
     off = np.flatnonzero(cause >= Cause.H_CTRL)
     seg = slices.first_segment(part, cause[off], edges[off])
     device = np.isin(cause[off], DEVICE_CAUSES)
-    for i, s in zip(off[device], seg[device], strict=True):
-        kind = int(part.next_kind[s])
-        leaf[i] = op_name(kind, int(part.next_label[s]), kernel_names) if kind >= 0 else ""
+    dev_seg = seg[device]
+    leaf[off[device]] = np.where(
+        part.next_kind[dev_seg] >= 0,
+        _op_keys(part.next_kind[dev_seg], part.next_label[dev_seg]),
+        -1,
+    )
     host = HostIndex(records, result.t0, result.t1)
     hs, hseg = off[~device], seg[~device]
     tids = part.tids[hseg]
@@ -122,16 +122,20 @@ def fold(
         m = tids == tid
         at = np.maximum(part.starts[hseg[m]], edges[hs[m]])
         until = np.minimum(part.ends[hseg[m]], edges[hs[m] + 1])
-        ids = host.stack_ids(int(tid), at, until, max_stack_age_ns)
-        cache: dict[int, str] = {}
-        for i, sid in zip(hs[m], ids.tolist(), strict=True):
-            if sid not in cache:
-                cache[sid] = ";".join(frames_of(sid, stacks))
-            leaf[i] = cache[sid]
+        leaf[hs[m]] = host.stack_ids(int(tid), at, until, max_stack_age_ns)
 
+    pair = (cause.astype(np.int64) << 56) | (leaf & (2**56 - 1))
+    distinct, inverse = iv.dense_index(pair)
+    widths = np.bincount(inverse, weights=np.diff(edges)).astype(np.int64)
     folded: dict[str, int] = {}
-    for c, lf, w in zip(cause.tolist(), leaf.tolist(), width.tolist(), strict=True):
+    for key, w in zip(distinct.tolist(), widths.tolist(), strict=True):
+        c, lf = key >> 56, key & (2**56 - 1)
+        lf = -1 if lf == 2**56 - 1 else lf
+        if c <= Cause.G_XFER or c in DEVICE_CAUSES:
+            text = _op_key_name(lf, kernel_names) if lf >= 0 else ""
+        else:
+            text = ";".join(frames_of(lf, stacks)) if lf >= 0 else ""
         root = "ON_GPU" if c <= Cause.G_XFER else "OFF_GPU"
-        key = f"{root};{LABELS[c]};{lf}" if lf else f"{root};{LABELS[c]}"
-        folded[key] = folded.get(key, 0) + w
+        name = f"{root};{LABELS[c]};{text}" if text else f"{root};{LABELS[c]}"
+        folded[name] = folded.get(name, 0) + w
     return folded
