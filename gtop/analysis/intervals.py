@@ -119,10 +119,11 @@ def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray
 
 def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
     """``values[index]`` where ``index >= 0``, else ``fill`` (``values`` may be empty)."""
-    out = np.full(len(index), fill, dtype=np.result_type(values.dtype, np.min_scalar_type(fill)))
-    ok = index >= 0
-    out[ok] = values[index[ok]]
-    return out
+    dtype = np.result_type(values.dtype, np.min_scalar_type(fill))
+    if not len(values):
+        return np.full(len(index), fill, dtype)
+    got = values[np.maximum(index, 0)].astype(dtype, copy=False)
+    return np.where(index >= 0, got, dtype.type(fill))
 
 
 def clipped_total(starts: np.ndarray, ends: np.ndarray, t0: int, t1: int) -> int:
