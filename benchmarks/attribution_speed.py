@@ -83,7 +83,7 @@ def synthetic(
     samples["stack_id"] = rng.integers(1, 100, len(samples))
     return {
         "kernel": k,
-        "api": np.concatenate((api, sync)),
+        "api": np.concatenate((api, sync)) if api_records else api[:0],
         "memcpy": cp,
         "thread_state": st,
         "cpu_sample": samples,
