@@ -154,8 +154,8 @@ def canonical_order(keys: list[np.ndarray]) -> np.ndarray:
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values."""
-    v = np.sort(values)
+    """Sorted distinct values (runs of equal values are dropped before sorting)."""
+    v = np.sort(values[run_heads(values)])
     return v[run_heads(v)]
 
 
