@@ -5,7 +5,8 @@ start with CUDA events), waits for it, then:
 
 * ``app``: a Python busy loop of ``--gap-ms``                      → H:APP
 * ``sleep``: ``time.sleep(--gap-ms)``                              → OFF_CPU
-* ``io``: O_DIRECT reads of a scratch file for ``--gap-ms``        → H:IO
+* ``io``: O_DIRECT reads of a 512 MB scratch file in ``--io-dir`` (a disk, not tmpfs;
+  the JSON says whether O_DIRECT worked) for ``--gap-ms``          → H:IO
 * ``tiny``: instead of matmuls, ``--launches`` empty kernels, each launched by its own
   ``cuLaunchKernel`` call, then one synchronise                  → H:CTRL dominant
 * ``hostfunc``: the work and then a ``cuLaunchHostFunc`` callback sleeping ``--gap-ms``
@@ -217,7 +218,7 @@ def main() -> None:
     ap.add_argument("--gap-ms", type=float, default=5.0, help="host gap per iteration (Y, Z)")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of the measured loop")
     ap.add_argument("--launches", type=int, default=5000, help="tiny: kernels per iteration")
-    ap.add_argument("--io-dir", default=tempfile.gettempdir(), help="io: scratch file folder")
+    ap.add_argument("--io-dir", default=".", help="io: scratch file folder, on a disk (not tmpfs)")
     args = ap.parse_args()
     run(args.case, args.kernel_ms, args.gap_ms, args.seconds, args.launches, args.io_dir)
 
