@@ -45,7 +45,7 @@ class AttributionEngine:
         self._pending_rows = 0
         self._compact_rows = compact_rows
         self.watermark: int | None = None
-        """The latest time seen in any row fed so far."""
+        """The latest time seen in any row fed so far, or the latest ``now`` given."""
         self.rows_fed = 0
 
     @property
@@ -55,9 +55,10 @@ class AttributionEngine:
             return None
         return self.watermark - self.window_ns - self.slack_ns
 
-    def feed(self, batches: dict[str, np.ndarray]) -> None:
-        """Add batches of the shared layouts, keyed by stream name."""
-        self.feed_records(Records.from_streams(batches))
+    def feed(self, batches: dict[str, np.ndarray], now: int | None = None) -> None:
+        """Add batches of the shared layouts, keyed by stream name (``now``: see
+        :meth:`feed_records`)."""
+        self.feed_records(Records.from_streams(batches), now)
 
     def feed_records(self, records: Records, now: int | None = None) -> None:
         """Add rows. ``now``: the time up to which the source has delivered everything
