@@ -15,7 +15,7 @@ from pathlib import Path
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from triton_kernels import CORPUS, compile_ptx  # noqa: E402
+from triton_kernels import CORPUS, compile_ptx
 
 
 def _device() -> str:

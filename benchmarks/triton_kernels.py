@@ -16,7 +16,7 @@ import triton.language as tl
 
 @triton.jit
 def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """C = A @ B for row-major fp16 A (M×K), B (K×N); fp32 accumulation (wgmma on sm_90)."""
+    """C = A @ B for row-major fp16 A (M x K), B (K x N); fp32 accumulation (wgmma on sm_90)."""
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rm = pid_m * BM + tl.arange(0, BM)

@@ -264,6 +264,12 @@ def _classify(code: str, first: int) -> tuple[Kind, Instruction | None]:
     return Kind.INSTR, parse_instruction(code, first + 1)
 
 
+def split_statements(text: str) -> list[Statement]:
+    """Statements of a free-standing piece of body code (e.g. a probe snippet)."""
+    lines = tuple(text.splitlines())
+    return _split_body(_Code(lines).code, 0, len(lines))
+
+
 _SHARED_DECL = re.compile(r"\.shared\b[^;]*?([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*(=|;|$)")
 
 
@@ -380,5 +386,7 @@ def _function(
             d = _SHARED_DECL.search(s.code)
             if d:
                 shared.add(d.group(1))
-    functions.append(Function(m.group(2), m.group(1) == "entry", header, open_line, j, tuple(stmts)))
+    functions.append(
+        Function(m.group(2), m.group(1) == "entry", header, open_line, j, tuple(stmts))
+    )
     return j + 1

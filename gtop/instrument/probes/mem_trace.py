@@ -1,0 +1,122 @@
+"""mem_trace: global memory accesses, 1 in N per thread, for the DMAT.
+
+Sites: ``ld.global*``, ``st.global*``, ``cp.async`` (4/8/16-byte) and ``cp.async.bulk``
+copies between global and shared memory (TMA tensor copies carry a tensor map, not an
+address, and are not traced). Per sampled access: address, ``%globaltimer``,
+``%clock64``, width in bytes, SM id, load or store, kernel id. Thread-level ring.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gtop.instrument import maps
+from gtop.instrument.probe import ENTRY, Level, MapKind, Probe, Site, SiteError, Tracepoint
+from gtop.instrument.ptx import Instruction
+
+RECORD = np.dtype(
+    [
+        ("addr", "<u8"),
+        ("time_ns", "<u8"),
+        ("clock", "<u8"),
+        ("width", "<u4"),
+        ("smid", "<u2"),
+        ("is_store", "u1"),
+        ("kernel", "u1"),
+    ]
+)
+
+SITES = r"^(ld\.global|st\.global|cp\.async\.(ca|cg)\.shared|cp\.async\.bulk\.(shared|global))"
+_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+_ADDR = re.compile(r"\[\s*([%A-Za-z_$][\w$]*)\s*(?:\+\s*(-?\s*\w+))?\s*\]")
+
+
+def access(instr: Instruction) -> tuple[str, str, bool]:
+    """(address operand, width: register or immediate, is_store) of an access site."""
+    if instr.root == "st":
+        return instr.operands[0], str(_width(instr)), True
+    if instr.root == "ld":
+        return instr.operands[1], str(_width(instr)), False
+    # cp.async[.bulk] [dst], [src], size ...: global is the source unless the copy
+    # goes global <- shared (cp.async.bulk.global.shared::cta).
+    is_store = instr.opcode.startswith("cp.async.bulk.global")
+    return instr.operands[0 if is_store else 1], instr.operands[2], is_store
+
+
+def _width(instr: Instruction) -> int:
+    lanes = 1
+    size = 0
+    for part in instr.parts:
+        if part.startswith("v") and part[1:].isdigit():
+            lanes = int(part[1:])
+        elif part[:1] in "bsuf" and part[1:].rstrip("x2") in _SIZES:
+            size = _SIZES[part[1:].rstrip("x2")] * (2 if part.endswith("x2") else 1)
+    return lanes * size
+
+
+def _address(operand: str) -> str:
+    m = _ADDR.fullmatch(operand.strip())
+    if not m:
+        raise SiteError(f"unsupported address operand {operand!r}")
+    base, offset = m.group(1), (m.group(2) or "0").replace(" ", "")
+    first = f"mov.u64 %gtop_mt_a, {base};\n"
+    return first + f"add.s64 %gtop_mt_a, %gtop_mt_a, {offset};\n"
+
+
+def _entry(site: Site) -> str:
+    return "mov.u32 %gtop_mt_n, 0;\n"
+
+
+def _site(site: Site) -> str:
+    assert site.instr is not None
+    operand, width, is_store = access(site.instr)
+    sample = ""
+    if site.sample > 1:
+        sample = (
+            "@%gtop_g add.u32 %gtop_mt_n, %gtop_mt_n, 1;\n"
+            f"rem.u32 %gtop_x, %gtop_mt_n, {site.sample};\n"
+            "setp.eq.and.u32 %gtop_g, %gtop_x, 1, %gtop_g;\n"
+        )
+    return (
+        sample
+        + _address(operand)
+        + "mov.u64 %gtop_mt_t, %globaltimer;\n"
+        + "mov.u64 %gtop_mt_c, %clock64;\n"
+        + "mov.u32 %gtop_smid, %smid;\n"
+        + f"mov.u32 %gtop_y, {width};\n"
+        + f"mov.u32 %gtop_z, {int(is_store)};\n"
+        + f"mov.u32 %gtop_x, {site.kernel_id};\n"
+        + maps.writer(site.level)
+        + maps.slot(site, RECORD)
+        + maps.store(
+            RECORD,
+            {
+                "addr": "%gtop_mt_a",
+                "time_ns": "%gtop_mt_t",
+                "clock": "%gtop_mt_c",
+                "width": "%gtop_y",
+                "smid": "%gtop_smid",
+                "is_store": "%gtop_z",
+                "kernel": "%gtop_x",
+            },
+        )
+    )
+
+
+PROBE = Probe(
+    name="mem_trace",
+    doc="per global access (1 in N per thread): address, time, width, load/store",
+    record=RECORD,
+    registers={
+        "%gtop_mt_n": ".b32",
+        "%gtop_mt_a": ".b64",
+        "%gtop_mt_t": ".b64",
+        "%gtop_mt_c": ".b64",
+    },
+    tracepoints=(Tracepoint(ENTRY, _entry), Tracepoint(SITES, _site, name="access")),
+    levels=(Level.THREAD, Level.WARP),
+    maps=(MapKind.RING,),
+    sampled=True,
+)
