@@ -179,11 +179,16 @@ CORPUS: list[CorpusKernel] = [
 ]
 
 
-def compile_ptx(entry: CorpusKernel, capability: int = 90) -> str:
-    """Compile one corpus kernel for ``sm_<capability>`` and return its PTX (no GPU needed)."""
+def compile_kernel(entry: CorpusKernel, capability: int = 90) -> Any:
+    """Compile one corpus kernel for ``sm_<capability>`` (no GPU needed); a CompiledKernel
+    with ``asm["ptx"]`` and ``metadata`` (shared, num_warps, global_scratch_size, ...)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     src = ASTSource(fn=entry.fn, signature=entry.signature, constexprs=entry.constexprs)
-    compiled = triton.compile(src, target=GPUTarget("cuda", capability, 32), options=entry.options)
-    return compiled.asm["ptx"]
+    return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=entry.options)
+
+
+def compile_ptx(entry: CorpusKernel, capability: int = 90) -> str:
+    """The PTX of one corpus kernel."""
+    return compile_kernel(entry, capability).asm["ptx"]

@@ -9,6 +9,7 @@ address, and are not traced). Per sampled access: address, ``%globaltimer``,
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -120,3 +121,66 @@ PROBE = Probe(
     maps=(MapKind.RING,),
     sampled=True,
 )
+
+
+PAGE = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Dmat:
+    """Densified memory access timeline: ``counts[t, r]`` = accesses in time bin ``t`` to
+    the ``r``-th touched 64 KiB page (untouched pages are left out: densified)."""
+
+    counts: np.ndarray  # (time bins, pages) int64
+    pages: np.ndarray  # page number (address // PAGE) of each row, ascending
+    labels: list[str]  # per row: kernel argument holding the page, or ""
+    t_lo: int
+    t_hi: int  # bins cover [t_lo, t_hi)
+    align: str  # "global" (ns on %globaltimer) or "sm_clock" (cycles since each SM's first)
+    unit: str  # "ns" or "cycles"
+
+
+def timeline(records: np.ndarray, align: str = "global") -> np.ndarray:
+    """Each record's time: ``%globaltimer`` ns since the first access ("global"), or
+    ``%clock64`` cycles since its SM's first access ("sm_clock": per-SM clocks are not
+    synchronised, so each SM is normalised on its own).
+
+    Raises:
+        ValueError: for an unknown alignment.
+    """
+    if align == "global":
+        t = records["time_ns"].astype(np.int64)
+        return t - t.min() if len(t) else t
+    if align == "sm_clock":
+        c = records["clock"].astype(np.int64)
+        sms, inv = np.unique(records["smid"], return_inverse=True)
+        first = np.full(len(sms), np.iinfo(np.int64).max)
+        np.minimum.at(first, inv, c)
+        return c - first[inv]
+    raise ValueError(f"unknown time alignment {align!r} (global, sm_clock)")
+
+
+def dmat(
+    records: np.ndarray,
+    bins: int,
+    align: str = "global",
+    window: tuple[int, int] | None = None,
+    pointers: dict[str, tuple[int, int]] | None = None,
+) -> Dmat:
+    """Bin accesses into ``bins`` time bins × touched pages, optionally within a time
+    ``window`` (zoom), labelling pages with ``pointers`` (argument -> (address, bytes))."""
+    t = timeline(records, align)
+    lo, hi = window if window else (0, int(t.max()) + 1 if len(t) else 1)
+    keep = (t >= lo) & (t < hi)
+    t, rec = t[keep], records[keep]
+    page = (rec["addr"] // PAGE).astype(np.int64)
+    pages, row = np.unique(page, return_inverse=True)
+    col = ((t - lo) * bins // max(hi - lo, 1)).astype(np.int64)
+    counts = np.zeros((bins, len(pages)), dtype=np.int64)
+    np.add.at(counts, (col, row), 1)
+    labels = [""] * len(pages)
+    for name, (base, size) in (pointers or {}).items():
+        inside = (pages >= base // PAGE) & (pages <= (base + max(size, 1) - 1) // PAGE)
+        for r in np.flatnonzero(inside):
+            labels[r] = labels[r] or name
+    return Dmat(counts, pages, labels, lo, hi, align, "ns" if align == "global" else "cycles")

@@ -11,6 +11,7 @@ are mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same wa
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -162,3 +163,60 @@ PROBE = Probe(
     classify=classify,
     max_classes=MAX_CLASSES,
 )
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """Totals of one instruction class over all warps."""
+
+    count: int
+    cycles: int  # summed issue cycles
+
+    @property
+    def cycles_per_op(self) -> float:
+        return self.cycles / self.count if self.count else 0.0
+
+
+@dataclass(frozen=True)
+class TensorOps:
+    """Tensor-core activity of one launch. Warp times are ns since the first warp's first
+    tensor op, on %globaltimer (each warp's clocks are mapped through its own exit)."""
+
+    per_class: dict[str, ClassStats]
+    wait_cycles: int
+    wait_count: int
+    block: np.ndarray  # per warp with tensor ops, sorted by start
+    warp: np.ndarray
+    smid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    ops: np.ndarray  # tensor-core instructions issued by the warp
+    span_ns: int
+
+
+def analyse(records: np.ndarray, classes: list[str], kernel: int | None = None) -> TensorOps:
+    """Summarise tensorop records; ``classes`` come from the instrumented module header."""
+    if kernel is not None:
+        records = records[records["kernel"] == kernel]
+    per_class = {
+        cls: ClassStats(int(records["count"][:, k].sum()), int(records["cycles"][:, k].sum()))
+        for k, cls in enumerate(classes)
+    }
+    active = records[records["first_clock"] > 0]
+    base = active["exit_ns"].astype(np.int64) - active["exit_clock"].astype(np.int64)
+    start = base + active["first_clock"].astype(np.int64)
+    end = base + active["last_clock"].astype(np.int64)
+    t0 = int(start.min()) if len(start) else 0
+    order = np.argsort(start, kind="stable")
+    return TensorOps(
+        per_class=per_class,
+        wait_cycles=int(records["wait_cycles"].sum()),
+        wait_count=int(records["wait_count"].sum()),
+        block=active["block"][order],
+        warp=active["warp"][order],
+        smid=active["smid"][order],
+        start=(start - t0)[order],
+        end=(end - t0)[order],
+        ops=active["count"].sum(axis=1)[order],
+        span_ns=int(end.max() - t0) if len(end) else 0,
+    )

@@ -1,0 +1,180 @@
+"""Host side of a probe on the GPU, through the CUDA driver (``cuda.bindings``).
+
+:class:`ProbeBuffers` binds a record buffer to an instrumented ``CUmodule`` through
+``cuModuleGetGlobal`` (the module may come from :func:`load_ptx` or from Triton's
+``kernel_load_end_hook``), resets its counters before a launch and reads records back,
+either synchronously or without blocking the application's stream (event + side stream).
+Needs a CUDA context current on the calling thread (torch creates the primary one).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from cuda.bindings import driver
+
+from gtop.instrument import maps
+from gtop.instrument.probe import Probe
+from gtop.instrument.probes import get
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed."""
+
+
+def check(result: tuple) -> Any:
+    """Unwrap a ``cuda.bindings`` result tuple ``(err, *values)``.
+
+    Raises:
+        CudaError: naming the failed call's error.
+    """
+    err, *values = result
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        raise CudaError(name.decode() if isinstance(name, bytes) else str(err))
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def load_ptx(text: str) -> driver.CUmodule:
+    """JIT-load PTX text with ``cuModuleLoadData``."""
+    image = np.frombuffer(text.encode() + b"\0", dtype=np.uint8)
+    return check(driver.cuModuleLoadData(image.ctypes.data))
+
+
+def launch(
+    module: driver.CUmodule,
+    name: str,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    args: list[np.generic],
+    shared: int = 0,
+    stream: int = 0,
+) -> None:
+    """Launch kernel ``name`` of ``module``; ``args`` are numpy scalars of the PTX param
+    types in order (``np.uint64(ptr)`` for pointers)."""
+    fn = check(driver.cuModuleGetFunction(module, name.encode()))
+    if shared > 48 * 1024:
+        attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        check(driver.cuFuncSetAttribute(fn, attr, shared))
+    boxes = [np.array([a]) for a in args]
+    params = np.array([b.ctypes.data for b in boxes], dtype=np.uint64)
+    check(
+        driver.cuLaunchKernel(
+            fn, *grid, *block, shared, driver.CUstream(stream), params.ctypes.data, 0
+        )
+    )
+
+
+@dataclass
+class Pending:
+    """Records being copied back on the side stream; :meth:`ready` never blocks."""
+
+    done: driver.CUevent
+    host: np.ndarray
+    owner: ProbeBuffers
+
+    def ready(self) -> bool:
+        (err,) = driver.cuEventQuery(self.done)
+        if err == driver.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        check((err,))
+        return True
+
+    def result(self) -> tuple[np.ndarray, int]:
+        """(records, overflow) once :meth:`ready`; waits for the copy otherwise."""
+        check(driver.cuEventSynchronize(self.done))
+        return self.owner.decode(self.host)
+
+
+class ProbeBuffers:
+    """The device record buffer of one instrumented module, bound through its globals."""
+
+    def __init__(self, module: driver.CUmodule | int, header: dict, capacity: int) -> None:
+        """``header`` is the instrumented module's :func:`~.rewrite.read_header`."""
+        self.module = module if isinstance(module, driver.CUmodule) else driver.CUmodule(module)
+        self.probe: Probe = get(header["probe"])
+        self.ring = header["map"] == "ring"
+        self.capacity = capacity
+        self.nbytes = capacity * self.probe.record.itemsize
+        self.globals = {
+            name: int(check(driver.cuModuleGetGlobal(self.module, name.encode()))[0])
+            for name in maps.GLOBALS
+        }
+        self.buf = int(check(driver.cuMemAlloc(max(self.nbytes, 16))))
+        self._set("gtop_buf", np.uint64(self.buf))
+        self._set("gtop_cap", np.uint32(capacity))
+        self._side = check(driver.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING
+        self._host_ptr = 0
+
+    def _set(self, name: str, value: np.generic) -> None:
+        box = np.array([value])
+        dst = driver.CUdeviceptr(self.globals[name])
+        check(driver.cuMemcpyHtoD(dst, box.ctypes.data, box.nbytes))
+
+    def reset(self, stream: int = 0, clear: bool = True) -> None:
+        """Zero the slot/overflow counters (and the records when ``clear``), in stream order."""
+        s = driver.CUstream(stream)
+        for name in maps.RESET:
+            check(driver.cuMemsetD32Async(driver.CUdeviceptr(self.globals[name]), 0, 1, s))
+        if clear:
+            check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.buf), 0, self.nbytes, s))
+
+    def read(self) -> tuple[np.ndarray, int]:
+        """(records, overflow), synchronously (waits for all work on the context)."""
+        check(driver.cuCtxSynchronize())
+        host = np.empty(8 + self.nbytes, dtype=np.uint8)
+        for i, name in enumerate(("gtop_slot", "gtop_overflow")):
+            src = driver.CUdeviceptr(self.globals[name])
+            check(driver.cuMemcpyDtoH(host[4 * i :].ctypes.data, src, 4))
+        if self.nbytes:
+            src = driver.CUdeviceptr(self.buf)
+            check(driver.cuMemcpyDtoH(host[8:].ctypes.data, src, self.nbytes))
+        return self.decode(host)
+
+    def copy_async(self, stream: int = 0) -> Pending:
+        """Copy records back after the work queued so far on ``stream`` completes, without
+        making ``stream`` wait: an event on ``stream``, the copies on a side stream.
+
+        One copy at a time: do not :meth:`reset` or launch the probed kernel again before
+        the returned :class:`Pending` is ready (the copy reads the live device buffer).
+        """
+        if not self._host_ptr:
+            self._host_ptr = int(check(driver.cuMemHostAlloc(8 + self.nbytes, 0)))
+        host = np.ctypeslib.as_array(
+            (ctypes.c_uint8 * (8 + self.nbytes)).from_address(self._host_ptr)
+        )
+        after = check(driver.cuEventCreate(2))  # CU_EVENT_DISABLE_TIMING
+        check(driver.cuEventRecord(after, driver.CUstream(stream)))
+        check(driver.cuStreamWaitEvent(self._side, after, 0))
+        for i, name in enumerate(("gtop_slot", "gtop_overflow")):
+            src = driver.CUdeviceptr(self.globals[name])
+            check(driver.cuMemcpyDtoHAsync(self._host_ptr + 4 * i, src, 4, self._side))
+        if self.nbytes:
+            src = driver.CUdeviceptr(self.buf)
+            check(driver.cuMemcpyDtoHAsync(self._host_ptr + 8, src, self.nbytes, self._side))
+        done = check(driver.cuEventCreate(2))
+        check(driver.cuEventRecord(done, self._side))
+        check(driver.cuEventDestroy(after))
+        return Pending(done, host, self)
+
+    def decode(self, host: np.ndarray) -> tuple[np.ndarray, int]:
+        """Records (all-zero slots dropped) and overflow count from a host copy."""
+        slot, overflow = (int(x) for x in host[:8].view(np.uint32))
+        size = self.probe.record.itemsize
+        raw = np.asarray(host[8 : 8 + self.nbytes]).reshape(-1, size)
+        if self.ring:
+            raw = raw[: min(slot, self.capacity)]
+        kept = raw[raw.any(axis=1)]
+        return self.probe.read(kept.tobytes()), overflow
+
+    def close(self) -> None:
+        """Free the device buffer, the pinned copy and the side stream."""
+        check(driver.cuMemFree(driver.CUdeviceptr(self.buf)))
+        if self._host_ptr:
+            check(driver.cuMemFreeHost(self._host_ptr))
+        check(driver.cuStreamDestroy(self._side))
