@@ -167,7 +167,7 @@ def dmat(
     window: tuple[int, int] | None = None,
     pointers: dict[str, tuple[int, int]] | None = None,
 ) -> Dmat:
-    """Bin accesses into ``bins`` time bins × touched pages, optionally within a time
+    """Bin accesses into ``bins`` time bins by touched pages, optionally within a time
     ``window`` (zoom), labelling pages with ``pointers`` (argument -> (address, bytes))."""
     t = timeline(records, align)
     lo, hi = window if window else (0, int(t.max()) + 1 if len(t) else 1)
