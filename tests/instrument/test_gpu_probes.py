@@ -149,5 +149,7 @@ def test_copy_back_without_blocking_the_stream(gw: ModuleType, loads: dict) -> N
     assert pending.ready()
     assert overflow == 0 and len(rec) == w.warps
     again, _ = bufs.read()
-    assert np.array_equal(np.sort(rec, order=["block", "warp"]), np.sort(again, order=["block", "warp"]))
+    assert np.array_equal(
+        np.sort(rec, order=["block", "warp"]), np.sort(again, order=["block", "warp"])
+    )
     bufs.close()
