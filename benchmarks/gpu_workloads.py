@@ -57,8 +57,10 @@ class Workload:
         blocks = self.grid[0] * self.grid[1] * self.grid[2]
         return blocks * -(-self.block[0] * self.block[1] * self.block[2] // 32)
 
-    def run(self, module: object, stream: int = 0) -> None:
-        self.prepare()
+    def run(self, module: object, stream: int = 0, prepare: bool = True) -> None:
+        """Launch on ``module``; first reset in-place outputs unless ``prepare`` is False."""
+        if prepare:
+            self.prepare()
         launch(module, self.kernel, self.grid, self.block, self.args, self.shared, stream)
 
     def instrument(
