@@ -35,6 +35,11 @@ def ptr(t: torch.Tensor) -> np.uint64:
     return np.uint64(t.data_ptr())
 
 
+def spans(**tensors: torch.Tensor) -> dict[str, tuple[int, int]]:
+    """Kernel-argument name -> (address, bytes), for labelling DMAT rows."""
+    return {k: (t.data_ptr(), t.numel() * t.element_size()) for k, t in tensors.items()}
+
+
 @dataclass
 class Workload:
     """One kernel launch with its inputs; ``outputs`` are compared between runs."""
@@ -51,6 +56,7 @@ class Workload:
     shared: int = 0
     prepare: Callable[[], None] = lambda: None  # reset in-place outputs before a run
     keep: list = field(default_factory=list)
+    pointers: dict[str, tuple[int, int]] = field(default_factory=dict)  # arg -> (addr, bytes)
 
     @property
     def warps(self) -> int:
@@ -190,6 +196,7 @@ def workloads() -> list[Workload]:
                 outputs=[hc],
                 reference=lambda: [ha @ hb],
                 exact=False,
+                pointers=spans(a=ha, b=hb, c=hc),
             )
         )
 
@@ -204,6 +211,7 @@ def workloads() -> list[Workload]:
             outputs=[o],
             reference=lambda: [torch.nn.functional.scaled_dot_product_attention(q, k, v)],
             exact=False,
+            pointers=spans(q=q, k=k, v=v, o=o),
         )
     )
 

@@ -49,7 +49,8 @@ def _driver_version() -> str:
     from cuda.bindings import driver
 
     err, version = driver.cuDriverGetVersion()
-    return f"{version // 1000}.{version % 1000 // 10}" if err == 0 else "unknown"
+    ok = err == driver.CUresult.CUDA_SUCCESS
+    return f"{version // 1000}.{version % 1000 // 10}" if ok else "unknown"
 
 
 def measure(reps: int) -> list[dict]:

@@ -116,8 +116,8 @@ def test_tensorop_counts_match_the_kernels(gw: ModuleType, loads: dict) -> None:
         assert summary.per_class[cls].count == per_warp * w.warps
 
 
-@pytest.mark.parametrize(("sample", "per_thread"), [(1, 3), (8, 1)])
-def test_mem_trace_saxpy_addresses(gw: ModuleType, loads: dict, sample: int, per_thread: int):
+@pytest.mark.parametrize("sample", [1, 8])
+def test_mem_trace_saxpy_addresses(gw: ModuleType, loads: dict, sample: int) -> None:
     w = loads["saxpy"][0]
     n = int(w.args[0])
     x, y = int(w.args[2]), int(w.args[3])
@@ -126,13 +126,17 @@ def test_mem_trace_saxpy_addresses(gw: ModuleType, loads: dict, sample: int, per
     w.run(module)
     rec, overflow = bufs.read()
     bufs.close()
-    assert overflow == 0 and len(rec) == per_thread * n
+    assert overflow == 0
+    if sample == 1:  # every thread: load x[i], load y[i], store y[i]
+        assert len(rec) == 3 * n
+        assert int(rec["is_store"].sum()) == n
+    else:  # hashed phases: about 3 in 8 threads keep one of their 3 accesses
+        assert abs(len(rec) - 3 * n / 8) < 0.05 * 3 * n / 8
     assert (rec["width"] == 4).all()
     in_x = (rec["addr"] >= x) & (rec["addr"] < x + 4 * n)
     in_y = (rec["addr"] >= y) & (rec["addr"] < y + 4 * n)
     assert (in_x | in_y).all()
-    if sample == 1:
-        assert int(rec["is_store"].sum()) == n and not (rec["is_store"].astype(bool) & in_x).any()
+    assert not (rec["is_store"].astype(bool) & in_x).any()
 
 
 def test_copy_back_without_blocking_the_stream(gw: ModuleType, loads: dict) -> None:

@@ -1,5 +1,8 @@
 """mem_trace: global memory accesses, 1 in N per thread, for the DMAT.
 
+Sampling: each thread counts its accesses from a hashed phase and records those where
+the count is 1 modulo N, so about 1 in N accesses are kept, spread over threads and time.
+
 Sites: ``ld.global*``, ``st.global*``, ``cp.async`` (4/8/16-byte) and ``cp.async.bulk``
 copies between global and shared memory (TMA tensor copies carry a tensor map, not an
 address, and are not traced). Per sampled access: address, ``%globaltimer``,
@@ -67,7 +70,16 @@ def _address(operand: str) -> str:
 
 
 def _entry(site: Site) -> str:
-    return "mov.u32 %gtop_mt_n, 0;\n"
+    """Start each thread's access counter at a hashed phase in [0, N), so that threads
+    with fewer than N accesses sample different positions instead of all their first."""
+    if site.sample == 1:
+        return "mov.u32 %gtop_mt_n, 0;\n"
+    return (
+        maps.ids()
+        + "mad.lo.u32 %gtop_x, %gtop_blk, 1024, %gtop_tid;\n"
+        + "mul.lo.u32 %gtop_x, %gtop_x, 2654435761;\n"
+        + f"rem.u32 %gtop_mt_n, %gtop_x, {site.sample};\n"
+    )
 
 
 def _site(site: Site) -> str:
