@@ -3,7 +3,8 @@
 Module-scope globals (set by the host through ``cuModuleGetGlobal``):
 
 - ``gtop_buf`` (.u64): device pointer of the record buffer (16-byte aligned);
-- ``gtop_cap`` (.u32): capacity in records; 0 (the default) makes every write overflow;
+- ``gtop_cap`` (.u32): capacity in records; 0 (the default) disarms the probe: nothing
+  is written or counted, so an instrumented kernel can run unprobed between samples;
 - ``gtop_slot`` (.u32): next ring slot, i.e. the number of records claimed;
 - ``gtop_overflow`` (.u32): records dropped because the buffer was full.
 """
@@ -104,15 +105,17 @@ def slot(site: Site, record: np.dtype) -> str:
 
     The array map needs :func:`ids` rendered before it.
     """
+    # A capacity of 0 means "not armed": no slot is claimed and nothing counts as dropped.
+    text = "ld.global.u32 %gtop_cap, [gtop_cap];\n"
+    text += "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
     if site.map is MapKind.RING:
-        take = "mov.u32 %gtop_s, 0;\n@%gtop_lead atom.global.add.u32 %gtop_s, [gtop_slot], 1;\n"
+        text += "mov.u32 %gtop_s, 0;\n@%gtop_lead atom.global.add.u32 %gtop_s, [gtop_slot], 1;\n"
     else:
         index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
-        take = _per_block(site.level) + f"mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};\n"
+        text += _per_block(site.level) + f"mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};\n"
     return (
-        take
+        text
         + f"""\
-ld.global.u32 %gtop_cap, [gtop_cap];
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
 setp.ge.and.u32 %gtop_of, %gtop_s, %gtop_cap, %gtop_lead;
 @%gtop_of red.global.add.u32 [gtop_overflow], 1;

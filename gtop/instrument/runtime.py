@@ -107,7 +107,7 @@ class ProbeBuffers:
         }
         self.buf = int(check(driver.cuMemAlloc(max(self.nbytes, 16))))
         self._set("gtop_buf", np.uint64(self.buf))
-        self._set("gtop_cap", np.uint32(capacity))
+        self._set("gtop_cap", np.uint32(capacity))  # armed until told otherwise
         self._side = check(driver.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING
         self._host_ptr = 0
 
@@ -117,12 +117,21 @@ class ProbeBuffers:
         check(driver.cuMemcpyHtoD(dst, box.ctypes.data, box.nbytes))
 
     def reset(self, stream: int = 0, clear: bool = True) -> None:
-        """Zero the slot/overflow counters (and the records when ``clear``), in stream order."""
+        """Arm the probe and zero its counters (and the records when ``clear``), all in
+        ``stream`` order."""
         s = driver.CUstream(stream)
         for name in maps.RESET:
             check(driver.cuMemsetD32Async(driver.CUdeviceptr(self.globals[name]), 0, 1, s))
         if clear:
             check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.buf), 0, self.nbytes, s))
+        self.arm(stream, True)
+
+    def arm(self, stream: int, armed: bool) -> None:
+        """Set the capacity to the buffer's (armed) or 0 (launches write nothing), in
+        ``stream`` order."""
+        cap = driver.CUdeviceptr(self.globals["gtop_cap"])
+        value = self.capacity if armed else 0
+        check(driver.cuMemsetD32Async(cap, value, 1, driver.CUstream(stream)))
 
     def read(self) -> tuple[np.ndarray, int]:
         """(records, overflow), synchronously (waits for all work on the context)."""
