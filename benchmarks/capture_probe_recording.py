@@ -1,9 +1,9 @@
 """Capture raw probe records of Triton matmul (wgmma) and flash-attention kernels.
 
-Usage: python benchmarks/capture_probe_recording.py OUT.npz [--max-bytes 3000000]
+Usage: python benchmarks/capture_probe_recording.py OUT.npz [--max-bytes B] [--mem-records N]
 
 For each kernel, runs block_sched, tensorop and mem_trace. mem_trace's 1-in-N rate is
-picked from a first pass so that about ``MEM_RECORDS`` accesses are kept (a ring that
+picked from a first pass so that about ``--mem-records`` accesses are kept (a ring that
 overflows keeps only the earliest accesses, which would bias the DMAT). Writes one
 compressed .npz: ``<kernel>.<probe>`` arrays in the probes' record layouts and ``meta``
 (JSON: GPU, driver, SM count, per kernel: grid, block, warps, argument pointers,
@@ -21,15 +21,23 @@ import sys
 
 import numpy as np
 import torch
-from gpu_workloads import load_instrumented, load_ptx, probe_capacity, same, workloads
+from gpu_workloads import (
+    Workload,
+    load_instrumented,
+    load_ptx,
+    probe_capacity,
+    same,
+    workloads,
+)
 
 from gtop.instrument.rewrite import read_header
 
 KERNELS = ("triton_matmul_wgmma", "triton_flash_attention_fwd")
-MEM_RECORDS = 20_000
 
 
-def _probe_run(w, probe: str, sample: int, capacity: int, want: list) -> tuple[np.ndarray, dict]:
+def _probe_run(
+    w: Workload, probe: str, sample: int, capacity: int, want: list
+) -> tuple[np.ndarray, dict]:
     inst = w.instrument(probe, sample=sample)
     module, bufs = load_instrumented(inst, capacity)
     bufs.reset()
@@ -41,7 +49,7 @@ def _probe_run(w, probe: str, sample: int, capacity: int, want: list) -> tuple[n
     return records, {"header": read_header(inst.text), "overflow": overflow, "sample": sample}
 
 
-def capture() -> tuple[dict[str, np.ndarray], dict]:
+def capture(mem_records: int) -> tuple[dict[str, np.ndarray], dict]:
     arrays: dict[str, np.ndarray] = {}
     props = torch.cuda.get_device_properties(0)
     meta: dict = {"gpu": torch.cuda.get_device_name(), "sms": props.multi_processor_count}
@@ -66,10 +74,10 @@ def capture() -> tuple[dict[str, np.ndarray], dict]:
             arrays[f"{w.name}.{probe}"] = rec
             info["probes"][probe] = pinfo
         first = 256
-        rec, pinfo = _probe_run(w, "mem_trace", first, MEM_RECORDS, want)
+        rec, pinfo = _probe_run(w, "mem_trace", first, mem_records, want)
         attempted = len(rec) + pinfo["overflow"]
-        sample = max(1, math.ceil(first * attempted / MEM_RECORDS))
-        rec, pinfo = _probe_run(w, "mem_trace", sample, 2 * MEM_RECORDS, want)
+        sample = max(1, math.ceil(first * attempted / mem_records))
+        rec, pinfo = _probe_run(w, "mem_trace", sample, 2 * mem_records, want)
         arrays[f"{w.name}.mem_trace"] = rec
         info["probes"]["mem_trace"] = pinfo
         meta["kernels"][w.name] = info
@@ -81,12 +89,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--max-bytes", type=int, default=3_000_000)
+    parser.add_argument("--mem-records", type=int, default=15_000, help="mem_trace records kept")
     args = parser.parse_args()
     torch.zeros(1, device="cuda")
     from cuda.bindings import driver
 
     driver.cuInit(0)
-    arrays, meta = capture()
+    arrays, meta = capture(args.mem_records)
     _, version = driver.cuDriverGetVersion()
     meta["driver_api"] = int(version)
     meta["command"] = " ".join(sys.argv)
