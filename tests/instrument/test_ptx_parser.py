@@ -51,9 +51,9 @@ def test_triton_inline_asm_scope_and_label() -> None:
 def test_guards_and_vector_operands() -> None:
     (kernel,) = _parse("triton_add_int.ptx").kernels
     loads = [s.instr for s in kernel.instructions() if s.instr and s.instr.root == "ld"]
-    guarded = [i for i in loads if i.opcode == "ld.global.b32"]
+    guarded = [i for i in loads if i.opcode == "ld.global.v4.b32"]
     assert guarded and all(i.guard and i.guard.startswith("%p") for i in guarded)
-    assert guarded[0].operands[0] == "{ %r1 }"
+    assert guarded[0].operands == ("{ %r1, %r2, %r3, %r4 }", "[ %rd1 + 0 ]")
 
 
 def test_debug_sections_and_loc_lines_are_kept() -> None:

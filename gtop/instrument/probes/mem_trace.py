@@ -33,7 +33,7 @@ RECORD = np.dtype(
 )
 
 SITES = r"^(ld\.global|st\.global|cp\.async\.(ca|cg)\.shared|cp\.async\.bulk\.(shared|global))"
-_SIZES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+_TYPE = re.compile(r"(?:b|s|u|f|bf)(8|16|32|64|128)(x2)?")
 _ADDR = re.compile(r"\[\s*([%A-Za-z_$][\w$]*)\s*(?:\+\s*(-?\s*\w+))?\s*\]")
 
 
@@ -50,13 +50,13 @@ def access(instr: Instruction) -> tuple[str, str, bool]:
 
 
 def _width(instr: Instruction) -> int:
-    lanes = 1
-    size = 0
+    """Bytes moved: vector lanes times the element type's size (``.v4.b32`` -> 16)."""
+    lanes, size = 1, 0
     for part in instr.parts:
         if part.startswith("v") and part[1:].isdigit():
             lanes = int(part[1:])
-        elif part[:1] in "bsuf" and part[1:].rstrip("x2") in _SIZES:
-            size = _SIZES[part[1:].rstrip("x2")] * (2 if part.endswith("x2") else 1)
+        elif m := _TYPE.fullmatch(part):
+            size = int(m.group(1)) // 8 * (2 if m.group(2) else 1)
     return lanes * size
 
 
