@@ -5,8 +5,9 @@ Module-scope globals (set by the host through ``cuModuleGetGlobal``):
 - ``gtop_buf`` (.u64): device pointer of the record buffer (16-byte aligned);
 - ``gtop_cap`` (.u32): capacity in records; 0 (the default) disarms the probe: nothing
   is written or counted, so an instrumented kernel can run unprobed between samples;
-- ``gtop_slot`` (.u32): next ring slot, i.e. the number of records claimed;
-- ``gtop_overflow`` (.u32): records dropped because the buffer was full.
+- ``gtop_slot`` (.u32): next ring slot, i.e. the number of records claimed (those past
+  the capacity were dropped);
+- ``gtop_overflow`` (.u32): array-map records dropped for an index past the capacity.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ REGISTERS: dict[str, str] = {
     "%gtop_m": ".b32",
     "%gtop_b": ".b32",
     "%gtop_s": ".b32",
+    "%gtop_r": ".b32",
     "%gtop_cap": ".b32",
     "%gtop_smid": ".b32",
     "%gtop_blk": ".b32",
@@ -101,24 +103,46 @@ mul.lo.u32 %gtop_x, %gtop_x, %gtop_y;
 
 
 def slot(site: Site, record: np.dtype) -> str:
-    """Claim a slot for the writing lane: sets ``%gtop_ok`` and ``%gtop_a`` (its address).
+    """Claim a slot for each writing lane: sets ``%gtop_ok`` and ``%gtop_a`` (its address).
 
-    The array map needs :func:`ids` rendered before it.
+    Ring: one atomic per warp claims the slots of all its writing lanes (each takes the
+    warp's base plus its rank), and the host derives drops from the slot counter. Array:
+    the slot is (linear block, warp or thread); needs :func:`ids` rendered before it.
     """
     # A capacity of 0 means "not armed": no slot is claimed and nothing counts as dropped.
     text = "ld.global.u32 %gtop_cap, [gtop_cap];\n"
     text += "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
     if site.map is MapKind.RING:
-        text += "mov.u32 %gtop_s, 0;\n@%gtop_lead atom.global.add.u32 %gtop_s, [gtop_slot], 1;\n"
+        text += """\
+mov.u32 %gtop_s, 0;
+activemask.b32 %gtop_m;
+vote.sync.ballot.b32 %gtop_b, %gtop_lead, %gtop_m;
+mov.u32 %gtop_x, %lanemask_lt;
+and.b32 %gtop_x, %gtop_x, %gtop_b;
+popc.b32 %gtop_r, %gtop_x;
+popc.b32 %gtop_y, %gtop_b;
+brev.b32 %gtop_z, %gtop_b;
+clz.b32 %gtop_z, %gtop_z;
+setp.eq.and.u32 %gtop_of, %gtop_r, 0, %gtop_lead;
+@%gtop_of atom.global.add.u32 %gtop_s, [gtop_slot], %gtop_y;
+shfl.sync.idx.b32 %gtop_s, %gtop_s, %gtop_z, 31, %gtop_m;
+add.u32 %gtop_s, %gtop_s, %gtop_r;
+setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
+"""
     else:
         index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
-        text += _per_block(site.level) + f"mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};\n"
-    return (
-        text
-        + f"""\
+        text += (
+            _per_block(site.level)
+            + f"""\
+mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
 setp.ge.and.u32 %gtop_of, %gtop_s, %gtop_cap, %gtop_lead;
 @%gtop_of red.global.add.u32 [gtop_overflow], 1;
+"""
+        )
+    return (
+        text
+        + f"""\
 ld.global.u64 %gtop_a, [gtop_buf];
 mad.wide.u32 %gtop_a, %gtop_s, {record.itemsize}, %gtop_a;
 """

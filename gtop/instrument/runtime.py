@@ -178,6 +178,7 @@ class ProbeBuffers:
         raw = np.asarray(host[8 : 8 + self.nbytes]).reshape(-1, size)
         if self.ring:
             raw = raw[: min(slot, self.capacity)]
+            overflow += max(0, slot - self.capacity)
         kept = raw[raw.any(axis=1)]
         return self.probe.read(kept.tobytes()), overflow
 

@@ -97,12 +97,12 @@ def _site(site: Site) -> str:
         + _address(operand)
         + "mov.u64 %gtop_mt_t, %globaltimer;\n"
         + "mov.u64 %gtop_mt_c, %clock64;\n"
+        + maps.writer(site.level)
+        + maps.slot(site, RECORD)
         + "mov.u32 %gtop_smid, %smid;\n"
         + f"mov.u32 %gtop_y, {width};\n"
         + f"mov.u32 %gtop_z, {int(is_store)};\n"
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
-        + maps.writer(site.level)
-        + maps.slot(site, RECORD)
         + maps.store(
             RECORD,
             {
