@@ -156,3 +156,19 @@ def store(record: np.dtype, values: dict[str, str]) -> str:
         dt, offset = record.fields[name][:2]
         lines.append(f"@%gtop_ok st.global.{_ST[dt.itemsize]} [%gtop_a+{offset}], {reg};")
     return "\n".join(lines) + "\n"
+
+
+def decode(record: np.dtype, ring: bool, capacity: int, host: np.ndarray) -> tuple[np.ndarray, int]:
+    """Records and drops from a host copy of ``gtop_slot``, ``gtop_overflow`` (u32 each)
+    and the record buffer. Ring: the first ``min(slot, capacity)`` slots, drops =
+    ``slot - capacity`` when positive. Array: the slots that were written (not all zero).
+    """
+    slot, overflow = (int(x) for x in np.asarray(host[:8], dtype=np.uint8).view(np.uint32))
+    raw = np.asarray(host[8 : 8 + capacity * record.itemsize], dtype=np.uint8)
+    raw = raw.reshape(-1, record.itemsize)
+    if ring:
+        raw = raw[: min(slot, capacity)]
+        overflow += max(0, slot - capacity)
+    else:
+        raw = raw[raw.any(axis=1)]
+    return np.frombuffer(raw.tobytes(), dtype=record), overflow

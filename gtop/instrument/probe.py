@@ -66,7 +66,8 @@ class Tracepoint:
 
 @dataclass(frozen=True)
 class Probe:
-    """One probe: declared once, rendered by the rewriter, read back by :meth:`read`."""
+    """One probe: declared once, rendered by the rewriter; its ``record`` dtype is both
+    the store layout (:func:`maps.store`) and the reader (:func:`maps.decode`)."""
 
     name: str
     doc: str
@@ -78,9 +79,3 @@ class Probe:
     classify: Callable[[Instruction], str | None] | None = None
     max_classes: int = 0
     sampled: bool = False  # honours Site.sample (1-in-N)
-
-    def read(self, data: bytes | np.ndarray, count: int | None = None) -> np.ndarray:
-        """Records from a raw device buffer (the first ``count`` when given)."""
-        raw = np.frombuffer(data if isinstance(data, bytes) else data.tobytes(), np.uint8)
-        n = len(raw) // self.record.itemsize if count is None else count
-        return np.frombuffer(raw[: n * self.record.itemsize].tobytes(), dtype=self.record)

@@ -172,15 +172,8 @@ class ProbeBuffers:
         return Pending(done, host, self)
 
     def decode(self, host: np.ndarray) -> tuple[np.ndarray, int]:
-        """Records (all-zero slots dropped) and overflow count from a host copy."""
-        slot, overflow = (int(x) for x in host[:8].view(np.uint32))
-        size = self.probe.record.itemsize
-        raw = np.asarray(host[8 : 8 + self.nbytes]).reshape(-1, size)
-        if self.ring:
-            raw = raw[: min(slot, self.capacity)]
-            overflow += max(0, slot - self.capacity)
-        kept = raw[raw.any(axis=1)]
-        return self.probe.read(kept.tobytes()), overflow
+        """Records and drops from a host copy (see :func:`maps.decode`)."""
+        return maps.decode(self.probe.record, self.ring, self.capacity, host)
 
     def close(self) -> None:
         """Free the device buffer, the pinned copy and the side stream."""
