@@ -13,7 +13,7 @@ from gtop.instrument.probe import PREFIX
 from gtop.instrument.ptx import Instruction, Kind, PtxParseError, split_statements
 
 _NO_DEST = {"st", "red", "prefetch", "prefetchu", "bar", "barrier", "membar", "fence", "trap"}
-_BRANCHES = {"bra", "brx", "call", "ret", "exit"}
+_BRANCHES = {"bra", "brx", "call", "ret", "exit", "trap", "brkpt"}
 _SHARED_OPS = {"ldmatrix", "stmatrix", "mbarrier", "wgmma", "tensormap", "ldsm", "stsm"}
 _REG = re.compile(r"%[A-Za-z_$][\w$]*")
 
@@ -60,7 +60,7 @@ def check_writes(instrs: Iterable[Instruction], declared: Iterable[str]) -> list
 
 
 def check_branches(instrs: Iterable[Instruction]) -> list[str]:
-    """Rule: no control flow (bra, brx, call, ret, exit)."""
+    """Rule: no control flow (bra, brx, call, ret, exit, trap, brkpt)."""
     return [f"{i.opcode}: branches" for i in instrs if i.root in _BRANCHES]
 
 

@@ -109,7 +109,14 @@ class SmSchedule(ZoomPan):
         p = s.duration_pct
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{_ms(lo)} … {_ms(hi)}   ", "dim")
-        text.append(
-            f"block duration p50 {_ms(p[50])} p90 {_ms(p[90])} p99 {_ms(p[99])} max {_ms(p[100])}"
-        )
+        text.append("block durations ")
+        text.append(_spark(s.end - s.start), "bold #5fafff")
+        text.append(f" p50 {_ms(p[50])} p90 {_ms(p[90])} p99 {_ms(p[99])} max {_ms(p[100])}")
         return text
+
+
+def _spark(durations: np.ndarray, bins: int = 12) -> str:
+    """A one-line histogram of block durations (shortest on the left)."""
+    counts, _ = np.histogram(durations, bins=bins)
+    top = max(int(counts.max()), 1)
+    return "".join(LEVELS[0 if c == 0 else max(1, round(8 * c / top))] for c in counts)

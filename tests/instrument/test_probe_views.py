@@ -35,7 +35,7 @@ def test_sm_schedule_draws_rows_and_zooms() -> None:
         async with _One(view).run_test(size=(80, 24)) as pilot:
             text = view.render().plain
             assert text.startswith("400 blocks on 132 SMs, 2 waves")
-            assert "tail " in text and "block duration p50" in text
+            assert "tail " in text and "block durations " in text and " p50 " in text
             lines = text.splitlines()
             assert lines[2].startswith("SM    0 │") and lines[3].startswith("SM    2 │")
             assert len(lines) == view.size.height == 24  # summary, SM rows, durations
