@@ -32,7 +32,11 @@ class DmatView(ZoomPan):
     }
     """
 
-    BINDINGS = [Binding("a", "toggle_align", "Time alignment")]
+    BINDINGS = [
+        Binding("a", "toggle_align", "Time alignment"),
+        Binding("left_square_bracket", "page_zoom(0.5)", "Fewer pages/row"),
+        Binding("right_square_bracket", "page_zoom(2)", "More pages/row"),
+    ]
 
     records: reactive[np.ndarray | None] = reactive(None, always_update=True)
     """mem_trace records to bin; None shows a hint."""
@@ -40,6 +44,8 @@ class DmatView(ZoomPan):
     """Kernel argument -> (device address, bytes), for row labels."""
     align: reactive[str] = reactive("global")
     """"global" (%globaltimer ns) or "sm_clock" (per-SM %clock64 cycles)."""
+    pages_per_row: reactive[int] = reactive(0)
+    """Touched pages summed into one row; 0 fits all pages to the widget's height."""
 
     def __init__(
         self,
@@ -60,6 +66,13 @@ class DmatView(ZoomPan):
     def action_toggle_align(self) -> None:
         self.align = "sm_clock" if self.align == "global" else "global"
 
+    def action_page_zoom(self, factor: float) -> None:
+        current = self.pages_per_row or self._fit(self.row_count())
+        self.pages_per_row = max(1, int(current * factor))
+
+    def _fit(self, pages: int) -> int:
+        return max(1, -(-pages // max(self.size.height - 2, 1)))
+
     def grid(self) -> mem_trace.Dmat:
         """The DMAT binned for the current size, zoom, pan and alignment."""
         assert self.records is not None
@@ -74,19 +87,37 @@ class DmatView(ZoomPan):
         if not self.has_data():
             return Text("No memory trace: toggle the mem_trace probe on a Triton kernel.")
         d = self.grid()
+        per_row = self.pages_per_row or self._fit(len(d.pages))
+        starts = _row_starts(d.labels, per_row)
+        counts = np.add.reduceat(d.counts, starts, axis=1)
         out = Text(no_wrap=True, overflow="crop")
         where = "global timer" if d.align == "global" else "per-SM clock"
-        out.append(f"DMAT {len(self.records):,} accesses, {len(d.pages)} pages, {where}\n", "bold")
+        out.append(f"DMAT {len(self.records):,} accesses, {len(d.pages)} pages", "bold")
+        out.append(f" ({per_row}/row), {where}\n", "bold")
         rows = max(self.size.height - 2, 1)
-        peak = max(int(d.counts.max()), 1)
+        peak = max(int(counts.max()), 1)
         last = ""
-        for r in range(self.top, min(self.top + rows, len(d.pages))):
-            label = d.labels[r] if d.labels[r] != last else ""
-            last = d.labels[r]
-            out.append(f"{label:<5.5}{int(d.pages[r]) * mem_trace.PAGE:#014x} │", "dim")
-            col = d.counts[:, r]
+        for r in range(min(self.top, max(len(starts) - 1, 0)), min(self.top + rows, len(starts))):
+            name = d.labels[starts[r]]
+            label = name if name != last else ""
+            last = name
+            out.append(f"{label:<5.5}{int(d.pages[starts[r]]) * mem_trace.PAGE:#014x} │", "dim")
+            col = counts[:, r]
             level = np.where(col > 0, 1 + np.log1p(col) * 3.999 / np.log1p(peak), 0).astype(int)
             out.append("".join(SHADES[min(x, 4)] for x in level), "#ffaf00")
             out.append("\n")
         out.append(f"{d.t_lo:,} … {d.t_hi:,} {d.unit}, darkest = {peak} accesses", "dim")
         return out
+
+
+def _row_starts(labels: list[str], per_row: int) -> np.ndarray:
+    """First page index of each row: ``per_row`` pages at most, and a new row wherever
+    the argument label changes, so no row mixes two arguments."""
+    starts = []
+    seg = 0
+    for i, name in enumerate(labels):
+        if i == 0 or name != labels[i - 1]:
+            seg = i
+        if (i - seg) % per_row == 0:
+            starts.append(i)
+    return np.asarray(starts, dtype=np.int64)

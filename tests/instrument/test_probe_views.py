@@ -92,6 +92,10 @@ def test_dmat_labels_shading_alignment_zoom() -> None:
             assert d.counts.shape[0] == 80 - 2 - 20 and d.counts.sum() == 6000
             await pilot.press("a")
             assert view.align == "sm_clock" and "per-SM clock" in view.render().plain
+            fit = view.render().plain.splitlines()
+            assert len(fit) <= 24 and "/row)" in fit[0]
+            await pilot.press("left_square_bracket")
+            assert view.pages_per_row >= 1
             await pilot.press("plus", "plus")
             zoomed = view.grid()
             assert 0 < zoomed.counts.sum() < 6000
@@ -110,3 +114,10 @@ def test_dmat_empty() -> None:
             assert np.asarray(view.row_count()) == 0
 
     asyncio.run(run())
+
+
+def test_dmat_rows_never_mix_arguments() -> None:
+    from gtop.views.dmat import _row_starts
+
+    assert _row_starts(["x", "x", "x", "y", "y", "", ""], 2).tolist() == [0, 2, 3, 5]
+    assert _row_starts(["a"] * 5, 1).tolist() == [0, 1, 2, 3, 4]
