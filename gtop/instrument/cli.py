@@ -1,7 +1,8 @@
 """``gtop probe list | instrument``: the probe engine offline.
 
 Wired into ``gtop/cli.py`` as the ``probe`` subcommand through :func:`add_arguments` and
-:func:`run`. Errors print one line on stderr and return a non-zero status.
+:func:`run`. Errors print one line on stderr starting with ``gtop:`` and return 1
+(argparse itself exits with 2 on malformed command lines).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
         # PtxParseError, RewriteError and ProbeRejected are ValueErrors with a full message.
         msg = e.args[0] if isinstance(e, KeyError) else str(e)
         prefix = {ptx.PtxParseError: f"{args.input}: ", RewriteError: f"{args.input}: "}
-        print(f"gtop probe: error: {prefix.get(type(e), '')}{msg}", file=sys.stderr)
-        return 2
+        print(f"gtop: probe: {prefix.get(type(e), '')}{msg}", file=sys.stderr)
+        return 1
 
 
 def _list() -> int:

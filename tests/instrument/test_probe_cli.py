@@ -54,16 +54,16 @@ def test_errors_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
 ) -> None:
     src = CORPUS / "triton_softmax.ptx"
-    assert _run(["instrument", str(src), *extra, "-o", str(tmp_path / "o.ptx")]) == 2
+    assert _run(["instrument", str(src), *extra, "-o", str(tmp_path / "o.ptx")]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("gtop probe: error: ")
+    assert err.count("\n") == 1 and err.startswith("gtop: probe: ")
     assert message in err
     assert not (tmp_path / "o.ptx").exists()
 
 
 def test_refuses_non_ptx_with_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = CORPUS / "cuda_kernels.cu"
-    assert _run(["instrument", str(src), "--probe", "tensorop", "-o", str(tmp_path / "o")]) == 2
+    assert _run(["instrument", str(src), "--probe", "tensorop", "-o", str(tmp_path / "o")]) == 1
     assert "line 4: unexpected '#include' at module scope" in capsys.readouterr().err
 
 
@@ -72,5 +72,5 @@ def test_refuses_instrumented_input(tmp_path: Path, capsys: pytest.CaptureFixtur
     src = str(CORPUS / "triton_softmax.ptx")
     assert _run(["instrument", src, "--probe", "block_sched", "-o", str(once)]) == 0
     again = ["instrument", str(once), "--probe", "tensorop", "-o", str(tmp_path / "x")]
-    assert _run(again) == 2
+    assert _run(again) == 1
     assert "already instrumented" in capsys.readouterr().err
