@@ -104,7 +104,6 @@ class Function:
 
     name: str
     is_entry: bool
-    header_first: int
     open: int
     close: int
     statements: tuple[Statement, ...]
@@ -386,7 +385,5 @@ def _function(
             d = _SHARED_DECL.search(s.code)
             if d:
                 shared.add(d.group(1))
-    functions.append(
-        Function(m.group(2), m.group(1) == "entry", header, open_line, j, tuple(stmts))
-    )
+    functions.append(Function(m.group(2), m.group(1) == "entry", open_line, j, tuple(stmts)))
     return j + 1
