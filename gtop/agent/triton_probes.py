@@ -43,7 +43,7 @@ from gtop.instrument.probes import get
 from gtop.instrument.rewrite import instrument, read_header
 
 if TYPE_CHECKING:
-    from gtop.instrument.runtime import Pending, ProbeBuffers
+    from gtop.instrument.runtime import Fence, Pending, ProbeBuffers
 
 DEFAULT_CAPACITY = {"block_sched": 1 << 18, "tensorop": 1 << 18, "mem_trace": 1 << 20}
 
@@ -85,6 +85,7 @@ class _Bound:
     armed: bool = False
     pending: Pending | None = None
     pending_launch: int = 0
+    retired: Fence | None = None  # set when disabled: free the buffers once it passed
 
 
 @dataclass
@@ -136,6 +137,7 @@ class TritonProbes:
             self._selections = [s for s in self._selections if s not in gone]
             for handle, state in list(self._bound.items()):
                 if state.selection in gone:
+                    state.retired = state.buffers.retire(0)  # legacy stream: after all work
                     self._closing.append(self._bound.pop(handle))
             for sel in gone:
                 for saved in [s for s in self._saved if sel.matches(_name(s.kernel))]:
@@ -155,9 +157,11 @@ class TritonProbes:
         with self._lock:
             for state in [*self._bound.values(), *self._closing]:
                 self._collect(state)
-            for state in [s for s in self._closing if s.pending is None]:
-                state.buffers.close()
-                self._closing.remove(state)
+            for state in self._closing[:]:
+                if state.pending is None and state.retired is not None and state.retired.passed():
+                    state.retired.close()
+                    state.buffers.close()
+                    self._closing.remove(state)
             out = list(self.results)
             self.results.clear()
             return out

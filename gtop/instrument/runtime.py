@@ -71,23 +71,46 @@ def launch(
 
 
 @dataclass
-class Pending:
-    """Records being copied back on the side stream; :meth:`ready` never blocks."""
+class Fence:
+    """An event after the work queued so far on a stream; :meth:`passed` never blocks."""
 
-    done: driver.CUevent
-    host: np.ndarray
-    owner: ProbeBuffers
+    event: driver.CUevent
 
-    def ready(self) -> bool:
-        (err,) = driver.cuEventQuery(self.done)
+    @classmethod
+    def after(cls, stream: int) -> Fence:
+        event = check(driver.cuEventCreate(2))  # CU_EVENT_DISABLE_TIMING
+        check(driver.cuEventRecord(event, driver.CUstream(stream)))
+        return cls(event)
+
+    def passed(self) -> bool:
+        (err,) = driver.cuEventQuery(self.event)
         if err == driver.CUresult.CUDA_ERROR_NOT_READY:
             return False
         check((err,))
         return True
 
+    def wait(self) -> None:
+        check(driver.cuEventSynchronize(self.event))
+
+    def close(self) -> None:
+        check(driver.cuEventDestroy(self.event))
+
+
+@dataclass
+class Pending:
+    """Records being copied back on the side stream; :meth:`ready` never blocks."""
+
+    done: Fence
+    host: np.ndarray
+    owner: ProbeBuffers
+
+    def ready(self) -> bool:
+        return self.done.passed()
+
     def result(self) -> tuple[np.ndarray, int]:
-        """(records, overflow) once :meth:`ready`; waits for the copy otherwise."""
-        check(driver.cuEventSynchronize(self.done))
+        """(records, overflow), once; waits for the copy if it is not :meth:`ready`."""
+        self.done.wait()
+        self.done.close()
         return self.owner.decode(self.host)
 
 
@@ -157,23 +180,27 @@ class ProbeBuffers:
         host = np.ctypeslib.as_array(
             (ctypes.c_uint8 * (8 + self.nbytes)).from_address(self._host_ptr)
         )
-        after = check(driver.cuEventCreate(2))  # CU_EVENT_DISABLE_TIMING
-        check(driver.cuEventRecord(after, driver.CUstream(stream)))
-        check(driver.cuStreamWaitEvent(self._side, after, 0))
+        after = Fence.after(stream)
+        check(driver.cuStreamWaitEvent(self._side, after.event, 0))
         for i, name in enumerate(("gtop_slot", "gtop_overflow")):
             src = driver.CUdeviceptr(self.globals[name])
             check(driver.cuMemcpyDtoHAsync(self._host_ptr + 4 * i, src, 4, self._side))
         if self.nbytes:
             src = driver.CUdeviceptr(self.buf)
             check(driver.cuMemcpyDtoHAsync(self._host_ptr + 8, src, self.nbytes, self._side))
-        done = check(driver.cuEventCreate(2))
-        check(driver.cuEventRecord(done, self._side))
-        check(driver.cuEventDestroy(after))
+        done = Fence.after(int(self._side))
+        after.close()  # destruction is deferred by the driver until the event completes
         return Pending(done, host, self)
 
     def decode(self, host: np.ndarray) -> tuple[np.ndarray, int]:
         """Records and drops from a host copy (see :func:`maps.decode`)."""
         return maps.decode(self.probe.record, self.ring, self.capacity, host)
+
+    def retire(self, stream: int = 0) -> Fence:
+        """Disarm in ``stream`` order; free with :meth:`close` once the fence has passed
+        (launches queued before it may still write)."""
+        self.arm(stream, False)
+        return Fence.after(stream)
 
     def close(self) -> None:
         """Free the device buffer, the pinned copy and the side stream."""
