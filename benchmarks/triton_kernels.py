@@ -53,6 +53,25 @@ def matmul_tma_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: 
 
 
 @triton.jit
+def matmul_persistent_kernel(
+    a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_SMS: tl.constexpr
+):
+    """Persistent C = A @ B^T (B given as N x K) over TMA descriptors: one program per SM
+    walks the output tiles."""
+    da = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    db = tl.make_tensor_descriptor(b, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    dc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, NUM_SMS, flatten=True):
+        om = (tile // tiles_n) * BM
+        on = (tile % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            acc = tl.dot(da.load([om, k0]), db.load([on, k0]).T, acc)
+        dc.store([om, on], acc.to(tl.float16))
+
+
+@triton.jit
 def attention_fwd_kernel(
     q, k, v, o, sm_scale, L, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr
 ):
@@ -147,6 +166,14 @@ CORPUS: list[CorpusKernel] = [
         matmul_tma_kernel,
         {"a": "*fp16", "b": "*fp16", "c": "*fp16", "M": "i32", "N": "i32", "K": "i32"},
         {"BM": 128, "BN": 128, "BK": 64},
+        {"num_warps": 4, "num_stages": 3},
+        aligned=(0, 1, 2, 3, 4, 5),
+    ),
+    CorpusKernel(
+        "matmul_persistent_tma",
+        matmul_persistent_kernel,
+        {"a": "*fp16", "b": "*fp16", "c": "*fp16", "M": "i32", "N": "i32", "K": "i32"},
+        {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132},
         {"num_warps": 4, "num_stages": 3},
         aligned=(0, 1, 2, 3, 4, 5),
     ),
