@@ -26,6 +26,7 @@ def test_corpus_is_complete() -> None:
     for kernel in ("matmul_wgmma", "matmul_tma", "flash_attention_fwd", "layernorm"):
         assert f"triton_{kernel}.ptx" in names
     assert {"triton_softmax.ptx", "triton_reduce_sum.ptx", "nvcc_cuda_kernels.ptx"} <= names
+    assert {"nvcc_cuda_misc.ptx", "nvcc_cuda_misc_debug.ptx", "nvrtc_kernels.ptx"} <= names
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.stem)
