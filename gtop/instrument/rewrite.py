@@ -87,14 +87,8 @@ def instrument(
         raise RewriteError(f"no kernel matches {kernel!r} (kernels: {names})")
     if len(targets) > 255:
         raise RewriteError("more than 255 kernels in one module")
-    declared = {**maps.REGISTERS, **probe.registers}
-    before: dict[int, list[str]] = {}
-    after: dict[int, list[str]] = {}
-    infos = []
-    for kid, fn in enumerate(targets):
-        infos.append(
-            _kernel(module, fn, kid, probe, level, map_kind, sample, declared, before, after)
-        )
+    plan = _Plan(module, probe, level, map_kind, sample, {**maps.REGISTERS, **probe.registers})
+    infos = [plan.kernel(fn, kid) for kid, fn in enumerate(targets)]
     header = {
         "probe": probe.name,
         "level": level.value,
@@ -108,67 +102,81 @@ def instrument(
         if idx == module.header_end:
             out.append(HEADER + json.dumps(header, separators=(",", ":")))
             out.extend(maps.global_decls())
-        out.extend(before.get(idx, ()))
+        out.extend(plan.before.get(idx, ()))
         out.append(line)
-        out.extend(after.get(idx, ()))
+        out.extend(plan.after.get(idx, ()))
     text = "\n".join(out) + "\n"
     return Instrumented(
         text, probe.name, level.value, map_kind.value, sample, probe.record.itemsize, infos
     )
 
 
-def _kernel(
-    module: Module,
-    fn: Function,
-    kid: int,
-    probe: Probe,
-    level: Level,
-    map_kind: MapKind,
-    sample: int,
-    declared: dict[str, str],
-    before: dict[int, list[str]],
-    after: dict[int, list[str]],
-) -> KernelInfo:
-    sites: dict[str, int] = {}
-    classes: list[str] = []
-    base = Site(kid, level, map_kind, sample)
-    head = [f"\t.reg {t} {name};" for name, t in declared.items()]
-    for tp in probe.tracepoints:
-        if tp.at == ENTRY:
-            head += _render(tp.snippet(base), declared, module)
-            sites[ENTRY] = 1
-            continue
-        for st in fn.instructions():
-            assert st.instr is not None
-            if tp.at == EXIT:
-                hit = st.instr.root in _EXITS
-            else:
-                hit = re.search(tp.at, st.instr.opcode) is not None
-            if not hit:
+@dataclass
+class _Plan:
+    """The lines to insert before/after original line indices, kernel by kernel."""
+
+    module: Module
+    probe: Probe
+    level: Level
+    map_kind: MapKind
+    sample: int
+    declared: dict[str, str]
+    before: dict[int, list[str]] = field(default_factory=dict)
+    after: dict[int, list[str]] = field(default_factory=dict)
+
+    def kernel(self, fn: Function, kid: int) -> KernelInfo:
+        """Plan one kernel's sites; ``kid`` is the id its records carry."""
+        sites: dict[str, int] = {}
+        classes: list[str] = []
+        head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
+        for tp in self.probe.tracepoints:
+            if tp.at == ENTRY:
+                head += self._render(tp.snippet(Site(kid, self.level, self.map_kind, self.sample)))
+                sites[ENTRY] = 1
                 continue
-            cls = -1
-            if probe.classify is not None:
-                key = probe.classify(st.instr)
-                if key is not None:
-                    if key not in classes:
-                        classes.append(key)
-                    cls = classes.index(key)
-                    if cls >= probe.max_classes:
-                        raise RewriteError(
-                            f"line {st.first + 1}: kernel {fn.name} has more than "
-                            f"{probe.max_classes} {probe.name} classes"
-                        )
-            site = Site(kid, level, map_kind, sample, st.instr, cls)
-            try:
-                code = _guard(st) + tp.snippet(site)
-            except SiteError as e:
-                raise RewriteError(f"line {st.first + 1}: {fn.name}: {e}") from None
-            lines = _render(code, declared, module)
-            _place(st, tp.after, lines, before, after, fn.name)
-            key = tp.name or tp.at
-            sites[key] = sites.get(key, 0) + 1
-    after.setdefault(fn.open, []).extend(head)
-    return KernelInfo(fn.name, kid, sites, classes)
+            for st in fn.instructions():
+                assert st.instr is not None
+                if tp.at == EXIT:
+                    hit = st.instr.root in _EXITS
+                else:
+                    hit = re.search(tp.at, st.instr.opcode) is not None
+                if not hit:
+                    continue
+                cls = self._class(st, classes, fn.name)
+                site = Site(kid, self.level, self.map_kind, self.sample, st.instr, cls)
+                try:
+                    code = _guard(st) + tp.snippet(site)
+                except SiteError as e:
+                    raise RewriteError(f"line {st.first + 1}: {fn.name}: {e}") from None
+                self._place(st, tp.after, self._render(code), fn.name)
+                label = tp.name or tp.at
+                sites[label] = sites.get(label, 0) + 1
+        self.after.setdefault(fn.open, []).extend(head)
+        return KernelInfo(fn.name, kid, sites, classes)
+
+    def _class(self, st: Statement, classes: list[str], kernel: str) -> int:
+        """Index of the site's instruction class (-1: none), numbered per kernel."""
+        key = self.probe.classify(st.instr) if self.probe.classify and st.instr else None
+        if key is None:
+            return -1
+        if key not in classes:
+            if len(classes) == self.probe.max_classes:
+                raise RewriteError(
+                    f"line {st.first + 1}: kernel {kernel} has more than "
+                    f"{self.probe.max_classes} {self.probe.name} classes"
+                )
+            classes.append(key)
+        return classes.index(key)
+
+    def _render(self, code: str) -> list[str]:
+        verify(code, self.declared, self.module.shared_names)
+        return ["\t" + line.strip() for line in code.splitlines() if line.strip()]
+
+    def _place(self, st: Statement, is_after: bool, lines: list[str], kernel: str) -> None:
+        line = st.last if is_after else st.first
+        if not (st.alone_last if is_after else st.alone_first):
+            raise RewriteError(f"line {line + 1}: {kernel}: {st.code[:40]!r} shares its line")
+        (self.after if is_after else self.before).setdefault(line, []).extend(lines)
 
 
 def _guard(st: Statement) -> str:
@@ -177,26 +185,3 @@ def _guard(st: Statement) -> str:
     if ins.guard is None:
         return "mov.pred %gtop_g, 1;\n"
     return f"{'not' if ins.negated else 'mov'}.pred %gtop_g, {ins.guard};\n"
-
-
-def _render(code: str, declared: dict[str, str], module: Module) -> list[str]:
-    verify(code, declared, module.shared_names)
-    return ["\t" + line.strip() for line in code.splitlines() if line.strip()]
-
-
-def _place(
-    st: Statement,
-    is_after: bool,
-    lines: list[str],
-    before: dict[int, list[str]],
-    after: dict[int, list[str]],
-    kernel: str,
-) -> None:
-    if is_after:
-        if not st.alone_last:
-            raise RewriteError(f"line {st.last + 1}: {kernel}: {st.code[:40]!r} shares its line")
-        after.setdefault(st.last, []).extend(lines)
-    else:
-        if not st.alone_first:
-            raise RewriteError(f"line {st.first + 1}: {kernel}: {st.code[:40]!r} shares its line")
-        before.setdefault(st.first, []).extend(lines)
