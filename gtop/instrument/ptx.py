@@ -170,38 +170,36 @@ def parse_instruction(code: str, line: int) -> Instruction:
     return Instruction(op.group(0), split_operands(code[op.end() :]), guard, negated)
 
 
-class _Code:
-    """Source lines with comments (``//``, ``/* */``) blanked and strings kept."""
-
-    def __init__(self, lines: tuple[str, ...]) -> None:
-        self.code: list[str] = []
-        in_block = False
-        for raw in lines:
-            out = []
-            i = 0
-            in_str = False
-            while i < len(raw):
-                if in_block:
-                    end = raw.find("*/", i)
-                    if end < 0:
-                        i = len(raw)
-                        continue
-                    in_block, i = False, end + 2
-                    out.append(" ")
-                    continue
-                ch = raw[i]
-                if in_str:
-                    in_str = ch != '"'
-                elif ch == '"':
-                    in_str = True
-                elif raw.startswith("//", i):
+def _strip_comments(lines: tuple[str, ...]) -> list[str]:
+    """The lines with comments (``//``, ``/* */``) removed; string literals kept."""
+    code: list[str] = []
+    in_block = False
+    for raw in lines:
+        out = []
+        i = 0
+        in_str = False
+        while i < len(raw):
+            if in_block:
+                end = raw.find("*/", i)
+                if end < 0:
                     break
-                elif raw.startswith("/*", i):
-                    in_block, i = True, i + 2
-                    continue
-                out.append(ch)
-                i += 1
-            self.code.append("".join(out))
+                in_block, i = False, end + 2
+                out.append(" ")
+                continue
+            ch = raw[i]
+            if in_str:
+                in_str = ch != '"'
+            elif ch == '"':
+                in_str = True
+            elif raw.startswith("//", i):
+                break
+            elif raw.startswith("/*", i):
+                in_block, i = True, i + 2
+                continue
+            out.append(ch)
+            i += 1
+        code.append("".join(out))
+    return code
 
 
 def _split_body(code: list[str], start: int, end: int) -> list[Statement]:
@@ -266,7 +264,7 @@ def _classify(code: str, first: int) -> tuple[Kind, Instruction | None]:
 def split_statements(text: str) -> list[Statement]:
     """Statements of a free-standing piece of body code (e.g. a probe snippet)."""
     lines = tuple(text.splitlines())
-    return _split_body(_Code(lines).code, 0, len(lines))
+    return _split_body(_strip_comments(lines), 0, len(lines))
 
 
 _SHARED_DECL = re.compile(r"\.shared\b[^;]*?([A-Za-z_$][\w$]*)\s*(\[[^\]]*\])?\s*(=|;|$)")
@@ -279,7 +277,7 @@ def parse(text: str) -> Module:
         PtxParseError: on anything outside the supported subset, with line and reason.
     """
     lines = tuple(text.splitlines())
-    code = _Code(lines).code
+    code = _strip_comments(lines)
     functions: list[Function] = []
     shared: set[str] = set()
     header_end = -1
