@@ -100,7 +100,7 @@ class TritonProbes:
     least one selection is enabled."""
 
     def __init__(self, max_results: int = 256) -> None:
-        self.errors: list[str] = []
+        self.errors: deque[str] = deque(maxlen=256)  # fail-open problems, newest last
         self.results: deque[Collected] = deque(maxlen=max_results)
         self._selections: list[Selection] = []
         self._bound: dict[int, _Bound] = {}  # CUfunction handle -> state
