@@ -66,8 +66,10 @@ def test_results_unchanged(gw: ModuleType, loads: dict, probe: str) -> None:
         torch.cuda.synchronize()
         assert gw.same(w.outputs, want, exact=w.exact), f"{name}: results changed by {probe}"
         records, _ = bufs.read()
-        assert len(records) > 0, f"{name}: {probe} wrote no records"
         bufs.close()
+        (kernel,) = inst.kernels
+        if set(kernel.sites) != {"entry"}:  # e.g. TMA-only kernels have no mem_trace sites
+            assert len(records) > 0, f"{name}: {probe} wrote no records"
 
 
 @pytest.mark.parametrize("map_kind", ["ring", "array"])
