@@ -27,7 +27,7 @@ def _cases() -> list[tuple[str, Level, MapKind]]:
 @pytest.mark.parametrize(("name", "level", "map_kind"), _cases())
 def test_stored_values_survive_the_slot_code(name: str, level: Level, map_kind: MapKind) -> None:
     probe = PROBES[name]
-    stores = [tp for tp in probe.tracepoints if tp.at == EXIT or tp.at.startswith("^(ld")]
+    stores = [tp for tp in probe.tracepoints if tp.at == EXIT or tp.name == "access"]
     instr = ptx.parse_instruction(SITES.get(name, "ret"), 1)
     site = Site(7, level, map_kind, 8, instr, 0)
     scratch = {

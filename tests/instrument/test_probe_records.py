@@ -188,3 +188,16 @@ def test_mem_trace_sampling_keeps_one_in_n_spread_over_threads() -> None:
     rec, _ = decode("mem_trace", dev)
     assert len(rec) == 3 * 128 // 8  # exactly 3 in 8 threads keep one of their 3 accesses
     assert len(np.unique(rec["addr"])) == len(rec)
+
+
+def test_mem_trace_keeps_generic_accesses_only_when_they_hit_global_memory() -> None:
+    body = "\tld.u32 %r1, [%rd1];\n\tld.param.u32 %r2, [%rd1];\n\tret;\n"
+    entry, generic = blocks(body, "mem_trace")  # ld.param is not a site
+    dev = Device(capacity=64, record_size=32)
+    w = Warp()
+    for lane in range(32):  # even lanes point at global memory, odd ones at a local window
+        w.regs[lane]["%rd1"] = (0x7000_0000 if lane % 2 == 0 else 0x100) + 4 * lane
+    run(entry, w, dev)
+    run(generic, w, dev)
+    rec, _ = decode("mem_trace", dev)
+    assert rec["addr"].tolist() == [0x7000_0000 + 4 * lane for lane in range(0, 32, 2)]

@@ -18,6 +18,7 @@ from gtop.instrument.ptx import Instruction
 from gtop.instrument.verify import parse_snippet
 
 GLOBAL_BASE = 0x1000
+GLOBAL_SPACE = 0x1000_0000  # generic addresses from here up count as global memory
 BUF_BASE = 0x10000
 _SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
 
@@ -187,6 +188,7 @@ def _alu(ins: Instruction, a: list[int], mask: int) -> int:
         "mul": lambda: a[0] * a[1],
         "shr": lambda: a[0] >> a[1],
         "and": lambda: a[0] & a[1],
+        "isspacep": lambda: int(a[0] >= GLOBAL_SPACE),
         "rem": lambda: a[0] % a[1],
         "popc": lambda: bin(a[0] & mask).count("1"),
         "brev": lambda: int(f"{a[0] & mask:032b}"[::-1], 2),

@@ -3,7 +3,8 @@
 Sampling: each thread counts its accesses from a hashed phase and records those where
 the count is 1 modulo N, so about 1 in N accesses are kept, spread over threads and time.
 
-Sites: ``ld.global*``, ``st.global*``, ``cp.async`` (4/8/16-byte) and ``cp.async.bulk``
+Sites: ``ld.global*``, ``st.global*``, generic ``ld``/``st`` (kept only where
+``isspacep.global`` holds at run time), ``cp.async`` (4/8/16-byte) and ``cp.async.bulk``
 copies between global and shared memory (TMA tensor copies carry a tensor map, not an
 address, and are not traced). Per sampled access: address, ``%globaltimer``,
 ``%clock64``, width in bytes, SM id, load or store, kernel id. Thread-level ring.
@@ -32,7 +33,10 @@ RECORD = np.dtype(
     ]
 )
 
-SITES = r"^(ld\.global|st\.global|cp\.async\.(ca|cg)\.shared|cp\.async\.bulk\.(shared|global))"
+SITES = (
+    r"^((ld|st)(?!\S*\.(param|shared|local|const|tex)\b)\.|"
+    r"cp\.async\.(ca|cg)\.shared|cp\.async\.bulk\.(shared|global))"
+)
 _TYPE = re.compile(r"(?:b|s|u|f|bf)(8|16|32|64|128)(x2)?")
 _ADDR = re.compile(r"\[\s*([%A-Za-z_$][\w$]*)\s*(?:\+\s*(-?\s*\w+))?\s*\]")
 
@@ -85,6 +89,7 @@ def _entry(site: Site) -> str:
 def _site(site: Site) -> str:
     assert site.instr is not None
     operand, width, is_store = access(site.instr)
+    generic = site.instr.root in ("ld", "st") and "global" not in site.instr.parts
     sample = ""
     if site.sample > 1:
         sample = (
@@ -92,9 +97,13 @@ def _site(site: Site) -> str:
             f"rem.u32 %gtop_x, %gtop_mt_n, {site.sample};\n"
             "setp.eq.and.u32 %gtop_g, %gtop_x, 1, %gtop_g;\n"
         )
+    global_only = (
+        "isspacep.global %gtop_mt_sp, %gtop_mt_a;\nand.pred %gtop_g, %gtop_g, %gtop_mt_sp;\n"
+    )
     return (
-        sample
-        + _address(operand)
+        _address(operand)
+        + (global_only if generic else "")
+        + sample
         + "mov.u64 %gtop_mt_t, %globaltimer;\n"
         + "mov.u64 %gtop_mt_c, %clock64;\n"
         + maps.writer(site.level)
@@ -124,6 +133,7 @@ PROBE = Probe(
     record=RECORD,
     registers={
         "%gtop_mt_n": ".b32",
+        "%gtop_mt_sp": ".pred",
         "%gtop_mt_a": ".b64",
         "%gtop_mt_t": ".b64",
         "%gtop_mt_c": ".b64",
