@@ -200,20 +200,6 @@ def workloads() -> list[Workload]:
             )
         )
 
-    hbt = hb.T.contiguous()  # N x K, as the persistent kernel takes B
-    hp = torch.empty(mm, mm, device=dev, dtype=torch.half)
-    out.append(
-        _triton(
-            "matmul_persistent_tma",
-            (132, 1, 1),  # NUM_SMS is compiled in as 132 (H100 SXM / H200)
-            [ptr(ha), ptr(hbt), ptr(hp), np.int32(mm), np.int32(mm), np.int32(mm)],
-            outputs=[hp],
-            reference=lambda: [ha @ hb],
-            exact=False,
-            pointers=spans(a=ha, b=hbt, c=hp),
-        )
-    )
-
     bh, seq, d = 16, 2048, 64
     q, k, v = (torch.randn(bh, seq, d, device=dev).half() for _ in range(3))
     o = torch.empty_like(q)
