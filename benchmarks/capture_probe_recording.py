@@ -21,25 +21,24 @@ import sys
 
 import numpy as np
 import torch
-from gpu_workloads import (
-    Workload,
-    load_instrumented,
-    load_ptx,
-    probe_capacity,
-    same,
-    workloads,
-)
+from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
 
 from gtop.instrument.rewrite import read_header
+from gtop.instrument.runtime import ProbeBuffers
 
 KERNELS = ("triton_matmul_wgmma", "triton_flash_attention_fwd")
 
 
 def _probe_run(
-    w: Workload, probe: str, sample: int, capacity: int, want: list
+    w: Workload, probe: str, sample: int, want: list, capacity: int | None = None
 ) -> tuple[np.ndarray, dict]:
-    inst = w.instrument(probe, sample=sample)
-    module, bufs = load_instrumented(inst, capacity)
+    """Records of one probed run (buffer sized to drop nothing unless ``capacity``)."""
+    if capacity is None:
+        inst, module, bufs = load_probed(w, probe, sample)
+    else:
+        inst = w.instrument(probe, sample=sample)
+        module = load_ptx(inst.text)
+        bufs = ProbeBuffers(module, read_header(inst.text), capacity)
     bufs.reset()
     w.run(module)
     records, overflow = bufs.read()
@@ -68,16 +67,16 @@ def capture(mem_records: int) -> tuple[dict[str, np.ndarray], dict]:
             "probes": {},
         }
         for probe in ("block_sched", "tensorop"):
-            rec, pinfo = _probe_run(w, probe, 1, probe_capacity(w, probe, 1), want)
+            rec, pinfo = _probe_run(w, probe, 1, want)
             if len(rec) != w.warps or pinfo["overflow"]:
                 raise SystemExit(f"{w.name}: {probe} has {len(rec)} records for {w.warps} warps")
             arrays[f"{w.name}.{probe}"] = rec
             info["probes"][probe] = pinfo
         first = 256
-        rec, pinfo = _probe_run(w, "mem_trace", first, mem_records, want)
+        rec, pinfo = _probe_run(w, "mem_trace", first, want, capacity=mem_records)
         attempted = len(rec) + pinfo["overflow"]
         sample = max(1, math.ceil(first * attempted / mem_records))
-        rec, pinfo = _probe_run(w, "mem_trace", sample, 2 * mem_records, want)
+        rec, pinfo = _probe_run(w, "mem_trace", sample, want)
         arrays[f"{w.name}.mem_trace"] = rec
         info["probes"]["mem_trace"] = pinfo
         meta["kernels"][w.name] = info

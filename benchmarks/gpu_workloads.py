@@ -70,7 +70,11 @@ class Workload:
         launch(module, self.kernel, self.grid, self.block, self.args, self.shared, stream)
 
     def instrument(
-        self, probe: str, sample: int = 1, level: str | None = None, map_kind: str = "ring"
+        self,
+        probe: str,
+        sample: int = 1,
+        level: str | None = None,
+        map_kind: str | None = None,
     ) -> Instrumented:
         module = ptx_parser.parse(self.ptx)
         return instrument(
@@ -78,7 +82,7 @@ class Workload:
             get(probe),
             kernel=f"^{self.kernel}$",
             level=Level(level) if level else None,
-            map_kind=MapKind(map_kind),
+            map_kind=MapKind(map_kind) if map_kind else None,
             sample=sample,
         )
 
@@ -281,16 +285,36 @@ def same(got: list[torch.Tensor], want: list[torch.Tensor], exact: bool) -> bool
     return True
 
 
-def probe_capacity(w: Workload, probe: str, sample: int) -> int:
-    """Records to allocate: one per warp for block_sched/tensorop; for mem_trace a bound
-    of 64 MiB of records (drops beyond it are counted as overflow)."""
-    if probe in ("block_sched", "tensorop"):
-        return w.warps
-    return (64 << 20) // get(probe).record.itemsize
+MEM_BUDGET_BYTES = 8 << 30  # a mem_trace buffer larger than this drops (and says so)
 
 
-def load_instrumented(inst: Instrumented, capacity: int) -> tuple[object, ProbeBuffers]:
+def probe_capacity(w: Workload, inst: Instrumented, module: object) -> int:
+    """Records to allocate so that nothing drops: one per warp for per-warp probes (twice
+    that for rings, whose per-SM stripes fill unevenly); for mem_trace, measured by a
+    counting pass (a tiny ring whose per-SM claim counters still count every access),
+    bounded by :data:`MEM_BUDGET_BYTES`."""
+    ring = inst.map == "ring"
+    if inst.probe != "mem_trace":
+        return 2 * w.warps if ring else w.warps
+    header = read_header(inst.text)
+    assert header is not None
+    counter = ProbeBuffers(module, header, 1)
+    counter.reset()
+    w.run(module)
+    busiest = int(counter.claimed().max())
+    stripes = counter.stripes
+    counter.close()
+    per = busiest + busiest // 10 + 16
+    return min(per * stripes, MEM_BUDGET_BYTES // get(inst.probe).record.itemsize)
+
+
+def load_probed(
+    w: Workload, probe: str, sample: int = 1, level: str | None = None, map_kind: str | None = None
+) -> tuple[Instrumented, object, ProbeBuffers]:
+    """Instrument ``w``'s kernel, JIT-load it and bind a buffer sized by
+    :func:`probe_capacity`."""
+    inst = w.instrument(probe, sample, level, map_kind)
     module = load_ptx(inst.text)
     header = read_header(inst.text)
     assert header is not None
-    return module, ProbeBuffers(module, header, capacity)
+    return inst, module, ProbeBuffers(module, header, probe_capacity(w, inst, module))

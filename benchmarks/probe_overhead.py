@@ -22,14 +22,7 @@ import sys
 import time
 
 import torch
-from gpu_workloads import (
-    Workload,
-    load_instrumented,
-    load_ptx,
-    probe_capacity,
-    same,
-    workloads,
-)
+from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
 
 VARIANTS = [
     ("block_sched", 1),
@@ -76,8 +69,8 @@ def measure_one(w: Workload, reps: int) -> dict:
     want = [t.clone() for t in w.outputs]
     runs = {"original": (base, None)}
     for probe, sample in VARIANTS:
-        inst = w.instrument(probe, sample=sample)
-        runs[_label(probe, sample)] = load_instrumented(inst, probe_capacity(w, probe, sample))
+        _, module, bufs = load_probed(w, probe, sample)
+        runs[_label(probe, sample)] = (module, bufs)
     times: dict[str, list[float]] = {name: [] for name in runs}
     drops: dict[str, float] = {}
     ok: dict[str, bool] = {}

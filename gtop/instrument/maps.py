@@ -1,12 +1,16 @@
-"""PTX building blocks shared by probes: ids, the writing lane, record slots and stores.
+"""PTX building blocks shared by probes: ids, the writing lane, record slots and stores,
+and the host-side reader of the record buffer.
 
 Module-scope globals (set by the host through ``cuModuleGetGlobal``):
 
 - ``gtop_buf`` (.u64): device pointer of the record buffer (16-byte aligned);
 - ``gtop_cap`` (.u32): capacity in records; 0 (the default) disarms the probe: nothing
   is written or counted, so an instrumented kernel can run unprobed between samples;
-- ``gtop_slot`` (.u32): next ring slot, i.e. the number of records claimed (those past
-  the capacity were dropped);
+- ``gtop_stripes``, ``gtop_per`` (.u32): the ring is split into ``gtop_stripes``
+  regions of ``gtop_per`` records, one per SM (``%smid`` modulo the stripe count), so
+  that warps claim slots on per-SM counters instead of one hot global counter;
+- ``gtop_slot`` (.u32[MAX_STRIPES]): records claimed per stripe (those past
+  ``gtop_per`` were dropped);
 - ``gtop_overflow`` (.u32): array-map records dropped for an index past the capacity.
 """
 
@@ -16,18 +20,23 @@ import numpy as np
 
 from gtop.instrument.probe import Level, MapKind, Site
 
+MAX_STRIPES = 1024
+
 GLOBALS: dict[str, str] = {
     "gtop_buf": ".u64",
     "gtop_cap": ".u32",
-    "gtop_slot": ".u32",
+    "gtop_stripes": ".u32",
+    "gtop_per": ".u32",
     "gtop_overflow": ".u32",
+    "gtop_slot": f".u32[{MAX_STRIPES}]",
 }
 
 REGISTERS: dict[str, str] = {
     "%gtop_g": ".pred",  # the site's guard, set by the rewriter
     "%gtop_lead": ".pred",  # this thread writes the record
     "%gtop_ok": ".pred",  # the record has a slot
-    "%gtop_of": ".pred",  # the record overflowed
+    "%gtop_of": ".pred",  # the record overflowed (array map)
+    "%gtop_wl": ".pred",  # this lane claims the ring slots of its warp
     "%gtop_x": ".b32",
     "%gtop_y": ".b32",
     "%gtop_z": ".b32",
@@ -35,22 +44,27 @@ REGISTERS: dict[str, str] = {
     "%gtop_b": ".b32",
     "%gtop_s": ".b32",
     "%gtop_r": ".b32",
+    "%gtop_st": ".b32",
+    "%gtop_per": ".b32",
     "%gtop_cap": ".b32",
     "%gtop_smid": ".b32",
     "%gtop_blk": ".b32",
     "%gtop_tid": ".b32",
     "%gtop_wid": ".b32",
+    "%gtop_lo": ".b32",
+    "%gtop_hi": ".b32",
     "%gtop_a": ".b64",
+    "%gtop_w0": ".b64",
+    "%gtop_w1": ".b64",
 }
-
-# The globals a host zeroes before each probed launch.
-RESET = ("gtop_slot", "gtop_overflow")
-
-_ST = {1: "u8", 2: "u16", 4: "u32", 8: "u64"}
 
 
 def global_decls() -> list[str]:
-    return [f".visible .global .align 8 {t} {name};" for name, t in GLOBALS.items()]
+    out = []
+    for name, t in GLOBALS.items():
+        kind, _, dims = t.partition("[")
+        out.append(f".visible .global .align 8 {kind} {name}{'[' + dims if dims else ''};")
+    return out
 
 
 def ids() -> str:
@@ -105,9 +119,9 @@ mul.lo.u32 %gtop_x, %gtop_x, %gtop_y;
 def slot(site: Site, record: np.dtype) -> str:
     """Claim a slot for each writing lane: sets ``%gtop_ok`` and ``%gtop_a`` (its address).
 
-    Ring: one atomic per warp claims the slots of all its writing lanes (each takes the
-    warp's base plus its rank), and the host derives drops from the slot counter. Array:
-    the slot is (linear block, warp or thread); needs :func:`ids` rendered before it.
+    Ring: one atomic per warp, on its SM's stripe counter, claims the slots of all its
+    writing lanes (each takes the warp's base plus its rank); the host derives drops from
+    the counters. Array: the slot is (linear block, warp or thread); needs :func:`ids`.
     """
     # A capacity of 0 means "not armed": no slot is claimed and nothing counts as dropped.
     text = "ld.global.u32 %gtop_cap, [gtop_cap];\n"
@@ -123,11 +137,18 @@ popc.b32 %gtop_r, %gtop_x;
 popc.b32 %gtop_y, %gtop_b;
 brev.b32 %gtop_z, %gtop_b;
 clz.b32 %gtop_z, %gtop_z;
-setp.eq.and.u32 %gtop_of, %gtop_r, 0, %gtop_lead;
-@%gtop_of atom.global.add.u32 %gtop_s, [gtop_slot], %gtop_y;
+setp.eq.and.u32 %gtop_wl, %gtop_r, 0, %gtop_lead;
+ld.global.u32 %gtop_x, [gtop_stripes];
+mov.u32 %gtop_st, %smid;
+rem.u32 %gtop_st, %gtop_st, %gtop_x;
+ld.global.u32 %gtop_per, [gtop_per];
+mov.u64 %gtop_a, gtop_slot;
+mad.wide.u32 %gtop_a, %gtop_st, 4, %gtop_a;
+@%gtop_wl atom.global.add.u32 %gtop_s, [%gtop_a], %gtop_y;
 shfl.sync.idx.b32 %gtop_s, %gtop_s, %gtop_z, 31, %gtop_m;
 add.u32 %gtop_s, %gtop_s, %gtop_r;
-setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
+setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_per, %gtop_lead;
+mad.lo.u32 %gtop_s, %gtop_st, %gtop_per, %gtop_s;
 """
     else:
         index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
@@ -149,26 +170,80 @@ mad.wide.u32 %gtop_a, %gtop_s, {record.itemsize}, %gtop_a;
     )
 
 
+def _field(record: np.dtype, key: str) -> tuple[int, int]:
+    """(byte offset, size) of ``name`` or of element ``name[k]`` of a subarray field."""
+    name, _, index = key.partition("[")
+    dt, offset = record.fields[name][:2]
+    if index:
+        base = dt.base
+        return offset + int(index.rstrip("]")) * base.itemsize, base.itemsize
+    return offset, dt.itemsize
+
+
 def store(record: np.dtype, values: dict[str, str]) -> str:
-    """Stores of ``values`` (field -> register) at the fields' offsets, for ``%gtop_ok``."""
-    lines = []
-    for name, reg in values.items():
-        dt, offset = record.fields[name][:2]
-        lines.append(f"@%gtop_ok st.global.{_ST[dt.itemsize]} [%gtop_a+{offset}], {reg};")
+    """Write ``values`` (field or ``field[k]`` -> register) for ``%gtop_ok`` lanes, packed
+    into 16-byte ``st.global.v2.u64`` stores where the layout allows (bytes of a written
+    word that no value covers are written as zero).
+
+    Raises:
+        ValueError: a value that straddles an 8-byte word.
+    """
+    by_word: dict[int, list[tuple[int, int, str]]] = {}
+    for key, reg in values.items():
+        offset, size = _field(record, key)
+        if offset // 8 != (offset + size - 1) // 8:
+            raise ValueError(f"field {key} straddles an 8-byte word")
+        by_word.setdefault(offset // 8, []).append((offset % 8, size, reg))
+    lines: list[str] = []
+    for pair in sorted({w // 2 for w in by_word}):
+        words = [w for w in (2 * pair, 2 * pair + 1) if w in by_word]
+        regs = [_word(by_word[w], f"%gtop_w{w % 2}", lines) for w in words]
+        if len(words) == 2:
+            lines.append(
+                f"@%gtop_ok st.global.v2.u64 [%gtop_a+{16 * pair}], {{{', '.join(regs)}}};"
+            )
+        else:
+            lines.append(f"@%gtop_ok st.global.u64 [%gtop_a+{8 * words[0]}], {regs[0]};")
     return "\n".join(lines) + "\n"
 
 
-def decode(record: np.dtype, ring: bool, capacity: int, host: np.ndarray) -> tuple[np.ndarray, int]:
-    """Records and drops from a host copy of ``gtop_slot``, ``gtop_overflow`` (u32 each)
-    and the record buffer. Ring: the first ``min(slot, capacity)`` slots, drops =
-    ``slot - capacity`` when positive. Array: the slots that were written (not all zero).
+def _word(parts: list[tuple[int, int, str]], tmp: str, lines: list[str]) -> str:
+    """A 64-bit register holding one record word built from (offset, size, register)."""
+    if len(parts) == 1 and parts[0][1] == 8:
+        return parts[0][2]
+    halves = []
+    for half, name in ((0, "%gtop_lo"), (4, "%gtop_hi")):
+        inside = [(o - half, n, r) for o, n, r in parts if half <= o < half + 4]
+        if len(inside) == 1 and inside[0][:2] == (0, 4):
+            halves.append(inside[0][2])
+            continue
+        lines.append(f"mov.b32 {name}, 0;")
+        for o, n, r in inside:
+            lines.append(f"bfi.b32 {name}, {r}, {name}, {8 * o}, {8 * n};")
+        halves.append(name)
+    lines.append(f"mov.b64 {tmp}, {{{halves[0]}, {halves[1]}}};")
+    return tmp
+
+
+def decode(
+    record: np.dtype,
+    ring: bool,
+    slots: np.ndarray,
+    per: int,
+    overflow: int,
+    buffer: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """Records and drops from host copies of the per-stripe claim counters (``slots``),
+    the records per stripe, ``gtop_overflow`` and the record buffer (bytes).
+
+    Ring: stripe ``i`` holds ``min(slots[i], per)`` records from record ``i * per``;
+    claims past ``per`` are drops. Array: the slots that were written (not all zero).
     """
-    slot, overflow = (int(x) for x in np.asarray(host[:8], dtype=np.uint8).view(np.uint32))
-    raw = np.asarray(host[8 : 8 + capacity * record.itemsize], dtype=np.uint8)
-    raw = raw.reshape(-1, record.itemsize)
+    rows = np.asarray(buffer, dtype=np.uint8).reshape(-1, record.itemsize)
     if ring:
-        raw = raw[: min(slot, capacity)]
-        overflow += max(0, slot - capacity)
+        kept = [rows[i * per : i * per + min(int(n), per)] for i, n in enumerate(slots)]
+        rows = np.concatenate(kept) if kept else rows[:0]
+        overflow += int(np.maximum(np.asarray(slots, dtype=np.int64) - per, 0).sum())
     else:
-        raw = raw[raw.any(axis=1)]
-    return np.frombuffer(raw.tobytes(), dtype=record), overflow
+        rows = rows[rows.any(axis=1)]
+    return np.frombuffer(rows.tobytes(), dtype=record), overflow

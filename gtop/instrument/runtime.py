@@ -21,6 +21,13 @@ from gtop.instrument.probe import Probe
 from gtop.instrument.probes import get
 
 
+def _sm_count() -> int:
+    """Multiprocessors of the current context's device."""
+    device = check(driver.cuCtxGetDevice())
+    attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return int(check(driver.cuDeviceGetAttribute(attr, device)))
+
+
 class CudaError(RuntimeError):
     """A CUDA driver call failed."""
 
@@ -118,19 +125,25 @@ class ProbeBuffers:
     """The device record buffer of one instrumented module, bound through its globals."""
 
     def __init__(self, module: driver.CUmodule | int, header: dict, capacity: int) -> None:
-        """``header`` is the instrumented module's :func:`~.rewrite.read_header`."""
+        """``header`` is the instrumented module's :func:`~.rewrite.read_header`; a ring's
+        ``capacity`` is rounded up to whole stripes (one per SM)."""
         self.module = module if isinstance(module, driver.CUmodule) else driver.CUmodule(module)
         self.probe: Probe = get(header["probe"])
         self.ring = header["map"] == "ring"
-        self.capacity = capacity
-        self.nbytes = capacity * self.probe.record.itemsize
+        self.stripes = min(_sm_count(), maps.MAX_STRIPES) if self.ring else 1
+        self.per = -(-capacity // self.stripes)
+        self.capacity = self.per * self.stripes
+        self.nbytes = self.capacity * self.probe.record.itemsize
+        self.head = 8 + 4 * self.stripes  # host copy: overflow, pad, stripe counters
         self.globals = {
             name: int(check(driver.cuModuleGetGlobal(self.module, name.encode()))[0])
             for name in maps.GLOBALS
         }
         self.buf = int(check(driver.cuMemAlloc(max(self.nbytes, 16))))
         self._set("gtop_buf", np.uint64(self.buf))
-        self._set("gtop_cap", np.uint32(capacity))  # armed until told otherwise
+        self._set("gtop_stripes", np.uint32(self.stripes))
+        self._set("gtop_per", np.uint32(self.per))
+        self._set("gtop_cap", np.uint32(self.capacity))  # armed until told otherwise
         self._side = check(driver.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING
         self._host_ptr = 0
 
@@ -143,8 +156,8 @@ class ProbeBuffers:
         """Arm the probe and zero its counters (and the records when ``clear``), all in
         ``stream`` order."""
         s = driver.CUstream(stream)
-        for name in maps.RESET:
-            check(driver.cuMemsetD32Async(driver.CUdeviceptr(self.globals[name]), 0, 1, s))
+        for name, count in (("gtop_overflow", 1), ("gtop_slot", self.stripes)):
+            check(driver.cuMemsetD32Async(driver.CUdeviceptr(self.globals[name]), 0, count, s))
         if clear:
             check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.buf), 0, self.nbytes, s))
         self.arm(stream, True)
@@ -156,17 +169,31 @@ class ProbeBuffers:
         value = self.capacity if armed else 0
         check(driver.cuMemsetD32Async(cap, value, 1, driver.CUstream(stream)))
 
+    def _copies(self) -> list[tuple[int, int, int]]:
+        """(host offset, device address, bytes) of everything a host copy holds."""
+        return [
+            (0, self.globals["gtop_overflow"], 4),
+            (8, self.globals["gtop_slot"], 4 * self.stripes),
+            (self.head, self.buf, self.nbytes),
+        ]
+
     def read(self) -> tuple[np.ndarray, int]:
-        """(records, overflow), synchronously (waits for all work on the context)."""
+        """(records, drops), synchronously (waits for all work on the context)."""
         check(driver.cuCtxSynchronize())
-        host = np.empty(8 + self.nbytes, dtype=np.uint8)
-        for i, name in enumerate(("gtop_slot", "gtop_overflow")):
-            src = driver.CUdeviceptr(self.globals[name])
-            check(driver.cuMemcpyDtoH(host[4 * i :].ctypes.data, src, 4))
-        if self.nbytes:
-            src = driver.CUdeviceptr(self.buf)
-            check(driver.cuMemcpyDtoH(host[8:].ctypes.data, src, self.nbytes))
+        host = np.zeros(self.head + self.nbytes, dtype=np.uint8)
+        for offset, src, size in self._copies():
+            if size:
+                check(driver.cuMemcpyDtoH(host[offset:].ctypes.data, driver.CUdeviceptr(src), size))
         return self.decode(host)
+
+    def claimed(self) -> np.ndarray:
+        """Slots claimed per stripe since the last reset (synchronously): a pass with a
+        small buffer measures how large the buffer must be for a ring to drop nothing."""
+        check(driver.cuCtxSynchronize())
+        out = np.zeros(self.stripes, dtype=np.uint32)
+        src = driver.CUdeviceptr(self.globals["gtop_slot"])
+        check(driver.cuMemcpyDtoH(out.ctypes.data, src, out.nbytes))
+        return out
 
     def copy_async(self, stream: int = 0) -> Pending:
         """Copy records back after the work queued so far on ``stream`` completes, without
@@ -175,26 +202,27 @@ class ProbeBuffers:
         One copy at a time: do not :meth:`reset` or launch the probed kernel again before
         the returned :class:`Pending` is ready (the copy reads the live device buffer).
         """
+        total = self.head + self.nbytes
         if not self._host_ptr:
-            self._host_ptr = int(check(driver.cuMemHostAlloc(8 + self.nbytes, 0)))
-        host = np.ctypeslib.as_array(
-            (ctypes.c_uint8 * (8 + self.nbytes)).from_address(self._host_ptr)
-        )
+            self._host_ptr = int(check(driver.cuMemHostAlloc(total, 0)))
+        host = np.ctypeslib.as_array((ctypes.c_uint8 * total).from_address(self._host_ptr))
         after = Fence.after(stream)
         check(driver.cuStreamWaitEvent(self._side, after.event, 0))
-        for i, name in enumerate(("gtop_slot", "gtop_overflow")):
-            src = driver.CUdeviceptr(self.globals[name])
-            check(driver.cuMemcpyDtoHAsync(self._host_ptr + 4 * i, src, 4, self._side))
-        if self.nbytes:
-            src = driver.CUdeviceptr(self.buf)
-            check(driver.cuMemcpyDtoHAsync(self._host_ptr + 8, src, self.nbytes, self._side))
+        for offset, src, size in self._copies():
+            if size:
+                dst = self._host_ptr + offset
+                check(driver.cuMemcpyDtoHAsync(dst, driver.CUdeviceptr(src), size, self._side))
         done = Fence.after(int(self._side))
         after.close()  # destruction is deferred by the driver until the event completes
         return Pending(done, host, self)
 
     def decode(self, host: np.ndarray) -> tuple[np.ndarray, int]:
         """Records and drops from a host copy (see :func:`maps.decode`)."""
-        return maps.decode(self.probe.record, self.ring, self.capacity, host)
+        overflow = int(host[:4].view(np.uint32)[0])
+        slots = host[8 : self.head].view(np.uint32)
+        return maps.decode(
+            self.probe.record, self.ring, slots, self.per, overflow, host[self.head :]
+        )
 
     def retire(self, stream: int = 0) -> Fence:
         """Disarm in ``stream`` order; free with :meth:`close` once the fence has passed

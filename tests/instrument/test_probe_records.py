@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtop.instrument import maps, ptx
+from gtop.instrument import ptx
 from gtop.instrument.probe import Level, MapKind
 from gtop.instrument.probes import PROBES
 from gtop.instrument.rewrite import instrument
@@ -49,12 +49,13 @@ def blocks(body: str, probe: str, **options) -> list[str]:
 
 
 def decode(probe: str, dev: Device, ring: bool = True) -> tuple[np.ndarray, int]:
-    return maps.decode(PROBES[probe].record, ring, dev.capacity, dev.host_copy())
+    return dev.decode(PROBES[probe].record, ring)
 
 
-def test_block_sched_one_record_per_warp() -> None:
-    entry, exit_ = blocks("\tret;\n", "block_sched")
-    dev = Device(capacity=16, record_size=32)
+@pytest.mark.parametrize("map_kind", [MapKind.ARRAY, MapKind.RING])
+def test_block_sched_one_record_per_warp(map_kind: MapKind) -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=map_kind)
+    dev = Device(capacity=64, record_size=32)
     warps = [
         Warp(ctaid=(3, 1, 0), nctaid=(4, 2, 1), warp=w, smid=7 + w, clock=100, globaltimer=10**9)
         for w in range(4)
@@ -64,7 +65,7 @@ def test_block_sched_one_record_per_warp() -> None:
     for i, w in enumerate(warps):
         w.clock, w.globaltimer = 100 + 50 * (i + 1), 10**9 + 1000 * (i + 1)
         run(exit_, w, dev)
-    rec, drops = decode("block_sched", dev)
+    rec, drops = decode("block_sched", dev, ring=map_kind is MapKind.RING)
     assert drops == 0 and len(rec) == 4
     assert rec["start_ns"].tolist() == [10**9] * 4
     assert rec["end_ns"].tolist() == [10**9 + 1000 * (i + 1) for i in range(4)]
@@ -75,7 +76,7 @@ def test_block_sched_one_record_per_warp() -> None:
 
 
 def test_block_sched_predicated_exit_writes_from_the_lowest_exiting_lane() -> None:
-    entry, at_pred, at_ret = blocks("\t@%p9 ret;\n\tret;\n", "block_sched")
+    entry, at_pred, at_ret = blocks("\t@%p9 ret;\n\tret;\n", "block_sched", map_kind=MapKind.RING)
     dev = Device(capacity=4, record_size=32)
     w = Warp(active=tuple(range(5, 32)), warp=2)
     run(entry, w, dev)
@@ -89,7 +90,7 @@ def test_block_sched_predicated_exit_writes_from_the_lowest_exiting_lane() -> No
 
 
 def test_thread_level_ring_claims_one_slot_per_lane_and_counts_drops() -> None:
-    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD)
+    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD, map_kind=MapKind.RING)
     dev = Device(capacity=40, record_size=32)
     for wid in range(2):
         w = Warp(warp=wid)
@@ -98,6 +99,19 @@ def test_thread_level_ring_claims_one_slot_per_lane_and_counts_drops() -> None:
     rec, drops = decode("block_sched", dev)
     assert len(rec) == 40 and drops == 24
     assert dev.read(dev.globals["gtop_overflow"], 4) == 0  # rings count drops by slot
+
+
+def test_ring_stripes_keep_each_sm_in_its_own_region() -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD, map_kind=MapKind.RING)
+    dev = Device(capacity=4 * 40, record_size=32, stripes=4)
+    for wid, sm in enumerate([1, 6, 1, 2]):  # SM 6 maps to stripe 2, as SM 2 does
+        w = Warp(warp=wid, smid=sm)
+        run(entry, w, dev)
+        run(exit_, w, dev)
+    assert dev.slots().tolist() == [0, 64, 64, 0]
+    rec, drops = decode("block_sched", dev)
+    assert drops == 2 * (64 - 40) and len(rec) == 80
+    assert sorted(set(rec["smid"].tolist())) == [1, 2, 6]
 
 
 def test_array_map_indexes_by_block_and_warp() -> None:
@@ -120,13 +134,13 @@ def test_array_map_indexes_by_block_and_warp() -> None:
 
 
 def test_disarmed_probe_writes_and_counts_nothing() -> None:
-    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD)
+    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD, map_kind=MapKind.RING)
     dev = Device(capacity=8, record_size=32)
     dev.write(dev.globals["gtop_cap"], 4, 0)
     w = Warp()
     run(entry, w, dev)
     run(exit_, w, dev)
-    assert dev.read(dev.globals["gtop_slot"], 4) == 0
+    assert dev.slots().tolist() == [0]
     assert not any(dev.mem[BUF_BASE:])
 
 
@@ -142,7 +156,7 @@ def test_tensorop_counts_and_times_each_class() -> None:
         run(code, w, dev)
     w.clock, w.globaltimer = 2000, 777_000
     run(exit_, w, dev)
-    (rec,), drops = decode("tensorop", dev)
+    (rec,), drops = decode("tensorop", dev, ring=False)
     assert drops == 0
     assert rec["count"][0] == 2 and rec["cycles"][0] == 10 + 30
     assert (rec["count"][1:] == 0).all()
@@ -201,3 +215,12 @@ def test_mem_trace_keeps_generic_accesses_only_when_they_hit_global_memory() -> 
     run(generic, w, dev)
     rec, _ = decode("mem_trace", dev)
     assert rec["addr"].tolist() == [0x7000_0000 + 4 * lane for lane in range(0, 32, 2)]
+
+
+def test_tensorop_warps_without_tensor_ops_write_nothing() -> None:
+    entry, *_, exit_ = blocks(f"{MMA}\n\tret;\n", "tensorop")
+    dev = Device(capacity=8, record_size=PROBES["tensorop"].record.itemsize)
+    w = Warp(warp=2)
+    run(entry, w, dev)  # the mma sites are skipped: this warp never issues one
+    run(exit_, w, dev)
+    assert not any(dev.mem[BUF_BASE:])

@@ -25,18 +25,25 @@ _SIZES = {"8": 1, "16": 2, "32": 4, "64": 8}
 
 @dataclass
 class Device:
-    """Memory with the module globals bound as the host runtime binds them."""
+    """Memory with the module globals bound as the host runtime binds them: ``capacity``
+    records, split into ``stripes`` ring stripes (one per SM, ``%smid`` modulo stripes)."""
 
     capacity: int
     record_size: int
+    stripes: int = 1
     mem: bytearray = field(default_factory=lambda: bytearray(0))
     globals: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.mem = bytearray(BUF_BASE + self.capacity * self.record_size + 64)
-        for i, name in enumerate(maps.GLOBALS):
-            self.globals[name] = GLOBAL_BASE + 8 * i
+        addr = GLOBAL_BASE
+        for name, kind in maps.GLOBALS.items():
+            self.globals[name] = addr
+            addr += 4 * maps.MAX_STRIPES if "[" in kind else 8
+        assert addr <= BUF_BASE
         self.write(self.globals["gtop_buf"], 8, BUF_BASE)
+        self.write(self.globals["gtop_stripes"], 4, self.stripes)
+        self.write(self.globals["gtop_per"], 4, self.capacity // self.stripes)
         self.write(self.globals["gtop_cap"], 4, self.capacity)
 
     def read(self, addr: int, size: int) -> int:
@@ -45,13 +52,18 @@ class Device:
     def write(self, addr: int, size: int, value: int) -> None:
         self.mem[addr : addr + size] = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
 
-    def host_copy(self) -> np.ndarray:
-        """What the host copies back: slot, overflow, then the record buffer."""
-        head = [self.read(self.globals[n], 4) for n in ("gtop_slot", "gtop_overflow")]
-        body = np.frombuffer(
-            bytes(self.mem[BUF_BASE : BUF_BASE + self.capacity * self.record_size]), np.uint8
+    def slots(self) -> np.ndarray:
+        base = self.globals["gtop_slot"]
+        return np.array([self.read(base + 4 * i, 4) for i in range(self.stripes)], np.uint32)
+
+    def decode(self, record: np.dtype, ring: bool) -> tuple[np.ndarray, int]:
+        """What the host runtime would read back, through the same reader."""
+        body = self.mem[BUF_BASE : BUF_BASE + self.capacity * self.record_size]
+        overflow = self.read(self.globals["gtop_overflow"], 4)
+        per = self.capacity // self.stripes
+        return maps.decode(
+            record, ring, self.slots(), per, overflow, np.frombuffer(bytes(body), np.uint8)
         )
-        return np.concatenate([np.array(head, dtype=np.uint32).view(np.uint8), body])
 
 
 @dataclass
@@ -154,8 +166,18 @@ def _step(ins: Instruction, warp: Warp, dev: Device) -> None:
                 results[lane] = old
     elif ins.root == "st":
         for lane in lanes:
-            dev.write(_address(ops[0], lane, warp, dev), _bits(ins) // 8, val(1, lane))
+            addr = _address(ops[0], lane, warp, dev)
+            words = ops[1].strip("{} ").split(",") if ops[1].startswith("{") else [ops[1]]
+            size = _bits(ins) // 8
+            for k, word in enumerate(words):
+                dev.write(addr + k * size, size, _value(word, lane, warp, dev))
         return
+    elif ins.opcode == "mov.b64" and ops[1].startswith("{"):
+        lo, hi = (w.strip() for w in ops[1].strip("{} ").split(","))
+        results = {
+            lane: (_value(lo, lane, warp, dev) & 0xFFFFFFFF) | (_value(hi, lane, warp, dev) << 32)
+            for lane in lanes
+        }
     elif ins.root == "ld":
         results = {
             lane: dev.read(_address(ops[1], lane, warp, dev), _bits(ins) // 8) for lane in lanes
@@ -173,7 +195,12 @@ def _alu(ins: Instruction, a: list[int], mask: int) -> int:
     if root == "setp":
         cmp = {"eq": a[0] == a[1], "ne": a[0] != a[1], "lt": a[0] < a[1], "ge": a[0] >= a[1]}
         result = cmp[parts[1]]
-        return int(result and bool(a[2])) if "and" in parts else int(result)
+        if "and" in parts:
+            return int(result and bool(a[2]))
+        return int(result or bool(a[2])) if "or" in parts else int(result)
+    if root == "bfi":
+        field_mask = ((1 << a[3]) - 1) << a[2]
+        return ((a[1] & ~field_mask) | ((a[0] << a[2]) & field_mask)) & mask
     if root == "mov":
         return a[0] & mask if parts[-1] != "pred" else int(bool(a[0]))
     if root == "not" and parts[-1] == "pred":
@@ -188,6 +215,7 @@ def _alu(ins: Instruction, a: list[int], mask: int) -> int:
         "mul": lambda: a[0] * a[1],
         "shr": lambda: a[0] >> a[1],
         "and": lambda: a[0] & a[1],
+        "or": lambda: a[0] | a[1],
         "isspacep": lambda: int(a[0] >= GLOBAL_SPACE),
         "rem": lambda: a[0] % a[1],
         "popc": lambda: bin(a[0] & mask).count("1"),

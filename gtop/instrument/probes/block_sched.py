@@ -1,6 +1,7 @@
 """block_sched: when and where each warp ran.
 
-One record per warp (written at kernel exit by the lowest exiting lane): start and end on
+One record per warp (written at kernel exit by the lowest exiting lane; by default into
+a fixed slot per (block, warp), so no atomics): start and end on
 ``%globaltimer`` (GPU-wide ns), elapsed ``%clock64`` cycles, SM id, linear block id and
 warp-in-block id. A warp whose lanes leave through different exits writes one record per
 exit; :func:`warps` merges them.
@@ -34,11 +35,11 @@ def _entry(site: Site) -> str:
 
 def _exit(site: Site) -> str:
     return (
-        "mov.u64 %gtop_bs_t1, %globaltimer;\n"
-        "mov.u64 %gtop_bs_c1, %clock64;\n"
-        "sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;\n"
-        + maps.ids()
+        maps.ids()
         + maps.writer(site.level)
+        + "@%gtop_lead mov.u64 %gtop_bs_t1, %globaltimer;\n"
+        + "@%gtop_lead mov.u64 %gtop_bs_c1, %clock64;\n"
+        + "@%gtop_lead sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;\n"
         + maps.slot(site, RECORD)
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
         + maps.store(
@@ -63,7 +64,7 @@ PROBE = Probe(
     registers={f"%gtop_bs_{n}": ".b64" for n in ("t0", "c0", "t1", "c1")},
     tracepoints=(Tracepoint(ENTRY, _entry), Tracepoint(EXIT, _exit)),
     levels=(Level.WARP, Level.THREAD),
-    maps=(MapKind.RING, MapKind.ARRAY),
+    maps=(MapKind.ARRAY, MapKind.RING),
 )
 
 

@@ -3,8 +3,9 @@
 Counted sites: ``mma.sync``, ``wmma.mma.sync`` and Hopper's ``wgmma.mma_async``. Each site
 is timed by ``%clock64`` around its issue; ``wgmma.wait_group`` sites are timed too (the
 cycles a warp waits for its asynchronous wgmma results). One record per warp at kernel
-exit. A kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the
-instrumented module's header, in index order. Timeline: ``first_clock``/``last_clock``
+exit, only from warps that issued any (in a fixed slot per (block, warp) by default). A
+kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the instrumented
+module's header, in index order. Timeline: ``first_clock``/``last_clock``
 are mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
 """
 
@@ -99,6 +100,7 @@ def _after_wait(site: Site) -> str:
 
 
 def _exit(site: Site) -> str:
+    """Warps that issued no tensor-core instruction write nothing."""
     values = {
         "exit_ns": "%gtop_tc_t",
         "exit_clock": "%gtop_tc_u",
@@ -111,24 +113,20 @@ def _exit(site: Site) -> str:
         "kernel": "%gtop_x",
         "wait_count": "%gtop_tc_wn",
     }
-    counters = []
     for k in range(MAX_CLASSES):
-        off = RECORD.fields["count"][1] + 4 * k
-        coff = RECORD.fields["cycles"][1] + 8 * k
-        counters += [
-            f"@%gtop_ok st.global.u32 [%gtop_a+{off}], %gtop_tc_n{k};",
-            f"@%gtop_ok st.global.u64 [%gtop_a+{coff}], %gtop_tc_c{k};",
-        ]
+        values[f"count[{k}]"] = f"%gtop_tc_n{k}"
+        values[f"cycles[{k}]"] = f"%gtop_tc_c{k}"
     return (
-        "mov.u64 %gtop_tc_t, %globaltimer;\n"
-        "mov.u64 %gtop_tc_u, %clock64;\n"
+        "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
+        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
+        "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
         + maps.ids()
         + maps.writer(site.level)
+        + "@%gtop_lead mov.u64 %gtop_tc_t, %globaltimer;\n"
+        + "@%gtop_lead mov.u64 %gtop_tc_u, %clock64;\n"
         + maps.slot(site, RECORD)
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
         + maps.store(RECORD, values)
-        + "\n".join(counters)
-        + "\n"
     )
 
 
@@ -159,7 +157,7 @@ PROBE = Probe(
         Tracepoint(EXIT, _exit),
     ),
     levels=(Level.WARP,),
-    maps=(MapKind.RING, MapKind.ARRAY),
+    maps=(MapKind.ARRAY, MapKind.RING),
     classify=classify,
     max_classes=MAX_CLASSES,
 )
