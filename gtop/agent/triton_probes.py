@@ -280,7 +280,9 @@ class TritonProbes:
                 due = (state.launches - 1) % state.selection.every == 0
                 armed = due and state.pending is None
                 if armed:  # disarmed otherwise: since loading, and after each probed launch
-                    state.buffers.reset(int(metadata["stream"]), clear=False)
+                    # fixed (block, warp) slots must not keep a previous launch's records
+                    clear = not state.buffers.ring
+                    state.buffers.reset(int(metadata["stream"]), clear=clear)
                 state.armed = armed
         except Exception as e:
             self.errors.append(f"launch: {e}")
