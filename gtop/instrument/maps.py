@@ -44,8 +44,11 @@ REGISTERS: dict[str, str] = {
     "%gtop_b": ".b32",
     "%gtop_s": ".b32",
     "%gtop_r": ".b32",
-    "%gtop_st": ".b32",
-    "%gtop_per": ".b32",
+    "%gtop_rcap": ".b32",  # ring constants, set once by ring_entry()
+    "%gtop_rst": ".b32",
+    "%gtop_rper": ".b32",
+    "%gtop_rslot": ".b64",
+    "%gtop_rbuf": ".b64",
     "%gtop_cap": ".b32",
     "%gtop_smid": ".b32",
     "%gtop_blk": ".b32",
@@ -116,18 +119,34 @@ mul.lo.u32 %gtop_x, %gtop_x, %gtop_y;
     return text
 
 
+def ring_entry() -> str:
+    """Per-launch ring constants, loaded once at kernel entry: capacity (0: disarmed),
+    this SM's stripe, records per stripe, the stripe's counter and the buffer."""
+    return """\
+ld.global.u32 %gtop_rcap, [gtop_cap];
+ld.global.u32 %gtop_x, [gtop_stripes];
+mov.u32 %gtop_rst, %smid;
+rem.u32 %gtop_rst, %gtop_rst, %gtop_x;
+ld.global.u32 %gtop_rper, [gtop_per];
+mov.u64 %gtop_rslot, gtop_slot;
+mad.wide.u32 %gtop_rslot, %gtop_rst, 4, %gtop_rslot;
+ld.global.u64 %gtop_rbuf, [gtop_buf];
+"""
+
+
 def slot(site: Site, record: np.dtype) -> str:
     """Claim a slot for each writing lane: sets ``%gtop_ok`` and ``%gtop_a`` (its address).
+    A capacity of 0 means "not armed": no slot is claimed and nothing counts as dropped.
 
     Ring: one atomic per warp, on its SM's stripe counter, claims the slots of all its
     writing lanes (each takes the warp's base plus its rank); the host derives drops from
-    the counters. Array: the slot is (linear block, warp or thread); needs :func:`ids`.
+    the counters; needs :func:`ring_entry` at kernel entry. Array: the slot is (linear
+    block, warp or thread); needs :func:`ids`.
     """
-    # A capacity of 0 means "not armed": no slot is claimed and nothing counts as dropped.
-    text = "ld.global.u32 %gtop_cap, [gtop_cap];\n"
-    text += "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
+    size = record.itemsize
     if site.map is MapKind.RING:
-        text += """\
+        return f"""\
+setp.ne.and.u32 %gtop_lead, %gtop_rcap, 0, %gtop_lead;
 mov.u32 %gtop_s, 0;
 activemask.b32 %gtop_m;
 vote.sync.ballot.b32 %gtop_b, %gtop_lead, %gtop_m;
@@ -138,34 +157,25 @@ popc.b32 %gtop_y, %gtop_b;
 brev.b32 %gtop_z, %gtop_b;
 clz.b32 %gtop_z, %gtop_z;
 setp.eq.and.u32 %gtop_wl, %gtop_r, 0, %gtop_lead;
-ld.global.u32 %gtop_x, [gtop_stripes];
-mov.u32 %gtop_st, %smid;
-rem.u32 %gtop_st, %gtop_st, %gtop_x;
-ld.global.u32 %gtop_per, [gtop_per];
-mov.u64 %gtop_a, gtop_slot;
-mad.wide.u32 %gtop_a, %gtop_st, 4, %gtop_a;
-@%gtop_wl atom.global.add.u32 %gtop_s, [%gtop_a], %gtop_y;
+@%gtop_wl atom.global.add.u32 %gtop_s, [%gtop_rslot], %gtop_y;
 shfl.sync.idx.b32 %gtop_s, %gtop_s, %gtop_z, 31, %gtop_m;
 add.u32 %gtop_s, %gtop_s, %gtop_r;
-setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_per, %gtop_lead;
-mad.lo.u32 %gtop_s, %gtop_st, %gtop_per, %gtop_s;
+setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_rper, %gtop_lead;
+mad.lo.u32 %gtop_s, %gtop_rst, %gtop_rper, %gtop_s;
+mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_rbuf;
 """
-    else:
-        index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
-        text += (
-            _per_block(site.level)
-            + f"""\
+    index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
+    return (
+        "ld.global.u32 %gtop_cap, [gtop_cap];\n"
+        "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
+        + _per_block(site.level)
+        + f"""\
 mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
 setp.ge.and.u32 %gtop_of, %gtop_s, %gtop_cap, %gtop_lead;
 @%gtop_of red.global.add.u32 [gtop_overflow], 1;
-"""
-        )
-    return (
-        text
-        + f"""\
 ld.global.u64 %gtop_a, [gtop_buf];
-mad.wide.u32 %gtop_a, %gtop_s, {record.itemsize}, %gtop_a;
+mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_a;
 """
     )
 

@@ -129,6 +129,8 @@ class _Plan:
         sites: dict[str, int] = {}
         classes: list[str] = []
         head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
+        if self.map_kind is MapKind.RING:
+            head += self._render(maps.ring_entry())
         for tp in self.probe.tracepoints:
             if tp.at == ENTRY:
                 head += self._render(tp.snippet(Site(kid, self.level, self.map_kind, self.sample)))

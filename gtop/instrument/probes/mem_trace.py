@@ -104,9 +104,9 @@ def _site(site: Site) -> str:
         _address(operand)
         + (global_only if generic else "")
         + sample
-        + "mov.u64 %gtop_mt_t, %globaltimer;\n"
-        + "mov.u64 %gtop_mt_c, %clock64;\n"
         + maps.writer(site.level)
+        + "@%gtop_lead mov.u64 %gtop_mt_t, %globaltimer;\n"
+        + "@%gtop_lead mov.u64 %gtop_mt_c, %clock64;\n"
         + maps.slot(site, RECORD)
         + "mov.u32 %gtop_smid, %smid;\n"
         + f"mov.u32 %gtop_y, {width};\n"
