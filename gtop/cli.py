@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gtop import __version__
@@ -35,6 +35,8 @@ gtop: a top-like live profiler for GPU programs.
   gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
+  gtop probe list | instrument IN.ptx --probe NAME [--kernel RE] [--sample N] -o OUT.ptx
+                              the PTX probe engine, offline
 """
 
 
@@ -52,6 +54,8 @@ class Config:
     json: bool = False
     overwrite: bool = False
     format: str | None = None
+    probe_args: argparse.Namespace | None = field(default=None, compare=False)
+    """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.instrument.cli`."""
 
 
 def _interval(text: str) -> float:
@@ -147,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-color", action="store_true", help="no colours")
 
     sub.add_parser("doctor", help="what works on this machine, and why not")
+
+    from gtop.instrument import cli as probe_cli
+
+    probe_cli.add_arguments(sub.add_parser("probe", help="the PTX probe engine, offline"))
     return parser
 
 
@@ -170,6 +178,7 @@ def parse_args(argv: list[str]) -> Config:
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
         format=getattr(args, "format", None),
+        probe_args=args if command == "probe" else None,
     )
 
 
@@ -313,6 +322,13 @@ def cmd_export(config: Config) -> int:
     return 0
 
 
+def cmd_probe(config: Config) -> int:
+    from gtop.instrument import cli as probe_cli
+
+    assert config.probe_args is not None
+    return probe_cli.run(config.probe_args)
+
+
 def cmd_doctor(config: Config) -> int:
     from gtop.doctor import format_checks, run_checks
 
@@ -328,6 +344,7 @@ COMMANDS = {
     "export": cmd_export,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
+    "probe": cmd_probe,
 }
 
 
