@@ -43,8 +43,6 @@ class BufferPool:
         self._free: deque[int] = deque()
         self._completed: deque[Completed] = deque()
         self._alloc_lock = threading.Lock()
-        self.wake = threading.Event()
-        """Set when a buffer comes back, so the sender can wake early."""
         # CUPTI keeps these pointers: the pool must outlive every registration.
         self.requested_cb = BufferRequested(self._on_requested)
         self.completed_cb = BufferCompleted(self._on_completed)
@@ -84,7 +82,6 @@ class BufferPool:
                 self._completed.append(Completed(buffer, valid, dropped))
             elif dropped:
                 self._completed.append(Completed(0, 0, dropped))
-            self.wake.set()
         except BaseException:
             pass
 
