@@ -11,6 +11,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from gtop.agent.native import dlopen
+
 # CUpti_ActivityKind values used by the agent.
 MEMCPY = 1
 MEMSET = 2
@@ -78,14 +80,6 @@ def candidate_paths() -> list[str]:
     return [*paths, *SONAMES]
 
 
-def _loaded(soname: str) -> ctypes.CDLL | None:
-    """The library if this process has it loaded already, without loading it."""
-    try:
-        return ctypes.CDLL(soname, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-    except OSError:
-        return None
-
-
 def load() -> tuple[ctypes.CDLL, str]:
     """Open libcupti: ``$GTOP_CUPTI_LIB``, else the copy this process already has (torch
     links one), else the first of :func:`candidate_paths` that loads.
@@ -94,19 +88,15 @@ def load() -> tuple[ctypes.CDLL, str]:
         OSError: no libcupti could be loaded (message lists where it looked).
     """
     env = os.environ.get("GTOP_CUPTI_LIB")
-    if env:
-        return ctypes.CDLL(env), env
-    for soname in SONAMES:
-        lib = _loaded(soname)
+    first = [(env, os.RTLD_NOW)] if env else []
+    loaded = [(soname, os.RTLD_NOLOAD | os.RTLD_NOW) for soname in SONAMES]
+    for path, mode in [*first, *loaded, *((p, os.RTLD_NOW) for p in candidate_paths())]:
+        lib = dlopen(path, mode)
         if lib is not None:
-            return lib, soname
-    tried = []
-    for path in candidate_paths():
-        try:
-            return ctypes.CDLL(path), path
-        except OSError as exc:
-            tried.append(f"{path}: {exc}")
-    raise OSError("libcupti not found; set GTOP_CUPTI_LIB (tried: " + "; ".join(tried) + ")")
+            return lib, path
+    raise OSError(
+        "libcupti not found: pip install nvidia-cuda-cupti, or set GTOP_CUPTI_LIB to its path"
+    )
 
 
 class Cupti:

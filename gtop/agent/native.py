@@ -12,15 +12,34 @@ CUDA_SONAME = "libcuda.so.1"
 MAX_NAME = 1 << 16
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_dlopen = _libc.dlopen
+_dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_dlopen.restype = ctypes.c_void_p
+
+
+def dlopen(name: str, mode: int = os.RTLD_NOW) -> ctypes.CDLL | None:
+    """``ctypes.CDLL(name)`` that releases the GIL while the loader works (None on failure).
+
+    ``ctypes.CDLL`` holds the GIL inside ``dlopen``. Injected code runs inside a
+    ``dlopen`` of the main thread, which holds the loader lock and then needs the GIL
+    back: an agent thread that waits for the loader lock while holding the GIL would
+    deadlock the target.
+    """
+    handle = _dlopen(name.encode(), mode)
+    if not handle:
+        return None
+    return ctypes.CDLL(name, handle=handle)
+
+
 def cuda_initialised() -> bool:
     """True once the process has loaded libcuda and called ``cuInit``.
 
     Never loads or initialises CUDA itself: a process that does not use the GPU (a data
     loader worker, a CPU-only tool) must stay that way.
     """
-    try:
-        lib = ctypes.CDLL(CUDA_SONAME, mode=os.RTLD_NOLOAD)
-    except OSError:
+    lib = dlopen(CUDA_SONAME, os.RTLD_NOLOAD | os.RTLD_LAZY)
+    if lib is None:
         return False
     count = ctypes.c_int()
     return lib.cuDeviceGetCount(ctypes.byref(count)) == 0  # NOT_INITIALIZED before cuInit
@@ -30,7 +49,6 @@ class _IoVec(ctypes.Structure):
     _fields_ = (("base", ctypes.c_void_p), ("len", ctypes.c_size_t))
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
 _readv = _libc.process_vm_readv
 _readv.argtypes = [
     ctypes.c_int,
