@@ -89,6 +89,8 @@ class Session(threading.Thread):
         self.kinds = kinds
         self.options = options
         self.stop_requested = threading.Event()
+        self.exiting = False
+        """Set when the process is exiting (rather than gtop asking to detach)."""
         self.sock: socket.socket | None = None
         self.connected = False
         self.cupti: Cupti | None = None
@@ -111,6 +113,8 @@ class Session(threading.Thread):
             self._report("error", f"{type(exc).__name__}: {exc}")
         finally:
             self._stop_tracing()
+            if self.exiting:
+                self._report("exited", "the process is exiting")
             self._close()
 
     def _connect(self) -> None:
@@ -217,6 +221,9 @@ class Session(threading.Thread):
         self.enabled.clear()
         _quietly(cupti.flush, True)
         items = pool.completed()
+        late_drops = cupti.dropped(None, 0)  # drops after the last returned buffer
+        if late_drops:
+            items.append(Completed(0, 0, late_drops))
         if self.connected:
             try:
                 self._ship(items)
@@ -344,10 +351,11 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
 
 
 def stop(timeout: float = EXIT_JOIN_S) -> None:
-    """Stop tracing, deliver what is buffered, and disconnect (used at exit)."""
+    """At exit: stop tracing, deliver what is buffered, tell gtop, and disconnect."""
     try:
         session = _session
         if session is not None and session.is_alive():
+            session.exiting = True
             session.stop_requested.set()
             session.join(timeout)
     except BaseException:

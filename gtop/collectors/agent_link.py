@@ -318,7 +318,7 @@ class AgentLink:
             sel.unregister(conn.sock)
         conn.sock.close()
         self._conns.pop(conn.status.pid, None)
-        if conn.status.state not in REFUSALS:
+        if conn.status.state not in (*REFUSALS, "exited"):
             self._update(conn, state="exited" if _gone(conn.status.pid) else "detached")
 
     def _update(self, conn: _Conn, **changes: Any) -> None:

@@ -1,0 +1,150 @@
+"""Fixtures for the agent tests: purpose-built targets, cleaned up even on failure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gtop.collectors.agent_link import AgentLink
+from gtop.collectors.attach import launch_with_agent
+from gtop.pipeline import streams
+from gtop.pipeline.hub import Entity, Hub, Subscription
+
+HERE = Path(__file__).parent
+TARGETS = HERE / "targets"
+
+
+class Target:
+    """A running target process that answers one line per command."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+
+    def readline(self, timeout: float = 10.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line:
+                return line.strip()
+            if self.proc.poll() is not None:
+                break
+        raise AssertionError(f"target said nothing (exit code {self.proc.poll()})")
+
+    def ask(self, command: str) -> str:
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self.readline()
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen]]:
+    """Processes started by a test; killed at the end whatever happens."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)
+
+
+@pytest.fixture(scope="session")
+def fake_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The fake libcupti and libcuda, built from fake_cupti.c (skips without gcc)."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the fake CUPTI")
+    out = tmp_path_factory.mktemp("fake")
+    src = str(HERE / "fake_cupti.c")
+    cupti, cuda = str(out / "libfakecupti.so"), str(out / "libcuda.so.1")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", cupti, src, "-lpthread"], check=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-DFAKE_CUDA", "-Wl,-soname,libcuda.so.1", "-o", cuda, src],
+        check=True,
+    )
+    return {"GTOP_CUPTI_LIB": cupti, "FAKE_CUDA_LIB": cuda}
+
+
+@pytest.fixture
+def link_factory() -> Iterator:
+    """Make started AgentLinks on fresh hubs; stopped at the end."""
+    links: list[AgentLink] = []
+
+    def make(**kwargs: object) -> tuple[AgentLink, Received]:
+        hub = Hub()
+        received = Received(hub.subscribe())
+        link = AgentLink(hub, **kwargs).start()  # type: ignore[arg-type]
+        links.append(link)
+        return link, received
+
+    yield make
+    for link in links:
+        link.stop()
+
+
+def start_target(
+    procs: list[subprocess.Popen],
+    args: list[str],
+    env: dict[str, str] | None = None,
+    link: AgentLink | None = None,
+) -> Target:
+    """Start a target (under ``link``'s launcher when given) and wait for "ready"."""
+    full_env = {**os.environ, **(env or {})}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    if link is not None:
+        proc = launch_with_agent(args, link, env=full_env, **pipes)
+    else:
+        proc = subprocess.Popen(args, env=full_env, **pipes)
+    procs.append(proc)
+    target = Target(proc)
+    assert target.readline() == "ready"
+    return target
+
+
+def script(name: str, python: str = sys.executable) -> list[str]:
+    return [python, str(TARGETS / name)]
+
+
+class Received:
+    """Everything a subscription has delivered so far, accumulated across polls."""
+
+    def __init__(self, sub: Subscription) -> None:
+        self.sub = sub
+        self.batches: dict[str, list[np.ndarray]] = {}
+        self.entities: list[Entity] = []
+
+    def poll(self) -> None:
+        update = self.sub.poll()
+        for stream, batch in update.batches.items():
+            self.batches.setdefault(stream, []).append(batch)
+        self.entities += update.entities
+
+    def rows(self, stream: str) -> np.ndarray:
+        got = self.batches.get(stream)
+        return np.concatenate(got) if got else np.empty(0, dtype=streams.get(stream).dtype)
+
+    def wait(self, stream: str, rows: int, timeout: float = 10.0) -> np.ndarray:
+        """Poll until ``stream`` has at least ``rows`` rows or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        self.poll()
+        while len(self.rows(stream)) < rows and time.monotonic() < deadline:
+            time.sleep(0.02)
+            self.poll()
+        return self.rows(stream)
+
+    def named(self, kind: str, timeout: float = 5.0) -> dict[str, dict]:
+        """Entities of ``kind`` by key, waiting until at least one arrived."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.poll()
+            found = {e.key: e.value for e in self.entities if e.kind == kind}
+            if found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.02)
