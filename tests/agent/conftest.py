@@ -39,9 +39,12 @@ class Target:
                 break
         raise AssertionError(f"target said nothing (exit code {self.proc.poll()})")
 
-    def ask(self, command: str) -> str:
+    def send(self, command: str) -> None:
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
+
+    def ask(self, command: str) -> str:
+        self.send(command)
         return self.readline()
 
 

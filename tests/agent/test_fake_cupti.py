@@ -62,8 +62,7 @@ def test_slow_reader_drops_are_counted_exactly(processes, fake_libs, link_factor
     assert link.wait(target.pid, ("tracing",), 10) is not None
     for _ in range(20):
         target.ask(f"launch 500 {KERNEL_NAME}")
-    target.proc.stdin.write("exit\n")
-    target.proc.stdin.flush()
+    target.send("exit")
     target.proc.wait(10)
     assert link.wait(target.pid, ("exited",), 10) is not None
 
@@ -82,8 +81,7 @@ def test_target_exit_keeps_data_and_marks_exited(processes, fake_libs, link_fact
     target.ask("init")
     assert link.wait(target.pid, ("tracing",), 10) is not None
     target.ask(f"launch 10 {KERNEL_NAME}")
-    target.proc.stdin.write("exit\n")
-    target.proc.stdin.flush()
+    target.send("exit")
     assert target.proc.wait(10) == 0
     status = link.wait(target.pid, ("exited",), 10)
     assert status is not None and status.records == 11  # final buffer delivered at exit
