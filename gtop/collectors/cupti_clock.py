@@ -72,12 +72,14 @@ def fit(samples: Sequence[tuple[int, int, int]]) -> ClockFit:
     mono = keep[:, 0] + (keep[:, 2] - keep[:, 0]) // 2
     ref = int(arr[-1, 1])
     x = (cupti - ref).astype(np.float64)
-    y = (mono - cupti).astype(np.float64)  # offset at each sample
+    offsets = mono - cupti  # exact integers; floats only for small differences below
+    base = int(offsets[-1])
+    y = (offsets - base).astype(np.float64)
     scale = 1.0
     if len(keep) >= 2 and int(cupti.max() - cupti.min()) >= MIN_SPAN_NS:
         slope = np.polyfit(x, y, 1)[0]
         scale = 1.0 + float(slope)
-    offset = int(np.rint(np.mean(y - (scale - 1.0) * x)))
+    offset = base + int(np.rint(np.mean(y - (scale - 1.0) * x)))
     return ClockFit(offset, scale, ref, int(arr[-1, 2]))
 
 
