@@ -57,6 +57,25 @@ _pool: BufferPool | None = None
 _noop_subscriber = SubscriberCallback(lambda *args: None)
 
 
+OTHER_TOOL = (
+    "another CUPTI tool (torch.profiler, Nsight, DCGM profiling) holds this process; "
+    "stop it and attach again"
+)
+
+
+def _torch_profiler_active() -> bool:
+    """torch.profiler running in this process (checked only if torch is imported already).
+
+    Kineto registers CUPTI's buffer callbacks without always taking the subscriber slot,
+    so the slot alone does not reveal it; taking over its callbacks would break it.
+    """
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.autograd.profiler._is_profiler_enabled)
+    except BaseException:
+        return False
+
+
 class HostGone(Exception):
     """gtop closed the connection or stopped reading."""
 
@@ -185,15 +204,13 @@ class Session(threading.Thread):
 
     def _start_tracing(self) -> None:
         cupti, pool = self.cupti, self.pool
+        if _torch_profiler_active():
+            raise Refused("other_subscriber", OTHER_TOOL)
         try:
             self.subscriber = cupti.subscribe(_noop_subscriber)
         except CuptiError as exc:
             if exc.code == ERROR_MULTIPLE_SUBSCRIBERS:
-                raise Refused(
-                    "other_subscriber",
-                    "another CUPTI tool (torch.profiler, Nsight, DCGM profiling) holds this "
-                    "process; stop it and attach again",
-                ) from None
+                raise Refused("other_subscriber", OTHER_TOOL) from None
             raise
         cupti.register_callbacks(pool.requested_cb, pool.completed_cb)
         cupti.set_zeroed_buffers()
