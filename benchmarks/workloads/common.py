@@ -28,7 +28,23 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--torch-profiler", action="store_true", help="run under torch.profiler (CUDA only)"
     )
+    p.add_argument("--profile-out", help="with --torch-profiler: write its kernels (JSON)")
     return p
+
+
+def dump_profile(prof: object, path: str) -> None:
+    """torch.profiler's kernels: {name: {"count", "total_us"}} (copies and memsets left out)."""
+    from torch.autograd import DeviceType
+
+    kernels: dict[str, dict[str, float]] = {}
+    for e in prof.events():  # type: ignore[attr-defined]
+        if e.device_type != DeviceType.CUDA or e.name.startswith(("Memcpy", "Memset")):
+            continue
+        k = kernels.setdefault(e.name, {"count": 0, "total_us": 0.0})
+        k["count"] += 1
+        k["total_us"] += e.time_range.elapsed_us()
+    with open(path, "w") as f:
+        json.dump(kernels, f)
 
 
 def say(tag: str, payload: dict | None = None) -> None:
@@ -69,6 +85,8 @@ def run(args: argparse.Namespace, step: Callable[[], None], kernels_per_step: in
                 break
         torch.cuda.synchronize()
         t1 = time.monotonic_ns()
+    if args.torch_profiler and args.profile_out:
+        dump_profile(profiler, args.profile_out)
     say(
         "result",
         {
