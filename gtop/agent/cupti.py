@@ -22,7 +22,6 @@ CONCURRENT_KERNEL = 10
 MARKER = 12
 OVERHEAD = 17
 SYNCHRONIZATION = 38
-GRAPH_TRACE = 51
 
 KIND_BY_NAME = {
     "kernel": CONCURRENT_KERNEL,
@@ -33,8 +32,8 @@ KIND_BY_NAME = {
     "driver": DRIVER,
     "marker": MARKER,
     "overhead": OVERHEAD,
-    "graph": GRAPH_TRACE,
 }
+"""CUpti_ActivityKind of each kind name in :mod:`gtop.agent.modes`."""
 
 ERROR_MULTIPLE_SUBSCRIBERS = 39  # CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
 ATTR_ZEROED_OUT_ACTIVITY_BUFFER = 5  # CUpti_ActivityAttribute

@@ -34,15 +34,8 @@ from gtop.agent.cupti import (
     SubscriberCallback,
     load,
 )
+from gtop.agent.modes import kinds_for
 from gtop.agent.native import cuda_initialised, read_cstring
-
-MODES: dict[str, tuple[str, ...]] = {
-    # Kernels, copies, memsets and syncs: the cheap set (DESIGN.md: API records about
-    # double CUPTI's cost on launch-bound code).
-    "default": ("kernel", "memcpy", "memset", "sync"),
-    # Every kind gtop decodes; costs more, the UI shows CUPTI's overhead records.
-    "full": ("kernel", "memcpy", "memset", "sync", "runtime", "driver", "marker", "overhead"),
-}
 
 FLUSH_INTERVAL_S = 0.25
 CLOCK_INTERVAL_S = 1.0
@@ -219,14 +212,14 @@ class Session(threading.Thread):
         self._set_kinds(self.kinds)
 
     def _set_kinds(self, names: tuple[str, ...]) -> None:
-        wanted = [KIND_BY_NAME[n] for n in names if n in KIND_BY_NAME]
+        wanted = [KIND_BY_NAME[n] for n in names]
         for kind in [k for k in self.enabled if k not in wanted]:
             self.cupti.disable(kind)
             self.enabled.remove(kind)
         for kind in [k for k in wanted if k not in self.enabled]:
             self.cupti.enable(kind)
             self.enabled.append(kind)
-        self.kinds = tuple(n for n in names if n in KIND_BY_NAME)
+        self.kinds = names
 
     def _stop_tracing(self) -> None:
         """Disable everything and give every buffer back; each step may fail alone."""
@@ -332,7 +325,7 @@ class Session(threading.Thread):
             names = {str(p): read_cstring(int(p)) for p in msg.get("pointers", [])}
             self._send(wire.json_frame(wire.NAMES, {"names": names}))
         elif op == "kinds" and self.subscriber is not None:
-            self._set_kinds(tuple(msg.get("kinds", ())))
+            self._set_kinds(kinds_for(",".join(msg.get("kinds", ()))))
             self._report("tracing", "", kinds=list(self.kinds))
 
 
@@ -346,8 +339,8 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
 
     Args:
         path: gtop's Unix socket.
-        mode: ``"default"`` or ``"full"`` (see :data:`MODES`), or a comma-separated list
-            of kinds (``kernel,memcpy,runtime``).
+        mode: ``"default"`` or ``"full"``, or a comma-separated list of kinds
+            (``kernel,memcpy,runtime``); see :mod:`gtop.agent.modes`.
         options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
             ``finalize`` (detach CUPTI entirely when tracing stops; default True).
 
@@ -356,7 +349,7 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
     """
     global _session
     try:
-        kinds = MODES.get(mode) or tuple(k for k in mode.split(",") if k)
+        kinds = kinds_for(mode)
         with _lock:
             if _session is not None and _session.is_alive():
                 return False

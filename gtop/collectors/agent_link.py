@@ -34,6 +34,7 @@ from typing import Any
 
 import gtop
 from gtop.agent import bootstrap, wire
+from gtop.agent.modes import kinds_for
 from gtop.collectors.cupti_clock import ClockTracker
 from gtop.collectors.cupti_decode import Decoder, NameTable
 from gtop.pipeline.hub import Entity, Hub
@@ -84,9 +85,13 @@ class AgentLink:
         hub: where batches and entities go.
         mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
         options: agent options (see :func:`gtop.agent.runtime.start`).
+
+    Raises:
+        ValueError: unknown mode or kind.
     """
 
     def __init__(self, hub: Hub, mode: str = "default", options: dict[str, Any] | None = None):
+        kinds_for(mode)  # fail here, in gtop, on a bad mode
         self.hub = hub
         self.mode = mode
         self.options = dict(options or {})
@@ -185,7 +190,12 @@ class AgentLink:
                 self._cond.wait(left)
 
     def set_kinds(self, kinds: list[str], pid: int | None = None) -> None:
-        """Change the activity kinds traced, live (``pid`` None: every agent)."""
+        """Change the activity kinds traced, live (``pid`` None: every agent).
+
+        Raises:
+            ValueError: an unknown kind.
+        """
+        kinds_for(",".join(kinds))
         for conn in list(self._conns.values()):
             if pid is None or conn.status.pid == pid:
                 self._send(conn, wire.json_frame(wire.CONTROL, {"op": "kinds", "kinds": kinds}))

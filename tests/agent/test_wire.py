@@ -35,3 +35,14 @@ def test_json_payload_must_be_an_object():
 def test_peer_check_allows_same_user_and_root_only():
     assert wire.peer_allowed(1000, 1000) and wire.peer_allowed(0, 1000)
     assert not wire.peer_allowed(1001, 1000)
+
+
+def test_modes_and_kinds():
+    from gtop.agent.modes import kinds_for
+
+    assert kinds_for("default") == ("kernel", "memcpy", "memset", "sync")
+    assert "runtime" in kinds_for("full") and "driver" in kinds_for("full")
+    assert kinds_for("kernel, runtime") == ("kernel", "runtime")
+    for bad in ("fast", "kernel,bogus", ""):
+        with pytest.raises(ValueError, match="unknown agent mode"):
+            kinds_for(bad)
