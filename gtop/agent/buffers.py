@@ -1,10 +1,15 @@
 """The activity buffers lent to CUPTI, and the two C-callable callbacks that lend them.
 
 CUPTI asks for an empty buffer on whichever thread needs one and hands full buffers back
-on its worker thread. Each callback is one short Python call per buffer (a few MB of
-records), never per record. The pool is fixed-size: when every buffer is in flight (gtop
-reads too slowly), a request is declined and CUPTI drops records and counts them, so the
+on its worker thread. The pool is fixed-size: when every buffer is in flight (gtop reads
+too slowly), a request is declined and CUPTI drops records and counts them, so the
 target never waits and memory stays bounded.
+
+:class:`ShimPool` (the normal case) keeps both callbacks in C (``cupti_shim.c``), so no
+CUPTI callback ever waits for the GIL: a launching thread inside CUPTI's locks that
+needed the GIL could deadlock against a Python thread holding it. :class:`BufferPool`
+is the fallback where the shim cannot load (another CPU architecture): ctypes
+callbacks, one short Python call per buffer (a few MB of records), never per record.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections import deque
 from typing import NamedTuple
 
 from gtop.agent.cupti import BufferCompleted, BufferRequested, Cupti
+from gtop.agent.native import dlopen
 
 
 class Completed(NamedTuple):
@@ -108,6 +114,64 @@ class BufferPool:
             while self._free:
                 self._arrays.pop(self._free.popleft(), None)
 
-    def in_use(self) -> int:
-        """Bytes allocated."""
-        return len(self._arrays) * self.size
+
+class ShimPool:
+    """The pool kept by ``cupti_shim.c``: same interface as :class:`BufferPool`.
+
+    Raises:
+        OSError: the shim library cannot be loaded or set up.
+    """
+
+    TAKE = 256
+
+    def __init__(self, cupti: Cupti, shim_path: str, size: int = 4 << 20, count: int = 8):
+        lib = dlopen(shim_path)
+        if lib is None:
+            raise OSError(f"cannot load {shim_path}")
+        self.lib = lib
+        self.size = size
+        lib.gtop_shim_setup.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+        lib.gtop_shim_take.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
+        lib.gtop_shim_give.argtypes = [ctypes.c_void_p]
+        lib.gtop_shim_declined.restype = ctypes.c_uint64
+        dropped = ctypes.cast(cupti.lib.cuptiActivityGetNumDroppedRecords, ctypes.c_void_p)
+        if lib.gtop_shim_setup(size, count, dropped) != 0:
+            raise OSError("cupti shim rejected its settings")
+        self.requested_cb = BufferRequested(_address(lib.gtop_shim_requested))
+        self.completed_cb = BufferCompleted(_address(lib.gtop_shim_completed))
+        self._bufs = (ctypes.c_void_p * self.TAKE)()
+        self._valid = (ctypes.c_size_t * self.TAKE)()
+        self._dropped = (ctypes.c_size_t * self.TAKE)()
+
+    @property
+    def declined(self) -> int:
+        return int(self.lib.gtop_shim_declined())
+
+    def completed(self) -> list[Completed]:
+        n = self.lib.gtop_shim_take(self._bufs, self._valid, self._dropped, self.TAKE)
+        return [Completed(self._bufs[i], self._valid[i], self._dropped[i]) for i in range(n)]
+
+    def view(self, item: Completed) -> memoryview:
+        return memoryview((ctypes.c_ubyte * item.valid).from_address(item.address))
+
+    def release(self, item: Completed) -> None:
+        if item.address:
+            ctypes.memset(item.address, 0, item.valid)
+            self.lib.gtop_shim_give(item.address)
+
+    def trim(self) -> None:
+        self.lib.gtop_shim_trim()
+
+
+def _address(fn: ctypes._CFuncPtr) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def make_pool(cupti: Cupti, shim_path: str | None, size: int, count: int) -> ShimPool | BufferPool:
+    """The C pool when the shim loads, else the ctypes-callback pool."""
+    if shim_path:
+        try:
+            return ShimPool(cupti, shim_path, size, count)
+        except (OSError, AttributeError):
+            pass
+    return BufferPool(cupti, size, count)

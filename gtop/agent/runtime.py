@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from gtop.agent import wire
-from gtop.agent.buffers import BufferPool, Completed
+from gtop.agent.buffers import BufferPool, Completed, ShimPool, make_pool
 from gtop.agent.cupti import (
     ERROR_MULTIPLE_SUBSCRIBERS,
     KIND_BY_NAME,
@@ -46,7 +46,7 @@ EXIT_JOIN_S = 3.0
 _lock = threading.Lock()
 _session: Session | None = None
 _cupti: Cupti | None = None
-_pool: BufferPool | None = None
+_pool: ShimPool | BufferPool | None = None
 _noop_subscriber = SubscriberCallback(lambda *args: None)
 
 
@@ -81,14 +81,19 @@ class Refused(Exception):
         self.state = state
 
 
-def _cupti_and_pool(buffer_bytes: int, buffers: int) -> tuple[Cupti, BufferPool]:
+def _cupti_and_pool(options: dict[str, Any]) -> tuple[Cupti, ShimPool | BufferPool]:
     """libcupti and the buffer pool, created once per process (CUPTI keeps pointers to
     the pool's callbacks, so they must live as long as the process)."""
     global _cupti, _pool
     if _cupti is None:
         _cupti = Cupti(*load())
     if _pool is None:
-        _pool = BufferPool(_cupti, buffer_bytes, buffers)
+        _pool = make_pool(
+            _cupti,
+            options.get("shim"),
+            options.get("buffer_bytes", 4 << 20),
+            options.get("buffers", 8),
+        )
     return _cupti, _pool
 
 
@@ -106,7 +111,7 @@ class Session(threading.Thread):
         self.sock: socket.socket | None = None
         self.connected = False
         self.cupti: Cupti | None = None
-        self.pool: BufferPool | None = None
+        self.pool: ShimPool | BufferPool | None = None
         self.subscriber = None
         self.enabled: list[int] = []
         self.reader = wire.FrameReader()
@@ -165,9 +170,7 @@ class Session(threading.Thread):
                 if self.stop_requested.is_set():
                     return
         try:
-            self.cupti, self.pool = _cupti_and_pool(
-                self.options.get("buffer_bytes", 4 << 20), self.options.get("buffers", 8)
-            )
+            self.cupti, self.pool = _cupti_and_pool(self.options)
         except OSError as exc:
             raise Refused("no_cupti", str(exc)) from None
         cupti = self.cupti
@@ -176,6 +179,7 @@ class Session(threading.Thread):
         self._report(
             "tracing",
             "",
+            callbacks="c" if isinstance(self.pool, ShimPool) else "python",
             kinds=list(self.kinds),
             cupti_version=cupti.version(),
             cupti_path=cupti.path,

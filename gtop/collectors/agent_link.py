@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import selectors
 import shutil
 import socket
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import gtop
-from gtop.agent import bootstrap, wire
+from gtop.agent import bootstrap, shim_blob, wire
 from gtop.agent.modes import kinds_for
 from gtop.collectors.cupti_clock import ClockTracker
 from gtop.collectors.cupti_decode import Decoder, NameTable
@@ -54,6 +55,8 @@ class AgentStatus:
     message: str = ""
     kinds: tuple[str, ...] = ()
     cupti_version: int | None = None
+    callbacks: str = ""
+    """where CUPTI's buffer callbacks run: ``c`` (the shim) or ``python`` (fallback)."""
     python: str = ""
     argv: tuple[str, ...] = ()
     records: int = 0
@@ -116,6 +119,10 @@ class AgentLink:
         boot.mkdir()
         (boot / "gtop").symlink_to(Path(gtop.__file__).resolve().parent)
         (boot / "sitecustomize.py").write_text(bootstrap.SITECUSTOMIZE)
+        if platform.machine() == shim_blob.ARCH:
+            shim = boot / "cupti_shim.so"
+            shim.write_bytes(shim_blob.shim_bytes())
+            self.options.setdefault("shim", str(shim))
 
     @property
     def boot_dir(self) -> str:
@@ -149,7 +156,8 @@ class AgentLink:
 
     def grant(self, uid: int) -> None:
         """Let processes of ``uid`` reach the link (gtop as root attaching to a user)."""
-        for p in (self.dir, self.dir / "py", self.dir / "py" / "sitecustomize.py", self.path):
+        boot = self.dir / "py"
+        for p in (self.dir, boot, *boot.glob("*.py"), *boot.glob("*.so"), self.path):
             os.chown(p, uid, -1, follow_symlinks=False)
 
     # --- lifecycle --------------------------------------------------------------------
@@ -270,6 +278,8 @@ class AgentLink:
                 changes["kinds"] = tuple(msg["kinds"])
             if "cupti_version" in msg:
                 changes["cupti_version"] = int(msg["cupti_version"])
+            if "callbacks" in msg:
+                changes["callbacks"] = str(msg["callbacks"])
             self._update(conn, **changes)
         elif kind == wire.CLOCK:
             fit = conn.clock.add(wire.decode_json(payload).get("samples", []))

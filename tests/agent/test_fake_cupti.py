@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from conftest import script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
@@ -23,10 +24,16 @@ def launch_fake(processes, fake_libs, link, **env):
     return start_target(processes, script("fake_gpu.py"), {**fake_libs, **env}, link)
 
 
+CALLBACKS = pytest.mark.parametrize(
+    ("options", "callbacks"), [({}, "c"), ({"shim": None}, "python")], ids=["c", "python"]
+)
+
+
+@CALLBACKS
 def test_launch_traces_every_kernel_with_names_and_monotonic_times(
-    processes, fake_libs, link_factory
+    processes, fake_libs, link_factory, options, callbacks
 ):
-    link, got = link_factory()
+    link, got = link_factory(options=options)
     target = launch_fake(processes, fake_libs, link)
     assert link.wait(target.pid, ("waiting_cuda",), 10) is not None
     assert target.ask("init") == "ok"
@@ -50,13 +57,17 @@ def test_launch_traces_every_kernel_with_names_and_monotonic_times(
     assert got.named("kernel_name") == {name_key: {"name": KERNEL_NAME, "pid": target.pid}}
 
     status = link.status()[target.pid]
+    assert status.callbacks == callbacks
     assert status.records_by_kind == {CONCURRENT_KERNEL: 2000, MEMCPY: 200}
     assert status.dropped == 0 and status.undecoded_bytes == 0
 
 
-def test_slow_reader_drops_are_counted_exactly(processes, fake_libs, link_factory):
+@CALLBACKS
+def test_slow_reader_drops_are_counted_exactly(
+    processes, fake_libs, link_factory, options, callbacks
+):
     # one 4 KiB buffer: CUPTI must drop whatever arrives while it is in flight
-    link, got = link_factory(options={"buffers": 1, "buffer_bytes": 4096})
+    link, got = link_factory(options={"buffers": 1, "buffer_bytes": 4096, **options})
     target = launch_fake(processes, fake_libs, link)
     target.ask("init")
     assert link.wait(target.pid, ("tracing",), 10) is not None
