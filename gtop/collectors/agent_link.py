@@ -70,6 +70,20 @@ class AgentStatus:
     """CLOCK_MONOTONIC time the first records arrived."""
     records_by_kind: dict[int, int] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        """One line for the UI: state, what is traced, counts, drops."""
+        parts = [f"agent {self.state}"]
+        if self.kinds:
+            parts.append(",".join(self.kinds))
+        if self.cupti_version:
+            major, minor = divmod(self.cupti_version // 100, 100)
+            parts.append(f"CUPTI {major}.{minor}")
+        parts.append(f"{self.records} records")
+        parts.append(f"{self.dropped} dropped")
+        if self.message:
+            parts.append(self.message)
+        return " | ".join(parts)
+
 
 class _Conn:
     def __init__(self, sock: socket.socket, pid: int, names: NameTable) -> None:

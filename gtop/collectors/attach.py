@@ -225,3 +225,29 @@ def inject(target: Target, link: AgentLink) -> None:
             "CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE), or use `gtop run -- CMD`"
         )
     raise AttachError(f"injection into pid {target.pid} failed: {last}")
+
+
+def doctor() -> list[tuple[str, bool, str]]:
+    """``(check, ok, detail)`` lines for ``gtop doctor``: can the agent get in here?"""
+    from gtop.agent.cupti import candidate_paths
+
+    lines = []
+    try:
+        import hypno  # noqa: F401
+
+        lines.append(("attach (hypno)", True, "ptrace injection for CPython 3.10-3.13"))
+    except ImportError:
+        lines.append(("attach (hypno)", False, "pip install hypno; `gtop run` still works"))
+    scope = yama_scope()
+    privileged = os.geteuid() == 0 or has_cap_sys_ptrace()
+    ok = scope == 0 or (scope in (1, 2) and privileged)
+    lines.append(("ptrace", ok, f"kernel.yama.ptrace_scope={scope}, privileged={privileged}"))
+    found = [p for p in candidate_paths() if Path(p).is_file()]
+    lines.append(
+        (
+            "libcupti",
+            bool(found),
+            found[0] if found else "not found here (targets using torch bring their own)",
+        )
+    )
+    return lines

@@ -142,3 +142,17 @@ def test_injector_failure_is_one_line(processes, link_factory, monkeypatch):
     with pytest.raises(AttachError, match=r"ptrace of pid \d+ refused .* CAP_SYS_PTRACE"):
         attach(target.pid, link)
     assert target.readline().startswith("tick")
+
+
+def test_doctor_reports_each_requirement():
+    lines = {name: (ok, detail) for name, ok, detail in attach_mod.doctor()}
+    assert set(lines) == {"attach (hypno)", "ptrace", "libcupti"}
+    assert lines["attach (hypno)"][0] is True
+    assert "ptrace_scope" in lines["ptrace"][1]
+
+
+def test_status_summary_line():
+    from gtop.collectors.agent_link import AgentStatus
+
+    line = AgentStatus(1, "tracing", kinds=("kernel",), cupti_version=130001, records=5).summary()
+    assert line == "agent tracing | kernel | CUPTI 13.0 | 5 records | 0 dropped"
