@@ -9,7 +9,7 @@ drift between runs), ``gtop`` (launched with the agent, default kinds), ``gtop-f
 (GPU-bound) and ``tiny_kernels`` (launch-bound). Then clean detach: a bare run is
 attached to mid-way and detached, and its steps/s before, during and after are compared.
 
-Checks: gtop below torch.profiler on both workloads; gtop within 1% of none on the
+Checks: gtop costs less than torch.profiler on both workloads; gtop within 1% of none on the
 GPU-bound one; after detach within 3% of before. Exit status 1 when a check fails.
 """
 
@@ -115,7 +115,7 @@ def main() -> int:
         gtop, prof = by_mode["gtop"]["relative"], by_mode["torch.profiler"]["relative"]
         check(
             results,
-            f"{workload}: gtop below torch.profiler",
+            f"{workload}: gtop costs less than torch.profiler",
             gtop > prof,
             f"gtop {gtop:.3f} vs torch.profiler {prof:.3f} of baseline",
         )
