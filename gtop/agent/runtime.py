@@ -63,10 +63,19 @@ def _torch_profiler_active() -> bool:
     so the slot alone does not reveal it; taking over its callbacks would break it.
     """
     torch = sys.modules.get("torch")
-    try:
-        return bool(torch is not None and torch.autograd.profiler._is_profiler_enabled)
-    except BaseException:
+    if torch is None:
         return False
+    checks = (
+        lambda: torch._C._autograd._profiler_enabled(),
+        lambda: torch.autograd.profiler._is_profiler_enabled,
+    )
+    for check in checks:
+        try:
+            if check():
+                return True
+        except BaseException:
+            continue
+    return False
 
 
 class HostGone(Exception):

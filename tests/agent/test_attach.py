@@ -64,7 +64,10 @@ def test_gtop_sigkilled_while_attached_target_stops_tracing_and_runs_on(processe
         [sys.executable, str(TARGETS / "kill_host.py"), str(target.pid)],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{Path(__file__).parents[2]}:" + os.environ.get("PYTHONPATH", ""),
+        },
     )
     processes.append(host)
     assert host.stdout.readline().split() == ["attached", "tracing"]

@@ -132,3 +132,30 @@ def test_control_channel_changes_kinds_live(processes, fake_libs, link_factory):
     target.ask(f"launch 100 {KERNEL_NAME}")
     assert len(got.wait("memcpy", 10)) == 10
     assert len(got.wait("kernel", 1, timeout=0.5)) == 0
+
+
+def test_torch_profiler_running_in_target_is_reported(processes, fake_libs, link_factory, tmp_path):
+    # a stand-in torch whose profiler reports itself enabled, as torch.profiler does
+    fake = tmp_path / "torch"
+    (fake / "_C").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from torch import _C\n")
+    (fake / "_C" / "__init__.py").write_text(
+        "class _autograd:\n    @staticmethod\n    def _profiler_enabled():\n        return True\n"
+    )
+    link, _ = link_factory()
+    target = start_target(
+        processes,
+        [
+            *script("fake_gpu.py")[:1],
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import torch; "
+            f"sys.argv = [{script('fake_gpu.py')[1]!r}]; "
+            f"exec(open({script('fake_gpu.py')[1]!r}).read())",
+        ],
+        fake_libs,
+        link,
+    )
+    target.ask("init")
+    status = link.wait(target.pid, ("other_subscriber",), 10)
+    assert status is not None and "torch.profiler" in status.message
+    assert target.ask("mask") == "mask 0"
