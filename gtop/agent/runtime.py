@@ -123,6 +123,8 @@ class Session(threading.Thread):
         self.pool: ShimPool | BufferPool | None = None
         self.subscriber = None
         self.enabled: list[int] = []
+        self.refused = ""
+        """Kinds CUPTI would not enable, and why."""
         self.reader = wire.FrameReader()
 
     # --- lifecycle --------------------------------------------------------------------
@@ -187,7 +189,7 @@ class Session(threading.Thread):
         self._start_tracing()
         self._report(
             "tracing",
-            "",
+            self.refused,
             callbacks="c" if isinstance(self.pool, ShimPool) else "python",
             kinds=list(self.kinds),
             cupti_version=cupti.version(),
@@ -225,14 +227,22 @@ class Session(threading.Thread):
         self._set_kinds(self.kinds)
 
     def _set_kinds(self, names: tuple[str, ...]) -> None:
-        wanted = [KIND_BY_NAME[n] for n in names]
+        """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported."""
+        wanted = {KIND_BY_NAME[n]: n for n in names}
         for kind in [k for k in self.enabled if k not in wanted]:
-            self.cupti.disable(kind)
+            _quietly(self.cupti.disable, kind)
             self.enabled.remove(kind)
-        for kind in [k for k in wanted if k not in self.enabled]:
-            self.cupti.enable(kind)
-            self.enabled.append(kind)
-        self.kinds = names
+        refused = []
+        for kind, name in wanted.items():
+            if kind in self.enabled:
+                continue
+            try:
+                self.cupti.enable(kind)
+                self.enabled.append(kind)
+            except CuptiError as exc:
+                refused.append(f"{name}: {exc}")
+        self.kinds = tuple(n for k, n in wanted.items() if k in self.enabled)
+        self.refused = "; ".join(refused)
 
     def _stop_tracing(self) -> None:
         """Disable everything and give every buffer back; each step may fail alone."""
@@ -339,7 +349,7 @@ class Session(threading.Thread):
             self._send(wire.json_frame(wire.NAMES, {"names": names}))
         elif op == "kinds" and self.subscriber is not None:
             self._set_kinds(kinds_for(",".join(msg.get("kinds", ()))))
-            self._report("tracing", "", kinds=list(self.kinds))
+            self._report("tracing", self.refused, kinds=list(self.kinds))
 
 
 def _quietly(fn: Any, *args: Any) -> None:

@@ -43,7 +43,11 @@ int cuptiGetResultString(int code, const char **s) { (void)code; *s = "fake erro
 int cuptiGetVersion(uint32_t *v) { *v = 130001; return 0; }
 int cuptiGetTimestamp(uint64_t *t) { *t = now(); return 0; }
 int cuptiActivityRegisterCallbacks(req_fn r, comp_fn c) { requested = r; completed = c; return 0; }
-int cuptiActivityEnable(int kind) { enabled_mask |= 1ull << kind; return 0; }
+int cuptiActivityEnable(int kind) {
+  if (kind == 12 && getenv("FAKE_CUPTI_NO_MARKER")) return 1; /* CUPTI_ERROR_INVALID_PARAMETER */
+  enabled_mask |= 1ull << kind;
+  return 0;
+}
 int cuptiActivityDisable(int kind) { enabled_mask &= ~(1ull << kind); return 0; }
 int cuptiActivitySetAttribute(int a, size_t *s, void *v) { (void)a; (void)s; (void)v; return 0; }
 int cuptiSetThreadIdType(int t) { (void)t; return 0; }

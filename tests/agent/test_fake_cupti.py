@@ -159,3 +159,14 @@ def test_torch_profiler_running_in_target_is_reported(processes, fake_libs, link
     status = link.wait(target.pid, ("other_subscriber",), 10)
     assert status is not None and "torch.profiler" in status.message
     assert target.ask("mask") == "mask 0"
+
+
+def test_a_kind_cupti_refuses_is_left_out_and_reported(processes, fake_libs, link_factory):
+    link, got = link_factory(mode="kernel,marker")
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_NO_MARKER="1")
+    target.ask("init")
+    status = link.wait(target.pid, ("tracing",), 10)
+    assert status is not None and status.kinds == ("kernel",)
+    assert status.message.startswith("marker: cuptiActivityEnable(12) failed")
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    assert len(got.wait("kernel", 10)) == 10
