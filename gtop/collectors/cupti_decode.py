@@ -27,6 +27,8 @@ from gtop.pipeline import layouts
 from gtop.pipeline.layouts import ApiClass
 
 _U32 = struct.Struct("<I")
+MAX_OPEN_MARKERS = 100_000
+"""NVTX ranges started and not yet ended that are remembered (oldest forgotten first)."""
 FAST_RUN = 8
 """After this many same-kind records in a row, the walk checks the rest in bulk."""
 
@@ -283,6 +285,8 @@ class Decoder:
             if flags & rec.MARKER_INSTANT:
                 rows.append((ts[i], ts[i], name_ids[i], domain_ids[i], tids[i]))
             elif flags & rec.MARKER_START:
+                if len(self._open_markers) >= MAX_OPEN_MARKERS:  # ranges never closed
+                    self._open_markers.pop(next(iter(self._open_markers)))
                 self._open_markers[mid] = (ts[i], name_ids[i], domain_ids[i], tids[i])
             elif flags & rec.MARKER_END and mid in self._open_markers:
                 start, name_id, domain_id, tid = self._open_markers.pop(mid)
