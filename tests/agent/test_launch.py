@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from conftest import TARGETS, start_target
+
+from gtop.collectors.attach import AttachError, launch_with_agent
 
 
 def test_python_dash_m_gets_the_agent_and_a_clean_sys_path(processes, link_factory):
@@ -38,3 +41,24 @@ def test_script_path_and_output_untouched(processes, link_factory):
 def test_without_a_link_nothing_is_loaded(processes):
     target = start_target(processes, [sys.executable, "-m", "modpkg"], {"PYTHONPATH": str(TARGETS)})
     assert target.ask("agent?") == "agent False"
+
+
+def test_python_started_by_a_shell_script_gets_the_agent(processes, link_factory):
+    link, _ = link_factory()
+    cmd = ["bash", "-c", f"exec {sys.executable} {TARGETS / 'idle.py'}"]
+    target = start_target(processes, cmd, None, link)
+    assert link.wait(target.pid, ("waiting_cuda",), 10) is not None
+
+
+def test_a_non_python_command_runs_untouched(processes, link_factory):
+    link, _ = link_factory()
+    proc = launch_with_agent(["true"], link)
+    processes.append(proc)
+    assert proc.wait(10) == 0
+    assert link.wait(None, ("waiting_cuda",), 0.5) is None
+
+
+def test_missing_command_is_one_line(link_factory):
+    link, _ = link_factory()
+    with pytest.raises(AttachError, match=r"cannot start 'no-such-cmd-xyz'.*check the command"):
+        launch_with_agent(["no-such-cmd-xyz"], link)
