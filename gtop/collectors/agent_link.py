@@ -101,7 +101,8 @@ class AgentLink:
     Args:
         hub: where batches and entities go.
         mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
-        options: agent options (see :func:`gtop.agent.runtime.start`).
+        options: agent options (see :func:`gtop.agent.runtime.start`), over defaults
+            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"finalize": false}``.
 
     Raises:
         ValueError: unknown mode or kind.
@@ -111,7 +112,8 @@ class AgentLink:
         kinds_for(mode)  # fail here, in gtop, on a bad mode
         self.hub = hub
         self.mode = mode
-        self.options = dict(options or {})
+        defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
+        self.options = {**defaults, **(options or {})}
         self.dir = Path(tempfile.mkdtemp(prefix="gtop-agent-"))
         self.path = str(self.dir / "agent.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
