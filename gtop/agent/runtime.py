@@ -303,7 +303,7 @@ class Session(threading.Thread):
         """Send returned buffers as they are, then lend them to CUPTI again."""
         for i, item in enumerate(items):
             try:
-                head = wire.BUFFER_HEAD.pack(item.dropped, 0)
+                head = wire.BUFFER_HEAD.pack(item.dropped, self.pool.declined)
                 size = len(head) + item.valid
                 payload = self.pool.view(item) if item.valid else b""
                 self._send(wire.HEADER.pack(wire.BUFFER, 0, size), head, payload)

@@ -19,7 +19,7 @@ HEADER = struct.Struct("<III")
 """type, reserved, payload length."""
 
 BUFFER_HEAD = struct.Struct("<QQ")
-"""records CUPTI dropped since the previous buffer, reserved."""
+"""records CUPTI dropped since the previous buffer; buffer requests declined so far."""
 
 MAX_PAYLOAD = 64 << 20
 

@@ -66,6 +66,8 @@ class AgentStatus:
     undecoded_bytes: int = 0
     """bytes of buffers gtop could not walk (unknown record kinds)."""
     buffers: int = 0
+    declined: int = 0
+    """buffer requests the agent declined because every buffer was in flight."""
     first_record_ns: int | None = None
     """CLOCK_MONOTONIC time the first records arrived."""
     records_by_kind: dict[int, int] = field(default_factory=dict)
@@ -314,7 +316,7 @@ class AgentLink:
     def _buffer(self, conn: _Conn, payload: bytes) -> None:
         if len(payload) < wire.BUFFER_HEAD.size:
             raise wire.ProtocolError("short buffer frame")
-        dropped, _ = wire.BUFFER_HEAD.unpack_from(payload)
+        dropped, declined = wire.BUFFER_HEAD.unpack_from(payload)
         raw = memoryview(payload)[wire.BUFFER_HEAD.size :]
         decoded = conn.decoder.decode(raw, conn.clock.current)
         for stream, batch in decoded.batches.items():
@@ -334,6 +336,7 @@ class AgentLink:
                 dropped=st.dropped + dropped,
                 undecoded_bytes=st.undecoded_bytes + decoded.undecoded_bytes,
                 buffers=st.buffers + 1,
+                declined=declined,
                 records_by_kind=by_kind,
                 first_record_ns=st.first_record_ns
                 if st.first_record_ns is not None or not received

@@ -119,7 +119,6 @@ MIN_SIZES = {
 }
 """The smallest record that holds every field gtop reads."""
 
-OBJECT_PROCESS = 1
 OBJECT_THREAD = 2
 MARKER_INSTANT = 1
 MARKER_START = 2
