@@ -29,64 +29,154 @@ from gtop.pipeline.layouts import ApiClass
 _U32 = struct.Struct("<I")
 MAX_OPEN_MARKERS = 100_000
 """NVTX ranges started and not yet ended that are remembered (oldest forgotten first)."""
-FAST_RUN = 8
-"""After this many same-kind records in a row, the walk checks the rest in bulk."""
+MAX_PERIOD = 4
+"""Longest repeating pattern of record kinds (e.g. runtime API, driver API, kernel) that
+the walk recognises and then checks in bulk."""
+MIN_REPS = 8
+"""Repetitions a pattern must continue for to be taken in bulk."""
+COOLDOWN = 16
+"""Records walked one by one after a failed bulk attempt before the next attempt."""
+LOOK_EVERY = 4
+"""Records walked one by one between looks for a repeating pattern."""
 
 
 @dataclass
 class Run:
+    """``count`` records of one kind, ``step`` bytes apart, the first at ``start``."""
+
     kind: int
     start: int
     count: int
-    stride: int
+    size: int
+    step: int
 
 
 def walk(buf: bytes | memoryview, sizes: dict[int, int]) -> tuple[list[Run], int]:
-    """Split a buffer into runs of same-kind records.
+    """Find every record in a buffer, as runs of evenly spaced same-kind records.
+
+    Records are walked one by one until the kinds repeat with a period of up to
+    :data:`MAX_PERIOD`; then the rest of the buffer is checked in bulk for that pattern.
+    This is exact: a record's kind fixes its size, so if every expected position holds
+    the expected kind, those positions are the records.
 
     Returns:
-        the runs in buffer order, and how many trailing bytes could not be walked (a
-        record of a kind with no known size, or a truncated record).
+        the runs, and how many trailing bytes could not be walked (a record of a kind
+        with no known size, or a truncated record).
     """
     n = len(buf)
     words = np.frombuffer(buf, dtype="<u4", count=n // 4)
     runs: list[Run] = []
+    recent: list[int] = []  # kinds walked one by one since the last bulk step
+    wait = 0  # records to walk before the next look for a pattern
     off = 0
+    last: Run | None = None
     while off + 4 <= n:
         kind = _U32.unpack_from(buf, off)[0]
         size = sizes.get(kind, 0)
         if size < 8 or size % 8 or off + size > n:
             break
-        if runs and runs[-1].kind == kind and runs[-1].count >= FAST_RUN:
-            # many in a row: check every following candidate record start at once
-            cand = off + size * np.arange((n - off) // size, dtype=np.int64)
-            same = words[cand >> 2] == kind
-            length = int(same.argmin()) if not same.all() else len(same)
-            runs[-1].count += length
-            off += length * size
-            continue
-        if runs and runs[-1].kind == kind:
-            runs[-1].count += 1
+        recent.append(kind)
+        wait -= 1
+        if wait <= 0:
+            wait = LOOK_EVERY
+            bulk = _bulk(words, n, off, recent[-2 * MAX_PERIOD - 1 :], sizes)
+            if bulk:
+                runs += bulk
+                off = bulk[0].start + bulk[0].count * bulk[0].step
+                recent, last = [], None
+                continue
+            if bulk is not None:  # a pattern that stops soon: walk a while first
+                wait = COOLDOWN
+            if len(recent) > 256:
+                del recent[: -2 * MAX_PERIOD]
+        if last is not None and last.kind == kind and last.start + last.count * size == off:
+            last.count += 1
         else:
-            runs.append(Run(kind, off, 1, size))
+            last = Run(kind, off, 1, size, size)
+            runs.append(last)
         off += size
     return runs, n - off
 
 
-def gather(buf: bytes | memoryview, runs: list[Run]) -> dict[int, np.ndarray]:
-    """Every record of each kind, as one array viewed through :func:`record_dtype`."""
-    by_kind: dict[int, list[Run]] = {}
-    for run in runs:
-        by_kind.setdefault(run.kind, []).append(run)
-    out = {}
-    mv = memoryview(buf)
-    for kind, kruns in by_kind.items():
-        if kind not in rec.FIELDS or kruns[0].stride < rec.MIN_SIZES[kind]:
+def _bulk(
+    words: np.ndarray, n: int, off: int, recent: list[int], sizes: dict[int, int]
+) -> list[Run] | None:
+    """Runs covering every whole repetition, from ``off`` on, of a pattern the recent
+    kinds repeat: None when they repeat no pattern, empty when the patterns they repeat
+    do not go on for :data:`MIN_REPS` more repetitions.
+
+    ``recent`` ends with the kind of the record at ``off``, which must continue the
+    pattern (it is one period after its twin).
+    """
+    found: list[Run] | None = None
+    for period in range(1, MAX_PERIOD + 1):
+        # the last 2*period walked kinds repeat, and the current one starts the next period
+        if len(recent) < 2 * period + 1 or recent[-1] != recent[-1 - period]:
             continue
-        stride = kruns[0].stride
-        blob = b"".join(mv[r.start : r.start + r.count * stride] for r in kruns)
-        out[kind] = np.frombuffer(blob, dtype=rec.record_dtype(kind, stride))
-    return out
+        pattern = recent[-1 - period : -1]
+        if pattern != recent[-1 - 2 * period : -1 - period]:
+            continue
+        found = []
+        lengths = [sizes[k] for k in pattern]
+        count = _repetitions(words, n, off, pattern, lengths)
+        if count < MIN_REPS:
+            continue
+        out, prefix, stride = [], 0, sum(lengths)
+        for kind, length in zip(pattern, lengths, strict=True):
+            out.append(Run(kind, off + prefix, count, length, stride))
+            prefix += length
+        return out
+    return found
+
+
+def _repetitions(
+    words: np.ndarray, n: int, off: int, pattern: list[int], lengths: list[int]
+) -> int:
+    """How many whole repetitions of ``pattern`` start at ``off``, checked in chunks that
+    grow eightfold, so the work stays proportional to the answer."""
+    stride = sum(lengths)
+    total = (n - off) // stride
+    done, chunk = 0, MIN_REPS
+    while done < total:
+        reps = min(chunk, total - done)
+        base = off + stride * (done + np.arange(reps, dtype=np.int64))
+        ok = np.ones(reps, dtype=bool)
+        prefix = 0
+        for kind, length in zip(pattern, lengths, strict=True):
+            ok &= words[(base + prefix) >> 2] == kind
+            prefix += length
+        if not ok.all():
+            return done + int(ok.argmin())
+        done += reps
+        chunk *= 8
+    return done
+
+
+def gather(buf: bytes | memoryview, runs: list[Run]) -> dict[int, np.ndarray]:
+    """Every record of each kind as one array viewed through :func:`record_dtype` (in
+    buffer order within each run; callers order rows by time)."""
+    mv = memoryview(buf)
+    chunks: dict[int, list[bytes | memoryview]] = {}
+    for r in runs:
+        if r.kind not in rec.FIELDS or r.size < rec.MIN_SIZES[r.kind]:
+            continue
+        if r.step == r.size:
+            chunk: bytes | memoryview = mv[r.start : r.start + r.count * r.size]
+        else:
+            raw = np.ndarray(
+                (r.count, r.size),
+                dtype=np.uint8,
+                buffer=buf,
+                offset=r.start,
+                strides=(r.step, 1),
+            )
+            chunk = raw.tobytes()
+        chunks.setdefault(r.kind, []).append(chunk)
+    sizes = {r.kind: r.size for r in runs}
+    return {
+        kind: np.frombuffer(b"".join(parts), dtype=rec.record_dtype(kind, sizes[kind]))
+        for kind, parts in chunks.items()
+    }
 
 
 def _api_classes(names: dict[int, str]) -> np.ndarray:
@@ -200,6 +290,8 @@ class Decoder:
                 if stream in out.batches:
                     batch = np.concatenate([out.batches[stream], batch])
                 out.batches[stream] = batch
+        for stream, batch in out.batches.items():  # streams are ordered by t_ns
+            out.batches[stream] = batch[np.argsort(batch["t_ns"], kind="stable")]
         return out
 
     def _convert(self, kind: int, a: np.ndarray, clock: ClockFit) -> tuple[str, np.ndarray | None]:

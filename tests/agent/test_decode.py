@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -34,15 +32,44 @@ def kernel(i: int, name: int = 0xABC000) -> bytes:
     )
 
 
+def flatten(runs) -> list[tuple[int, int]]:
+    """(offset, kind) of every record the runs describe, in buffer order."""
+    return sorted((r.start + i * r.step, r.kind) for r in runs for i in range(r.count))
+
+
 @given(st.lists(st.sampled_from(KINDS), max_size=300))
 def test_walk_finds_every_record_in_order(kinds):
     buf = b"".join(record(k) for k in kinds)
     runs, rest = walk(buf, RECORD_SIZES)
     assert rest == 0
-    flat = [r.kind for r in runs for _ in range(r.count)]
-    assert flat == kinds
-    for a, b in itertools.pairwise(runs):
-        assert b.start == a.start + a.count * a.stride
+    expected, off = [], 0
+    for k in kinds:
+        expected.append((off, k))
+        off += RECORD_SIZES[k]
+    assert flatten(runs) == expected
+
+
+@given(
+    st.lists(st.sampled_from(KINDS), min_size=1, max_size=4),
+    st.integers(0, 400),
+    st.lists(st.sampled_from(KINDS), max_size=20),
+)
+def test_walk_of_repeating_patterns_with_noise(pattern, reps, noise):
+    kinds = pattern * reps + noise + pattern * 3
+    buf = b"".join(record(k) for k in kinds)
+    runs, rest = walk(buf, RECORD_SIZES)
+    assert rest == 0 and [k for _, k in flatten(runs)] == kinds
+    if reps > 100:
+        assert len(runs) <= 80  # checked in bulk: the runs do not grow with the repetitions
+
+
+def test_batches_come_out_in_time_order():
+    kinds = [rec.RUNTIME, rec.DRIVER, rec.CONCURRENT_KERNEL] * 50 + [rec.CONCURRENT_KERNEL] * 3
+    buf = b"".join(record(k, correlation_id=i, start=1000 + i) for i, k in enumerate(kinds))
+    out = Decoder(1, NameTable()).decode(buf, CLOCK).batches
+    corr = out["kernel"]["correlation"].tolist()
+    assert corr == sorted(corr) and len(corr) == 53
+    assert out["api"]["correlation"].tolist() == sorted(out["api"]["correlation"].tolist())
 
 
 def test_walk_stops_at_unknown_kind_and_reports_the_rest():
