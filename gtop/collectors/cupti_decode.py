@@ -291,7 +291,9 @@ class Decoder:
                     batch = np.concatenate([out.batches[stream], batch])
                 out.batches[stream] = batch
         for stream, batch in out.batches.items():  # streams are ordered by t_ns
-            out.batches[stream] = batch[np.argsort(batch["t_ns"], kind="stable")]
+            t = batch["t_ns"]
+            if len(t) > 1 and (t[1:] < t[:-1]).any():
+                out.batches[stream] = batch[np.argsort(t, kind="stable")]
         return out
 
     def _convert(self, kind: int, a: np.ndarray, clock: ClockFit) -> tuple[str, np.ndarray | None]:
