@@ -12,7 +12,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
-from conftest import TARGETS, script, start_target
+from agent_helpers import TARGETS, script, start_target
 
 from gtop.collectors import attach as attach_mod
 from gtop.collectors.attach import AttachError, Target, attach, check_ptrace, inspect

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from records import record
+from raw_records import record
 
 from gtop.collectors import cupti_records as rec
 from gtop.collectors.cupti_clock import ClockFit

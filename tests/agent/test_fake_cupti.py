@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import script, start_target
+from agent_helpers import script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.pipeline.layouts import CopyKind

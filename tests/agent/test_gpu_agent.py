@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TARGETS, script, start_target
+from agent_helpers import TARGETS, script, start_target
 
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
 from gtop.collectors.attach import AttachError, attach

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import TARGETS, start_target
+from agent_helpers import TARGETS, start_target
 
 from gtop.collectors.attach import AttachError, launch_with_agent
 
