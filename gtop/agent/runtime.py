@@ -38,6 +38,8 @@ from gtop.agent.modes import kinds_for
 from gtop.agent.native import cuda_initialised, read_cstring
 
 FLUSH_INTERVAL_S = 0.25
+STALE_S = 1.0
+"""Without a returned buffer for this long, the next flush is forced."""
 CLOCK_INTERVAL_S = 1.0
 POLL_S = 0.05
 SEND_TIMEOUT_S = 10.0
@@ -197,15 +199,22 @@ class Session(threading.Thread):
             record_sizes=sizes,
         )
         self._send_clock(5)  # several samples first, for a quick first fit
-        next_flush = time.monotonic()
+        next_flush = last_buffer = time.monotonic()
         next_clock = next_flush + CLOCK_INTERVAL_S
         while not self.stop_requested.is_set():
             self._service(POLL_S)
             now = time.monotonic()
             if now >= next_flush:
-                cupti.flush()
+                # A plain flush returns only buffers whose records are all complete; a
+                # GPU that is never idle may keep one from completing, so after a while
+                # without any buffer, force one out (its in-flight records come back
+                # without end times, and are counted as incomplete).
+                cupti.flush(forced=now - last_buffer >= STALE_S)
                 next_flush = now + self.options.get("flush_interval", FLUSH_INTERVAL_S)
-            self._ship(self.pool.completed())
+            items = self.pool.completed()
+            if items:
+                last_buffer = now
+                self._ship(items)
             if now >= next_clock:
                 self._send_clock(1)
                 next_clock = now + CLOCK_INTERVAL_S

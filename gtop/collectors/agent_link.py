@@ -65,6 +65,8 @@ class AgentStatus:
     """records CUPTI dropped (no free buffer: gtop read too slowly)."""
     undecoded_bytes: int = 0
     """bytes of buffers gtop could not walk (unknown record kinds)."""
+    incomplete: int = 0
+    """GPU records without an end time (in flight at a forced flush)."""
     buffers: int = 0
     declined: int = 0
     """buffer requests the agent declined because every buffer was in flight."""
@@ -82,6 +84,8 @@ class AgentStatus:
             parts.append(f"CUPTI {major}.{minor}")
         parts.append(f"{self.records} records")
         parts.append(f"{self.dropped} dropped")
+        if self.incomplete:
+            parts.append(f"{self.incomplete} incomplete")
         if self.message:
             parts.append(self.message)
         return " | ".join(parts)
@@ -335,6 +339,7 @@ class AgentLink:
                 records=st.records + received,
                 dropped=st.dropped + dropped,
                 undecoded_bytes=st.undecoded_bytes + decoded.undecoded_bytes,
+                incomplete=st.incomplete + decoded.incomplete,
                 buffers=st.buffers + 1,
                 declined=declined,
                 records_by_kind=by_kind,

@@ -262,6 +262,8 @@ class Decoded:
     records: dict[int, int] = field(default_factory=dict)
     """records walked, per CUPTI kind."""
     undecoded_bytes: int = 0
+    incomplete: int = 0
+    """kernels, copies and memsets without an end time (delivered by a forced flush)."""
 
 
 class Decoder:
@@ -290,6 +292,9 @@ class Decoder:
                 if stream in out.batches:
                     batch = np.concatenate([out.batches[stream], batch])
                 out.batches[stream] = batch
+        for stream in ("kernel", "memcpy", "memset"):
+            if stream in out.batches:
+                out.incomplete += int((out.batches[stream]["end_ns"] < 0).sum())
         for stream, batch in out.batches.items():  # streams are ordered by t_ns
             t = batch["t_ns"]
             if len(t) > 1 and (t[1:] < t[:-1]).any():

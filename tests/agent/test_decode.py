@@ -190,3 +190,10 @@ def test_markers_pair_start_and_end_across_buffers():
     assert len(b) == 1 and (b[0]["t_ns"], b[0]["end_ns"]) == (100 - 1_000, 300 - 1_000)
     assert b[0]["tid"] == 5 and b[0]["name_id"] != 0
     assert sorted(names.take_pending(1)) == [0x50, 0x60]
+
+
+def test_records_without_end_are_counted_incomplete():
+    buf = kernel(1) + record(rec.CONCURRENT_KERNEL, start=5, end=0) + record(rec.MEMCPY, start=1)
+    out = Decoder(1, NameTable()).decode(buf, CLOCK)
+    assert out.incomplete == 2
+    assert sorted(out.batches["kernel"]["end_ns"].tolist())[0] == -1

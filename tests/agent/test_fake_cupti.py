@@ -170,3 +170,14 @@ def test_a_kind_cupti_refuses_is_left_out_and_reported(processes, fake_libs, lin
     assert status.message.startswith("marker: cuptiActivityEnable(12) failed")
     target.ask(f"launch 10 {KERNEL_NAME}")
     assert len(got.wait("kernel", 10)) == 10
+
+
+def test_records_stuck_behind_a_busy_gpu_are_forced_out(processes, fake_libs, link_factory):
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_BUSY_GPU="1")
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    t0 = time.monotonic()
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    assert len(got.wait("kernel", 10, timeout=5)) == 10
+    assert time.monotonic() - t0 < 2.0  # forced after a second without buffers
