@@ -55,17 +55,18 @@ def names_and_counts(results: dict) -> None:
     kernels = kernels[(kernels["t_ns"] >= res["t0_ns"]) & (kernels["end_ns"] <= res["t1_ns"])]
     rows = kernel_summary(kernels, names_from_entities(run.entities))
     run.finish()
+    incomplete = run.link.status()[run.proc.pid].incomplete
     ours = {demangle(r.name): {"count": r.count, "mean_us": r.mean_ns / 1e3} for r in rows}
     ours_counts = Counter({k: v["count"] for k, v in ours.items()})
     their_counts = Counter({k: v["count"] for k, v in theirs.items()})
     diff = sorted(set(ours_counts.items()) ^ set(their_counts.items()))
-    results["names"] = {"gtop": ours, "torch_profiler": theirs}
+    results["names"] = {"gtop": ours, "torch_profiler": theirs, "incomplete": incomplete}
     check(
         results,
         "kernel names and per-step counts equal torch.profiler's",
         not diff,
-        f"{len(ours)} kernels, {sum(ours_counts.values()) / STEPS:.0f} per step; "
-        f"differences: {diff[:6]}",
+        f"{len(ours)} kernels, {sum(ours_counts.values()) / STEPS:.0f} per step, "
+        f"{incomplete} incomplete records; differences: {diff[:6]}",
     )
     top = sorted(theirs, key=lambda k: -theirs[k]["total_us"])[:10]
     lines, worst = [], 0.0

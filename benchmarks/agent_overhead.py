@@ -44,6 +44,7 @@ def measure(workload: str, mode: str, seconds: float) -> dict:
                 agent_state=st.state,
                 records=st.records,
                 dropped=st.dropped,
+                incomplete=st.incomplete,
                 records_per_s=st.records / result["seconds"],
             )
         return result
