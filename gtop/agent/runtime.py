@@ -338,7 +338,10 @@ class Session(threading.Thread):
     def _service(self, timeout: float) -> None:
         """Wait up to ``timeout`` for control messages from gtop and act on them."""
         try:
-            ready, _, _ = select.select([self.sock], [], [], timeout)
+            # poll, not select: a big process may hold file descriptors above 1024
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+            ready = poller.poll(timeout * 1000)
             data = self.sock.recv(1 << 16) if ready else None
         except OSError:
             raise HostGone from None

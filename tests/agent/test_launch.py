@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from importlib.util import find_spec
 
 import pytest
 from agent_helpers import TARGETS, start_target
 
-from gtop.collectors.attach import AttachError, launch_with_agent
+from gtop.collectors.attach import AttachError, attach, launch_with_agent
 
 
 def test_python_dash_m_gets_the_agent_and_a_clean_sys_path(processes, link_factory):
@@ -62,3 +63,21 @@ def test_missing_command_is_one_line(link_factory):
     link, _ = link_factory()
     with pytest.raises(AttachError, match=r"cannot start 'no-such-cmd-xyz'.*check the command"):
         launch_with_agent(["no-such-cmd-xyz"], link)
+
+
+@pytest.mark.skipif(find_spec("hypno") is None, reason="needs hypno")
+def test_agent_works_in_a_process_with_many_open_files(processes, link_factory, tmp_path):
+    # the agent's socket gets a descriptor above 1024, beyond what select() can watch
+    link, _ = link_factory()
+    code = (
+        "import os, resource, runpy, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))\n"
+        f"fds = [os.open({str(tmp_path)!r}, os.O_RDONLY) for _ in range(1500)]\n"
+        "runpy.run_module('modpkg', run_name='__main__')\n"
+    )
+    target = start_target(processes, [sys.executable, "-c", code], {"PYTHONPATH": str(TARGETS)})
+    assert attach(target.pid, link).state == "waiting_cuda"
+    assert link.wait(target.pid, ("error",), 1.5) is None
+    link.stop()
+    assert link.status()[target.pid].state == "detached"
+    assert target.ask("agent?") == "agent True"
