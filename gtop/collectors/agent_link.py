@@ -322,7 +322,12 @@ class AgentLink:
             raise wire.ProtocolError("short buffer frame")
         dropped, declined = wire.BUFFER_HEAD.unpack_from(payload)
         raw = memoryview(payload)[wire.BUFFER_HEAD.size :]
-        decoded = conn.decoder.decode(raw, conn.clock.current)
+        try:
+            decoded = conn.decoder.decode(raw, conn.clock.current)
+        except (ValueError, TypeError, OverflowError, IndexError):
+            # A buffer we cannot decode is lost data, counted and shown; the link lives on.
+            self.hub.count_source_drops("cupti buffers undecodable", 1)
+            return
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
         if dropped:

@@ -359,7 +359,7 @@ class Decoder:
             b["t_ns"], b["end_ns"] = t(a["start"]), t(a["end"])
             b["pid"] = self.pid
             threaded = a["object_kind"] == rec.OBJECT_THREAD
-            b["tid"] = np.where(threaded, a["object_tid"], -1)
+            b["tid"] = np.where(threaded, a["object_tid"].astype(np.int64), -1)
             b["overhead_kind"] = a["overhead_kind"]
             return layouts.OVERHEAD.name, b
         if kind == rec.MARKER:
