@@ -359,15 +359,17 @@ def cmd_record(config: Config) -> int:
     return 0
 
 
+REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "kernel", "memcpy", "memset", "api", "sync",
+                  "thread_state", "cpu_sample")
+
+
 def cmd_report(config: Config) -> int:
     from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data = {
-            name: rec.read(name) for name in ("gpu", "proc_gpu", "proc_host") if name in rec.streams
-        }
+        data = {name: rec.read(name) for name in REPORT_STREAMS if name in rec.streams}
         report = build_report(rec.meta, data, rec.entities(), rec.problems, rec.time_range())
     if config.json:
         print(json.dumps(report, indent=2))

@@ -128,3 +128,16 @@ def test_doctor_reports_every_check() -> None:
         assert name in result.stdout
     nvml_line = next(line for line in result.stdout.splitlines() if "NVML" in line)
     assert nvml_line.startswith("NO ")  # CI has no GPU: the reason must be given
+
+
+def test_report_gpu_section_is_a_labelled_approximation_without_cupti(
+    idle_busy_idle: Path,
+) -> None:
+    report = json.loads(gtop("report", "--json", str(idle_busy_idle)).stdout)
+    gpu = report["gpu"]["0"]
+    assert gpu["exact"] is False
+    total = sum(gpu["on"].values()) + sum(gpu["off"].values())
+    assert abs(total - report["duration_s"]) <= 0.005 * report["duration_s"]
+    assert 0.3 < gpu["gar"] < 0.45  # 10 s of matmuls in ~26 s
+    assert gpu["panels"]["OFF-GPU^queue"] is None  # unknowable from NVML
+    assert report["kernels"] == []  # no CUPTI in this recording
