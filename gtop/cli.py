@@ -359,8 +359,18 @@ def cmd_record(config: Config) -> int:
     return 0
 
 
-REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "kernel", "memcpy", "memset", "api", "sync",
-                  "thread_state", "cpu_sample")
+REPORT_STREAMS = (
+    "gpu",
+    "proc_gpu",
+    "proc_host",
+    "kernel",
+    "memcpy",
+    "memset",
+    "api",
+    "sync",
+    "thread_state",
+    "cpu_sample",
+)
 
 
 def cmd_report(config: Config) -> int:
