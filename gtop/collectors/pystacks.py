@@ -1,0 +1,131 @@
+"""Python frames from an out-of-process sampler (``py-spy dump --json --nonblocking``).
+
+CPython has no frame pointers, so BPF and perf user stacks stop at the interpreter loop.
+py-spy reads the interpreter's memory from outside and reports each OS thread id's Python
+stack; we keep the recent dumps per thread and join them to kernel/native stacks by thread
+id and time (:meth:`PyStackSampler.match`). ``--nonblocking`` never pauses the target.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from gtop.collectors.threads_base import ThreadCollector
+
+KEEP_NS = 30_000_000_000
+
+
+def available() -> str | None:
+    """Path of the py-spy binary, or None."""
+    return shutil.which("py-spy")
+
+
+def _frames(thread: dict) -> tuple[str, ...]:
+    """py-spy frames (innermost first) as names, outermost first."""
+    names = [
+        f"{f['name']} ({f.get('short_filename') or f.get('filename')})" for f in thread["frames"]
+    ]
+    return tuple(reversed(names))
+
+
+class PyStackSampler:
+    """Samples Python stacks of every process of a collector's tree at ``rate_hz``."""
+
+    def __init__(self, pid: int, rate_hz: float = 4.0) -> None:
+        self.pid = pid
+        self.rate_hz = rate_hz
+        self.stacks: list[tuple[str, ...]] = []
+        """Distinct Python stacks seen; :meth:`match` returns indices into it."""
+        self.dumps = 0
+        self.errors = 0
+        self.last_error = ""
+        self._index: dict[tuple[str, ...], int] = {}
+        self._times: dict[int, list[int]] = defaultdict(list)
+        self._ids: dict[int, list[int]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._exe = available()
+
+    def start(self, collector: ThreadCollector) -> None:
+        if self._exe is None:
+            self.last_error = "py-spy not found in PATH: no Python frames"
+            return
+        self._thread = threading.Thread(
+            target=self._run, args=(collector,), name="gtop-pyspy", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self, collector: ThreadCollector) -> None:
+        while not self._stop.is_set():
+            for pid in sorted(set(collector.threads.values())):
+                self._dump(pid)
+            self._stop.wait(random.uniform(0.8, 1.2) / self.rate_hz)
+
+    def _dump(self, pid: int) -> None:
+        cmd = [str(self._exe), "dump", "--json", "--nonblocking", "--pid", str(pid)]
+        t0 = time.monotonic_ns()
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
+            threads = json.loads(out.stdout) if out.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            threads, out = None, exc
+        t1 = time.monotonic_ns()
+        if threads is None:
+            self.errors += 1
+            self.last_error = str(getattr(out, "stderr", out)).strip()[-200:]
+            return
+        t = (t0 + t1) // 2
+        with self._lock:
+            self.dumps += 1
+            for th in threads:
+                frames = _frames(th)
+                if not frames:
+                    continue
+                idx = self._index.setdefault(frames, len(self._index))
+                if idx == len(self.stacks):
+                    self.stacks.append(frames)
+                tid = int(th["os_thread_id"])
+                self._times[tid].append(t)
+                self._ids[tid].append(idx)
+                if self._times[tid][0] < t - KEEP_NS:
+                    cut = int(np.searchsorted(self._times[tid], t - KEEP_NS))
+                    del self._times[tid][:cut], self._ids[tid][:cut]
+
+    def match(self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+        """For each ``(tid, [t0, t1])``: the index of a Python stack dumped inside it, or -1.
+
+        The latest dump in the window wins. Only exact containment joins, so an off-CPU
+        interval never borrows the frames of a neighbouring one.
+        """
+        out = np.full(len(tids), -1, dtype=np.int64)
+        with self._lock:
+            for tid in np.unique(tids):
+                times = self._times.get(int(tid))
+                if not times:
+                    continue
+                sel = np.flatnonzero(tids == tid)
+                tarr = np.asarray(times)
+                pos = np.searchsorted(tarr, t1[sel], side="right") - 1
+                ok = (pos >= 0) & (tarr[np.maximum(pos, 0)] >= t0[sel])
+                out[sel[ok]] = np.asarray(self._ids[int(tid)])[pos[ok]]
+        return out
+
+    def pending_ns(self) -> int:
+        """How far back records should wait so that dumps covering them have landed."""
+        return int(2.5e9 / self.rate_hz) if self._thread is not None else 0

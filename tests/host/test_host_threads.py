@@ -1,0 +1,116 @@
+"""Accuracy of every host-thread tier against the kernel's own schedstat, on a real target."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from conftest import Run, collect
+from gtop.collectors.threads import open_thread_collector
+
+from gtop.pipeline.layouts import BlockReason, ThreadState
+
+TIERS = ["proc", "bpf"]
+WINDOW_S = 3.0
+
+
+def top_blocked_stacks(run: Run, tid: int, n: int = 4) -> list[tuple[list[str], int]]:
+    rows = run.intervals[
+        (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
+    ]
+    weight: Counter[int] = Counter()
+    for sid, dur in zip(rows["stack_id"], rows["end_ns"] - rows["t_ns"], strict=True):
+        weight[int(sid)] += int(dur)
+    return [(run.frames(sid), w) for sid, w in weight.most_common(n)]
+
+
+@pytest.fixture(scope="module", params=TIERS)
+def tier_run(request):
+    from conftest import phases
+
+    with phases("--workers", "2") as (_proc, info):
+        tids = [*info["workers"], info["stuck"]]
+        run = collect(
+            lambda hub, pid: open_thread_collector(hub, pid, tier=request.param),
+            info["pid"],
+            tids,
+            WINDOW_S,
+        )
+    return request.param, info, run
+
+
+def test_tier_is_the_one_forced(tier_run):
+    tier, _info, run = tier_run
+    assert run.collector.tier == tier
+    assert not run.collector.status.errors, run.collector.status.last_error
+
+
+def test_on_and_off_cpu_match_schedstat(tier_run):
+    _tier, info, run = tier_run
+    window = run.t1 - run.t0
+    for tid in info["workers"]:
+        on = run.overlap(tid, ThreadState.ON_CPU) / window
+        off = (
+            run.overlap(tid, ThreadState.BLOCKED) + run.overlap(tid, ThreadState.RUNNABLE)
+        ) / window
+        truth = run.truth_on[tid] / window
+        assert 0.2 < truth < 0.5, "the target should be on-CPU about a third of the time"
+        assert abs(on - truth) <= 0.02, (tid, on, truth)
+        assert abs(off - (1 - truth)) <= 0.02, (tid, off, 1 - truth)
+
+
+def test_thread_blocked_all_window_is_counted(tier_run):
+    _tier, info, run = tier_run
+    window = run.t1 - run.t0
+    blocked = run.overlap(info["stuck"], ThreadState.BLOCKED)
+    assert blocked >= 0.98 * window
+    rows = run.intervals[run.intervals["tid"] == info["stuck"]]
+    assert set(rows["reason"][rows["state"] == ThreadState.BLOCKED]) == {BlockReason.IO}
+
+
+def test_blocked_reasons_split_sleep_and_io(tier_run):
+    _tier, info, run = tier_run
+    tid = info["workers"][0]
+    rows = run.intervals[
+        (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
+    ]
+    by_reason = Counter()
+    for reason, dur in zip(rows["reason"], rows["end_ns"] - rows["t_ns"], strict=True):
+        by_reason[BlockReason(reason)] += int(dur)
+    window = run.t1 - run.t0
+    assert by_reason[BlockReason.SLEEP] / window > 0.2, by_reason
+    assert by_reason[BlockReason.IO] / window > 0.2, by_reason
+
+
+def test_top_off_cpu_stacks_have_kernel_paths(tier_run):
+    _tier, info, run = tier_run
+    tops = top_blocked_stacks(run, info["workers"][0])
+    joined = [" ".join(frames) for frames, _w in tops[:3]]
+    assert any("nanosleep" in s for s in joined), joined
+    assert any("pipe_read" in s for s in joined), joined
+
+
+def test_python_frames_on_top_of_kernel_frames(tier_run):
+    tier, info, run = tier_run
+    if tier == "proc":
+        pytest.skip("the /proc tier has no user stacks to join Python frames onto")
+    tid = info["workers"][0]
+    rows = run.intervals[
+        (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
+    ]
+    seen = Counter()
+    for sid in set(rows["stack_id"].tolist()):
+        stack = run.stacks.get(sid)
+        if not stack or "p" not in stack["kinds"]:
+            continue
+        text = " ".join(stack["frames"])
+        py = [f for f, k in zip(stack["frames"], stack["kinds"], strict=True) if k == "p"]
+        assert stack["kinds"].index("k") > stack["kinds"].rindex("p")
+        if "pipe_read" in text:
+            seen["pipe", py[-1].split(" ")[0]] += 1
+        elif "nanosleep" in text:
+            seen["sleep", py[-1].split(" ")[0]] += 1
+    assert seen[("pipe", "pipe_phase")] > 0, seen
+    assert seen[("sleep", "sleep_phase")] > 0, seen
+    wrong = sum(v for (kind, fn), v in seen.items() if fn != f"{kind}_phase")
+    assert wrong == 0, seen
