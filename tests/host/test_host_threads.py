@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import Run, collect
 from gtop.collectors.threads import open_thread_collector
+from host_harness import Run, collect, phases
 
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
@@ -26,8 +26,6 @@ def top_blocked_stacks(run: Run, tid: int, n: int = 4) -> list[tuple[list[str], 
 
 @pytest.fixture(scope="module", params=TIERS)
 def tier_run(request):
-    from conftest import phases
-
     with phases("--workers", "2") as (_proc, info):
         tids = [*info["workers"], info["stuck"]]
         run = collect(

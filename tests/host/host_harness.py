@@ -1,4 +1,4 @@
-"""Fixtures for host-thread tests: a purpose-built target and a collector run over it."""
+"""Host-thread test harness: a purpose-built target and a collector run over it."""
 
 from __future__ import annotations
 
@@ -39,12 +39,6 @@ def phases(*args: str, timeout: float = 20.0) -> Iterator[tuple[subprocess.Popen
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-
-
-@pytest.fixture
-def target() -> Iterator[tuple[subprocess.Popen, dict]]:
-    with phases("--workers", "2") as t:
-        yield t
 
 
 def run_ns(pid: int, tid: int) -> int:
