@@ -50,7 +50,7 @@ class PyStackSampler:
         self.errors = 0
         self.last_error = ""
         self._index: dict[tuple[str, ...], int] = {}
-        self._times: dict[int, list[int]] = defaultdict(list)
+        self._times: dict[int, list[tuple[int, int]]] = defaultdict(list)
         self._ids: dict[int, list[int]] = defaultdict(list)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -90,7 +90,9 @@ class PyStackSampler:
             self.errors += 1
             self.last_error = str(getattr(out, "stderr", out)).strip()[-200:]
             return
-        t = (t0 + t1) // 2
+        # py-spy reads the target late in its run (measured here: 60-100% of the way
+        # through), so the read happened somewhere in [lo, t1]
+        lo = t0 + (t1 - t0) * 6 // 10
         with self._lock:
             self.dumps += 1
             for th in threads:
@@ -101,17 +103,17 @@ class PyStackSampler:
                 if idx == len(self.stacks):
                     self.stacks.append(frames)
                 tid = int(th["os_thread_id"])
-                self._times[tid].append(t)
+                self._times[tid].append((lo, t1))
                 self._ids[tid].append(idx)
-                if self._times[tid][0] < t - KEEP_NS:
-                    cut = int(np.searchsorted(self._times[tid], t - KEEP_NS))
-                    del self._times[tid][:cut], self._ids[tid][:cut]
+                if self._times[tid][0][1] < t1 - KEEP_NS:
+                    del self._times[tid][0], self._ids[tid][0]
 
     def match(self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-        """For each ``(tid, [t0, t1])``: the index of a Python stack dumped inside it, or -1.
+        """For each ``(tid, [t0, t1])``: the index of a Python stack read inside it, or -1.
 
-        The latest dump in the window wins. Only exact containment joins, so an off-CPU
-        interval never borrows the frames of a neighbouring one.
+        A dump joins only when its whole uncertainty window lies inside ``[t0, t1]``, so
+        an off-CPU interval never borrows the frames of a neighbouring one; the latest
+        such dump wins.
         """
         out = np.full(len(tids), -1, dtype=np.int64)
         with self._lock:
@@ -121,8 +123,8 @@ class PyStackSampler:
                     continue
                 sel = np.flatnonzero(tids == tid)
                 tarr = np.asarray(times)
-                pos = np.searchsorted(tarr, t1[sel], side="right") - 1
-                ok = (pos >= 0) & (tarr[np.maximum(pos, 0)] >= t0[sel])
+                pos = np.searchsorted(tarr[:, 1], t1[sel], side="right") - 1
+                ok = (pos >= 0) & (tarr[np.maximum(pos, 0), 0] >= t0[sel])
                 out[sel[ok]] = np.asarray(self._ids[int(tid)])[pos[ok]]
         return out
 

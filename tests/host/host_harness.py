@@ -72,11 +72,10 @@ class Run:
 
 
 def collect(make, pid: int, tids: list[int], window_s: float = 3.0, warmup_s: float = 1.0) -> Run:
-    """Run the collector ``make(hub, pid)``; measure ``window_s`` after a warm-up."""
+    """Run the started collector ``make(hub, pid)``; measure ``window_s`` after a warm-up."""
     hub = Hub()
     sub = hub.subscribe()
-    col = make(hub, pid)
-    col.start()
+    col = make(hub, pid)  # started
     try:
         time.sleep(warmup_s)
         t0 = time.monotonic_ns()

@@ -52,7 +52,7 @@ def test_on_and_off_cpu_match_schedstat(tier_run):
             run.overlap(tid, ThreadState.BLOCKED) + run.overlap(tid, ThreadState.RUNNABLE)
         ) / window
         truth = run.truth_on[tid] / window
-        assert 0.2 < truth < 0.5, "the target should be on-CPU about a third of the time"
+        assert 0.1 < truth < 0.5, "the target should be on-CPU up to a third of the time"
         assert abs(on - truth) <= 0.02, (tid, on, truth)
         assert abs(off - (1 - truth)) <= 0.02, (tid, off, 1 - truth)
 

@@ -1,0 +1,187 @@
+"""Address → function name: kernel frames from kallsyms, native frames from ELF files.
+
+ELF symbol tables (``.symtab``, else ``.dynsym``) are read with pyelftools once per file,
+cached by GNU build-id (else path, size and mtime), so a library shared by many processes
+is read once. JIT code is found through perf maps (``/tmp/perf-PID.map``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import numpy as np
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+UNKNOWN = "[unknown]"
+
+
+class KernelSymbols:
+    """``/proc/kallsyms``, sorted for vectorised lookups. Needs root for real addresses."""
+
+    def __init__(self, path: str = "/proc/kallsyms") -> None:
+        addrs, names = [], []
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[1] in "tTwW":
+                    addrs.append(int(parts[0], 16))
+                    names.append(parts[2])
+        order = np.argsort(np.asarray(addrs, dtype=np.uint64), kind="stable")
+        self.addrs = np.asarray(addrs, dtype=np.uint64)[order]
+        self.names = [names[i] for i in order]
+        self.usable = bool(len(self.addrs)) and int(self.addrs[-1]) != 0
+
+    def resolve(self, addrs: list[int]) -> tuple[str, ...]:
+        if not self.usable:
+            return tuple(f"0x{a:x}" for a in addrs)
+        idx = np.searchsorted(self.addrs, np.asarray(addrs, dtype=np.uint64), side="right") - 1
+        return tuple(self.names[i] if i >= 0 else UNKNOWN for i in idx.tolist())
+
+
+@dataclass
+class _ElfSyms:
+    starts: list[int]
+    ends: list[int]
+    names: list[str]
+    loads: list[tuple[int, int, int]]  # (p_offset, p_vaddr, p_filesz) of PT_LOAD segments
+
+    def lookup(self, file_offset: int) -> str | None:
+        for off, vaddr, size in self.loads:
+            if off <= file_offset < off + size:
+                va = file_offset - off + vaddr
+                i = bisect_right(self.starts, va) - 1
+                if i >= 0 and va < max(self.ends[i], self.starts[i] + 1):
+                    return self.names[i]
+                return None
+        return None
+
+
+def _build_id(elf: ELFFile) -> str | None:
+    sec = elf.get_section_by_name(".note.gnu.build-id")
+    if sec is None:
+        return None
+    for note in sec.iter_notes():
+        if note["n_type"] == "NT_GNU_BUILD_ID":
+            return note["n_desc"]
+    return None
+
+
+def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            key = _build_id(elf)
+            if key is None:
+                st = os.stat(path)
+                key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
+            if key in _ELF_CACHE:
+                return key, _ELF_CACHE[key]
+            funcs: dict[int, tuple[int, str]] = {}
+            for name in (".symtab", ".dynsym"):
+                sec = elf.get_section_by_name(name)
+                if sec is None:
+                    continue
+                for sym in sec.iter_symbols():
+                    if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
+                        funcs.setdefault(sym["st_value"], (sym["st_size"], sym.name))
+            loads = [
+                (seg["p_offset"], seg["p_vaddr"], seg["p_filesz"])
+                for seg in elf.iter_segments()
+                if seg["p_type"] == "PT_LOAD"
+            ]
+    except (OSError, ELFError, ValueError):
+        return None
+    starts = sorted(funcs)
+    syms = _ElfSyms(starts, [s + funcs[s][0] for s in starts], [funcs[s][1] for s in starts], loads)
+    _ELF_CACHE[key] = syms
+    return key, syms
+
+
+_ELF_CACHE: dict[str, _ElfSyms] = {}
+
+
+@dataclass
+class _Mapping:
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+class ProcessSymbols:
+    """Native frames of one process, from its ``/proc/PID/maps`` and the mapped ELF files.
+
+    The maps are kept after the process exits (late stacks still resolve) and re-read at
+    most once a second when an address falls outside them (after ``exec`` or ``dlopen``).
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._maps: list[_Mapping] = []
+        self._starts: list[int] = []
+        self._read_at = 0.0
+        self._perf_map: tuple[list[int], list[tuple[int, str]]] | None = None
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self._read_at = time.monotonic()
+        maps = []
+        try:
+            with open(f"/proc/{self.pid}/maps") as f:
+                for line in f:
+                    parts = line.split(maxsplit=5)
+                    if len(parts) < 6 or "x" not in parts[1]:
+                        continue
+                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                    maps.append(_Mapping(lo, hi, int(parts[2], 16), parts[5].strip()))
+        except OSError:
+            return
+        maps.sort(key=lambda m: m.start)
+        self._maps, self._starts = maps, [m.start for m in maps]
+        self._perf_map = None
+
+    def _mapping(self, addr: int) -> _Mapping | None:
+        i = bisect_right(self._starts, addr) - 1
+        if i >= 0 and addr < self._maps[i].end:
+            return self._maps[i]
+        return None
+
+    def _jit(self, addr: int) -> str | None:
+        if self._perf_map is None:
+            entries: list[tuple[int, int, str]] = []
+            try:
+                with open(f"/tmp/perf-{self.pid}.map") as f:
+                    for line in f:
+                        start, size, name = line.rstrip("\n").split(" ", 2)
+                        entries.append((int(start, 16), int(size, 16), name))
+            except (OSError, ValueError):
+                pass
+            entries.sort()
+            self._perf_map = ([e[0] for e in entries], [(e[1], e[2]) for e in entries])
+        starts, rest = self._perf_map
+        i = bisect_right(starts, addr) - 1
+        if i >= 0 and addr < starts[i] + rest[i][0]:
+            return rest[i][1]
+        return None
+
+    def resolve(self, addrs: list[int]) -> tuple[str, ...]:
+        out = []
+        for addr in addrs:
+            m = self._mapping(addr)
+            if m is None and time.monotonic() - self._read_at > 1.0:
+                self._refresh()
+                m = self._mapping(addr)
+            name = None
+            if m is not None and m.path.startswith("/"):
+                elf = _read_elf(m.path)
+                if elf is not None:
+                    name = elf[1].lookup(addr - m.start + m.offset)
+                name = name or f"{os.path.basename(m.path)}+0x{addr - m.start + m.offset:x}"
+            else:
+                name = self._jit(addr)
+            out.append(name or UNKNOWN)
+        return tuple(out)

@@ -1,0 +1,119 @@
+"""Host-thread collection: pick a tier, and say which tiers work here and why not.
+
+Tiers, best first: ``bpf`` (exact intervals, kernel+user stacks, on-CPU sampling) and
+``proc`` (sampled /proc; exact on-CPU and run-queue totals, blocked reason and kernel stack
+as seen at each sample). ``auto`` takes the best one that starts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from gtop.collectors import pystacks
+from gtop.collectors.threads_base import ThreadCollector
+from gtop.pipeline.hub import Hub
+
+TIERS = ("bpf", "proc")
+_CAP_PERFMON, _CAP_BPF, _CAP_SYS_PTRACE, _CAP_SYS_ADMIN = 38, 39, 19, 21
+
+
+@dataclass(frozen=True)
+class TierStatus:
+    """Whether a tier can run here; ``needs`` says what is missing for it, plainly."""
+
+    tier: str
+    available: bool
+    needs: str = ""
+
+
+def _caps() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+def _has(cap: int) -> bool:
+    return bool(_caps() >> cap & 1)
+
+
+def _check_bpf(load: bool) -> TierStatus:
+    from gtop.collectors import threads_bpf
+    from gtop.collectors.ebpf.libbpf import BpfError, lib
+
+    missing = []
+    if not (_has(_CAP_BPF) or _has(_CAP_SYS_ADMIN)):
+        missing.append("CAP_BPF")
+    if not (_has(_CAP_PERFMON) or _has(_CAP_SYS_ADMIN)):
+        missing.append("CAP_PERFMON")
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        missing.append("a kernel with BTF (/sys/kernel/btf/vmlinux)")
+    if not threads_bpf.OBJECT.exists():
+        missing.append(f"the prebuilt object {threads_bpf.OBJECT}")
+    try:
+        lib()
+    except BpfError as exc:
+        missing.append(str(exc))
+    if missing:
+        return TierStatus("bpf", False, ", ".join(missing))
+    if load:
+        col = threads_bpf.BpfThreadCollector(Hub(), os.getpid(), python_stacks=False, sample_hz=0)
+        try:
+            col.refresh_tree()
+            col._open()
+        except (BpfError, OSError) as exc:
+            return TierStatus("bpf", False, str(exc).splitlines()[0])
+        finally:
+            col._close()
+    return TierStatus("bpf", True)
+
+
+def _check_proc() -> TierStatus:
+    tid = os.getpid()
+    if not os.path.exists(f"/proc/{tid}/task/{tid}/schedstat"):
+        return TierStatus("proc", False, "a kernel with CONFIG_SCHED_INFO (/proc/*/schedstat)")
+    needs = ""
+    if not (_has(_CAP_SYS_PTRACE) and _has(_CAP_SYS_ADMIN)):
+        needs = "kernel stacks need CAP_SYS_PTRACE and CAP_SYS_ADMIN (/proc/TID/stack)"
+    return TierStatus("proc", True, needs)
+
+
+def tier_report(load: bool = True) -> list[TierStatus]:
+    """Every tier, best first, with what it needs. ``load`` test-loads the BPF object."""
+    out = [_check_bpf(load), _check_proc()]
+    if pystacks.available() is None:
+        out.append(TierStatus("python-frames", False, "py-spy in PATH (pip install py-spy)"))
+    else:
+        out.append(TierStatus("python-frames", True, "needs CAP_SYS_PTRACE on the target"))
+    return out
+
+
+def open_thread_collector(hub: Hub, pid: int, tier: str = "auto", **kw) -> ThreadCollector:
+    """A started collector for ``pid`` and its descendants.
+
+    ``tier`` forces one (``"bpf"``, ``"proc"``); ``"auto"`` starts the best that works.
+    The chosen collector's ``status.detail["fallback"]`` says why better tiers did not.
+
+    Raises:
+        RuntimeError: the forced tier (or, for auto, every tier) could not start.
+    """
+    from gtop.collectors.threads_bpf import BpfThreadCollector
+    from gtop.collectors.threads_proc import ProcThreadCollector
+
+    classes = {"bpf": BpfThreadCollector, "proc": ProcThreadCollector}
+    order = TIERS if tier == "auto" else (tier,)
+    if any(t not in classes for t in order):
+        raise ValueError(f"unknown tier {tier!r}; one of auto, {', '.join(TIERS)}")
+    why = []
+    for name in order:
+        col = classes[name](hub, pid, **kw)
+        try:
+            col.start()
+        except Exception as exc:
+            why.append(f"{name}: {exc}")
+            continue
+        col.status.detail["fallback"] = why
+        return col
+    raise RuntimeError("no host-thread tier could start: " + "; ".join(why))

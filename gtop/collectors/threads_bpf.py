@@ -1,0 +1,326 @@
+"""BPF tier: exact per-thread on/off-CPU intervals with stacks, from ``ebpf/offcpu.bpf.c``.
+
+The scheduler hooks are tried as ``tp_btf``, then ``raw_tp``, then ``tracepoint``; the first
+kind that loads and attaches wins (:attr:`BpfThreadCollector.mode`). Records arrive in
+per-CPU rings of fixed slots inside mmap-ed array maps and are read as numpy arrays; a ring
+that wraps before it is read counts the overwritten records as lost. Threads already off
+CPU at attach are seeded from /proc, and intervals still in progress are reported at each
+read (up to "now") and cut off so that the final record does not count them twice.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gtop.collectors import blockreason, proctree
+from gtop.collectors.ebpf.libbpf import BpfError, BpfObject
+from gtop.collectors.symbols import UNKNOWN, KernelSymbols, ProcessSymbols
+from gtop.collectors.threads_base import ThreadCollector
+from gtop.collectors.threads_proc import kernel_frames
+from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
+
+OBJECT = Path(__file__).parent / "ebpf" / "offcpu.bpf.o"
+MODES = ("btf", "raw", "tp")
+HOOKS = ("switch", "wakeup", "sys_enter", "sys_exit", "fork", "exit")
+SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
+MAX_CPUS = 512
+FLAG_PREEMPTED, FLAG_SEEDED = 1, 2
+MAX_STACK = 127
+
+# Mirrors of offcpu.h.
+SWITCH_EVENT = np.dtype(
+    [("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
+     ("pid", "<u4"), ("tid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"),
+     ("kstack", "<i4"), ("flags", "<u4")]
+)  # fmt: skip
+SAMPLE_EVENT = np.dtype(
+    [("t_ns", "<u8"), ("pid", "<u4"), ("tid", "<u4"), ("ustack", "<i4"), ("kstack", "<i4"),
+     ("cpu", "<u4"), ("pad", "<u4")]
+)  # fmt: skip
+
+
+class _State(ctypes.Structure):
+    _fields_ = [
+        ("on_ns", ctypes.c_uint64), ("off_ns", ctypes.c_uint64), ("wake_ns", ctypes.c_uint64),
+        ("pid", ctypes.c_uint32), ("syscall", ctypes.c_int32), ("ustack", ctypes.c_int32),
+        ("kstack", ctypes.c_int32), ("flags", ctypes.c_uint32), ("oncpu", ctypes.c_uint32),
+    ]  # fmt: skip
+
+
+class _PerfAttr(ctypes.Structure):
+    """The leading part of ``struct perf_event_attr`` (PERF_ATTR_SIZE_VER5, 112 bytes)."""
+
+    _fields_ = [
+        ("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
+        ("sample_freq", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
+        ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64), ("rest", ctypes.c_byte * 72),
+    ]  # fmt: skip
+
+
+_NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def open_cpu_clock(cpu: int, hz: int) -> int:
+    """A ``cpu-clock`` software event on one CPU at ``hz``, for a BPF program to sample on.
+
+    Raises:
+        OSError: perf_event_open refused (perf_event_paranoid, missing CAP_PERFMON).
+    """
+    attr = _PerfAttr(type=1, size=112, config=0, sample_freq=hz, flags=1 << 10)  # freq
+    fd = _libc.syscall(_NR_PERF_EVENT_OPEN, ctypes.byref(attr), -1, cpu, -1, 8)  # CLOEXEC
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"perf_event_open(cpu-clock, cpu {cpu}): {os.strerror(err)}")
+    return fd
+
+
+class BpfThreadCollector(ThreadCollector):
+    """The BPF tier. ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind."""
+
+    tier = "bpf"
+
+    def __init__(
+        self, hub, pid: int, *, sample_hz: int = 99, mode: str = "auto",
+        user_stacks: bool = True, **kw,
+    ) -> None:  # fmt: skip
+        super().__init__(hub, pid, **kw)
+        self.sample_hz = sample_hz
+        self.modes = MODES if mode == "auto" else (mode,)
+        self.mode = ""
+        self.user_stacks = user_stacks
+        self.ncpu = os.cpu_count() or 1
+        self._obj: BpfObject | None = None
+        self._tails = {
+            "switch": np.zeros(self.ncpu, np.uint64),
+            "sample": np.zeros(self.ncpu, np.uint64),
+        }
+        self._cut: dict[int, int] = {}
+        self._seeded: dict[int, int] = {}
+        self._stack_cache: dict[tuple[int, int], int] = {}
+        self._ksyms: KernelSymbols | None = None
+        self._usyms: dict[int, ProcessSymbols] = {}
+        self._tracked: set[int] = set()
+
+    # --- open: load, track, attach, seed -----------------------------------------------
+    def _open(self) -> None:
+        errors = []
+        for mode in self.modes:
+            try:
+                self._obj = self._load(mode)
+                self.mode = mode
+                break
+            except (BpfError, OSError) as exc:
+                errors.append(f"[{mode}] {exc}")
+        else:
+            raise BpfError("BPF tier unavailable:\n" + "\n".join(errors))
+        self.status.detail["mode"] = self.mode
+        self._ksyms = KernelSymbols()
+        self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
+        self._seed()
+
+    def _load(self, mode: str) -> BpfObject:
+        obj = BpfObject(str(OBJECT))
+        try:
+            obj.set_rodata("nr_cpus", ctypes.c_uint32(self.ncpu))
+            obj.set_rodata("user_stacks", ctypes.c_bool(self.user_stacks))
+            obj.set_max_entries("switch_ring", self.ncpu * SLOTS)
+            obj.set_max_entries("sample_ring", self.ncpu * SLOTS)
+            for other in MODES:
+                for hook in HOOKS:
+                    obj.autoload(f"{other}_{hook}", other == mode)
+            obj.load()
+            self._obj = obj
+            self._tree_changed(self.threads)
+            for hook in HOOKS:
+                obj.attach(f"{mode}_{hook}")
+            if self.sample_hz:
+                for cpu in range(self.ncpu):
+                    obj.attach("on_cpu_sample", open_cpu_clock(cpu, self.sample_hz))
+        except BaseException:
+            obj.close()
+            self._obj = None
+            self._tracked.clear()
+            raise
+        return obj
+
+    def _tree_changed(self, table: dict[int, int]) -> None:
+        if self._obj is None:
+            return
+        one = ctypes.c_uint8(1)
+        for pid in set(table.values()) - self._tracked:
+            self._obj.update("tracked", ctypes.c_uint32(pid), one)
+            self._tracked.add(pid)
+        self._tracked &= set(table.values())
+
+    def _seed(self) -> None:
+        """Threads off CPU since before attach never switch out: start their interval now."""
+        now = time.monotonic_ns()
+        for tid, pid in self.threads.items():
+            try:
+                stat = proctree._read(f"/proc/{pid}/task/{tid}/stat") or ""
+                if stat[stat.rindex(")") + 2] not in "SDI":
+                    continue
+                sc = (proctree._read(f"/proc/{pid}/task/{tid}/syscall") or "-1").split()[0]
+                stack = proctree._read(f"/proc/{pid}/task/{tid}/stack") or ""
+            except (ValueError, IndexError):
+                continue
+            syscall = int(sc) if sc.lstrip("-").isdigit() else -1
+            state = _State(0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0)
+            if self._obj.update("threads", ctypes.c_uint32(tid), state, 1):  # BPF_NOEXIST
+                self._seeded[tid] = self.base_stack((), kernel_frames(stack))
+
+    # --- read -----------------------------------------------------------------------------
+    def _drain(self, name: str, dtype: np.dtype) -> np.ndarray:
+        bss = self._obj.global_bytes(".bss")
+        off = self._obj.global_offset(f"{name}_head")
+        heads = np.frombuffer(bss, np.uint64, self.ncpu, off).copy()
+        ring = np.frombuffer(self._rings[name], dtype, self.ncpu * SLOTS).reshape(self.ncpu, SLOTS)
+        tails = self._tails[name]
+        spans = {}
+        for cpu in np.flatnonzero(heads != tails).tolist():
+            lo, hi = int(tails[cpu]), int(heads[cpu])
+            if hi - lo > SLOTS:
+                self.status.lost_events += hi - lo - SLOTS
+                lo = hi - SLOTS
+            spans[cpu] = (lo, ring[cpu, np.arange(lo, hi) & (SLOTS - 1)].copy())
+        # slots the kernel overwrote while we copied them are not trustworthy: drop them
+        after = np.frombuffer(self._obj.global_bytes(".bss"), np.uint64, self.ncpu, off)
+        parts = []
+        for cpu, (lo, rows) in spans.items():
+            overrun = min(int(after[cpu]) - SLOTS - lo, len(rows))
+            if overrun > 0:
+                self.status.lost_events += overrun
+                rows = rows[overrun:]
+            parts.append(rows)
+        self._tails[name] = heads
+        return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+    def _poll(self, final: bool) -> None:
+        t_drain = time.monotonic_ns()
+        events = self._drain("switch", SWITCH_EVENT)
+        samples = self._drain("sample", SAMPLE_EVENT)
+        self.submit(THREAD_STATE.name, self._intervals(events))
+        self.submit(THREAD_STATE.name, self._in_progress(t_drain))
+        self.submit(CPU_SAMPLE.name, self._samples(samples))
+        bss = self._obj.global_bytes(".bss")
+        for name in ("stack_errors", "state_full"):
+            value = int(np.frombuffer(bss, np.uint64, 1, self._obj.global_offset(name))[0])
+            self.status.detail[name] = value
+        self.status.stack_errors = int(self.status.detail["stack_errors"])
+
+    def _intervals(self, ev: np.ndarray) -> np.ndarray:
+        """THREAD_STATE rows for switch events: on-CPU, blocked, runnable."""
+        n = len(ev)
+        cut = np.zeros(n, np.int64)
+        for tid in np.unique(ev["tid"]).tolist():
+            if tid in self._cut:
+                cut[ev["tid"] == tid] = self._cut.pop(tid)
+        on, off = ev["on_ns"].astype(np.int64), ev["off_ns"].astype(np.int64)
+        wake, t_in = ev["wake_ns"].astype(np.int64), ev["in_ns"].astype(np.int64)
+        wake = np.where(wake > 0, wake, t_in)
+        on = np.where(on > 0, on, off)  # unknown start of the on-CPU stretch: drop it
+        stacks = self._stack_ids(ev)
+        reason = blockreason.classify_syscalls(ev["syscall"])
+        out = THREAD_STATE.empty(3 * n)
+        for k, (a, b, state) in enumerate(
+            [(on, off, ThreadState.ON_CPU), (off, wake, ThreadState.BLOCKED),
+             (wake, t_in, ThreadState.RUNNABLE)]
+        ):  # fmt: skip
+            rows = out[k * n : (k + 1) * n]
+            rows["t_ns"], rows["end_ns"] = np.maximum(a, cut), np.maximum(b, cut)
+            rows["pid"], rows["tid"], rows["state"] = ev["pid"], ev["tid"], state
+            if state != ThreadState.ON_CPU:
+                rows["stack_id"] = stacks
+            if state == ThreadState.BLOCKED:
+                rows["reason"] = reason
+            else:
+                rows["reason"] = BlockReason.NONE
+        return out
+
+    def _in_progress(self, t_drain: int) -> np.ndarray:
+        """Rows up to now for each thread's current state; later records start after them."""
+        now = time.monotonic_ns()
+        states, tids = [], []
+        state = _State()
+        for tid in self.threads:
+            # a switch-in after the drain has a record we have not read: wait for it
+            found = self._obj.lookup("threads", ctypes.c_uint32(tid), state)
+            if found and state.on_ns < t_drain - 1_000_000:
+                states.append(bytes(state))
+                tids.append(tid)
+        if not tids:
+            return THREAD_STATE.empty()
+        raw = np.frombuffer(b"".join(states), _STATE_DTYPE)
+        ev = np.zeros(len(raw), SWITCH_EVENT)
+        for name in ("on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack", "flags"):
+            ev[name] = raw[name]
+        ev["tid"] = tids
+        ev["in_ns"] = now
+        oncpu = raw["oncpu"] == 1
+        ev["off_ns"][oncpu] = now  # running: only the on-CPU part, up to now
+        ev["wake_ns"][oncpu] = now
+        rows = self._intervals(ev)
+        for tid in tids:
+            self._cut[tid] = now
+        return rows
+
+    def _samples(self, s: np.ndarray) -> np.ndarray:
+        out = CPU_SAMPLE.empty(len(s))
+        out["t_ns"], out["pid"], out["tid"] = s["t_ns"], s["pid"], s["tid"]
+        out["cpu"] = s["cpu"]
+        out["stack_id"] = self._stack_ids(s)
+        return out
+
+    # --- stacks -----------------------------------------------------------------------------
+    def _stack_ids(self, ev: np.ndarray) -> np.ndarray:
+        """Base stack ids for the (pid, user stack, kernel stack) of each record."""
+        keys = np.stack([ev["pid"].astype(np.int64), ev["ustack"], ev["kstack"]], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        ids = np.array([self._base_for(*map(int, k)) for k in uniq], dtype=np.int32)
+        out = ids[inverse.reshape(-1)] if len(ev) else np.empty(0, np.int32)
+        if "flags" in ev.dtype.names:
+            seeded = (ev["flags"] & FLAG_SEEDED) != 0
+            for i in np.flatnonzero(seeded):
+                out[i] = self._seeded.get(int(ev["tid"][i]), -1)
+        return out
+
+    def _base_for(self, pid: int, ustack: int, kstack: int) -> int:
+        key = (pid, (ustack << 32) | (kstack & 0xFFFFFFFF))
+        sid = self._stack_cache.get(key)
+        if sid is None:
+            kernel = tuple(reversed(self._ksyms.resolve(self._addresses(kstack))))
+            native: tuple[str, ...] = ()
+            if ustack >= 0:
+                syms = self._usyms.get(pid) or self._usyms.setdefault(pid, ProcessSymbols(pid))
+                names = syms.resolve(self._addresses(ustack))
+                # without frame pointers the unwind runs into junk: keep the trusted prefix
+                keep = next((i for i, n in enumerate(names) if n == UNKNOWN or "+0x" in n), None)
+                native = tuple(reversed(names[: keep if keep else len(names)]))[-8:]
+            sid = self._stack_cache[key] = self.base_stack(native, kernel)
+        return sid
+
+    def _addresses(self, stack: int) -> list[int]:
+        if stack < 0:
+            return []
+        buf = (ctypes.c_uint64 * MAX_STACK)()
+        if not self._obj.lookup("stacks", ctypes.c_uint32(stack), buf):
+            return []
+        return [a for a in buf if a]
+
+    def _close(self) -> None:
+        if self._obj is not None:
+            self._obj.close()
+            self._obj = None
+
+
+_STATE_DTYPE = np.dtype(
+    [("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("pid", "<u4"),
+     ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
+     ("oncpu", "<u4")]
+)  # fmt: skip
