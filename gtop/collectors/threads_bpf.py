@@ -81,19 +81,25 @@ def open_cpu_clock(cpu: int, hz: int) -> int:
 
 
 class BpfThreadCollector(ThreadCollector):
-    """The BPF tier. ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind."""
+    """The BPF tier.
+
+    ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind (``btf``,
+    ``raw``, ``tp``); ``stack_entries`` sizes the stack map, whose refusals (full, or
+    hash collisions) are counted in ``status.stack_errors``.
+    """
 
     tier = "bpf"
 
     def __init__(
         self, hub, pid: int, *, sample_hz: int = 99, mode: str = "auto",
-        user_stacks: bool = True, **kw,
+        user_stacks: bool = True, stack_entries: int = 16384, **kw,
     ) -> None:  # fmt: skip
         super().__init__(hub, pid, **kw)
         self.sample_hz = sample_hz
         self.modes = MODES if mode == "auto" else (mode,)
         self.mode = ""
         self.user_stacks = user_stacks
+        self.stack_entries = stack_entries
         self.ncpu = os.cpu_count() or 1
         self._obj: BpfObject | None = None
         self._tails = {
@@ -131,6 +137,7 @@ class BpfThreadCollector(ThreadCollector):
             obj.set_rodata("user_stacks", ctypes.c_bool(self.user_stacks))
             obj.set_max_entries("switch_ring", self.ncpu * SLOTS)
             obj.set_max_entries("sample_ring", self.ncpu * SLOTS)
+            obj.set_max_entries("stacks", self.stack_entries)
             for other in MODES:
                 for hook in HOOKS:
                     obj.autoload(f"{other}_{hook}", other == mode)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections import Counter
 
 import pytest
-from gtop.collectors.threads import open_thread_collector
 from host_harness import Run, collect, phases
 
+from gtop.collectors.threads import open_thread_collector
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
-TIERS = ["proc", "bpf"]
+TIERS = ["proc", "bpf", "bpf:raw", "bpf:tp"]  # bpf:MODE forces the BPF hook kind
 WINDOW_S = 3.0
 
 
@@ -26,10 +28,14 @@ def top_blocked_stacks(run: Run, tid: int, n: int = 4) -> list[tuple[list[str], 
 
 @pytest.fixture(scope="module", params=TIERS)
 def tier_run(request):
+    tier, _, mode = request.param.partition(":")
+    kw = {"mode": mode} if mode else {}
+    if mode == "tp" and not os.path.exists("/sys/kernel/tracing/events/sched"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
     with phases("--workers", "2") as (_proc, info):
         tids = [*info["workers"], info["stuck"]]
         run = collect(
-            lambda hub, pid: open_thread_collector(hub, pid, tier=request.param),
+            lambda hub, pid: open_thread_collector(hub, pid, tier=tier, **kw),
             info["pid"],
             tids,
             WINDOW_S,
@@ -39,7 +45,7 @@ def tier_run(request):
 
 def test_tier_is_the_one_forced(tier_run):
     tier, _info, run = tier_run
-    assert run.collector.tier == tier
+    assert run.collector.tier == tier.partition(":")[0]
     assert not run.collector.status.errors, run.collector.status.last_error
 
 
@@ -89,9 +95,7 @@ def test_top_off_cpu_stacks_have_kernel_paths(tier_run):
 
 
 def test_python_frames_on_top_of_kernel_frames(tier_run):
-    tier, info, run = tier_run
-    if tier == "proc":
-        pytest.skip("the /proc tier has no user stacks to join Python frames onto")
+    _tier, info, run = tier_run
     tid = info["workers"][0]
     rows = run.intervals[
         (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
