@@ -50,8 +50,9 @@ class PyStackSampler:
         self.errors = 0
         self.last_error = ""
         self._index: dict[tuple[str, ...], int] = {}
-        self._times: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        self._ids: dict[int, list[int]] = defaultdict(list)
+        # per (tid, running?): read windows and Python stack indices, in time order
+        self._times: dict[tuple[int, bool], list[tuple[int, int]]] = defaultdict(list)
+        self._ids: dict[tuple[int, bool], list[int]] = defaultdict(list)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -102,30 +103,34 @@ class PyStackSampler:
                 idx = self._index.setdefault(frames, len(self._index))
                 if idx == len(self.stacks):
                     self.stacks.append(frames)
-                tid = int(th["os_thread_id"])
-                self._times[tid].append((lo, t1))
-                self._ids[tid].append(idx)
-                if self._times[tid][0][1] < t1 - KEEP_NS:
-                    del self._times[tid][0], self._ids[tid][0]
+                key = (int(th["os_thread_id"]), bool(th.get("active", True)))
+                self._times[key].append((lo, t1))
+                self._ids[key].append(idx)
+                if self._times[key][0][1] < t1 - KEEP_NS:
+                    del self._times[key][0], self._ids[key][0]
 
-    def match(self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-        """For each ``(tid, [t0, t1])``: the index of a Python stack read inside it, or -1.
+    def match(
+        self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray, running: np.ndarray
+    ) -> np.ndarray:
+        """For each ``(tid, [t0, t1], running)``: a Python stack read inside it, or -1.
 
-        A dump joins only when its whole uncertainty window lies inside ``[t0, t1]``, so
-        an off-CPU interval never borrows the frames of a neighbouring one; the latest
-        such dump wins.
+        A dump joins only when its whole read window lies inside ``[t0, t1]`` and py-spy
+        saw the thread in the same condition (``running``: on CPU or runnable, versus
+        blocked), so an interval never borrows the frames of a neighbouring one; the
+        latest such dump wins.
         """
         out = np.full(len(tids), -1, dtype=np.int64)
+        keys = np.stack([tids.astype(np.int64), running.astype(np.int64)], axis=1)
         with self._lock:
-            for tid in np.unique(tids):
-                times = self._times.get(int(tid))
+            for tid, run in np.unique(keys, axis=0).tolist():
+                times = self._times.get((tid, bool(run)))
                 if not times:
                     continue
-                sel = np.flatnonzero(tids == tid)
+                sel = np.flatnonzero((keys[:, 0] == tid) & (keys[:, 1] == run))
                 tarr = np.asarray(times)
                 pos = np.searchsorted(tarr[:, 1], t1[sel], side="right") - 1
                 ok = (pos >= 0) & (tarr[np.maximum(pos, 0), 0] >= t0[sel])
-                out[sel[ok]] = np.asarray(self._ids[int(tid)])[pos[ok]]
+                out[sel[ok]] = np.asarray(self._ids[(tid, bool(run))])[pos[ok]]
         return out
 
     def pending_ns(self) -> int:

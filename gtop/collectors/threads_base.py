@@ -19,7 +19,7 @@ from gtop.collectors import proctree
 from gtop.collectors.pystacks import PyStackSampler
 from gtop.collectors.stacktable import KERNEL, NATIVE, PYTHON, StackTable
 from gtop.pipeline.hub import Entity, Hub
-from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE
+from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, ThreadState
 
 SAMPLE_JOIN_NS = 25_000_000
 """An on-CPU sample takes the Python stack of a dump at most this far from it."""
@@ -45,6 +45,8 @@ class ThreadCollector:
     """Per-thread state intervals and stacks for a process and its descendants."""
 
     tier = "base"
+    join_margin_ns = 0
+    """How far an interval's placement may be off; Python joins keep this far inside it."""
 
     def __init__(
         self,
@@ -53,6 +55,7 @@ class ThreadCollector:
         *,
         period_s: float = 0.1,
         python_stacks: bool = True,
+        py_rate_hz: float = 4.0,
         stacks: StackTable | None = None,
     ) -> None:
         self.hub = hub
@@ -62,7 +65,7 @@ class ThreadCollector:
         self.status = CollectorStatus(self.tier)
         self.threads: dict[int, int] = {}
         """``{tid: pid}`` of the live threads seen at the last refresh."""
-        self.py = PyStackSampler(pid) if python_stacks else None
+        self.py = PyStackSampler(pid, py_rate_hz) if python_stacks else None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._tree_at = 0.0
@@ -167,10 +170,12 @@ class ThreadCollector:
                 continue
             out, self._pending[stream] = rows[ready].copy(), rows[~ready]
             if stream == THREAD_STATE.name:
-                t0, t1 = out["t_ns"], out["end_ns"]
+                t0, t1 = out["t_ns"] + self.join_margin_ns, out["end_ns"] - self.join_margin_ns
+                running = out["state"] != ThreadState.BLOCKED
             else:
                 t0, t1 = out["t_ns"] - SAMPLE_JOIN_NS, out["t_ns"] + SAMPLE_JOIN_NS
-            py = self.py.match(out["tid"], t0, t1) if self.py else np.full(len(out), -1)
+                running = np.ones(len(out), bool)
+            py = self.py.match(out["tid"], t0, t1, running) if self.py else np.full(len(out), -1)
             out["stack_id"] = self._merge(out["stack_id"].astype(np.int64), py)
             if stream == THREAD_STATE.name:
                 self.status.intervals += len(out)

@@ -34,7 +34,7 @@ MAX_STACK = 127
 
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
-    [("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
+    [("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
      ("pid", "<u4"), ("tid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"),
      ("kstack", "<i4"), ("flags", "<u4")]
 )  # fmt: skip
@@ -44,12 +44,16 @@ SAMPLE_EVENT = np.dtype(
 )  # fmt: skip
 
 
+_STATE_FIELDS = [
+    ("exec_ns", "<u8"), ("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"),
+    ("pid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
+    ("oncpu", "<u4"),
+]  # fmt: skip
+_CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
+
+
 class _State(ctypes.Structure):
-    _fields_ = [
-        ("on_ns", ctypes.c_uint64), ("off_ns", ctypes.c_uint64), ("wake_ns", ctypes.c_uint64),
-        ("pid", ctypes.c_uint32), ("syscall", ctypes.c_int32), ("ustack", ctypes.c_int32),
-        ("kstack", ctypes.c_int32), ("flags", ctypes.c_uint32), ("oncpu", ctypes.c_uint32),
-    ]  # fmt: skip
+    _fields_ = [(name, _CTYPE[code]) for name, code in _STATE_FIELDS]
 
 
 class _PerfAttr(ctypes.Structure):
@@ -178,7 +182,7 @@ class BpfThreadCollector(ThreadCollector):
             except (ValueError, IndexError):
                 continue
             syscall = int(sc) if sc.lstrip("-").isdigit() else -1
-            state = _State(0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0)
+            state = _State(0, 0, 0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0)
             if self._obj.update("threads", ctypes.c_uint32(tid), state, 1):  # BPF_NOEXIST
                 self._seeded[tid] = self.base_stack((), kernel_frames(stack))
 
@@ -222,7 +226,12 @@ class BpfThreadCollector(ThreadCollector):
         self.status.stack_errors = int(self.status.detail["stack_errors"])
 
     def _intervals(self, ev: np.ndarray) -> np.ndarray:
-        """THREAD_STATE rows for switch events: on-CPU, blocked, runnable."""
+        """THREAD_STATE rows for switch events: on-CPU, stolen, blocked, runnable.
+
+        On-CPU time is the scheduler's CPU time for the stretch (as schedstat counts it);
+        the rest of the stretch's wall time (a VM's stolen time) waited for a core, so it
+        is reported as runnable, after the on-CPU part.
+        """
         n = len(ev)
         cut = np.zeros(n, np.int64)
         for tid in np.unique(ev["tid"]).tolist():
@@ -232,17 +241,19 @@ class BpfThreadCollector(ThreadCollector):
         wake, t_in = ev["wake_ns"].astype(np.int64), ev["in_ns"].astype(np.int64)
         wake = np.where(wake > 0, wake, t_in)
         on = np.where(on > 0, on, off)  # unknown start of the on-CPU stretch: drop it
+        cpu = ev["cpu_ns"].astype(np.int64)
+        ran = np.where((cpu > 0) & (cpu < off - on), on + cpu, off)
         stacks = self._stack_ids(ev)
         reason = blockreason.classify_syscalls(ev["syscall"])
-        out = THREAD_STATE.empty(3 * n)
+        out = THREAD_STATE.empty(4 * n)
         for k, (a, b, state) in enumerate(
-            [(on, off, ThreadState.ON_CPU), (off, wake, ThreadState.BLOCKED),
-             (wake, t_in, ThreadState.RUNNABLE)]
+            [(on, ran, ThreadState.ON_CPU), (ran, off, ThreadState.RUNNABLE),
+             (off, wake, ThreadState.BLOCKED), (wake, t_in, ThreadState.RUNNABLE)]
         ):  # fmt: skip
             rows = out[k * n : (k + 1) * n]
             rows["t_ns"], rows["end_ns"] = np.maximum(a, cut), np.maximum(b, cut)
             rows["pid"], rows["tid"], rows["state"] = ev["pid"], ev["tid"], state
-            if state != ThreadState.ON_CPU:
+            if k >= 2:
                 rows["stack_id"] = stacks
             if state == ThreadState.BLOCKED:
                 rows["reason"] = reason
@@ -265,13 +276,15 @@ class BpfThreadCollector(ThreadCollector):
             return THREAD_STATE.empty()
         raw = np.frombuffer(b"".join(states), _STATE_DTYPE)
         ev = np.zeros(len(raw), SWITCH_EVENT)
-        for name in ("on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack", "flags"):
+        for name in ("cpu_ns", "on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack",
+                     "flags"):  # fmt: skip
             ev[name] = raw[name]
         ev["tid"] = tids
         ev["in_ns"] = now
         oncpu = raw["oncpu"] == 1
         ev["off_ns"][oncpu] = now  # running: only the on-CPU part, up to now
         ev["wake_ns"][oncpu] = now
+        ev["cpu_ns"][oncpu] = 0  # that stretch's CPU time is not known yet: wall time
         rows = self._intervals(ev)
         for tid in tids:
             self._cut[tid] = now
@@ -326,8 +339,4 @@ class BpfThreadCollector(ThreadCollector):
             self._obj = None
 
 
-_STATE_DTYPE = np.dtype(
-    [("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("pid", "<u4"),
-     ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
-     ("oncpu", "<u4")]
-)  # fmt: skip
+_STATE_DTYPE = np.dtype(_STATE_FIELDS)

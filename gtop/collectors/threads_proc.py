@@ -33,6 +33,7 @@ class _Thread:
     delay_ns: int = 0
     reason: int = BlockReason.OTHER
     stack: int = -1
+    last: int | None = None  # index of its latest row in the unpublished batch
 
 
 def _pread(fd: int) -> str:
@@ -52,6 +53,7 @@ class ProcThreadCollector(ThreadCollector):
 
     def __init__(self, hub, pid: int, *, period_s: float = 0.01, **kw) -> None:
         super().__init__(hub, pid, period_s=period_s, **kw)
+        self.join_margin_ns = int(period_s * 1.2e9)  # a period, plus jitter
         self._state: dict[int, _Thread] = {}
         self._rows: list[tuple] = []
         self._samples: list[tuple] = []
@@ -105,18 +107,31 @@ class ProcThreadCollector(ThreadCollector):
             ]
             if blocked:
                 parts.append((ThreadState.BLOCKED, reason, d_blk, stack))
-            else:  # it ran last; the blocked part came first, for the reason seen before
-                parts.insert(0, (ThreadState.BLOCKED, th.reason, d_blk, th.stack))
-            t = th.t_ns
+            else:  # it runs now; the blocked part came first, for the reason seen before
+                parts = [(ThreadState.BLOCKED, th.reason, d_blk, th.stack), *parts[::-1]]
             for st, why, dur, sid in parts:
                 if dur > 0:
-                    self._rows.append((t, t + dur, th.pid, tid, st, why, sid))
-                    t += dur
+                    self._append(th, (th.t_ns, th.t_ns + dur, th.pid, tid, st, why, sid))
+                    th.t_ns += dur
         if state == "R":
             self._samples.append((now, th.pid, tid, -1, stack))
-        th.t_ns, th.run_ns, th.delay_ns = now, run_ns, delay_ns
+        # th.t_ns is a cursor: counters read late (this thread was preempted between the
+        # clock and the read) overrun "now", and the next period's blocked part absorbs it
+        th.t_ns = max(th.t_ns, now) if not first else now
+        th.run_ns, th.delay_ns = run_ns, delay_ns
         if blocked:
             th.reason, th.stack = reason, stack
+
+    def _append(self, th: _Thread, row: tuple) -> None:
+        """Add a row, or extend the thread's previous one when it continues it."""
+        i = th.last
+        if i is not None and i < len(self._rows):
+            prev = self._rows[i]
+            if prev[1] == row[0] and prev[4:] == row[4:]:
+                self._rows[i] = (prev[0], row[1], *prev[2:])
+                return
+        th.last = len(self._rows)
+        self._rows.append(row)
 
     def _poll(self, final: bool) -> None:
         for tid in [t for t in self._state if t not in self.threads]:
@@ -132,6 +147,8 @@ class ProcThreadCollector(ThreadCollector):
                 CPU_SAMPLE.name, _table(CPU_SAMPLE.empty(len(self._samples)), self._samples)
             )
             self._rows, self._samples = [], []
+            for th in self._state.values():
+                th.last = None
 
     def _close(self) -> None:
         for tid in list(self._state):

@@ -95,6 +95,10 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 	if (prev_tid && is_tracked(prev_tgid)) {
 		s = get_state(prev_tid, prev_tgid, now);
 		if (s) {
+			struct task_struct *cur = (void *)bpf_get_current_task();
+			__u64 exec = BPF_CORE_READ(cur, se.sum_exec_runtime);
+			s->cpu_ns = s->exec_ns && exec > s->exec_ns ? exec - s->exec_ns : 0;
+			s->exec_ns = exec;
 			s->off_ns = now;
 			s->wake_ns = runnable ? now : 0;
 			s->flags = runnable ? FLAG_PREEMPTED : 0;
@@ -119,6 +123,7 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 		__u32 slot = cpu * SLOTS + (head & (SLOTS - 1));
 		struct switch_event *e = bpf_map_lookup_elem(&switch_ring, &slot);
 		if (e) {
+			e->cpu_ns = s->cpu_ns;
 			e->on_ns = s->on_ns;
 			e->off_ns = s->off_ns;
 			e->wake_ns = s->wake_ns;

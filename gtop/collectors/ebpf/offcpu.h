@@ -10,8 +10,11 @@
 #define FLAG_SEEDED 2    /* off-CPU since before attach: user space seeded the state */
 
 /* One per switch-in of a tracked thread: its last on-CPU stretch [on_ns, off_ns), then
- * blocked [off_ns, wake_ns), then runnable [wake_ns, in_ns). 0 means unknown. */
+ * blocked [off_ns, wake_ns), then runnable [wake_ns, in_ns). 0 means unknown.
+ * cpu_ns is the CPU time the scheduler charged for the stretch (se.sum_exec_runtime,
+ * what schedstat reports); on a VM it excludes stolen time. */
 struct switch_event {
+	__u64 cpu_ns;
 	__u64 on_ns;
 	__u64 off_ns;
 	__u64 wake_ns;
@@ -37,6 +40,8 @@ struct sample_event {
 
 /* Per tracked thread, read by user space to report intervals still in progress. */
 struct thread_state {
+	__u64 exec_ns; /* se.sum_exec_runtime at the last switch-out, 0 unknown */
+	__u64 cpu_ns;
 	__u64 on_ns;
 	__u64 off_ns;
 	__u64 wake_ns;
