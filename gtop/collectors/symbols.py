@@ -70,13 +70,56 @@ def _build_id(elf: ELFFile) -> str | None:
     return None
 
 
+_SYM64 = np.dtype(
+    [("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"), ("value", "<u8"),
+     ("size", "<u8")]
+)  # fmt: skip
+_STT_FUNC = 2
+
+
+def _functions(elf: ELFFile, sec, funcs: dict[int, tuple[int, str]]) -> None:
+    """Add a symbol table's functions to ``{address: (size, name)}``.
+
+    64-bit little-endian tables are decoded with numpy (pyelftools' per-symbol parsing
+    takes seconds on a large binary); others go through pyelftools.
+    """
+    if elf.elfclass == 64 and elf.little_endian:
+        syms = np.frombuffer(sec.data(), _SYM64)
+        syms = syms[((syms["info"] & 0xF) == _STT_FUNC) & (syms["value"] != 0)]
+        strtab = elf.get_section(sec["sh_link"]).data()
+        for off, value, size in zip(
+            *(syms[f].tolist() for f in ("name", "value", "size")), strict=True
+        ):
+            end = strtab.find(b"\0", off)
+            if end > off:
+                funcs.setdefault(value, (size, strtab[off:end].decode(errors="replace")))
+        return
+    for sym in sec.iter_symbols():
+        if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
+            funcs.setdefault(sym["st_value"], (sym["st_size"], sym.name))
+
+
 def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
+    """Symbols of an ELF file: by (path, inode, mtime) if seen, else parsed and cached."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    ident = (path, st.st_ino, st.st_mtime_ns)
+    if ident in _BY_FILE:
+        key = _BY_FILE[ident]
+        return (key, _ELF_CACHE[key]) if key is not None else None
+    found = _parse_elf(path, st)
+    _BY_FILE[ident] = found[0] if found else None
+    return found
+
+
+def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
     try:
         with open(path, "rb") as f:
             elf = ELFFile(f)
             key = _build_id(elf)
             if key is None:
-                st = os.stat(path)
                 key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
             if key in _ELF_CACHE:
                 return key, _ELF_CACHE[key]
@@ -85,9 +128,7 @@ def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
                 sec = elf.get_section_by_name(name)
                 if sec is None:
                     continue
-                for sym in sec.iter_symbols():
-                    if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
-                        funcs.setdefault(sym["st_value"], (sym["st_size"], sym.name))
+                _functions(elf, sec, funcs)
             loads = [
                 (seg["p_offset"], seg["p_vaddr"], seg["p_filesz"])
                 for seg in elf.iter_segments()
@@ -102,6 +143,8 @@ def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
 
 
 _ELF_CACHE: dict[str, _ElfSyms] = {}
+"""Parsed symbol tables by build-id (shared by every process mapping the same file)."""
+_BY_FILE: dict[tuple[str, int, int], str | None] = {}
 
 
 @dataclass

@@ -24,7 +24,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "phases_run.npz"
 
 @pytest.fixture(scope="module")
 def run():
-    data = np.load(FIXTURE)
+    data = np.load(
+        FIXTURE
+    )  # made by: python benchmarks/host_capture.py FIXTURE --phases --tier bpf
     meta = json.loads(data["meta"].tobytes())
     stacks = {int(k): v for k, v in meta["stacks"].items()}
     names = {int(k): v for k, v in meta["names"].items()}
