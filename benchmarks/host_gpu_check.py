@@ -22,6 +22,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from host_capture import capture, save
@@ -32,11 +33,16 @@ WORKLOAD = Path(__file__).parent / "workloads" / "slow_loader_train.py"
 
 
 def _has(folded: dict, root: tuple[str, ...], *needles: str) -> float:
-    """Seconds of stacks under ``root`` that contain every needle in some frame."""
+    """Seconds of stacks under ``root`` having a frame that contains each needle.
+
+    A needle may be ``a&b``: one frame must contain both parts.
+    """
+
+    def hit(frames: tuple[str, ...], needle: str) -> bool:
+        return any(all(p in f for p in needle.split("&")) for f in frames)
+
     return sum(
-        w
-        for k, w in folded.items()
-        if k[: len(root)] == root and all(any(n in f for f in k) for n in needles)
+        w for k, w in folded.items() if k[: len(root)] == root and all(hit(k, n) for n in needles)
     )
 
 
@@ -45,10 +51,14 @@ def main() -> None:
     ap.add_argument("out_dir")
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--tier", default="auto")
+    ap.add_argument("--device", default="cuda", help="cpu: dry run (the GPU-sync check fails)")
     args = ap.parse_args()
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(WORKLOAD), "--seconds", str(args.seconds + 30)]
+    # sample files go under OUT_DIR (a disk, unlike a tmpfs /tmp), removed even on failure
+    data = tempfile.TemporaryDirectory(dir=out)
+    cmd = [sys.executable, str(WORKLOAD), "--seconds", str(args.seconds + 30),
+           "--device", args.device, "--data-dir", data.name]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 90)
@@ -61,6 +71,7 @@ def main() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        data.cleanup()
     meta = cap["meta"]
     stacks = {int(k): v for k, v in meta["stacks"].items()}
     names = {int(k): v for k, v in meta["names"].items()}
@@ -72,9 +83,16 @@ def main() -> None:
     checks = {
         "workers_read_files": _has(folded, ("worker",), "read_sample"),
         "workers_cpu_transform": _has(folded, ("worker",), "on-CPU", "cpu_transform"),
-        "workers_io_kernel_frames": _has(folded, ("worker",), "read_sample", "vfs_read"),
+        # blocked in a file read: a filesystem's read path under vfs_read
+        "workers_io_kernel_frames": _has(
+            folded, ("worker",), "off-CPU", "vfs_read", "file_read_iter"
+        )
+        + _has(folded, ("worker",), "off-CPU", "vfs_read", "filemap_read"),
         "main_waits_on_loader_queue": _has(folded, main_root, "off-CPU", "_get_data"),
-        "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize"),
+        # torch.cuda.synchronize() (Python frame), or the driver's sync (native leaf)
+        "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize&cuda")
+        + _has(folded, main_root, "cuStreamSynchronize")
+        + _has(folded, main_root, "cuCtxSynchronize"),
     }
     passed = {k: v > 0 for k, v in checks.items()}
     save(str(out / "slow_loader.npz"), cap)

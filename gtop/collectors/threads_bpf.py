@@ -31,6 +31,7 @@ SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
 MAX_CPUS = 512
 FLAG_PREEMPTED, FLAG_SEEDED = 1, 2
 MAX_STACK = 127
+_OWN_FRAMES = ("bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_")
 
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
@@ -315,6 +316,8 @@ class BpfThreadCollector(ThreadCollector):
         sid = self._stack_cache.get(key)
         if sid is None:
             kernel = tuple(reversed(self._ksyms.resolve(self._addresses(kstack))))
+            while kernel and kernel[-1].startswith(_OWN_FRAMES):
+                kernel = kernel[:-1]  # the tracepoint's call into this BPF program
             native: tuple[str, ...] = ()
             if ustack >= 0:
                 syms = self._usyms.get(pid) or self._usyms.setdefault(pid, ProcessSymbols(pid))
