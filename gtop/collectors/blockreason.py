@@ -103,6 +103,18 @@ _WCHAN: dict[str, BlockReason] = {
 }
 
 
+# Kernel frames that say why a thread sleeps, for tiers without the syscall number (perf);
+# checked in this order, innermost frame first.
+_KERNEL_FRAMES: list[tuple[tuple[str, ...], BlockReason]] = [
+    (("futex_", "rwsem_down", "mutex_lock", "__lock_sock"), BlockReason.LOCK),
+    (("nanosleep", "sys_pause"), BlockReason.SLEEP),
+    (("do_epoll_wait", "ep_poll", "do_sys_poll", "do_select", "core_sys_select"), BlockReason.POLL),
+    (("pipe_read", "pipe_write", "vfs_read", "vfs_write", "io_schedule", "sock_", "unix_stream",
+      "tcp_", "filemap_", "folio_wait", "blkdev_", "_file_read_iter", "do_fsync"),
+     BlockReason.IO),
+]  # fmt: skip
+
+
 def _table() -> np.ndarray:
     table = np.full(MAX_SYSCALL, BlockReason.OTHER, dtype=np.uint8)
     groups = _ARM64 if platform.machine() in ("aarch64", "arm64") else _X86_64
@@ -129,3 +141,11 @@ def classify(syscall: int, wchan: str = "") -> BlockReason:
     if 0 <= syscall < MAX_SYSCALL:
         return BlockReason(int(SYSCALL_REASON[syscall]))
     return _WCHAN.get(wchan, BlockReason.OTHER)
+
+
+def classify_kernel_stack(frames: tuple[str, ...]) -> BlockReason:
+    """A blocked thread's reason from its kernel stack (outermost first)."""
+    for needles, reason in _KERNEL_FRAMES:
+        if any(n in f for f in frames for n in needles):
+            return reason
+    return BlockReason.OTHER

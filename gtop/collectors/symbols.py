@@ -228,3 +228,34 @@ class ProcessSymbols:
                 name = self._jit(addr)
             out.append(name or UNKNOWN)
         return tuple(out)
+
+
+_OWN_FRAMES = ("bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_", "perf_trace_")
+
+
+class Symbolizer:
+    """Raw kernel and user address lists to frame names, outermost first.
+
+    Kernel frames that belong to the tracing itself (the tracepoint's call into a BPF
+    program or perf) are dropped. User stacks of code without frame pointers (CPython)
+    unwind into junk after the leaf, so only the prefix that resolves to symbols is kept.
+    """
+
+    def __init__(self) -> None:
+        self.kernel = KernelSymbols()
+        self._procs: dict[int, ProcessSymbols] = {}
+
+    def frames(
+        self, pid: int, user: list[int], kernel: list[int]
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(native, kernel)`` frame names, each outermost first."""
+        kframes = tuple(reversed(self.kernel.resolve(kernel)))
+        while kframes and kframes[-1].startswith(_OWN_FRAMES):
+            kframes = kframes[:-1]
+        native: tuple[str, ...] = ()
+        if user:
+            syms = self._procs.get(pid) or self._procs.setdefault(pid, ProcessSymbols(pid))
+            names = syms.resolve(user)
+            keep = next((i for i, n in enumerate(names) if n == UNKNOWN or "+0x" in n), None)
+            native = tuple(reversed(names[: keep if keep else len(names)]))[-8:]
+        return native, kframes

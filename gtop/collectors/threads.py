@@ -1,8 +1,9 @@
 """Host-thread collection: pick a tier, and say which tiers work here and why not.
 
-Tiers, best first: ``bpf`` (exact intervals, kernel+user stacks, on-CPU sampling) and
-``proc`` (sampled /proc; exact on-CPU and run-queue totals, blocked reason and kernel stack
-as seen at each sample). ``auto`` takes the best one that starts.
+Tiers, best first: ``bpf`` (exact intervals, kernel+user stacks, on-CPU sampling),
+``perf`` (exact switch times and switch-out callchains from perf events; no wakeup split)
+and ``proc`` (sampled /proc; exact on-CPU and run-queue totals, blocked reason and kernel
+stack as seen at each sample). ``auto`` takes the best one that starts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from gtop.collectors import pystacks
 from gtop.collectors.threads_base import ThreadCollector
 from gtop.pipeline.hub import Hub
 
-TIERS = ("bpf", "proc")
+TIERS = ("bpf", "perf", "proc")
 _CAP_PERFMON, _CAP_BPF, _CAP_SYS_PTRACE, _CAP_SYS_ADMIN = 38, 39, 19, 21
 
 
@@ -70,6 +71,21 @@ def _check_bpf(load: bool) -> TierStatus:
     return TierStatus("bpf", True)
 
 
+def _check_perf() -> TierStatus:
+    missing = []
+    with open("/proc/sys/kernel/perf_event_paranoid") as f:
+        paranoid = int(f.read())
+    if paranoid > 1 and not (_has(_CAP_PERFMON) or _has(_CAP_SYS_ADMIN)):
+        missing.append(f"CAP_PERFMON (or kernel.perf_event_paranoid <= 1, now {paranoid})")
+    tracefs = any(
+        os.path.exists(f"{root}/events/sched/sched_switch/id")
+        for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+    )
+    if not tracefs and not _has(_CAP_SYS_ADMIN):
+        missing.append("tracefs mounted at /sys/kernel/tracing (or CAP_SYS_ADMIN to mount it)")
+    return TierStatus("perf", not missing, ", ".join(missing))
+
+
 def _check_proc() -> TierStatus:
     tid = os.getpid()
     if not os.path.exists(f"/proc/{tid}/task/{tid}/schedstat"):
@@ -82,7 +98,7 @@ def _check_proc() -> TierStatus:
 
 def tier_report(load: bool = True) -> list[TierStatus]:
     """Every tier, best first, with what it needs. ``load`` test-loads the BPF object."""
-    out = [_check_bpf(load), _check_proc()]
+    out = [_check_bpf(load), _check_perf(), _check_proc()]
     if pystacks.available() is None:
         out.append(TierStatus("python-frames", False, "py-spy in PATH (pip install py-spy)"))
     else:
@@ -100,9 +116,10 @@ def open_thread_collector(hub: Hub, pid: int, tier: str = "auto", **kw) -> Threa
         RuntimeError: the forced tier (or, for auto, every tier) could not start.
     """
     from gtop.collectors.threads_bpf import BpfThreadCollector
+    from gtop.collectors.threads_perf import PerfThreadCollector
     from gtop.collectors.threads_proc import ProcThreadCollector
 
-    classes = {"bpf": BpfThreadCollector, "proc": ProcThreadCollector}
+    classes = {"bpf": BpfThreadCollector, "perf": PerfThreadCollector, "proc": ProcThreadCollector}
     order = TIERS if tier == "auto" else (tier,)
     if any(t not in classes for t in order):
         raise ValueError(f"unknown tier {tier!r}; one of auto, {', '.join(TIERS)}")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.collectors import blockreason, proctree
+from gtop.collectors import blockreason, perf_events, proctree
 from gtop.collectors.ebpf.libbpf import BpfError, BpfObject
-from gtop.collectors.symbols import UNKNOWN, KernelSymbols, ProcessSymbols
+from gtop.collectors.symbols import Symbolizer
 from gtop.collectors.threads_base import ThreadCollector
 from gtop.collectors.threads_proc import kernel_frames
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
@@ -31,7 +31,6 @@ SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
 MAX_CPUS = 512
 FLAG_PREEMPTED, FLAG_SEEDED = 1, 2
 MAX_STACK = 127
-_OWN_FRAMES = ("bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_")
 
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
@@ -55,34 +54,6 @@ _CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
 
 class _State(ctypes.Structure):
     _fields_ = [(name, _CTYPE[code]) for name, code in _STATE_FIELDS]
-
-
-class _PerfAttr(ctypes.Structure):
-    """The leading part of ``struct perf_event_attr`` (PERF_ATTR_SIZE_VER5, 112 bytes)."""
-
-    _fields_ = [
-        ("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-        ("sample_freq", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
-        ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64), ("rest", ctypes.c_byte * 72),
-    ]  # fmt: skip
-
-
-_NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}[os.uname().machine]
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def open_cpu_clock(cpu: int, hz: int) -> int:
-    """A ``cpu-clock`` software event on one CPU at ``hz``, for a BPF program to sample on.
-
-    Raises:
-        OSError: perf_event_open refused (perf_event_paranoid, missing CAP_PERFMON).
-    """
-    attr = _PerfAttr(type=1, size=112, config=0, sample_freq=hz, flags=1 << 10)  # freq
-    fd = _libc.syscall(_NR_PERF_EVENT_OPEN, ctypes.byref(attr), -1, cpu, -1, 8)  # CLOEXEC
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"perf_event_open(cpu-clock, cpu {cpu}): {os.strerror(err)}")
-    return fd
 
 
 class BpfThreadCollector(ThreadCollector):
@@ -114,8 +85,7 @@ class BpfThreadCollector(ThreadCollector):
         self._cut: dict[int, int] = {}
         self._seeded: dict[int, int] = {}
         self._stack_cache: dict[tuple[int, int], int] = {}
-        self._ksyms: KernelSymbols | None = None
-        self._usyms: dict[int, ProcessSymbols] = {}
+        self._syms: Symbolizer | None = None
         self._tracked: set[int] = set()
 
     # --- open: load, track, attach, seed -----------------------------------------------
@@ -131,7 +101,7 @@ class BpfThreadCollector(ThreadCollector):
         else:
             raise BpfError("BPF tier unavailable:\n" + "\n".join(errors))
         self.status.detail["mode"] = self.mode
-        self._ksyms = KernelSymbols()
+        self._syms = Symbolizer()
         self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
         self._seed()
 
@@ -153,7 +123,10 @@ class BpfThreadCollector(ThreadCollector):
                 obj.attach(f"{mode}_{hook}")
             if self.sample_hz:
                 for cpu in range(self.ncpu):
-                    obj.attach("on_cpu_sample", open_cpu_clock(cpu, self.sample_hz))
+                    obj.attach(
+                        "on_cpu_sample",
+                        perf_events.open_event(perf_events.cpu_clock(self.sample_hz), -1, cpu),
+                    )
         except BaseException:
             obj.close()
             self._obj = None
@@ -315,16 +288,9 @@ class BpfThreadCollector(ThreadCollector):
         key = (pid, (ustack << 32) | (kstack & 0xFFFFFFFF))
         sid = self._stack_cache.get(key)
         if sid is None:
-            kernel = tuple(reversed(self._ksyms.resolve(self._addresses(kstack))))
-            while kernel and kernel[-1].startswith(_OWN_FRAMES):
-                kernel = kernel[:-1]  # the tracepoint's call into this BPF program
-            native: tuple[str, ...] = ()
-            if ustack >= 0:
-                syms = self._usyms.get(pid) or self._usyms.setdefault(pid, ProcessSymbols(pid))
-                names = syms.resolve(self._addresses(ustack))
-                # without frame pointers the unwind runs into junk: keep the trusted prefix
-                keep = next((i for i, n in enumerate(names) if n == UNKNOWN or "+0x" in n), None)
-                native = tuple(reversed(names[: keep if keep else len(names)]))[-8:]
+            native, kernel = self._syms.frames(
+                pid, self._addresses(ustack), self._addresses(kstack)
+            )
             sid = self._stack_cache[key] = self.base_stack(native, kernel)
         return sid
 

@@ -38,4 +38,5 @@ def test_each_hook_mode_loads_and_attaches(mode):
 def test_tier_report_says_bpf_works_here():
     report = {t.tier: t for t in tier_report()}
     assert report["bpf"].available, report["bpf"].needs
+    assert report["perf"].available, report["perf"].needs
     assert report["proc"].available

@@ -13,7 +13,7 @@ from gtop.analysis.threads import clip, threads_report
 from gtop.collectors.threads import open_thread_collector
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
-TIERS = ["proc", "bpf", "bpf:raw", "bpf:tp"]  # bpf:MODE forces the BPF hook kind
+TIERS = ["proc", "perf", "bpf", "bpf:raw", "bpf:tp"]  # bpf:MODE forces the BPF hook kind
 WINDOW_S = 3.0
 
 
