@@ -49,6 +49,16 @@ class _ElfSyms:
     names: list[str]
     loads: list[tuple[int, int, int]]  # (p_offset, p_vaddr, p_filesz) of PT_LOAD segments
 
+    def offset_of(self, name: str) -> int | None:
+        """File offset of function ``name`` (for a uprobe), or None."""
+        if name not in self.names:
+            return None
+        va = self.starts[self.names.index(name)]
+        for off, vaddr, size in self.loads:
+            if vaddr <= va < vaddr + size:
+                return va - vaddr + off
+        return None
+
     def lookup(self, file_offset: int) -> str | None:
         for off, vaddr, size in self.loads:
             if off <= file_offset < off + size:
@@ -145,6 +155,29 @@ def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
 _ELF_CACHE: dict[str, _ElfSyms] = {}
 """Parsed symbol tables by build-id (shared by every process mapping the same file)."""
 _BY_FILE: dict[tuple[str, int, int], str | None] = {}
+
+
+def function_offsets(path: str, names: list[str]) -> dict[str, int]:
+    """File offsets of the named functions of an ELF file (the ones it defines)."""
+    elf = _read_elf(path)
+    if elf is None:
+        return {}
+    found = {name: elf[1].offset_of(name) for name in names}
+    return {name: off for name, off in found.items() if off is not None}
+
+
+def mapped_files(pid: int, needle: str) -> set[str]:
+    """Paths of files mapped executable by ``pid`` whose name contains ``needle``."""
+    out = set()
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and "x" in parts[1] and needle in os.path.basename(parts[5]):
+                    out.add(parts[5].strip())
+    except OSError:
+        pass
+    return out
 
 
 @dataclass

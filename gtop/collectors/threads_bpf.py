@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.collectors import blockreason, perf_events, proctree
+from gtop.collectors import blockreason, perf_events, proctree, symbols
 from gtop.collectors.ebpf.libbpf import BpfError, BpfObject
 from gtop.collectors.symbols import Symbolizer
 from gtop.collectors.threads_base import ThreadCollector
@@ -29,8 +29,16 @@ MODES = ("btf", "raw", "tp")
 HOOKS = ("switch", "wakeup", "sys_enter", "sys_exit", "fork", "exit")
 SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
 MAX_CPUS = 512
-FLAG_PREEMPTED, FLAG_SEEDED = 1, 2
+FLAG_PREEMPTED, FLAG_SEEDED, FLAG_GPU_WAIT = 1, 2, 4
 MAX_STACK = 127
+CUDA_WAITS = {
+    "libcuda.so": [
+        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpy",
+        "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD",
+    ]
+}  # fmt: skip
+"""Blocking CUDA driver calls: time blocked inside them is ``BlockReason.GPU_WAIT``.
+The runtime (``cudaStreamSynchronize``, ...) calls these, so probing libcuda covers it."""
 
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
@@ -47,7 +55,7 @@ SAMPLE_EVENT = np.dtype(
 _STATE_FIELDS = [
     ("exec_ns", "<u8"), ("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"),
     ("pid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
-    ("oncpu", "<u4"),
+    ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"),
 ]  # fmt: skip
 _CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
 
@@ -61,14 +69,18 @@ class BpfThreadCollector(ThreadCollector):
 
     ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind (``btf``,
     ``raw``, ``tp``); ``stack_entries`` sizes the stack map, whose refusals (full, or
-    hash collisions) are counted in ``status.stack_errors``.
+    hash collisions) are counted in ``status.stack_errors``. ``gpu_waits`` maps a library
+    name to functions whose blocked time is GPU waiting (default :data:`CUDA_WAITS`);
+    each target process gets an entry and a return uprobe on them once it maps the library
+    (a uprobe costs microseconds per call, so only blocking calls are probed).
     """
 
     tier = "bpf"
 
     def __init__(
         self, hub, pid: int, *, sample_hz: int = 99, mode: str = "auto",
-        user_stacks: bool = True, stack_entries: int = 16384, **kw,
+        user_stacks: bool = True, stack_entries: int = 16384,
+        gpu_waits: dict[str, list[str]] | None = None, **kw,
     ) -> None:  # fmt: skip
         super().__init__(hub, pid, **kw)
         self.sample_hz = sample_hz
@@ -76,6 +88,9 @@ class BpfThreadCollector(ThreadCollector):
         self.mode = ""
         self.user_stacks = user_stacks
         self.stack_entries = stack_entries
+        self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
+        self._probed: set[tuple[int, str]] = set()
+        self._probe_check: dict[int, float] = {}
         self.ncpu = os.cpu_count() or 1
         self._obj: BpfObject | None = None
         self._tails = {
@@ -104,6 +119,7 @@ class BpfThreadCollector(ThreadCollector):
         self._syms = Symbolizer()
         self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
         self._seed()
+        self._probe_gpu_waits()
 
     def _load(self, mode: str) -> BpfObject:
         obj = BpfObject(str(OBJECT))
@@ -142,6 +158,31 @@ class BpfThreadCollector(ThreadCollector):
             self._obj.update("tracked", ctypes.c_uint32(pid), one)
             self._tracked.add(pid)
         self._tracked &= set(table.values())
+        if self.mode:  # loaded and attached
+            self._probe_gpu_waits()
+
+    def _probe_gpu_waits(self) -> None:
+        """Attach the GPU-wait uprobes in processes that mapped a probed library."""
+        now = time.monotonic()
+        for pid in self._tracked:
+            if now - self._probe_check.get(pid, 0.0) < 2.0:
+                continue  # a process maps libcuda once CUDA starts: look again later
+            self._probe_check[pid] = now
+            for lib, funcs in self.gpu_waits.items():
+                for path in symbols.mapped_files(pid, lib):
+                    if (pid, path) in self._probed:
+                        continue
+                    self._probed.add((pid, path))
+                    try:
+                        for offset in symbols.function_offsets(path, funcs).values():
+                            self._obj.attach_uprobe("gpu_wait_enter", False, pid, path, offset)
+                            self._obj.attach_uprobe("gpu_wait_exit", True, pid, path, offset)
+                            self.status.detail["gpu_wait_probes"] = (
+                                int(self.status.detail.get("gpu_wait_probes", 0)) + 1
+                            )
+                    except BpfError as exc:
+                        self.status.errors["uprobe"] = self.status.errors.get("uprobe", 0) + 1
+                        self.status.last_error = str(exc)
 
     def _seed(self) -> None:
         """Threads off CPU since before attach never switch out: start their interval now."""
@@ -156,7 +197,7 @@ class BpfThreadCollector(ThreadCollector):
             except (ValueError, IndexError):
                 continue
             syscall = int(sc) if sc.lstrip("-").isdigit() else -1
-            state = _State(0, 0, 0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0)
+            state = _State(0, 0, 0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0, 0, 0)
             if self._obj.update("threads", ctypes.c_uint32(tid), state, 1):  # BPF_NOEXIST
                 self._seeded[tid] = self.base_stack((), kernel_frames(stack))
 
@@ -219,6 +260,7 @@ class BpfThreadCollector(ThreadCollector):
         ran = np.where((cpu > 0) & (cpu < off - on), on + cpu, off)
         stacks = self._stack_ids(ev)
         reason = blockreason.classify_syscalls(ev["syscall"])
+        reason[(ev["flags"] & FLAG_GPU_WAIT) != 0] = BlockReason.GPU_WAIT
         out = THREAD_STATE.empty(4 * n)
         for k, (a, b, state) in enumerate(
             [(on, ran, ThreadState.ON_CPU), (ran, off, ThreadState.RUNNABLE),

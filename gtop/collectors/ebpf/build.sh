@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 cp "$here/offcpu.bpf.c" "$here/offcpu.h" "$tmp/"
 bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$tmp/vmlinux.h"
 cd "$tmp"
-clang -target bpf -D__TARGET_ARCH_x86 -O2 -g -Wall -Werror \
+clang -target bpf -D__TARGET_ARCH_x86 -O2 -g -Wall -Werror -Werror=implicit-int -std=gnu11 \
     -fdebug-prefix-map="$tmp"=. -fno-ident \
     -c offcpu.bpf.c -o offcpu.bpf.o
 llvm-strip -g offcpu.bpf.o 2>/dev/null || llvm-strip-14 -g offcpu.bpf.o

@@ -72,6 +72,7 @@ def lib() -> ctypes.CDLL:
                 ("bpf_program__set_autoload", i, [p, ctypes.c_bool]),
                 ("bpf_program__attach", p, [p]),
                 ("bpf_program__attach_perf_event", p, [p, i]),
+                ("bpf_program__attach_uprobe", p, [p, ctypes.c_bool, i, ctypes.c_char_p, s]),
                 ("bpf_link__destroy", i, [p]),
                 ("bpf_map__set_max_entries", i, [p, u]),
                 ("bpf_map__max_entries", u, [p]),
@@ -137,10 +138,15 @@ class BpfObject:
             raise BpfError(f"cannot set {name} in {section}")
         ctypes.memmove(base + offset, ctypes.addressof(value), size)
 
-    def autoload(self, program: str, on: bool) -> None:
+    def _prog(self, program: str) -> int:
         prog = self._lib.bpf_object__find_program_by_name(self._obj, program.encode())
-        if not prog or self._lib.bpf_program__set_autoload(prog, on):
+        if not prog:
             raise BpfError(f"{self.path}: no program {program!r}")
+        return prog
+
+    def autoload(self, program: str, on: bool) -> None:
+        if self._lib.bpf_program__set_autoload(self._prog(program), on):
+            raise BpfError(f"{self.path}: cannot set autoload of {program!r}")
 
     # --- load and attach ---------------------------------------------------------------
     def load(self) -> None:
@@ -150,7 +156,7 @@ class BpfObject:
             raise _fail(f"load {os.path.basename(self.path)}", err)
 
     def attach(self, program: str, perf_fd: int | None = None) -> None:
-        prog = self._lib.bpf_object__find_program_by_name(self._obj, program.encode())
+        prog = self._prog(program)
         _log.clear()
         if perf_fd is None:
             link = self._lib.bpf_program__attach(prog)
@@ -158,6 +164,15 @@ class BpfObject:
             link = self._lib.bpf_program__attach_perf_event(prog, perf_fd)
         if not link:
             raise _fail(f"attach {program}")
+        self._links.append(link)
+
+    def attach_uprobe(self, program: str, retprobe: bool, pid: int, path: str, offset: int) -> None:
+        """A uprobe at a file offset (libbpf 1.1 cannot resolve libc's versioned names)."""
+        prog = self._prog(program)
+        _log.clear()
+        link = self._lib.bpf_program__attach_uprobe(prog, retprobe, pid, path.encode(), offset)
+        if not link:
+            raise _fail(f"attach {program} to {path}+0x{offset:x} in {pid}")
         self._links.append(link)
 
     # --- read ---------------------------------------------------------------------------

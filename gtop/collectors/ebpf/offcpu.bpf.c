@@ -12,7 +12,8 @@
 
 #define SLOTS (1u << SLOT_BITS)
 #define TASK_REPORT_MAX 0x100
-#define E2BIG 7 
+#define E2BIG 7
+#define EEXIST 17 
 
 const volatile __u32 nr_cpus = 1;
 const volatile bool user_stacks = true;
@@ -80,7 +81,9 @@ static __always_inline struct thread_state *get_state(__u32 tid, __u32 tgid, __u
 static __always_inline __s32 stack_id(void *ctx, __u64 flags)
 {
 	__s32 id = bpf_get_stackid(ctx, &stacks, flags);
-	if (id < 0)
+	/* -EEXIST: the bucket holds another stack (the map is full or collided); an empty
+	 * stack (-EFAULT, e.g. the kernel stack of a sample taken in user mode) is no error */
+	if (id == -EEXIST)
 		__sync_fetch_and_add(&stack_errors, 1);
 	return id;
 }
@@ -101,7 +104,7 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 			s->exec_ns = exec;
 			s->off_ns = now;
 			s->wake_ns = runnable ? now : 0;
-			s->flags = runnable ? FLAG_PREEMPTED : 0;
+			s->flags = (runnable ? FLAG_PREEMPTED : 0) | (s->gpu_depth ? FLAG_GPU_WAIT : 0);
 			s->kstack = stack_id(ctx, 0);
 			s->ustack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -1;
 			s->oncpu = 0;
@@ -308,6 +311,34 @@ SEC("tp/sched/sched_process_exit")
 int tp_exit(void *a)
 {
 	return on_exit();
+}
+
+/* --- GPU synchronisation calls (uprobes on libcuda, attached per process) ------------ */
+static __always_inline int gpu_wait(bool enter)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!is_tracked(pid_tgid >> 32))
+		return 0;
+	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, bpf_ktime_get_ns());
+	if (!s)
+		return 0;
+	if (enter)
+		s->gpu_depth++;
+	else if (s->gpu_depth)
+		s->gpu_depth--;
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_wait_enter)
+{
+	return gpu_wait(true);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gpu_wait_exit)
+{
+	return gpu_wait(false);
 }
 
 /* --- cpu-clock sampling ---------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 
 #define FLAG_PREEMPTED 1 /* switched out while runnable: the off-CPU time is run-queue wait */
 #define FLAG_SEEDED 2    /* off-CPU since before attach: user space seeded the state */
+#define FLAG_GPU_WAIT 4  /* switched out inside a probed GPU synchronisation call */
 
 /* One per switch-in of a tracked thread: its last on-CPU stretch [on_ns, off_ns), then
  * blocked [off_ns, wake_ns), then runnable [wake_ns, in_ns). 0 means unknown.
@@ -51,6 +52,8 @@ struct thread_state {
 	__s32 kstack;
 	__u32 flags;
 	__u32 oncpu;
+	__u32 gpu_depth; /* nesting of probed GPU synchronisation calls in progress */
+	__u32 pad;
 };
 
 #endif
