@@ -134,3 +134,19 @@ def open_thread_collector(hub: Hub, pid: int, tier: str = "auto", **kw) -> Threa
         col.status.detail["fallback"] = why
         return col
     raise RuntimeError("no host-thread tier could start: " + "; ".join(why))
+
+
+def describe(col: ThreadCollector, report: list[TierStatus] | None = None) -> str:
+    """One line for the UI and ``gtop doctor``: the active tier and what the next one up needs.
+
+    ``report`` is a :func:`tier_report` (taken without test-loading when not given).
+    """
+    report = report if report is not None else tier_report(load=False)
+    line = f"host threads: {col.tier} tier"
+    if col.tier == "bpf" and col.status.detail.get("mode"):
+        line += f" ({col.status.detail['mode']})"
+    better = TIERS[: TIERS.index(col.tier)] if col.tier in TIERS else ()
+    for status in report:
+        if status.tier in better and not status.available:
+            return f"{line}; {status.tier} needs {status.needs}"
+    return line
