@@ -6,8 +6,9 @@ For each context-switch rate (about 100/s and 10,000/s, from workloads/switcher.
 the target alone and under each tier, interleaved with baseline runs so that drift on a
 shared machine shows; prints a table of ratios within this one run. "target speed" is
 the target's CPU-work throughput relative to the mean of its baseline runs; "collector
-CPU" is this process's CPU time plus its children's (py-spy), as % of one core. BPF's
-in-kernel cost is charged to the target's threads, so it shows up as target slowdown.
+CPU" is this process's CPU time plus its children's (py-spy), as % of one core;
+"in-kernel BPF" is the run time of all BPF programs (kernel.bpf_stats_enabled, read with
+bpftool), as % of one core: it is spent in the context of whatever the hooks interrupt.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ RATES = {"100/s": ["--sleepers", "1", "--interval", "0.01"],
 CONFIGS = {
     "baseline": None,
     "proc 100Hz": {"tier": "proc", "python_stacks": False},
+    "perf": {"tier": "perf", "python_stacks": False},
     "bpf, no sampling": {"tier": "bpf", "sample_hz": 0, "python_stacks": False},
     "bpf 99Hz": {"tier": "bpf", "sample_hz": 99, "python_stacks": False},
     "bpf 99Hz + py-spy 4Hz": {"tier": "bpf", "sample_hz": 99, "python_stacks": True},
@@ -58,6 +60,15 @@ def _cpu_s() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _bpf_run_ns() -> int | None:
+    """Total run time of loaded BPF programs (needs bpftool and kernel.bpf_stats_enabled)."""
+    try:
+        out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sum(p.get("run_time_ns", 0) for p in json.loads(out.stdout))
+
+
 def measure(proc: subprocess.Popen, config: dict | None, seconds: float) -> dict:
     def probe() -> tuple[int, int]:
         proc.stdin.write(b"\n")
@@ -67,14 +78,16 @@ def measure(proc: subprocess.Popen, config: dict | None, seconds: float) -> dict
 
     col = open_thread_collector(Hub(), proc.pid, **config) if config else None
     time.sleep(0.3)
-    cpu0, sw0, (t0, w0) = _cpu_s(), _switches(proc.pid), probe()
+    cpu0, sw0, (t0, w0), bpf0 = _cpu_s(), _switches(proc.pid), probe(), _bpf_run_ns()
     time.sleep(seconds)
-    cpu1, sw1, (t1, w1) = _cpu_s(), _switches(proc.pid), probe()
+    cpu1, sw1, (t1, w1), bpf1 = _cpu_s(), _switches(proc.pid), probe(), _bpf_run_ns()
     if col is not None:
         col.stop()
     wall = (t1 - t0) / 1e9
+    bpf = (bpf1 - bpf0) / 1e9 / wall if bpf0 is not None and bpf1 is not None else float("nan")
     return {"work_per_s": (w1 - w0) / wall, "switches_per_s": (sw1 - sw0) / wall,
-            "collector_cpu_pct": 100 * (cpu1 - cpu0) / wall}  # fmt: skip
+            "collector_cpu_pct": 100 * (cpu1 - cpu0) / wall,
+            "bpf_cpu_pct": 100 * bpf}  # fmt: skip
 
 
 def main() -> None:
@@ -82,6 +95,18 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--json")
     args = ap.parse_args()
+    stats = Path("/proc/sys/kernel/bpf_stats_enabled")
+    stats_before = stats.read_text() if stats.exists() else None
+    if stats_before is not None:
+        stats.write_text("1")  # BPF programs' own run time, measured by the kernel
+    try:
+        run(args)
+    finally:
+        if stats_before is not None:
+            stats.write_text(stats_before)
+
+
+def run(args: argparse.Namespace) -> None:
     results: list[dict] = []
     spreads: dict[str, float] = {}
     for rate, rate_args in RATES.items():
@@ -104,10 +129,12 @@ def main() -> None:
             if name != "baseline":
                 results.append({"rate": rate, "config": name, **r,
                                 "target_speed": r["work_per_s"] / mean})  # fmt: skip
-    print(f"{'switches':>9} {'config':<24} {'sw/s':>8} {'target speed':>12} {'collector CPU':>13}")
+    print(f"{'switches':>9} {'config':<24} {'sw/s':>8} {'target speed':>12} "
+          f"{'collector CPU':>13} {'in-kernel BPF':>13}")  # fmt: skip
     for r in results:
         print(f"{r['rate']:>9} {r['config']:<24} {r['switches_per_s']:>8.0f} "
-              f"{r['target_speed']:>12.3f} {r['collector_cpu_pct']:>12.1f}%")  # fmt: skip
+              f"{r['target_speed']:>12.3f} {r['collector_cpu_pct']:>12.1f}% "
+              f"{r['bpf_cpu_pct']:>12.2f}%")  # fmt: skip
     for rate, spread in spreads.items():
         print(f"baseline runs at {rate} differed by {spread:.1%} (the noise floor)")
     if args.json:
