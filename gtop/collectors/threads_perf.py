@@ -33,7 +33,7 @@ from gtop.collectors.perf_events import (
 from gtop.collectors.symbols import Symbolizer
 from gtop.collectors.threads_base import ThreadCollector
 from gtop.collectors.threads_proc import kernel_frames
-from gtop.pipeline.layouts import THREAD_STATE, BlockReason, ThreadState
+from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 _SAMPLE_TYPE = perf_events.SAMPLE_TID | perf_events.SAMPLE_TIME | perf_events.SAMPLE_CPU
 
@@ -62,11 +62,13 @@ class PerfThreadCollector(ThreadCollector):
 
     tier = "perf"
 
-    def __init__(self, hub, pid: int, **kw) -> None:
+    def __init__(self, hub, pid: int, *, sample_hz: int = 99, **kw) -> None:
         super().__init__(hub, pid, **kw)
         self.ncpu = os.cpu_count() or 1
+        self.sample_hz = sample_hz
         self._fds: list[int] = []
-        self._rings: list[PerfRing] = []
+        self._rings: list[PerfRing] = []  # switch records and switch-out callchains, per CPU
+        self._sample_rings: list[PerfRing] = []  # cpu-clock samples, per CPU
         self._opened: set[int] = set()
         self._threads: dict[int, _Thread] = {}
         self._syms: Symbolizer | None = None
@@ -99,16 +101,24 @@ class PerfThreadCollector(ThreadCollector):
                 sample_type=_SAMPLE_TYPE | perf_events.SAMPLE_CALLCHAIN, flags=flags,
                 clockid=perf_events.CLOCK_MONOTONIC,
             )  # fmt: skip
+            clock = perf_events.cpu_clock(self.sample_hz)
+            clock.sample_type = attr.sample_type
+            clock.flags |= perf_events.FLAG_INHERIT | perf_events.FLAG_USE_CLOCKID
+            clock.clockid = perf_events.CLOCK_MONOTONIC
+            events = [(attr, self._rings)] + (
+                [(clock, self._sample_rings)] if self.sample_hz else []
+            )
             try:
-                fds = [perf_events.open_event(attr, tid, cpu) for cpu in range(self.ncpu)]
+                for event, rings in events:
+                    fds = [perf_events.open_event(event, tid, cpu) for cpu in range(self.ncpu)]
+                    self._fds.extend(fds)
+                    for cpu, fd in enumerate(fds):
+                        if len(rings) <= cpu:
+                            rings.append(PerfRing(fd))
+                        else:
+                            rings[cpu].redirect(fd)
             except ProcessLookupError:
                 continue  # exited meanwhile
-            for cpu, fd in enumerate(fds):
-                self._fds.append(fd)
-                if len(self._rings) <= cpu:
-                    self._rings.append(PerfRing(fd))
-                else:
-                    self._rings[cpu].redirect(fd)
             self._opened.add(tid)
             self._threads[tid] = self._seed(tid, pid, now)
 
@@ -134,6 +144,15 @@ class PerfThreadCollector(ThreadCollector):
 
     # --- reading -------------------------------------------------------------------------
     def _poll(self, final: bool) -> None:
+        samples = [
+            (cpu, r)
+            for cpu, ring in enumerate(self._sample_rings)
+            for r in self._parse(ring.read())
+        ]
+        out = CPU_SAMPLE.empty(len(samples))
+        for i, (cpu, (t, _kind, tid, pid, _misc, stack)) in enumerate(samples):
+            out[i] = (t, pid, tid, cpu, stack[0])  # t_ns, pid, tid, cpu, stack_id
+        self.submit(CPU_SAMPLE.name, out)
         records = []
         for ring in self._rings:
             records.extend(self._parse(ring.read()))
@@ -210,8 +229,8 @@ class PerfThreadCollector(ThreadCollector):
         return hit
 
     def _close(self) -> None:
-        for ring in self._rings:
+        for ring in self._rings + self._sample_rings:
             ring.close()
         for fd in self._fds:
             os.close(fd)
-        self._rings, self._fds = [], []
+        self._rings, self._sample_rings, self._fds = [], [], []

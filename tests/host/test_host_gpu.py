@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ def test_slow_loader_flamegraph_shows_workers_and_main_thread_waits(tmp_path):
     out = subprocess.run(
         [sys.executable, str(script), str(tmp_path), "--seconds", "20"],
         capture_output=True, text=True, timeout=180, cwd=ROOT / "benchmarks",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     result = json.loads((tmp_path / "host_gpu_check.json").read_text())
     assert out.returncode == 0, out.stdout + out.stderr

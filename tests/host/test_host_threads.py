@@ -136,3 +136,23 @@ def test_threads_report_from_the_real_run(tier_run):
     assert any("pipe_read" in " ".join(s["frames"]) for s in top[:3]), top
     stuck = report[info["stuck"]]
     assert stuck["blocked_s"]["io"] >= 0.98 * window_s
+
+
+def test_on_cpu_samples_follow_on_cpu_time(tier_run):
+    tier, info, run = tier_run
+    if tier == "proc":
+        pytest.skip("the /proc tier samples at its own period, not a cpu-clock")
+    tid = info["workers"][0]
+    mine = run.samples[
+        (run.samples["tid"] == tid)
+        & (run.samples["t_ns"] >= run.t0)
+        & (run.samples["t_ns"] < run.t1)
+    ]
+    expected = run.truth_on[tid] / 1e9 * 99
+    assert 0.6 * expected <= len(mine) <= 1.4 * expected, (len(mine), expected)
+    tops = Counter(
+        [f for f, k in zip(run.frames(sid), run.stacks[sid]["kinds"], strict=True) if k == "p"][-1]
+        for sid in mine["stack_id"].tolist()
+        if sid in run.stacks and "p" in run.stacks[sid]["kinds"]
+    )
+    assert tops and tops.most_common(1)[0][0].startswith("busy_phase"), tops
