@@ -142,9 +142,19 @@ def describe(col: ThreadCollector, report: list[TierStatus] | None = None) -> st
     ``report`` is a :func:`tier_report` (taken without test-loading when not given).
     """
     report = report if report is not None else tier_report(load=False)
+    st = col.status
     line = f"host threads: {col.tier} tier"
-    if col.tier == "bpf" and col.status.detail.get("mode"):
-        line += f" ({col.status.detail['mode']})"
+    if col.tier == "bpf" and st.detail.get("mode"):
+        line += f" ({st.detail['mode']})"
+    # losses are shown, never silent
+    for count, what in [
+        (st.lost_events, "events lost"),
+        (st.stack_errors, "stacks refused (map full)"),
+    ]:
+        if count:
+            line += f"; {count} {what}"
+    if col.py is not None and col.py.errors:
+        line += f"; py-spy failed {col.py.errors}x ({col.py.last_error})"
     better = TIERS[: TIERS.index(col.tier)] if col.tier in TIERS else ()
     for status in report:
         if status.tier in better and not status.available:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from host_harness import phases
 
-from gtop.collectors.threads import open_thread_collector
+from gtop.collectors.threads import describe, open_thread_collector
 from gtop.collectors.threads_bpf import BpfThreadCollector
 from gtop.pipeline.hub import Hub
 from gtop.pipeline.layouts import THREAD_STATE, BlockReason, ThreadState
@@ -102,6 +102,7 @@ def test_bpf_stack_map_fill_is_counted():
         col.stop()
     assert col.status.stack_errors > 0
     assert col.status.detail["stack_errors"] == col.status.stack_errors
+    assert f"{col.status.stack_errors} stacks refused (map full)" in describe(col)
 
 
 def test_bpf_gpu_wait_uprobes_classify_blocked_time():
