@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 
-def _read(path: str) -> str | None:
+def read_text(path: str) -> str | None:
+    """A small /proc file's text, or None when it (or its process) is gone."""
     try:
         with open(path, "rb") as f:
             return f.read().decode(errors="replace")
@@ -28,7 +29,7 @@ def tids(pid: int) -> list[int]:
 def comm(pid: int, tid: int | None = None) -> str:
     """The thread's (or process's) command name, ``""`` when gone."""
     path = f"/proc/{pid}/task/{tid}/comm" if tid is not None else f"/proc/{pid}/comm"
-    return (_read(path) or "").strip()
+    return (read_text(path) or "").strip()
 
 
 def descendants(pid: int) -> list[int]:
@@ -43,7 +44,7 @@ def descendants(pid: int) -> list[int]:
         seen.add(p)
         out.append(p)
         for tid in tids(p):
-            kids = _read(f"/proc/{p}/task/{tid}/children") or ""
+            kids = read_text(f"/proc/{p}/task/{tid}/children") or ""
             todo.extend(int(k) for k in kids.split())
     return out
 
@@ -51,3 +52,25 @@ def descendants(pid: int) -> list[int]:
 def thread_table(pid: int) -> dict[int, int]:
     """``{tid: pid}`` for every thread of ``pid`` and its descendants."""
     return {tid: p for p in descendants(pid) for tid in tids(p)}
+
+
+def kernel_frames(text: str) -> tuple[str, ...]:
+    """``/proc/TID/stack`` lines (``[<0>] do_nanosleep+0x6a/0x170``), outermost first."""
+    names = [line.split("] ", 1)[-1].split("+", 1)[0] for line in text.splitlines() if line]
+    return tuple(reversed(names))
+
+
+def blocked_state(pid: int, tid: int) -> tuple[int, tuple[str, ...]] | None:
+    """``(syscall number or -1, kernel frames)`` of a thread that is blocked now, else None.
+
+    Event tiers seed threads with it: one blocked since before attach never switches.
+    """
+    stat = read_text(f"/proc/{pid}/task/{tid}/stat") or ""
+    try:
+        if stat[stat.rindex(")") + 2] not in "SDI":
+            return None
+    except (ValueError, IndexError):
+        return None
+    sc = (read_text(f"/proc/{pid}/task/{tid}/syscall") or "-1").split()[0]
+    stack = kernel_frames(read_text(f"/proc/{pid}/task/{tid}/stack") or "")
+    return (int(sc) if sc.lstrip("-").isdigit() else -1), stack

@@ -36,13 +36,3 @@ class StackTable:
             value = {"frames": list(frames), "kinds": kinds}
             self._hub.publish_entity(Entity("stack", str(sid), time.monotonic_ns(), value))
         return sid
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def frames(self, sid: int) -> tuple[tuple[str, ...], str]:
-        """Reverse lookup (slow; for tests and reports)."""
-        for key, value in self._ids.items():
-            if value == sid:
-                return key
-        raise KeyError(sid)

@@ -21,7 +21,6 @@ from gtop.collectors import blockreason, perf_events, proctree, symbols
 from gtop.collectors.ebpf.libbpf import BpfError, BpfObject
 from gtop.collectors.symbols import Symbolizer
 from gtop.collectors.threads_base import ThreadCollector
-from gtop.collectors.threads_proc import kernel_frames
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 OBJECT = Path(__file__).parent / "ebpf" / "offcpu.bpf.o"
@@ -188,18 +187,13 @@ class BpfThreadCollector(ThreadCollector):
         """Threads off CPU since before attach never switch out: start their interval now."""
         now = time.monotonic_ns()
         for tid, pid in self.threads.items():
-            try:
-                stat = proctree._read(f"/proc/{pid}/task/{tid}/stat") or ""
-                if stat[stat.rindex(")") + 2] not in "SDI":
-                    continue
-                sc = (proctree._read(f"/proc/{pid}/task/{tid}/syscall") or "-1").split()[0]
-                stack = proctree._read(f"/proc/{pid}/task/{tid}/stack") or ""
-            except (ValueError, IndexError):
+            blocked = proctree.blocked_state(pid, tid)
+            if blocked is None:
                 continue
-            syscall = int(sc) if sc.lstrip("-").isdigit() else -1
+            syscall, kstack = blocked
             state = _State(0, 0, 0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0, 0, 0)
             if self._obj.update("threads", ctypes.c_uint32(tid), state, 1):  # BPF_NOEXIST
-                self._seeded[tid] = self.base_stack((), kernel_frames(stack))
+                self._seeded[tid] = self.base_stack((), kstack)
 
     # --- read -----------------------------------------------------------------------------
     def _drain(self, name: str, dtype: np.dtype) -> np.ndarray:

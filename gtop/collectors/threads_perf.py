@@ -32,7 +32,6 @@ from gtop.collectors.perf_events import (
 )  # fmt: skip
 from gtop.collectors.symbols import Symbolizer
 from gtop.collectors.threads_base import ThreadCollector
-from gtop.collectors.threads_proc import kernel_frames
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 _SAMPLE_TYPE = perf_events.SAMPLE_TID | perf_events.SAMPLE_TIME | perf_events.SAMPLE_CPU
@@ -124,17 +123,11 @@ class PerfThreadCollector(ThreadCollector):
 
     def _seed(self, tid: int, pid: int, now: int) -> _Thread:
         """The state of a thread first seen now, from /proc (blocked ones never switch)."""
-        stat = proctree._read(f"/proc/{pid}/task/{tid}/stat") or ""
-        try:
-            blocked = stat[stat.rindex(")") + 2] in "SDI"
-        except (ValueError, IndexError):
-            blocked = False
-        th = _Thread(pid, on=not blocked, since=now)
-        if blocked:
-            kstack = kernel_frames(proctree._read(f"/proc/{pid}/task/{tid}/stack") or "")
-            sc = (proctree._read(f"/proc/{pid}/task/{tid}/syscall") or "-1").split()[0]
-            nr = int(sc) if sc.lstrip("-").isdigit() else -1
-            th.state, th.reason = ThreadState.BLOCKED, blockreason.classify(nr)
+        blocked = proctree.blocked_state(pid, tid)
+        th = _Thread(pid, on=blocked is None, since=now)
+        if blocked is not None:
+            syscall, kstack = blocked
+            th.state, th.reason = ThreadState.BLOCKED, blockreason.classify(syscall)
             th.stack = self.base_stack((), kstack)
         return th
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gtop.collectors import blockreason
+from gtop.collectors.proctree import kernel_frames
 from gtop.collectors.threads_base import ThreadCollector
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
@@ -38,12 +39,6 @@ class _Thread:
 
 def _pread(fd: int) -> str:
     return os.pread(fd, 4096, 0).decode(errors="replace")
-
-
-def kernel_frames(text: str) -> tuple[str, ...]:
-    """``/proc/TID/stack`` lines (``[<0>] do_nanosleep+0x6a/0x170``), outermost first."""
-    names = [line.split("] ", 1)[-1].split("+", 1)[0] for line in text.splitlines() if line]
-    return tuple(reversed(names))
 
 
 class ProcThreadCollector(ThreadCollector):
