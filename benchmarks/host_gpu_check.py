@@ -89,8 +89,10 @@ def main() -> None:
         )
         + _has(folded, ("worker",), "off-CPU", "vfs_read", "filemap_read"),
         "main_waits_on_loader_queue": _has(folded, main_root, "off-CPU", "_get_data"),
-        # torch.cuda.synchronize() (Python frame), or the driver's sync (native leaf)
+        # torch.cuda.synchronize() (Python frame), the driver's sync (native leaf), or time
+        # blocked inside a probed libcuda call (BPF uprobes: reason gpu_wait)
         "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize&cuda")
+        + _has(folded, (*main_root, "off-CPU", "gpu_wait"))
         + _has(folded, main_root, "cuStreamSynchronize")
         + _has(folded, main_root, "cuCtxSynchronize"),
     }

@@ -49,18 +49,20 @@ _print_cb = _PRINT_FN(_collect_log)  # kept alive for the process's lifetime
 
 
 def lib() -> ctypes.CDLL:
-    """``libbpf.so.1``, loaded once, with libbpf's log captured.
+    """``libbpf.so.1`` (or the file named by ``$GTOP_LIBBPF``), loaded once, log captured.
 
     Raises:
-        BpfError: libbpf.so.1 cannot be loaded.
+        BpfError: libbpf cannot be loaded.
     """
     global _lib
     with _lib_lock:
         if _lib is None:
+            name = os.environ.get("GTOP_LIBBPF", "libbpf.so.1")
             try:
-                so = ctypes.CDLL("libbpf.so.1", use_errno=True)
+                so = ctypes.CDLL(name, use_errno=True)
             except OSError as exc:
-                raise BpfError(f"cannot load libbpf.so.1 ({exc}); install libbpf1") from exc
+                hint = "install libbpf1, or set GTOP_LIBBPF to a libbpf.so.1 (1.1+)"
+                raise BpfError(f"cannot load {name} ({exc}); {hint}") from exc
             p, i, u, s = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_size_t
             for name, res, args in [
                 ("libbpf_set_print", p, [_PRINT_FN]),
