@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from rich.style import Style
 from rich.text import Text
@@ -163,11 +164,13 @@ class FlameGraph(Vertical, can_focus=True):
         self._refresh_all()
 
     def watch_zoom(self) -> None:
+        self.refresh_bindings()
         self._refresh_all()
 
     def watch_selected(self, path: Path) -> None:
         node = find(self._root, path) if path else None
         self.post_message(self.FrameSelected(path, node.total if node else 0.0))
+        self.refresh_bindings()
         self._refresh_all()
 
     def watch_search(self) -> None:
@@ -210,6 +213,14 @@ class FlameGraph(Vertical, can_focus=True):
             i = row.index(cur) + d_x
             if 0 <= i < len(row):
                 self.selected = row[i].path
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Grey out zooming where it would do nothing."""
+        if action == "zoom_in":
+            return bool(self.selected) and self.selected != self.zoom
+        if action == "zoom_out":
+            return bool(self.zoom) or self.query_one(Input).has_class("-searching")
+        return True
 
     def action_zoom_in(self) -> None:
         if self.selected:
@@ -254,9 +265,12 @@ class _Icicle(Widget):
 
     DEFAULT_CSS = "_Icicle { width: 1fr; }"
 
+    @property
+    def graph(self) -> FlameGraph:
+        return cast(FlameGraph, self.parent)
+
     def render(self) -> Text:
-        graph = self.parent
-        assert isinstance(graph, FlameGraph)
+        graph = self.graph
         width, height = self.size
         rows = [Text(" " * width) for _ in range(height)]
         needle = graph.search.lower()
@@ -276,17 +290,14 @@ class _Icicle(Widget):
         return Text("\n").join(rows)
 
     def on_click(self, event: events.Click) -> None:
-        graph = self.parent
-        assert isinstance(graph, FlameGraph)
-        graph.click(event.y, event.x)
+        self.graph.click(event.y, event.x)
 
 
 class _Status(Widget):
     """One line under a :class:`FlameGraph`: the selected frame, its time and share."""
 
     def render(self) -> Text:
-        graph = self.parent
-        assert isinstance(graph, FlameGraph)
+        graph = cast(FlameGraph, self.parent)
         total = graph._root.total
         node = find(graph._root, graph.selected) if graph.selected else None
         parts = []

@@ -65,7 +65,9 @@ async def _flamegraph_keys_zoom_and_search(run):
     async with app.run_test(size=(80, 24)) as pilot:
         graph = app.query_one(FlameGraph)
         graph.focus()
+        assert not graph.check_action("zoom_in", ()) and not graph.check_action("zoom_out", ())
         await pilot.press("down")
+        assert graph.check_action("zoom_in", ())
         assert graph.selected and len(graph.selected) == 1
         await pilot.press("down")
         assert len(graph.selected) == 2
@@ -128,3 +130,10 @@ async def _thread_bars_render_names_and_legend(run):
         text = str(bars.render())
         assert "phases-0" in text and "stuck" in text and "runnable" in text
         assert bars.size.height == text.count("\n") + 1
+
+
+def test_flamegraph_snapshot(run, snap_compare):
+    """Off-CPU flamegraph of the real run, zoomed into the first thread-independent frame."""
+    intervals, samples, stacks, _names, _info = run
+    app = FlameApp(fold(intervals, samples, stacks, on_cpu=False))
+    assert snap_compare(app, terminal_size=(80, 24), press=["down", "down", "enter"])
