@@ -8,6 +8,7 @@ stack as seen at each sample). ``auto`` takes the best one that starts.
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass
 
@@ -125,7 +126,9 @@ def open_thread_collector(hub: Hub, pid: int, tier: str = "auto", **kw) -> Threa
         raise ValueError(f"unknown tier {tier!r}; one of auto, {', '.join(TIERS)}")
     why = []
     for name in order:
-        col = classes[name](hub, pid, **kw)
+        # auto: tier-specific settings (sample_hz, mode, ...) go to the tiers that have them
+        args = kw if tier != "auto" else {k: v for k, v in kw.items() if _takes(classes[name], k)}
+        col = classes[name](hub, pid, **args)
         try:
             col.start()
         except Exception as exc:
@@ -134,6 +137,10 @@ def open_thread_collector(hub: Hub, pid: int, tier: str = "auto", **kw) -> Threa
         col.status.detail["fallback"] = why
         return col
     raise RuntimeError("no host-thread tier could start: " + "; ".join(why))
+
+
+def _takes(cls: type, name: str) -> bool:
+    return any(name in inspect.signature(c.__init__).parameters for c in cls.__mro__[:-1])
 
 
 def describe(col: ThreadCollector, report: list[TierStatus] | None = None) -> str:

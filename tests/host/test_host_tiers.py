@@ -19,7 +19,7 @@ _UNPRIVILEGED = """
 import json, sys
 from gtop.collectors.threads import describe, open_thread_collector, tier_report
 from gtop.pipeline.hub import Hub
-col = open_thread_collector(Hub(), int(sys.argv[1]), python_stacks=False)
+col = open_thread_collector(Hub(), int(sys.argv[1]), python_stacks=False, sample_hz=99)
 col.stop()
 print(json.dumps({"tier": col.tier, "line": describe(col),
                   "report": {t.tier: [t.available, t.needs] for t in tier_report()}}))
