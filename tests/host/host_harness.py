@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
@@ -23,12 +24,18 @@ from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, ThreadState
 TARGET = Path(__file__).parent / "targets" / "phases.py"
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGKILL it if the test process dies without cleaning up (a crash)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 @contextlib.contextmanager
 def phases(*args: str, timeout: float = 20.0) -> Iterator[tuple[subprocess.Popen, dict]]:
     """Run the phases target; yield it with its READY info; kill its whole group after."""
     proc = subprocess.Popen(
-        [sys.executable, str(TARGET), *args], stdout=subprocess.PIPE, start_new_session=True
-    )
+        [sys.executable, str(TARGET), *args], stdout=subprocess.PIPE, start_new_session=True,
+        preexec_fn=_die_with_parent,
+    )  # fmt: skip
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         line = proc.stdout.readline().decode() if ready else ""
