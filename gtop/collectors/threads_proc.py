@@ -88,7 +88,9 @@ class ProcThreadCollector(ThreadCollector):
                 nr = int(sc[0]) if sc and sc[0].lstrip("-").isdigit() else -1
                 wchan = _pread(th.fds["wchan"]) if "wchan" in th.fds else ""
                 reason = blockreason.classify(nr, wchan)
-            kstack = kernel_frames(_pread(th.fds["stack"])) if "stack" in th.fds else ()
+            # the kernel unwinds on every read: only blocked threads need their stack
+            has_stack = blocked and "stack" in th.fds
+            kstack = kernel_frames(_pread(th.fds["stack"])) if has_stack else ()
         except (OSError, ValueError, IndexError):
             self._drop(tid)  # the thread exited between two samples
             return
