@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Per-thread on/off-CPU intervals with stacks, for a set of processes (and the children
+ * they fork), plus cpu-clock on-CPU samples. Records go to per-CPU rings of fixed slots
+ * in mmap-able arrays; user space reads them as numpy arrays (threads_bpf.py).
+ * Each scheduler hook exists as tp_btf, raw_tp and tracepoint; the loader enables the
+ * first kind that loads. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "offcpu.h"
+
+#define SLOTS (1u << SLOT_BITS)
+#define TASK_REPORT_MAX 0x100
+#define E2BIG 7
+#define EEXIST 17 
+
+const volatile __u32 nr_cpus = 1;
+const volatile bool user_stacks = true;
+
+/* Write heads of the rings (one per CPU) and counters; user space reads .bss. */
+__u64 switch_head[MAX_CPUS];
+__u64 sample_head[MAX_CPUS];
+__u64 stack_errors;
+__u64 state_full;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct switch_event);
+	__uint(max_entries, 1); /* nr_cpus * SLOTS, set by the loader */
+} switch_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sample_event);
+	__uint(max_entries, 1);
+} sample_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+	__uint(max_entries, 4096);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32); /* tid */
+	__type(value, struct thread_state);
+	__uint(max_entries, 16384);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 127 * sizeof(__u64));
+	__uint(max_entries, 16384);
+} stacks SEC(".maps");
+
+static __always_inline bool is_tracked(__u32 tgid)
+{
+	return tgid && bpf_map_lookup_elem(&tracked, &tgid);
+}
+
+static __always_inline struct thread_state *get_state(__u32 tid, __u32 tgid, __u64 now)
+{
+	struct thread_state *s = bpf_map_lookup_elem(&threads, &tid);
+	if (s)
+		return s;
+	struct thread_state init = {.on_ns = now, .pid = tgid, .syscall = -1,
+				    .ustack = -1, .kstack = -1, .oncpu = 1};
+	if (bpf_map_update_elem(&threads, &tid, &init, BPF_NOEXIST) == -E2BIG)
+		__sync_fetch_and_add(&state_full, 1);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline __s32 stack_id(void *ctx, __u64 flags)
+{
+	__s32 id = bpf_get_stackid(ctx, &stacks, flags);
+	/* -EEXIST: the bucket holds another stack (the map is full or collided); an empty
+	 * stack (-EFAULT, e.g. the kernel stack of a sample taken in user mode) is no error */
+	if (id == -EEXIST)
+		__sync_fetch_and_add(&stack_errors, 1);
+	return id;
+}
+
+static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, __u32 next_tgid)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 prev_id = bpf_get_current_pid_tgid();
+	__u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32;
+	struct thread_state *s;
+
+	if (prev_tid && is_tracked(prev_tgid)) {
+		s = get_state(prev_tid, prev_tgid, now);
+		if (s) {
+			struct task_struct *cur = (void *)bpf_get_current_task();
+			__u64 exec = BPF_CORE_READ(cur, se.sum_exec_runtime);
+			s->cpu_ns = s->exec_ns && exec > s->exec_ns ? exec - s->exec_ns : 0;
+			s->exec_ns = exec;
+			s->off_ns = now;
+			s->wake_ns = runnable ? now : 0;
+			s->flags = (runnable ? FLAG_PREEMPTED : 0) | (s->gpu_depth ? FLAG_GPU_WAIT : 0);
+			s->kstack = stack_id(ctx, 0);
+			s->ustack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -1;
+			s->oncpu = 0;
+		}
+	}
+
+	s = bpf_map_lookup_elem(&threads, &next_tid);
+	if (!s) {
+		/* first switch-in of a thread we have not seen yet: start its on-CPU stretch */
+		if (next_tid && is_tracked(next_tgid))
+			get_state(next_tid, next_tgid, now);
+		return 0;
+	}
+	if (s->oncpu)
+		return 0;
+	__u32 cpu = bpf_get_smp_processor_id();
+	if (cpu < nr_cpus && cpu < MAX_CPUS) {
+		__u64 head = switch_head[cpu];
+		__u32 slot = cpu * SLOTS + (head & (SLOTS - 1));
+		struct switch_event *e = bpf_map_lookup_elem(&switch_ring, &slot);
+		if (e) {
+			e->cpu_ns = s->cpu_ns;
+			e->on_ns = s->on_ns;
+			e->off_ns = s->off_ns;
+			e->wake_ns = s->wake_ns;
+			e->in_ns = now;
+			e->pid = s->pid;
+			e->tid = next_tid;
+			e->syscall = s->syscall;
+			e->ustack = s->ustack;
+			e->kstack = s->kstack;
+			e->flags = s->flags;
+			__sync_fetch_and_add(&switch_head[cpu], 1);
+		}
+	}
+	s->on_ns = now;
+	s->oncpu = 1;
+	return 0;
+}
+
+static __always_inline int on_wakeup(__u32 tid)
+{
+	struct thread_state *s = bpf_map_lookup_elem(&threads, &tid);
+	if (s && !s->oncpu && !s->wake_ns)
+		s->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_sys_enter(long id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!is_tracked(pid_tgid >> 32))
+		return 0;
+	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, bpf_ktime_get_ns());
+	if (s)
+		s->syscall = id;
+	return 0;
+}
+
+static __always_inline int on_sys_exit(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *s = bpf_map_lookup_elem(&threads, &tid);
+	if (s)
+		s->syscall = -1;
+	return 0;
+}
+
+static __always_inline int on_fork(__u32 child)
+{
+	__u8 one = 1;
+	if (is_tracked(bpf_get_current_pid_tgid() >> 32))
+		bpf_map_update_elem(&tracked, &child, &one, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_exit(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_delete_elem(&threads, &tid);
+	/* fork-following added thread ids too; a process leaves with its leader */
+	bpf_map_delete_elem(&tracked, &tid);
+	return 0;
+}
+
+static __always_inline bool task_runnable(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state) == 0;
+	struct task_struct___old {
+		long state;
+	} *o = (void *)t;
+	return BPF_CORE_READ(o, state) == 0;
+}
+
+/* --- tp_btf ------------------------------------------------------------------------ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, preempt || prev->__state == 0, next->pid, next->tgid);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(btf_wakeup, struct task_struct *p)
+{
+	return on_wakeup(p->pid);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(btf_sys_enter, struct pt_regs *regs, long id)
+{
+	return on_sys_enter(id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(btf_sys_exit, struct pt_regs *regs, long ret)
+{
+	return on_sys_exit();
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(btf_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(child->pid);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(btf_exit, struct task_struct *p)
+{
+	return on_exit();
+}
+
+/* --- raw_tp ------------------------------------------------------------------------- */
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, preempt || task_runnable(prev), BPF_CORE_READ(next, pid),
+			 BPF_CORE_READ(next, tgid));
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(raw_wakeup, struct task_struct *p)
+{
+	return on_wakeup(BPF_CORE_READ(p, pid));
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(raw_sys_enter, struct pt_regs *regs, long id)
+{
+	return on_sys_enter(id);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(raw_sys_exit, struct pt_regs *regs, long ret)
+{
+	return on_sys_exit();
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(raw_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return on_fork(BPF_CORE_READ(child, pid));
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(raw_exit, struct task_struct *p)
+{
+	return on_exit();
+}
+
+/* --- tracepoint: no next tgid, so a thread is known once it switched out or syscalled */
+SEC("tp/sched/sched_switch")
+int tp_switch(struct trace_event_raw_sched_switch *a)
+{
+	long st = a->prev_state;
+	return on_switch(a, st == 0 || (st & TASK_REPORT_MAX), a->next_pid, 0);
+}
+
+SEC("tp/sched/sched_wakeup")
+int tp_wakeup(struct trace_event_raw_sched_wakeup_template *a)
+{
+	return on_wakeup(a->pid);
+}
+
+SEC("tp/raw_syscalls/sys_enter")
+int tp_sys_enter(struct trace_event_raw_sys_enter *a)
+{
+	return on_sys_enter(a->id);
+}
+
+SEC("tp/raw_syscalls/sys_exit")
+int tp_sys_exit(struct trace_event_raw_sys_exit *a)
+{
+	return on_sys_exit();
+}
+
+SEC("tp/sched/sched_process_fork")
+int tp_fork(struct trace_event_raw_sched_process_fork *a)
+{
+	return on_fork(a->child_pid);
+}
+
+SEC("tp/sched/sched_process_exit")
+int tp_exit(void *a)
+{
+	return on_exit();
+}
+
+/* --- GPU synchronisation calls (uprobes on libcuda, attached per process) ------------ */
+static __always_inline int gpu_wait(bool enter)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	if (!is_tracked(pid_tgid >> 32))
+		return 0;
+	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, bpf_ktime_get_ns());
+	if (!s)
+		return 0;
+	if (enter)
+		s->gpu_depth++;
+	else if (s->gpu_depth)
+		s->gpu_depth--;
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_wait_enter)
+{
+	return gpu_wait(true);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gpu_wait_exit)
+{
+	return gpu_wait(false);
+}
+
+/* --- cpu-clock sampling ---------------------------------------------------------------- */
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 cpu = bpf_get_smp_processor_id();
+	if (!(__u32)pid_tgid || !is_tracked(pid_tgid >> 32) || cpu >= nr_cpus || cpu >= MAX_CPUS)
+		return 0;
+	__u64 head = sample_head[cpu];
+	__u32 slot = cpu * SLOTS + (head & (SLOTS - 1));
+	struct sample_event *e = bpf_map_lookup_elem(&sample_ring, &slot);
+	if (!e)
+		return 0;
+	e->t_ns = bpf_ktime_get_ns();
+	e->pid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->kstack = stack_id(ctx, 0);
+	e->ustack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -1;
+	e->cpu = cpu;
+	__sync_fetch_and_add(&sample_head[cpu], 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,294 @@
+"""Address → function name: kernel frames from kallsyms, native frames from ELF files.
+
+ELF symbol tables (``.symtab``, else ``.dynsym``) are read with pyelftools once per file,
+cached by GNU build-id (else path, size and mtime), so a library shared by many processes
+is read once. JIT code is found through perf maps (``/tmp/perf-PID.map``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import numpy as np
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+UNKNOWN = "[unknown]"
+
+
+class KernelSymbols:
+    """``/proc/kallsyms``, sorted for vectorised lookups. Needs root for real addresses."""
+
+    def __init__(self, path: str = "/proc/kallsyms") -> None:
+        addrs, names = [], []
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[1] in "tTwW":
+                    addrs.append(int(parts[0], 16))
+                    names.append(parts[2])
+        order = np.argsort(np.asarray(addrs, dtype=np.uint64), kind="stable")
+        self.addrs = np.asarray(addrs, dtype=np.uint64)[order]
+        self.names = [names[i] for i in order]
+        self.usable = bool(len(self.addrs)) and int(self.addrs[-1]) != 0
+
+    def resolve(self, addrs: list[int]) -> tuple[str, ...]:
+        if not self.usable:
+            return tuple(f"0x{a:x}" for a in addrs)
+        idx = np.searchsorted(self.addrs, np.asarray(addrs, dtype=np.uint64), side="right") - 1
+        return tuple(self.names[i] if i >= 0 else UNKNOWN for i in idx.tolist())
+
+
+@dataclass
+class _ElfSyms:
+    starts: list[int]
+    ends: list[int]
+    names: list[str]
+    loads: list[tuple[int, int, int]]  # (p_offset, p_vaddr, p_filesz) of PT_LOAD segments
+
+    def offset_of(self, name: str) -> int | None:
+        """File offset of function ``name`` (for a uprobe), or None."""
+        if name not in self.names:
+            return None
+        va = self.starts[self.names.index(name)]
+        for off, vaddr, size in self.loads:
+            if vaddr <= va < vaddr + size:
+                return va - vaddr + off
+        return None
+
+    def lookup(self, file_offset: int) -> str | None:
+        for off, vaddr, size in self.loads:
+            if off <= file_offset < off + size:
+                va = file_offset - off + vaddr
+                i = bisect_right(self.starts, va) - 1
+                if i >= 0 and va < max(self.ends[i], self.starts[i] + 1):
+                    return self.names[i]
+                return None
+        return None
+
+
+def _build_id(elf: ELFFile) -> str | None:
+    sec = elf.get_section_by_name(".note.gnu.build-id")
+    if sec is None:
+        return None
+    for note in sec.iter_notes():
+        if note["n_type"] == "NT_GNU_BUILD_ID":
+            return note["n_desc"]
+    return None
+
+
+_SYM64 = np.dtype(
+    [("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"), ("value", "<u8"),
+     ("size", "<u8")]
+)  # fmt: skip
+_STT_FUNC = 2
+
+
+def _functions(elf: ELFFile, sec, funcs: dict[int, tuple[int, str]]) -> None:
+    """Add a symbol table's functions to ``{address: (size, name)}``.
+
+    64-bit little-endian tables are decoded with numpy (pyelftools' per-symbol parsing
+    takes seconds on a large binary); others go through pyelftools.
+    """
+    if elf.elfclass == 64 and elf.little_endian:
+        syms = np.frombuffer(sec.data(), _SYM64)
+        syms = syms[((syms["info"] & 0xF) == _STT_FUNC) & (syms["value"] != 0)]
+        strtab = elf.get_section(sec["sh_link"]).data()
+        for off, value, size in zip(
+            *(syms[f].tolist() for f in ("name", "value", "size")), strict=True
+        ):
+            end = strtab.find(b"\0", off)
+            if end > off:
+                funcs.setdefault(value, (size, strtab[off:end].decode(errors="replace")))
+        return
+    for sym in sec.iter_symbols():
+        if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
+            funcs.setdefault(sym["st_value"], (sym["st_size"], sym.name))
+
+
+def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
+    """Symbols of an ELF file: by (path, inode, mtime) if seen, else parsed and cached."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    ident = (path, st.st_ino, st.st_mtime_ns)
+    if ident in _BY_FILE:
+        key = _BY_FILE[ident]
+        return (key, _ELF_CACHE[key]) if key is not None else None
+    found = _parse_elf(path, st)
+    _BY_FILE[ident] = found[0] if found else None
+    return found
+
+
+def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            key = _build_id(elf)
+            if key is None:
+                key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
+            if key in _ELF_CACHE:
+                return key, _ELF_CACHE[key]
+            funcs: dict[int, tuple[int, str]] = {}
+            for name in (".symtab", ".dynsym"):
+                sec = elf.get_section_by_name(name)
+                if sec is None:
+                    continue
+                _functions(elf, sec, funcs)
+            loads = [
+                (seg["p_offset"], seg["p_vaddr"], seg["p_filesz"])
+                for seg in elf.iter_segments()
+                if seg["p_type"] == "PT_LOAD"
+            ]
+    except (OSError, ELFError, ValueError):
+        return None
+    starts = sorted(funcs)
+    syms = _ElfSyms(starts, [s + funcs[s][0] for s in starts], [funcs[s][1] for s in starts], loads)
+    _ELF_CACHE[key] = syms
+    return key, syms
+
+
+_ELF_CACHE: dict[str, _ElfSyms] = {}
+"""Parsed symbol tables by build-id (shared by every process mapping the same file)."""
+_BY_FILE: dict[tuple[str, int, int], str | None] = {}
+
+
+def function_offsets(path: str, names: list[str]) -> dict[str, int]:
+    """File offsets of the named functions of an ELF file (the ones it defines)."""
+    elf = _read_elf(path)
+    if elf is None:
+        return {}
+    found = {name: elf[1].offset_of(name) for name in names}
+    return {name: off for name, off in found.items() if off is not None}
+
+
+def mapped_files(pid: int, needle: str) -> set[str]:
+    """Paths of files mapped executable by ``pid`` whose name contains ``needle``."""
+    out = set()
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            for line in f:
+                parts = line.split(maxsplit=5)
+                if len(parts) == 6 and "x" in parts[1] and needle in os.path.basename(parts[5]):
+                    out.add(parts[5].strip())
+    except OSError:
+        pass
+    return out
+
+
+@dataclass
+class _Mapping:
+    start: int
+    end: int
+    offset: int
+    path: str
+
+
+class ProcessSymbols:
+    """Native frames of one process, from its ``/proc/PID/maps`` and the mapped ELF files.
+
+    The maps are kept after the process exits (late stacks still resolve) and re-read at
+    most once a second when an address falls outside them (after ``exec`` or ``dlopen``).
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._maps: list[_Mapping] = []
+        self._starts: list[int] = []
+        self._read_at = 0.0
+        self._perf_map: tuple[list[int], list[tuple[int, str]]] | None = None
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self._read_at = time.monotonic()
+        maps = []
+        try:
+            with open(f"/proc/{self.pid}/maps") as f:
+                for line in f:
+                    parts = line.split(maxsplit=5)
+                    if len(parts) < 6 or "x" not in parts[1]:
+                        continue
+                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                    maps.append(_Mapping(lo, hi, int(parts[2], 16), parts[5].strip()))
+        except OSError:
+            return
+        maps.sort(key=lambda m: m.start)
+        self._maps, self._starts = maps, [m.start for m in maps]
+        self._perf_map = None
+
+    def _mapping(self, addr: int) -> _Mapping | None:
+        i = bisect_right(self._starts, addr) - 1
+        if i >= 0 and addr < self._maps[i].end:
+            return self._maps[i]
+        return None
+
+    def _jit(self, addr: int) -> str | None:
+        if self._perf_map is None:
+            entries: list[tuple[int, int, str]] = []
+            try:
+                with open(f"/tmp/perf-{self.pid}.map") as f:
+                    for line in f:
+                        start, size, name = line.rstrip("\n").split(" ", 2)
+                        entries.append((int(start, 16), int(size, 16), name))
+            except (OSError, ValueError):
+                pass
+            entries.sort()
+            self._perf_map = ([e[0] for e in entries], [(e[1], e[2]) for e in entries])
+        starts, rest = self._perf_map
+        i = bisect_right(starts, addr) - 1
+        if i >= 0 and addr < starts[i] + rest[i][0]:
+            return rest[i][1]
+        return None
+
+    def resolve(self, addrs: list[int]) -> tuple[str, ...]:
+        out = []
+        for addr in addrs:
+            m = self._mapping(addr)
+            if m is None and time.monotonic() - self._read_at > 1.0:
+                self._refresh()
+                m = self._mapping(addr)
+            name = None
+            if m is not None and m.path.startswith("/"):
+                elf = _read_elf(m.path)
+                if elf is not None:
+                    name = elf[1].lookup(addr - m.start + m.offset)
+                name = name or f"{os.path.basename(m.path)}+0x{addr - m.start + m.offset:x}"
+            else:
+                name = self._jit(addr)
+            out.append(name or UNKNOWN)
+        return tuple(out)
+
+
+_OWN_FRAMES = ("bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_", "perf_trace_")
+
+
+class Symbolizer:
+    """Raw kernel and user address lists to frame names, outermost first.
+
+    Kernel frames that belong to the tracing itself (the tracepoint's call into a BPF
+    program or perf) are dropped. User stacks of code without frame pointers (CPython)
+    unwind into junk after the leaf, so only the prefix that resolves to symbols is kept.
+    """
+
+    def __init__(self) -> None:
+        self.kernel = KernelSymbols()
+        self._procs: dict[int, ProcessSymbols] = {}
+
+    def frames(
+        self, pid: int, user: list[int], kernel: list[int]
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(native, kernel)`` frame names, each outermost first."""
+        kframes = tuple(reversed(self.kernel.resolve(kernel)))
+        while kframes and kframes[-1].startswith(_OWN_FRAMES):
+            kframes = kframes[:-1]
+        native: tuple[str, ...] = ()
+        if user:
+            syms = self._procs.get(pid) or self._procs.setdefault(pid, ProcessSymbols(pid))
+            names = syms.resolve(user)
+            keep = next((i for i, n in enumerate(names) if n == UNKNOWN or "+0x" in n), None)
+            native = tuple(reversed(names[: keep if keep else len(names)]))[-8:]
+        return native, kframes

@@ -1,0 +1,347 @@
+"""BPF tier: exact per-thread on/off-CPU intervals with stacks, from ``ebpf/offcpu.bpf.c``.
+
+The scheduler hooks are tried as ``tp_btf``, then ``raw_tp``, then ``tracepoint``; the first
+kind that loads and attaches wins (:attr:`BpfThreadCollector.mode`). Records arrive in
+per-CPU rings of fixed slots inside mmap-ed array maps and are read as numpy arrays; a ring
+that wraps before it is read counts the overwritten records as lost. Threads already off
+CPU at attach are seeded from /proc, and intervals still in progress are reported at each
+read (up to "now") and cut off so that the final record does not count them twice.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gtop.collectors import blockreason, perf_events, proctree, symbols
+from gtop.collectors.ebpf.libbpf import BpfError, BpfObject
+from gtop.collectors.symbols import Symbolizer
+from gtop.collectors.threads_base import ThreadCollector
+from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
+
+OBJECT = Path(__file__).parent / "ebpf" / "offcpu.bpf.o"
+MODES = ("btf", "raw", "tp")
+HOOKS = ("switch", "wakeup", "sys_enter", "sys_exit", "fork", "exit")
+SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
+MAX_CPUS = 512
+FLAG_PREEMPTED, FLAG_SEEDED, FLAG_GPU_WAIT = 1, 2, 4
+MAX_STACK = 127
+CUDA_WAITS = {
+    "libcuda.so": [
+        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpy",
+        "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD",
+    ]
+}  # fmt: skip
+"""Blocking CUDA driver calls: time blocked inside them is ``BlockReason.GPU_WAIT``.
+The runtime (``cudaStreamSynchronize``, ...) calls these, so probing libcuda covers it."""
+
+# Mirrors of offcpu.h.
+SWITCH_EVENT = np.dtype(
+    [("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
+     ("pid", "<u4"), ("tid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"),
+     ("kstack", "<i4"), ("flags", "<u4")]
+)  # fmt: skip
+SAMPLE_EVENT = np.dtype(
+    [("t_ns", "<u8"), ("pid", "<u4"), ("tid", "<u4"), ("ustack", "<i4"), ("kstack", "<i4"),
+     ("cpu", "<u4"), ("pad", "<u4")]
+)  # fmt: skip
+
+
+_STATE_FIELDS = [
+    ("exec_ns", "<u8"), ("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"),
+    ("pid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
+    ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"),
+]  # fmt: skip
+_CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
+
+
+class _State(ctypes.Structure):
+    _fields_ = [(name, _CTYPE[code]) for name, code in _STATE_FIELDS]
+
+
+class BpfThreadCollector(ThreadCollector):
+    """The BPF tier.
+
+    ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind (``btf``,
+    ``raw``, ``tp``); ``stack_entries`` sizes the stack map, whose refusals (full, or
+    hash collisions) are counted in ``status.stack_errors``. ``gpu_waits`` maps a library
+    name to functions whose blocked time is GPU waiting (default :data:`CUDA_WAITS`);
+    each target process gets an entry and a return uprobe on them once it maps the library
+    (a uprobe costs microseconds per call, so only blocking calls are probed).
+    """
+
+    tier = "bpf"
+
+    def __init__(
+        self, hub, pid: int, *, sample_hz: int = 99, mode: str = "auto",
+        user_stacks: bool = True, stack_entries: int = 16384,
+        gpu_waits: dict[str, list[str]] | None = None, **kw,
+    ) -> None:  # fmt: skip
+        super().__init__(hub, pid, **kw)
+        self.sample_hz = sample_hz
+        self.modes = MODES if mode == "auto" else (mode,)
+        self.mode = ""
+        self.user_stacks = user_stacks
+        self.stack_entries = stack_entries
+        self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
+        self._probed: set[tuple[int, str]] = set()
+        self._probe_check: dict[int, float] = {}
+        self.ncpu = os.cpu_count() or 1
+        self._obj: BpfObject | None = None
+        self._tails = {
+            "switch": np.zeros(self.ncpu, np.uint64),
+            "sample": np.zeros(self.ncpu, np.uint64),
+        }
+        self._cut: dict[int, int] = {}
+        self._seeded: dict[int, int] = {}
+        self._stack_cache: dict[tuple[int, int], int] = {}
+        self._syms: Symbolizer | None = None
+        self._tracked: set[int] = set()
+
+    # --- open: load, track, attach, seed -----------------------------------------------
+    def _open(self) -> None:
+        errors = []
+        for mode in self.modes:
+            try:
+                self._obj = self._load(mode)
+                self.mode = mode
+                break
+            except (BpfError, OSError) as exc:
+                errors.append(f"[{mode}] {exc}")
+        else:
+            raise BpfError("BPF tier unavailable:\n" + "\n".join(errors))
+        self.status.detail["mode"] = self.mode
+        self._syms = Symbolizer()
+        self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
+        self._seed()
+        self._probe_gpu_waits()
+
+    def _load(self, mode: str) -> BpfObject:
+        obj = BpfObject(str(OBJECT))
+        try:
+            obj.set_rodata("nr_cpus", ctypes.c_uint32(self.ncpu))
+            obj.set_rodata("user_stacks", ctypes.c_bool(self.user_stacks))
+            obj.set_max_entries("switch_ring", self.ncpu * SLOTS)
+            obj.set_max_entries("sample_ring", self.ncpu * SLOTS)
+            obj.set_max_entries("stacks", self.stack_entries)
+            for other in MODES:
+                for hook in HOOKS:
+                    obj.autoload(f"{other}_{hook}", other == mode)
+            obj.load()
+            self._obj = obj
+            self._tree_changed(self.threads)
+            for hook in HOOKS:
+                obj.attach(f"{mode}_{hook}")
+            if self.sample_hz:
+                for cpu in range(self.ncpu):
+                    obj.attach(
+                        "on_cpu_sample",
+                        perf_events.open_event(perf_events.cpu_clock(self.sample_hz), -1, cpu),
+                    )
+        except BaseException:
+            obj.close()
+            self._obj = None
+            self._tracked.clear()
+            raise
+        return obj
+
+    def _tree_changed(self, table: dict[int, int]) -> None:
+        if self._obj is None:
+            return
+        one = ctypes.c_uint8(1)
+        for pid in set(table.values()) - self._tracked:
+            self._obj.update("tracked", ctypes.c_uint32(pid), one)
+            self._tracked.add(pid)
+        self._tracked &= set(table.values())
+        if self.mode:  # loaded and attached
+            self._probe_gpu_waits()
+
+    def _probe_gpu_waits(self) -> None:
+        """Attach the GPU-wait uprobes in processes that mapped a probed library."""
+        now = time.monotonic()
+        for pid in self._tracked:
+            if now - self._probe_check.get(pid, 0.0) < 2.0:
+                continue  # a process maps libcuda once CUDA starts: look again later
+            self._probe_check[pid] = now
+            for lib, funcs in self.gpu_waits.items():
+                for path in symbols.mapped_files(pid, lib):
+                    if (pid, path) in self._probed:
+                        continue
+                    self._probed.add((pid, path))
+                    try:
+                        for offset in symbols.function_offsets(path, funcs).values():
+                            self._obj.attach_uprobe("gpu_wait_enter", False, pid, path, offset)
+                            self._obj.attach_uprobe("gpu_wait_exit", True, pid, path, offset)
+                            self.status.detail["gpu_wait_probes"] = (
+                                int(self.status.detail.get("gpu_wait_probes", 0)) + 1
+                            )
+                    except BpfError as exc:
+                        self.status.errors["uprobe"] = self.status.errors.get("uprobe", 0) + 1
+                        self.status.last_error = str(exc)
+
+    def _seed(self) -> None:
+        """Threads off CPU since before attach never switch out: start their interval now."""
+        now = time.monotonic_ns()
+        for tid, pid in self.threads.items():
+            blocked = proctree.blocked_state(pid, tid)
+            if blocked is None:
+                continue
+            syscall, kstack = blocked
+            state = _State(0, 0, 0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0, 0, 0)
+            if self._obj.update("threads", ctypes.c_uint32(tid), state, 1):  # BPF_NOEXIST
+                self._seeded[tid] = self.base_stack((), kstack)
+
+    # --- read -----------------------------------------------------------------------------
+    def _drain(self, name: str, dtype: np.dtype) -> np.ndarray:
+        bss = self._obj.global_bytes(".bss")
+        off = self._obj.global_offset(f"{name}_head")
+        heads = np.frombuffer(bss, np.uint64, self.ncpu, off).copy()
+        ring = np.frombuffer(self._rings[name], dtype, self.ncpu * SLOTS).reshape(self.ncpu, SLOTS)
+        tails = self._tails[name]
+        spans = {}
+        for cpu in np.flatnonzero(heads != tails).tolist():
+            lo, hi = int(tails[cpu]), int(heads[cpu])
+            if hi - lo > SLOTS:
+                self.status.lost_events += hi - lo - SLOTS
+                lo = hi - SLOTS
+            spans[cpu] = (lo, ring[cpu, np.arange(lo, hi) & (SLOTS - 1)].copy())
+        # slots the kernel overwrote while we copied them are not trustworthy: drop them
+        after = np.frombuffer(self._obj.global_bytes(".bss"), np.uint64, self.ncpu, off)
+        parts = []
+        for cpu, (lo, rows) in spans.items():
+            overrun = min(int(after[cpu]) - SLOTS - lo, len(rows))
+            if overrun > 0:
+                self.status.lost_events += overrun
+                rows = rows[overrun:]
+            parts.append(rows)
+        self._tails[name] = heads
+        return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+    def _poll(self, final: bool) -> None:
+        t_drain = time.monotonic_ns()
+        events = self._drain("switch", SWITCH_EVENT)
+        samples = self._drain("sample", SAMPLE_EVENT)
+        self.submit(THREAD_STATE.name, self._intervals(events))
+        self.submit(THREAD_STATE.name, self._in_progress(t_drain))
+        self.submit(CPU_SAMPLE.name, self._samples(samples))
+        bss = self._obj.global_bytes(".bss")
+        for name in ("stack_errors", "state_full"):
+            value = int(np.frombuffer(bss, np.uint64, 1, self._obj.global_offset(name))[0])
+            self.status.detail[name] = value
+        self.status.stack_errors = int(self.status.detail["stack_errors"])
+
+    def _intervals(self, ev: np.ndarray) -> np.ndarray:
+        """THREAD_STATE rows for switch events: on-CPU, stolen, blocked, runnable.
+
+        On-CPU time is the scheduler's CPU time for the stretch (as schedstat counts it);
+        the rest of the stretch's wall time (a VM's stolen time) waited for a core, so it
+        is reported as runnable, after the on-CPU part.
+        """
+        n = len(ev)
+        cut = np.zeros(n, np.int64)
+        for tid in np.unique(ev["tid"]).tolist():
+            if tid in self._cut:
+                cut[ev["tid"] == tid] = self._cut.pop(tid)
+        on, off = ev["on_ns"].astype(np.int64), ev["off_ns"].astype(np.int64)
+        wake, t_in = ev["wake_ns"].astype(np.int64), ev["in_ns"].astype(np.int64)
+        wake = np.where(wake > 0, wake, t_in)
+        on = np.where(on > 0, on, off)  # unknown start of the on-CPU stretch: drop it
+        cpu = ev["cpu_ns"].astype(np.int64)
+        ran = np.where((cpu > 0) & (cpu < off - on), on + cpu, off)
+        stacks = self._stack_ids(ev)
+        reason = blockreason.classify_syscalls(ev["syscall"])
+        reason[(ev["flags"] & FLAG_GPU_WAIT) != 0] = BlockReason.GPU_WAIT
+        out = THREAD_STATE.empty(4 * n)
+        for k, (a, b, state) in enumerate(
+            [(on, ran, ThreadState.ON_CPU), (ran, off, ThreadState.RUNNABLE),
+             (off, wake, ThreadState.BLOCKED), (wake, t_in, ThreadState.RUNNABLE)]
+        ):  # fmt: skip
+            rows = out[k * n : (k + 1) * n]
+            rows["t_ns"], rows["end_ns"] = np.maximum(a, cut), np.maximum(b, cut)
+            rows["pid"], rows["tid"], rows["state"] = ev["pid"], ev["tid"], state
+            if k >= 2:
+                rows["stack_id"] = stacks
+            if state == ThreadState.BLOCKED:
+                rows["reason"] = reason
+            else:
+                rows["reason"] = BlockReason.NONE
+        return out
+
+    def _in_progress(self, t_drain: int) -> np.ndarray:
+        """Rows up to now for each thread's current state; later records start after them."""
+        now = time.monotonic_ns()
+        states, tids = [], []
+        state = _State()
+        for tid in self.threads:
+            # a switch-in after the drain has a record we have not read: wait for it
+            found = self._obj.lookup("threads", ctypes.c_uint32(tid), state)
+            if found and state.on_ns < t_drain - 1_000_000:
+                states.append(bytes(state))
+                tids.append(tid)
+        if not tids:
+            return THREAD_STATE.empty()
+        raw = np.frombuffer(b"".join(states), _STATE_DTYPE)
+        ev = np.zeros(len(raw), SWITCH_EVENT)
+        for name in ("cpu_ns", "on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack",
+                     "flags"):  # fmt: skip
+            ev[name] = raw[name]
+        ev["tid"] = tids
+        ev["in_ns"] = now
+        oncpu = raw["oncpu"] == 1
+        ev["off_ns"][oncpu] = now  # running: only the on-CPU part, up to now
+        ev["wake_ns"][oncpu] = now
+        ev["cpu_ns"][oncpu] = 0  # that stretch's CPU time is not known yet: wall time
+        rows = self._intervals(ev)
+        for tid in tids:
+            self._cut[tid] = now
+        return rows
+
+    def _samples(self, s: np.ndarray) -> np.ndarray:
+        out = CPU_SAMPLE.empty(len(s))
+        out["t_ns"], out["pid"], out["tid"] = s["t_ns"], s["pid"], s["tid"]
+        out["cpu"] = s["cpu"]
+        out["stack_id"] = self._stack_ids(s)
+        return out
+
+    # --- stacks -----------------------------------------------------------------------------
+    def _stack_ids(self, ev: np.ndarray) -> np.ndarray:
+        """Base stack ids for the (pid, user stack, kernel stack) of each record."""
+        keys = np.stack([ev["pid"].astype(np.int64), ev["ustack"], ev["kstack"]], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        ids = np.array([self._base_for(*map(int, k)) for k in uniq], dtype=np.int32)
+        out = ids[inverse.reshape(-1)] if len(ev) else np.empty(0, np.int32)
+        if "flags" in ev.dtype.names:
+            seeded = (ev["flags"] & FLAG_SEEDED) != 0
+            for i in np.flatnonzero(seeded):
+                out[i] = self._seeded.get(int(ev["tid"][i]), -1)
+        return out
+
+    def _base_for(self, pid: int, ustack: int, kstack: int) -> int:
+        key = (pid, (ustack << 32) | (kstack & 0xFFFFFFFF))
+        sid = self._stack_cache.get(key)
+        if sid is None:
+            native, kernel = self._syms.frames(
+                pid, self._addresses(ustack), self._addresses(kstack)
+            )
+            sid = self._stack_cache[key] = self.base_stack(native, kernel)
+        return sid
+
+    def _addresses(self, stack: int) -> list[int]:
+        if stack < 0:
+            return []
+        buf = (ctypes.c_uint64 * MAX_STACK)()
+        if not self._obj.lookup("stacks", ctypes.c_uint32(stack), buf):
+            return []
+        return [a for a in buf if a]
+
+    def _close(self) -> None:
+        if self._obj is not None:
+            self._obj.close()
+            self._obj = None
+
+
+_STATE_DTYPE = np.dtype(_STATE_FIELDS)

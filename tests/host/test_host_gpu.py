@@ -1,0 +1,26 @@
+"""GPU machine only: the slow-DataLoader torch loop seen by the host collector."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.mark.gpu
+def test_slow_loader_flamegraph_shows_workers_and_main_thread_waits(tmp_path):
+    script = ROOT / "benchmarks" / "host_gpu_check.py"
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), "--seconds", "20"],
+        capture_output=True, text=True, timeout=180, cwd=ROOT / "benchmarks",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    result = json.loads((tmp_path / "host_gpu_check.json").read_text())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert all(result["passed"].values()), result["checks_seconds"]
