@@ -60,6 +60,7 @@ class Config:
     """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
     agent_mode: str = "default"
     agent: bool = True
+    host_tier: str = "auto"
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.instrument.cli`."""
 
@@ -206,6 +207,7 @@ def parse_args(argv: list[str]) -> Config:
         cmd=cmd,
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
+        host_tier=getattr(args, "host_tier", "auto"),
     )
 
 
@@ -221,7 +223,9 @@ def _live_source(config: Config):  # -> LiveSource
 
     targeted = config.pid is not None or bool(config.cmd)
     try:
-        source = LiveSource(config.pid, config.interval_s, require_gpu=not targeted)
+        source = LiveSource(
+            config.pid, config.interval_s, require_gpu=not targeted, host_tier=config.host_tier
+        )
     except TargetGone as exc:
         raise UserError(str(exc)) from None
     except NvmlUnavailable as exc:

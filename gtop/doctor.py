@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes.util
-import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -66,37 +64,11 @@ def check_agent() -> list[Check]:
     return [Check(name, ok, detail) for name, ok, detail in doctor()]
 
 
-def check_bpf() -> Check:
-    if not Path("/sys/kernel/btf/vmlinux").exists():
-        return Check(
-            "eBPF", False, "kernel has no BTF (/sys/kernel/btf/vmlinux); CO-RE programs cannot load"
-        )
-    if not ctypes.util.find_library("bpf"):
-        return Check("eBPF", False, "libbpf.so.1 not found (apt install libbpf1)")
-    if os.geteuid() != 0 and not _has_cap(CAP_BPF):
-        return Check("eBPF", False, "needs root or CAP_BPF+CAP_PERFMON")
-    return Check("eBPF", True, "BTF present, libbpf found, privileges OK")
+def check_host_tiers() -> list[Check]:
+    """Which tier traces host threads here (bpf, perf events, /proc), and what each needs."""
+    from gtop.collectors.threads import tier_report
 
-
-def check_perf_events() -> Check:
-    try:
-        paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
-    except (OSError, ValueError):
-        return Check("perf events", False, "/proc/sys/kernel/perf_event_paranoid unreadable")
-    if os.geteuid() == 0 or _has_cap(CAP_PERFMON) or paranoid <= 1:
-        return Check("perf events", True, f"perf_event_paranoid={paranoid}")
-    return Check(
-        "perf events",
-        False,
-        f"perf_event_paranoid={paranoid}: needs root, CAP_PERFMON, or paranoid <= 1",
-    )
-
-
-def check_py_spy() -> Check:
-    path = shutil.which("py-spy")
-    if path is None:
-        return Check("Python stacks", False, "py-spy not found (pip install py-spy)")
-    return Check("Python stacks", True, path)
+    return [Check(f"threads: {t.tier}", t.available, t.needs or "works") for t in tier_report()]
 
 
 def check_ptxas() -> Check:
@@ -119,9 +91,7 @@ def check_ptxas() -> Check:
 CHECKS: list[Callable[[], Check | list[Check]]] = [
     check_nvml,
     check_agent,
-    check_bpf,
-    check_perf_events,
-    check_py_spy,
+    check_host_tiers,
     check_ptxas,
 ]
 

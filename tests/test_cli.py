@@ -123,7 +123,7 @@ def test_report_on_real_recording(idle_busy_idle: Path) -> None:
 def test_doctor_reports_every_check() -> None:
     result = gtop("doctor")
     assert result.returncode == 0
-    names = ["NVML", "libcupti", "ptrace", "eBPF", "perf events", "Python stacks", "ptxas"]
+    names = ["NVML", "libcupti", "ptrace", "threads: bpf", "threads: proc", "ptxas"]
     for name in names:
         assert name in result.stdout
     nvml_line = next(line for line in result.stdout.splitlines() if "NVML" in line)

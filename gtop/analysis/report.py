@@ -144,6 +144,23 @@ def advice(devices: list[dict]) -> list[str]:
     return hints
 
 
+def threads_section(
+    data: dict[str, np.ndarray], entities: list[Entity], time_range: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """The ``threads`` key: per host thread, on-CPU, runnable and blocked time by reason."""
+    from gtop.analysis.threads import threads_report
+    from gtop.pipeline import layouts
+
+    intervals = data.get("thread_state")
+    if intervals is None or not len(intervals):
+        return []
+    samples = data.get("cpu_sample", layouts.CPU_SAMPLE.empty(0))
+    stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
+    names = {int(k): v.get("name") for k, v in latest_entities(entities, "thread").items()}
+    t0, t1 = time_range
+    return threads_report(intervals, samples, stacks, names, t0, t1 + 1)
+
+
 def stack_frames(entities: list[Entity]) -> dict[int, list[str]]:
     """Stack frames by stack id, from ``stack`` entities."""
     return {int(e.key): list(e.value.get("frames", [])) for e in entities if e.kind == "stack"}
@@ -230,6 +247,7 @@ def build_report(
         "drops": drops,
         **activity,
         "gpu": gpu_section(meta, data, entities, time_range),
+        "threads": threads_section(data, entities, time_range),
         "problems": problems,
         "advice": advice(devices),
     }

@@ -15,6 +15,8 @@ from gtop.collectors.attach import AttachError, attach, launch_with_agent
 from gtop.collectors.base import CollectorStatus, PollingCollector
 from gtop.collectors.host import HostCollector, check_pid, family
 from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
+from gtop.collectors.threads import ThreadCollector, open_thread_collector
+from gtop.collectors.threads import describe as describe_threads
 from gtop.pipeline.hub import Hub, Update
 from gtop.recordings.recorder import Recorder
 
@@ -25,6 +27,8 @@ class LiveSource:
     Args:
         pid: the focused target (its descendants are followed too), or None for all.
         interval_s: sampling period of every collector.
+        host_tier: how the target's threads are traced (``auto``, ``bpf``, ``perf``,
+            ``proc``; ``off`` for not at all).
         require_gpu: raise :class:`NvmlUnavailable` instead of carrying on without NVML.
 
     Raises:
@@ -34,8 +38,13 @@ class LiveSource:
 
     live = True
 
-    def __init__(self, pid: int | None, interval_s: float, *, require_gpu: bool) -> None:
+    def __init__(
+        self, pid: int | None, interval_s: float, *, require_gpu: bool, host_tier: str = "auto"
+    ) -> None:
         self.pid = pid
+        self.host_tier = host_tier
+        self.threads: ThreadCollector | None = None
+        self.threads_error: str | None = None
         self.interval_s = interval_s
         self.hub = Hub()
         self.collectors: list[PollingCollector] = []
@@ -136,11 +145,18 @@ class LiveSource:
     def start(self) -> None:
         for collector in self.collectors:
             collector.start()
+        if self.pid is not None and self.host_tier != "off":
+            try:
+                self.threads = open_thread_collector(self.hub, self.pid, tier=self.host_tier)
+            except (RuntimeError, ValueError, OSError) as exc:
+                self.threads_error = f"host threads not traced: {exc}"
 
     def stop(self) -> None:
         """Stop collecting: the agent detaches (the target runs on), recording is finalised."""
         if self.link is not None:
             self.link.stop()
+        if self.threads is not None:
+            self.threads.stop()
         self.stop_recording()
         for collector in self.collectors:
             collector.stop()
@@ -161,6 +177,10 @@ class LiveSource:
         out = [c.status for c in self.collectors]
         if self.agent_error:
             out.append(CollectorStatus("agent", ok=False, detail=self.agent_error))
+        if self.threads_error:
+            out.append(CollectorStatus("threads", ok=False, detail=self.threads_error))
+        if self.threads is not None:
+            out.append(CollectorStatus("threads", detail=describe_threads(self.threads)))
         if self.link is not None:
             for pid, status in self.link.status().items():
                 ok = status.state not in REFUSALS
