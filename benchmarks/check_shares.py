@@ -10,7 +10,7 @@ A share passes when it is within ``tolerance_pp`` percentage points of the expec
 ``"dominant": CAUSE`` passes when CAUSE is the largest off-GPU cause.
 
 Run: ``python benchmarks/check_shares.py --workload app.json --measured entry.json``
-(exit status 1 when a share is off).
+or ``--recording app.gtop`` instead of ``--measured`` (exit status 1 when a share is off).
 """
 
 from __future__ import annotations
@@ -52,15 +52,40 @@ def compare(
     return rows
 
 
+ANALYSIS_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
+
+
+def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict[str, Any]:
+    """gtop's breakdown of ``device`` over ``window_ns`` in a ``.gtop`` recording: the
+    entry :func:`compare` reads (same shape as a ``gtop report --json`` gpu entry)."""
+    from gtop.analysis.attribution import Unit
+    from gtop.analysis.gpu_report import unit_summary
+    from gtop.analysis.records import Records
+    from gtop.analysis.replay import attribute_range
+    from gtop.recordings.reader import Recording
+
+    t0, t1 = (int(t) for t in window_ns)
+    with Recording(recording) as rec:
+        batches = {n: rec.read(n) for n in ANALYSIS_STREAMS if n in rec.streams}
+    records = Records.from_streams({k: v for k, v in batches.items() if len(v)})
+    summary = attribute_range(records, t0, t1)[Unit("device", device)]
+    return unit_summary(summary)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", required=True, help="the workload's JSON line (a file)")
-    ap.add_argument("--measured", required=True, help="gtop's device entry (JSON file)")
+    given = ap.add_mutually_exclusive_group(required=True)
+    given.add_argument("--measured", help="gtop's device entry (JSON file)")
+    given.add_argument("--recording", help="a .gtop recording of the workload")
     args = ap.parse_args()
     with open(args.workload) as f:
         workload = json.loads(f.read().strip().splitlines()[-1])
-    with open(args.measured) as f:
-        entry = json.load(f)
+    if args.recording:
+        entry = measure(args.recording, workload["window_ns"])
+    else:
+        with open(args.measured) as f:
+            entry = json.load(f)
     rows = compare(workload["expected"], entry, workload.get("tolerance_pp", 3.0))
     for row in rows:
         print(

@@ -6,6 +6,9 @@ set -u
 OUT=${OUT:-/tmp/gtop-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+export PATH="/tmp/site/bin:$PATH"   # py-spy from its wheel
+# The GPU image has libelf but no libbpf: a copy travels in .gpu-libs (carry it).
+[ -f .gpu-libs/libbpf.so.1 ] && export GTOP_LIBBPF="$PWD/.gpu-libs/libbpf.so.1"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
@@ -23,6 +26,15 @@ for step in $steps; do
             python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument 2>&1 | tail -30
             timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
             python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
+    host) (cd benchmarks && python3 host_gpu_check.py "$OUT/host" --seconds 20)
+          python3 -m gtop record --force --agent-mode full --interval 0.25 \
+            -o "$OUT/host/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
+            --seconds 15 --data-dir /tmp/slow-loader
+          tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
+    attribution) python3 benchmarks/constructed_shares.py --out "$OUT/attr" --seconds 8
+                 python3 benchmarks/realistic_breakdown.py --out "$OUT/attr" --seconds 10
+                 rm -f "$OUT"/attr/*.bin "$OUT"/attr/scratch*
+                 tar -cf "$OUT/attr.tar" -C "$OUT" attr && rm -rf "$OUT/attr" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -1,0 +1,98 @@
+"""Record each constructed workload under gtop and check the measured shares (GPU machine).
+
+    python benchmarks/constructed_shares.py --out DIR [--cases app,sleep,io,tiny,hostfunc]
+
+For each case: ``gtop record --agent-mode full -o DIR/constructed-CASE.gtop -- python
+benchmarks/workloads/constructed.py --case CASE``; the workload's JSON line (window and
+expected shares) goes to DIR/constructed-CASE.json; gtop's breakdown over that window
+is compared with it (±3 points). Prints a Markdown table; exit 1 if a share is off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from check_shares import compare, measure
+
+HERE = Path(__file__).resolve().parent
+
+
+def run_case(case: str, out: Path, seconds: float) -> dict:
+    recording = out / f"constructed-{case}.gtop"
+    cmd = [
+        sys.executable,
+        "-m",
+        "gtop",
+        "record",
+        "--force",
+        "--agent-mode",
+        "full",
+        "--interval",
+        "0.25",
+        "-o",
+        str(recording),
+        "--",
+        sys.executable,
+        str(HERE / "workloads" / "constructed.py"),
+        "--case",
+        case,
+        "--seconds",
+        str(seconds),
+        "--io-dir",
+        str(out),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("{") and "window_ns" in x]
+    if done.returncode or not lines:
+        raise RuntimeError(
+            f"{case}: gtop record failed ({done.returncode}): "
+            f"{done.stderr[-2000:]}\n{done.stdout[-2000:]}"
+        )
+    workload = json.loads(lines[-1])
+    (out / f"constructed-{case}.json").write_text(json.dumps(workload, indent=1))
+    entry = measure(str(recording), workload["window_ns"])
+    return {
+        "case": case,
+        "workload": workload,
+        "entry": entry,
+        "rows": compare(workload["expected"], entry, workload.get("tolerance_pp", 3.0)),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--cases", default="app,sleep,io,tiny,hostfunc")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    results, ok = [], True
+    for case in args.cases.split(","):
+        try:
+            results.append(run_case(case, args.out, args.seconds))
+        except (RuntimeError, subprocess.TimeoutExpired, KeyError) as exc:
+            print(f"{case}: FAILED {exc}", file=sys.stderr)
+            ok = False
+    (args.out / "constructed_shares.json").write_text(json.dumps(results, indent=1))
+    print("| case | cause | expected | measured | within 3 points |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        for row in r["rows"]:
+            exp, got = row["expected"], row["measured"]
+            fmt = (lambda v: f"{v:.1%}") if isinstance(exp, float) else str
+            print(
+                f"| {r['case']} | {row['cause']} | {fmt(exp)} | {fmt(got)} | "
+                f"{'yes' if row['ok'] else 'NO'} |"
+            )
+            ok &= row["ok"]
+        off = {k: round(v, 3) for k, v in r["entry"]["off"].items() if v}
+        print(f"| {r['case']} | (all off-GPU causes, s) | | {off} | |")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
