@@ -33,7 +33,7 @@ for step in $steps; do
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
     attribution) python3 benchmarks/constructed_shares.py --out "$OUT/attr" --seconds 8
                  python3 benchmarks/realistic_breakdown.py --out "$OUT/attr" --seconds 10
-                 rm -f "$OUT"/attr/*.bin "$OUT"/attr/scratch*
+                 rm -f "$OUT"/attr/gtop-io-*
                  tar -cf "$OUT/attr.tar" -C "$OUT" attr && rm -rf "$OUT/attr" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
