@@ -108,6 +108,30 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    """Options for commands that profile a target process (--pid, run, record)."""
+    parser.add_argument(
+        "--agent-mode",
+        default="default",
+        metavar="MODE",
+        help="what CUPTI traces in the target: default (kernels, copies, memsets, "
+        "synchronisation), full (also runtime/driver API calls, NVTX, CUPTI overhead), or a "
+        "comma list of kinds",
+    )
+    parser.add_argument(
+        "--no-agent",
+        action="store_true",
+        help="do not load the in-process agent into a --pid target (NVML and host data only)",
+    )
+    parser.add_argument(
+        "--host-tier",
+        default="auto",
+        choices=["auto", "bpf", "perf", "proc", "off"],
+        help="how the target's threads are traced: auto picks the best that works (bpf, "
+        "then perf events, then /proc sampling); off for none",
+    )
+
+
 def _export_formats() -> list[str]:
     from gtop.recordings.exporters import EXPORTERS
 
@@ -121,9 +145,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gtop {__version__}")
     parser.add_argument("--pid", type=_pid, help="focus this process (and its children)")
     _common(parser)
+    _target_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    record = sub.add_parser("record", help="record headless to a .gtop file")
+    record = sub.add_parser(
+        "record",
+        help="record headless to a .gtop file",
+        usage="gtop record -o FILE [options] [--pid PID | -- CMD ...]",
+        description="Record to FILE: all GPUs, one process (--pid), or a command launched "
+        "with the in-process agent (-- CMD ...; recording ends when it exits).",
+    )
     record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     record.add_argument("--pid", type=_pid, help="focus this process (and its children)")
     record.add_argument(
@@ -134,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     _common(record)
+    _target_options(record)
     record.add_argument(
         "cmd",
         nargs=argparse.REMAINDER,
@@ -141,9 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="launch CMD with the agent and record until it exits",
     )
 
-    run = sub.add_parser("run", help="launch CMD with the in-process agent and show it live")
+    run = sub.add_parser(
+        "run",
+        help="launch CMD with the in-process agent and show it live",
+        usage="gtop run [options] -- CMD ...",
+    )
     _common(run)
-    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    _target_options(run)
 
     replay = sub.add_parser("replay", help="replay a recording in the UI")
     replay.add_argument("file", type=Path, metavar="FILE")
@@ -182,11 +218,14 @@ def parse_args(argv: list[str]) -> Config:
         SystemExit: usage errors (argparse prints the message).
     """
     parser = build_parser()
+    cmd: tuple[str, ...] = ()
+    if "--" in argv:  # everything after the first -- is the command to launch
+        split = argv.index("--")
+        argv, cmd = argv[:split], tuple(argv[split + 1 :])
     args = parser.parse_args(argv)
     command = args.command or "top"
-    cmd = tuple(getattr(args, "cmd", None) or ())
-    if cmd[:1] == ("--",):
-        cmd = cmd[1:]
+    if cmd and command not in ("run", "record"):
+        parser.error("-- CMD goes with `gtop run` or `gtop record`")
     if command == "run" and not cmd:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:

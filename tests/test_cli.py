@@ -141,3 +141,16 @@ def test_report_gpu_section_is_a_labelled_approximation_without_cupti(
     assert 0.3 < gpu["gar"] < 0.45  # 10 s of matmuls in ~26 s
     assert gpu["panels"]["OFF-GPU^queue"] is None  # unknowable from NVML
     assert report["kernels"] == []  # no CUPTI in this recording
+
+
+def test_command_after_double_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    config = parse_args(["record", "--force", "--agent-mode", "full", "--interval", "0.25",
+                         "-o", "x.gtop", "--", "python", "-c", "print(1)", "-o", "y"])
+    assert config.command == "record" and config.output == Path("x.gtop")
+    assert config.agent_mode == "full" and config.overwrite
+    assert config.cmd == ("python", "-c", "print(1)", "-o", "y")
+    assert parse_args(["run", "--", "python", "t.py"]).cmd == ("python", "t.py")
+    for argv in (["run"], ["record", "-o", "x", "--pid", "3", "--", "python"], ["--", "ls"]):
+        with pytest.raises(SystemExit):
+            parse_args(argv)
