@@ -1,0 +1,156 @@
+"""The process table: sortable by any column, filterable, Enter drills into a process."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable
+
+from gtop.views import fmt
+from gtop.views.processes import COLUMN_KEYS, COLUMNS, ProcessRow, column, sort_rows
+
+COMMAND_WIDTH = 200
+"""Longest command line shown (the table scrolls sideways)."""
+
+EXITED_GLYPH = "✝"
+"""Marks an exited process, so the state reads without colour too."""
+
+
+class ProcessTable(DataTable):
+    """One row per process (see :mod:`gtop.views.processes`); row keys are pids."""
+
+    DEFAULT_CSS = """
+    ProcessTable { height: 1fr; }
+    ProcessTable > .process-table--exited { color: $text-disabled; text-style: italic; }
+    """
+
+    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"process-table--exited"}
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "First row", show=False),
+        Binding("G", "scroll_bottom", "Last row", show=False),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False),
+    ]
+
+    sort_key: reactive[str] = reactive("gpu_mem")
+    """Column the rows are sorted by (a key of :data:`~gtop.views.processes.COLUMNS`)."""
+
+    sort_reverse: reactive[bool] = reactive(False)
+    """Flip the column's natural direction (numbers descending, text ascending)."""
+
+    filter_text: reactive[str] = reactive("")
+    """Only rows whose command, user or pid contain this (case-insensitive)."""
+
+    class Chosen(Message):
+        """The user pressed Enter (or clicked) on the row of process ``pid``."""
+
+        def __init__(self, pid: int) -> None:
+            super().__init__()
+            self.pid = pid
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        self._rows: list[ProcessRow] = []
+
+    def on_mount(self) -> None:
+        for col in COLUMNS:
+            self.add_column(col.label, key=col.key)
+        self._label_columns()
+
+    def show_rows(self, rows: list[ProcessRow]) -> None:
+        """Replace the data; the cursor stays on the same pid."""
+        self._rows = rows
+        self._rebuild()
+
+    @property
+    def visible_pids(self) -> list[int]:
+        return [int(key.value) for key in self.rows]
+
+    def _rebuild(self) -> None:
+        if not self.is_mounted:
+            return
+        shown = sort_rows(
+            [r for r in self._rows if not self.filter_text or r.matches(self.filter_text)],
+            self.sort_key,
+            self.sort_reverse,
+        )
+        keep = self._cursor_pid()
+        self.clear()
+        exited = self.get_component_rich_style("process-table--exited", partial=True)
+        for row in shown:
+            self.add_row(*self._cells(row, exited if row.exited else None), key=str(row.pid))
+        if keep is not None and str(keep) in self.rows:
+            self.move_cursor(row=self.get_row_index(str(keep)), scroll=False)
+
+    def _cursor_pid(self) -> int | None:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        return int(key.value) if key.value is not None else None
+
+    @staticmethod
+    def _cells(row: ProcessRow, style: object) -> list[Text]:
+        pid = f"{EXITED_GLYPH}{row.pid}" if row.exited else str(row.pid)
+        gpus = ",".join(str(g) for g in row.gpus) if row.gpus else "–"
+        values = (
+            (pid, "right"),
+            (row.user[:12], "left"),
+            (gpus, "left"),
+            (fmt.size(row.gpu_mem) if row.gpus else "–", "right"),
+            (fmt.pct(row.sm_util) if row.gpus else "–", "right"),
+            (fmt.pct(row.cpu_pct), "right"),
+            (fmt.size(row.rss), "right"),
+            (fmt.num(row.threads), "right"),
+            (row.command[:COMMAND_WIDTH], "left"),
+        )
+        return [Text(v, style=style or "", justify=j, no_wrap=True) for v, j in values]
+
+    def _label_columns(self) -> None:
+        arrow = "▲" if column(self.sort_key).descending == self.sort_reverse else "▼"
+        for col in COLUMNS:
+            label = f"{col.label}{arrow}" if col.key == self.sort_key else col.label
+            self.columns[col.key].label = Text(label)
+        self.refresh()
+
+    def _resort(self) -> None:
+        if self.is_mounted:
+            self._label_columns()
+            self._rebuild()
+
+    def watch_sort_key(self) -> None:
+        self._resort()
+
+    def watch_sort_reverse(self) -> None:
+        self._resort()
+
+    def watch_filter_text(self) -> None:
+        self._rebuild()
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
+        index = COLUMN_KEYS.index(self.sort_key)
+        self.sort_reverse = False
+        self.sort_key = COLUMN_KEYS[(index + 1) % len(COLUMN_KEYS)]
+
+    def action_reverse_sort(self) -> None:
+        self.sort_reverse = not self.sort_reverse
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Clicking a header sorts by it; clicking the sorted header reverses it."""
+        event.stop()
+        key = str(event.column_key.value)
+        if key == self.sort_key:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_reverse = False
+            self.sort_key = key
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.Chosen(int(event.row_key.value)))
