@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One batch of GPU-machine work: install carried wheels, check the machine, run the
+# GPU tests, capture recordings and benchmarks. Results go to $OUT.
+#   bash benchmarks/gpu_session.sh [STEP...]   (default: every step)
+set -u
+OUT=${OUT:-/tmp/gtop-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+fi
+steps=${*:-"doctor record"}
+for step in $steps; do
+  echo "=== $step $(date +%T)"
+  case $step in
+    doctor) nvidia-smi -L; python3 -m gtop doctor ;;
+    record) python3 benchmarks/capture_phases.py --out "$OUT"
+            python3 benchmarks/nvml_accuracy.py --out "$OUT" --duration 20
+            python3 -m gtop report "$OUT/idle_busy_idle.gtop" ;;
+    gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
+    *) echo "unknown step $step" ;;
+  esac
+done

@@ -1,0 +1,186 @@
+"""The summary of a recording (``gtop report``): pure functions over record arrays.
+
+:func:`build_report` returns the JSON document; its top-level keys are a contract that
+later versions only extend: ``version``, ``start``, ``duration_s``, ``devices``,
+``processes``, ``drops`` (plus ``problems`` and ``advice``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+
+from gtop import __version__
+from gtop.pipeline.hub import Entity
+
+MIB = 1 << 20
+
+
+def _stats(values: np.ndarray) -> dict[str, float | None]:
+    """mean/min/max/p50/p95 of the valid (non-NaN, non-negative-marker) values."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return {"mean": None, "min": None, "max": None, "p50": None, "p95": None, "n": 0}
+    return {
+        "mean": round(float(values.mean()), 3),
+        "min": round(float(values.min()), 3),
+        "max": round(float(values.max()), 3),
+        "p50": round(float(np.percentile(values, 50)), 3),
+        "p95": round(float(np.percentile(values, 95)), 3),
+        "n": len(values),
+    }
+
+
+def _valid_int(values: np.ndarray) -> np.ndarray:
+    values = values.astype(np.float64)
+    values[values < 0] = np.nan
+    return values
+
+
+def _throttle_union(reasons: np.ndarray) -> int:
+    """Every clocks-event reason bit seen in the samples (-1 = no value is skipped)."""
+    seen = reasons[reasons > 0]
+    return int(np.bitwise_or.reduce(seen)) if len(seen) else 0
+
+
+def latest_entities(entities: list[Entity], kind: str) -> dict[str, dict[str, Any]]:
+    """The last recorded value of each entity of ``kind``."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in entities:
+        if e.kind == kind:
+            out[e.key] = e.value
+    return out
+
+
+def device_summaries(gpu: np.ndarray, devices: dict[str, dict[str, Any]]) -> list[dict]:
+    out = []
+    indices = sorted({int(i) for i in gpu["gpu"]} | {int(k) for k in devices})
+    for index in indices:
+        rows = gpu[gpu["gpu"] == index]
+        info = devices.get(str(index), {})
+        out.append(
+            {
+                "index": index,
+                "name": info.get("name"),
+                "uuid": info.get("uuid"),
+                "samples": len(rows),
+                "utilization": _stats(rows["util_gpu"]),
+                "memory_utilization": _stats(rows["util_mem"]),
+                "sm_active": _stats(rows["sm_active"]),
+                "sm_occupancy": _stats(rows["sm_occupancy"]),
+                "tensor_active": _stats(rows["tensor_active"]),
+                "memory_used_mib": _stats(_valid_int(rows["mem_used"]) / MIB),
+                "memory_total_mib": (
+                    round(info["mem_total"] / MIB, 1) if info.get("mem_total") else None
+                ),
+                "power_w": _stats(rows["power_w"]),
+                "temperature_c": _stats(rows["temp_c"]),
+                "clock_sm_mhz": _stats(rows["clock_sm_mhz"]),
+                "throttle_reasons_seen": int(
+                    np.bitwise_or.reduce(rows["throttle"][rows["throttle"] > 0])
+                )
+                if np.any(rows["throttle"] > 0)
+                else 0,
+            }
+        )
+    return out
+
+
+def process_summaries(
+    proc_gpu: np.ndarray, proc_host: np.ndarray, processes: dict[str, dict[str, Any]]
+) -> list[dict]:
+    pids = sorted(
+        {int(p) for p in proc_gpu["pid"]}
+        | {int(p) for p in proc_host["pid"]}
+        | {int(k) for k in processes}
+    )
+    out = []
+    for pid in pids:
+        info = processes.get(str(pid), {})
+        g = proc_gpu[proc_gpu["pid"] == pid]
+        h = proc_host[proc_host["pid"] == pid]
+        times = np.concatenate([g["t_ns"], h["t_ns"]])
+        gpus = []
+        for index in sorted({int(i) for i in g["gpu"]}):
+            rows = g[g["gpu"] == index]
+            gpus.append(
+                {
+                    "index": index,
+                    "memory_used_mib": _stats(_valid_int(rows["gpu_mem"]) / MIB),
+                    "sm_utilization": _stats(rows["sm_util"]),
+                }
+            )
+        out.append(
+            {
+                "pid": pid,
+                "name": info.get("name"),
+                "user": info.get("user"),
+                "cmdline": info.get("cmdline"),
+                "exited": bool(info.get("exited", False)),
+                "first_seen_ns": int(times.min()) if len(times) else None,
+                "last_seen_ns": int(times.max()) if len(times) else None,
+                "gpus": gpus,
+                "cpu_percent": _stats(h["cpu_pct"]),
+                "rss_mib": _stats(_valid_int(h["rss"]) / MIB),
+                "threads": _stats(_valid_int(h["threads"])),
+            }
+        )
+    return out
+
+
+def advice(devices: list[dict]) -> list[str]:
+    """Plain-language hints from what the summary shows."""
+    hints = []
+    for dev in devices:
+        util = dev["utilization"]["mean"]
+        if util is not None and util < 50 and dev["samples"] > 0:
+            hints.append(
+                f"GPU {dev['index']} was busy only {util:.0f}% of the time: the host may be "
+                "starving it (run under `gtop run` to see why)."
+            )
+    return hints
+
+
+def build_report(
+    meta: dict[str, Any],
+    data: dict[str, np.ndarray],
+    entities: list[Entity],
+    problems: list[str],
+    time_range: tuple[int, int],
+) -> dict[str, Any]:
+    """The report document for a recording's metadata, streams and entities."""
+    from gtop.pipeline import layouts
+
+    def stream(spec: Any) -> np.ndarray:
+        return data.get(spec.name, spec.empty(0))
+
+    t0, t1 = time_range
+    wall0 = meta.get("clock", {}).get("realtime_minus_monotonic_ns")
+    start = None
+    if wall0 is not None and t0:
+        start = dt.datetime.fromtimestamp((t0 + wall0) / 1e9, dt.timezone.utc).isoformat()
+    devices = device_summaries(stream(layouts.GPU), latest_entities(entities, "device"))
+    drops = {k: int(v) for k, v in (meta.get("drops") or {}).items()}
+    return {
+        "version": __version__,
+        "format_version": meta.get("format_version"),
+        "start": start,
+        "duration_s": round((t1 - t0) / 1e9, 3),
+        "host": meta.get("host"),
+        "driver_version": meta.get("driver_version"),
+        "cuda_version": meta.get("cuda_version"),
+        "target": meta.get("target"),
+        "complete": bool(meta.get("closed", False)),
+        "devices": devices,
+        "processes": process_summaries(
+            stream(layouts.PROC_GPU),
+            stream(layouts.PROC_HOST),
+            latest_entities(entities, "process"),
+        ),
+        "drops": drops,
+        "problems": problems,
+        "advice": advice(devices),
+    }

@@ -1,0 +1,306 @@
+"""Command line: parse into a typed :class:`Config` (pure), then dispatch.
+
+Every failure a user can cause (bad pid, missing file, no GPU) ends in one line on
+stderr starting with ``gtop:`` and a non-zero exit status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gtop import __version__
+
+DEMO_RECORDING = "idle_busy_idle.gtop"
+MIN_INTERVAL_S = 0.1
+DEFAULT_INTERVAL_S = 0.5
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+DESCRIPTION = """\
+gtop: a top-like live profiler for GPU programs.
+
+  gtop                        live overview of all GPUs and their processes
+  gtop --pid PID              focus one process
+  gtop record -o FILE [--pid PID] [--duration S]   headless recording
+  gtop replay FILE            the same UI over a recording
+  gtop report FILE [--json]   summary of a recording
+  gtop demo                   replay a bundled real recording (works without a GPU)
+  gtop doctor                 what works on this machine and why not
+"""
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the user asked for, validated."""
+
+    command: str
+    pid: int | None = None
+    interval_s: float = DEFAULT_INTERVAL_S
+    no_color: bool = False
+    output: Path | None = None
+    duration_s: float | None = None
+    file: Path | None = None
+    json: bool = False
+    overwrite: bool = False
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < MIN_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_S} s")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _pid(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a pid: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a pid: {text!r}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        default=DEFAULT_INTERVAL_S,
+        metavar="S",
+        help=f"sampling period in seconds (default 0.5, at least {MIN_INTERVAL_S})",
+    )
+    parser.add_argument(
+        "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gtop", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"gtop {__version__}")
+    parser.add_argument("--pid", type=_pid, help="focus this process (and its children)")
+    _common(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    record = sub.add_parser("record", help="record headless to a .gtop file")
+    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    record.add_argument("--pid", type=_pid, help="focus this process (and its children)")
+    record.add_argument(
+        "--duration",
+        type=_positive,
+        metavar="S",
+        help="stop after S seconds (default: until Ctrl-C or SIGTERM)",
+    )
+    record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    _common(record)
+
+    replay = sub.add_parser("replay", help="replay a recording in the UI")
+    replay.add_argument("file", type=Path, metavar="FILE")
+    replay.add_argument("--no-color", action="store_true", help="no colours")
+
+    report = sub.add_parser("report", help="summarise a recording")
+    report.add_argument("file", type=Path, metavar="FILE")
+    report.add_argument("--json", action="store_true", help="JSON instead of text")
+
+    demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
+    demo.add_argument("--no-color", action="store_true", help="no colours")
+
+    sub.add_parser("doctor", help="what works on this machine, and why not")
+    return parser
+
+
+def parse_args(argv: list[str]) -> Config:
+    """Parse ``argv`` (without the program name) into a Config.
+
+    Raises:
+        SystemExit: usage errors (argparse prints the message).
+    """
+    args = build_parser().parse_args(argv)
+    command = args.command or "top"
+    no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
+    return Config(
+        command=command,
+        pid=getattr(args, "pid", None),
+        interval_s=getattr(args, "interval", DEFAULT_INTERVAL_S),
+        no_color=no_color,
+        output=getattr(args, "output", None),
+        duration_s=getattr(args, "duration", None),
+        file=getattr(args, "file", None),
+        json=getattr(args, "json", False),
+        overwrite=getattr(args, "force", False),
+    )
+
+
+class UserError(Exception):
+    """A failure to report as one line (no traceback)."""
+
+
+def _live_source(config: Config):  # -> LiveSource
+    from gtop.collectors.host import TargetGone
+    from gtop.collectors.live import LiveSource
+    from gtop.collectors.nvml import NvmlUnavailable
+
+    try:
+        return LiveSource(config.pid, config.interval_s, require_gpu=config.pid is None)
+    except TargetGone as exc:
+        raise UserError(str(exc)) from None
+    except NvmlUnavailable as exc:
+        raise UserError(
+            f"no GPU to show ({exc}). Try `gtop demo` to replay a bundled recording, "
+            "or `gtop --pid PID` for one process's host data."
+        ) from None
+
+
+def _open_recording(path: Path):  # -> Recording
+    from gtop.recordings.reader import Recording, RecordingError
+
+    try:
+        return Recording(path)
+    except RecordingError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _run_ui(source, config: Config) -> int:
+    from gtop.views.app import run_app
+
+    return run_app(source, no_color=config.no_color, start_pid=config.pid)
+
+
+def cmd_top(config: Config) -> int:
+    return _run_ui(_live_source(config), config)
+
+
+def cmd_replay(config: Config) -> int:
+    from gtop.recordings.replay import ReplaySource
+
+    assert config.file is not None
+    return _run_ui(ReplaySource(_open_recording(config.file)), config)
+
+
+def demo_recording() -> Path:
+    """The bundled recording `gtop demo` plays.
+
+    Raises:
+        UserError: it is not there (an install without the repository's recordings/).
+    """
+    override = os.environ.get("GTOP_DEMO")
+    candidates = [Path(override)] if override else []
+    root = Path(__file__).resolve().parent.parent / "recordings"
+    candidates += [root / DEMO_RECORDING]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise UserError(f"no bundled recording at {candidates[-1]}; set GTOP_DEMO=FILE.gtop")
+
+
+def cmd_demo(config: Config) -> int:
+    from dataclasses import replace
+
+    return cmd_replay(replace(config, file=demo_recording()))
+
+
+def cmd_record(config: Config) -> int:
+    assert config.output is not None
+    source = _live_source(config)
+    try:
+        recorder = source.start_recording(config.output, overwrite=config.overwrite)
+    except FileExistsError:
+        raise UserError(f"{config.output} exists (use --force to overwrite)") from None
+    except OSError as exc:
+        raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    source.start()
+    started = time.monotonic()
+    interactive = sys.stderr.isatty()
+    try:
+        while not stop.wait(1.0):
+            elapsed = time.monotonic() - started
+            if interactive:
+                drops = sum(source.drops().values())
+                print(
+                    f"\rgtop: recording {config.output}: {elapsed:5.0f} s, "
+                    f"{recorder.rows()} rows, {drops} dropped",
+                    end="",
+                    file=sys.stderr,
+                )
+            if recorder.error:
+                break
+            if config.duration_s is not None and elapsed >= config.duration_s:
+                break
+    finally:
+        source.stop()
+    if interactive:
+        print(file=sys.stderr)
+    if recorder.error:
+        raise UserError(recorder.error)
+    print(f"gtop: wrote {config.output} ({recorder.rows()} rows)", file=sys.stderr)
+    return 0
+
+
+def cmd_report(config: Config) -> int:
+    from gtop.analysis.report import build_report
+    from gtop.analysis.report_text import format_report
+
+    assert config.file is not None
+    with _open_recording(config.file) as rec:
+        data = {
+            name: rec.read(name) for name in ("gpu", "proc_gpu", "proc_host") if name in rec.streams
+        }
+        report = build_report(rec.meta, data, rec.entities(), rec.problems, rec.time_range())
+    if config.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_report(report))
+    return 0
+
+
+def cmd_doctor(config: Config) -> int:
+    from gtop.doctor import format_checks, run_checks
+
+    print(format_checks(run_checks()))
+    return 0
+
+
+COMMANDS = {
+    "top": cmd_top,
+    "record": cmd_record,
+    "replay": cmd_replay,
+    "report": cmd_report,
+    "demo": cmd_demo,
+    "doctor": cmd_doctor,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return COMMANDS[config.command](config)
+    except UserError as exc:
+        print(f"gtop: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,180 @@
+"""`gtop doctor`: what works on this machine, and why not where it does not."""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+CAP_SYS_PTRACE, CAP_PERFMON, CAP_BPF = 19, 38, 39
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _capabilities() -> int:
+    """This process's effective capability mask (0 if unreadable)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return 0
+
+
+def _has_cap(bit: int) -> bool:
+    return bool(_capabilities() >> bit & 1)
+
+
+def check_nvml() -> Check:
+    from gtop.collectors import nvml
+
+    try:
+        count = nvml.device_count()
+        system = nvml.system_info()
+    except nvml.NvmlUnavailable as exc:
+        return Check("NVML", False, f"{exc}; `gtop demo` replays a bundled recording")
+    if count == 0:
+        return Check("NVML", False, "NVML works but sees no GPU")
+    import pynvml
+
+    names = []
+    for i in range(count):
+        handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+        info = nvml.describe_device(i, handle)
+        names.append(f"{i}: {info['name']}{' (GPM)' if info['gpm'] else ''}")
+    return Check(
+        "NVML",
+        True,
+        f"driver {system['driver_version']}, CUDA {system['cuda_version']}; " + "; ".join(names),
+    )
+
+
+def check_cupti() -> Check:
+    candidates = []
+    try:
+        import nvidia.cuda_cupti as wheel  # the nvidia-cuda-cupti wheel, when installed
+
+        for root in wheel.__path__:
+            candidates += sorted(Path(root).glob("lib/libcupti.so*"))
+    except ImportError:
+        pass
+    found = ctypes.util.find_library("cupti")
+    if found:
+        candidates.append(Path(found))
+    if not candidates:
+        return Check(
+            "CUPTI",
+            False,
+            "libcupti not found (install nvidia-cuda-cupti or the "
+            "CUDA toolkit); kernel-level tracing needs it",
+        )
+    return Check("CUPTI", True, f"{candidates[0]}")
+
+
+def check_bpf() -> Check:
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        return Check(
+            "eBPF", False, "kernel has no BTF (/sys/kernel/btf/vmlinux); CO-RE programs cannot load"
+        )
+    if not ctypes.util.find_library("bpf"):
+        return Check("eBPF", False, "libbpf.so.1 not found (apt install libbpf1)")
+    if os.geteuid() != 0 and not _has_cap(CAP_BPF):
+        return Check("eBPF", False, "needs root or CAP_BPF+CAP_PERFMON")
+    return Check("eBPF", True, "BTF present, libbpf found, privileges OK")
+
+
+def check_perf_events() -> Check:
+    try:
+        paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    except (OSError, ValueError):
+        return Check("perf events", False, "/proc/sys/kernel/perf_event_paranoid unreadable")
+    if os.geteuid() == 0 or _has_cap(CAP_PERFMON) or paranoid <= 1:
+        return Check("perf events", True, f"perf_event_paranoid={paranoid}")
+    return Check(
+        "perf events",
+        False,
+        f"perf_event_paranoid={paranoid}: needs root, CAP_PERFMON, or paranoid <= 1",
+    )
+
+
+def check_ptrace() -> Check:
+    try:
+        scope = int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
+    except (OSError, ValueError):
+        scope = 0
+    privileged = os.geteuid() == 0 or _has_cap(CAP_SYS_PTRACE)
+    if scope >= 3:
+        return Check(
+            "ptrace attach",
+            False,
+            "yama ptrace_scope=3 forbids attaching; use "
+            "`gtop run -- CMD` to launch the target instead",
+        )
+    if scope >= 1 and not privileged:
+        return Check(
+            "ptrace attach",
+            False,
+            f"yama ptrace_scope={scope}: needs root or "
+            "CAP_SYS_PTRACE to attach to a running process",
+        )
+    return Check("ptrace attach", True, f"ptrace_scope={scope}")
+
+
+def check_py_spy() -> Check:
+    path = shutil.which("py-spy")
+    if path is None:
+        return Check("Python stacks", False, "py-spy not found (pip install py-spy)")
+    return Check("Python stacks", True, path)
+
+
+def check_ptxas() -> Check:
+    path = shutil.which("ptxas")
+    if path is None:
+        return Check(
+            "ptxas",
+            False,
+            "ptxas not found (CUDA toolkit or pip nvidia-cuda-nvcc); "
+            "`gtop probe` output cannot be verified",
+        )
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+        version = out.stdout.strip().splitlines()[-1]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        version = "version unknown"
+    return Check("ptxas", True, f"{path} ({version})")
+
+
+CHECKS: list[Callable[[], Check]] = [
+    check_nvml,
+    check_cupti,
+    check_bpf,
+    check_perf_events,
+    check_ptrace,
+    check_py_spy,
+    check_ptxas,
+]
+
+
+def run_checks() -> list[Check]:
+    out = []
+    for check in CHECKS:
+        try:
+            out.append(check())
+        except Exception as exc:  # a broken check must not hide the others
+            out.append(Check(check.__name__.removeprefix("check_"), False, f"check failed: {exc}"))
+    return out
+
+
+def format_checks(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    return "\n".join(f"{'ok ' if c.ok else 'NO '} {c.name:<{width}}  {c.detail}" for c in checks)

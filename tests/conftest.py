@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDINGS = REPO / "recordings"
+
+
+@pytest.fixture
+def idle_busy_idle() -> Path:
+    """A real recording: an H200 idle 5 s, busy with bf16 matmuls 10 s, idle 5 s."""
+    path = RECORDINGS / "idle_busy_idle.gtop"
+    assert path.is_file(), f"missing real recording {path}"
+    return path
+
+
+@pytest.fixture
+def train_loop() -> Path:
+    """A real recording of a torch training loop on an H200, focused on its pid."""
+    path = RECORDINGS / "train_loop_nvml.gtop"
+    assert path.is_file(), f"missing real recording {path}"
+    return path

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gtop.cli import Config, parse_args
+
+
+def gtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gtop", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], Config("top")),
+        (["--pid", "12", "--interval", "0.1"], Config("top", pid=12, interval_s=0.1)),
+        (
+            ["record", "-o", "x.gtop", "--duration", "3"],
+            Config("record", output=Path("x.gtop"), duration_s=3.0),
+        ),
+        (["replay", "f.gtop", "--no-color"], Config("replay", file=Path("f.gtop"), no_color=True)),
+        (["report", "f.gtop", "--json"], Config("report", file=Path("f.gtop"), json=True)),
+        (["demo"], Config("demo")),
+        (["doctor"], Config("doctor")),
+    ],
+)
+def test_parse_args(argv: list[str], expected: Config, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert parse_args(argv) == expected
+
+
+def test_no_color_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert parse_args([]).no_color
+
+
+@pytest.mark.parametrize(
+    "argv", [["--interval", "0.05"], ["--pid", "abc"], ["--pid", "-3"], ["record"], ["bogus"]]
+)
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv)
+    assert exc.value.code == 2
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert lines[0].startswith("gtop: ")
+    return lines[0]
+
+
+def test_overview_without_gpu_points_to_demo() -> None:
+    assert "gtop demo" in one_line_error(gtop())
+
+
+def test_unknown_pid() -> None:
+    assert "999999999" in one_line_error(gtop("--pid", "999999999"))
+    assert "999999999" in one_line_error(gtop("record", "--pid", "999999999", "-o", "/tmp/x"))
+
+
+def test_missing_recording() -> None:
+    assert "missing.gtop" in one_line_error(gtop("replay", "missing.gtop"))
+    assert "missing.gtop" in one_line_error(gtop("report", "missing.gtop"))
+
+
+def test_record_refuses_to_overwrite(tmp_path: Path) -> None:
+    existing = tmp_path / "x.gtop"
+    existing.write_text("precious")
+    assert "--force" in one_line_error(gtop("record", "--pid", "1", "-o", str(existing)))
+    assert existing.read_text() == "precious"
+
+
+def test_record_a_live_process_without_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "host.gtop"
+    target = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        result = gtop(
+            "record",
+            "--pid",
+            str(target.pid),
+            "-o",
+            str(out),
+            "--duration",
+            "2",
+            "--interval",
+            "0.1",
+        )
+    finally:
+        target.kill()
+        target.wait()
+    assert result.returncode == 0, result.stderr
+    report = json.loads(gtop("report", "--json", str(out)).stdout)
+    assert report["complete"] is True and report["devices"] == []
+    (proc,) = report["processes"]
+    assert proc["pid"] == target.pid
+    assert proc["cpu_percent"]["mean"] > 50  # a busy loop
+    assert 1.5 < report["duration_s"] < 3
+
+
+def test_report_on_real_recording(idle_busy_idle: Path) -> None:
+    report = json.loads(gtop("report", "--json", str(idle_busy_idle)).stdout)
+    assert {"version", "start", "duration_s", "devices", "processes", "drops"} <= set(report)
+    (dev,) = report["devices"]
+    assert dev["index"] == 0 and dev["name"] == "NVIDIA H200"
+    # 10 s busy out of ~26 s recorded
+    assert 25 < dev["utilization"]["mean"] < 50
+    assert dev["utilization"]["max"] >= 95
+    assert dev["memory_total_mib"] > 100_000
+    text = gtop("report", str(idle_busy_idle)).stdout
+    assert "NVIDIA H200" in text
+
+
+def test_doctor_reports_every_check() -> None:
+    result = gtop("doctor")
+    assert result.returncode == 0
+    names = ["NVML", "CUPTI", "eBPF", "perf events", "ptrace attach", "Python stacks", "ptxas"]
+    for name in names:
+        assert name in result.stdout
+    nvml_line = next(line for line in result.stdout.splitlines() if "NVML" in line)
+    assert nvml_line.startswith("NO ")  # CI has no GPU: the reason must be given
