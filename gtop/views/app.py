@@ -14,6 +14,7 @@ from typing import Any
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Input
 
 from gtop.collectors.live import default_recording_path
@@ -112,8 +113,8 @@ class GtopApp(App[int]):
         update = self.source.poll()
         if update.reset or update.batches or update.entities:
             self.model.apply(update, self.source.now_ns())
-        screen = self.screen if isinstance(self.screen, GtopScreen) else None
-        if screen is None:
+        screen = self.screen
+        if not isinstance(screen, GtopScreen) or not screen.is_mounted:
             return
         if not self.display_paused and self._shown != (self.model.generation, screen):
             self._shown = (self.model.generation, screen)
@@ -244,11 +245,11 @@ class GtopApp(App[int]):
 
     # --- command palette ----------------------------------------------------------------
 
-    def palette_commands(self) -> list[Command]:
-        """Commands for the palette in the current state."""
+    def palette_commands(self, screen: Screen) -> list[Command]:
+        """Commands for the palette opened over ``screen``, in the current state."""
         cmds = [Command("Show keys", "every key and what it does", self.action_help)]
-        if isinstance(self.screen, OverviewScreen):
-            table = self.screen.table
+        if isinstance(screen, OverviewScreen):
+            table = screen.table
             for col in COLUMNS:
                 cmds.append(
                     Command(
@@ -258,9 +259,7 @@ class GtopApp(App[int]):
                     )
                 )
             cmds.append(
-                Command(
-                    "Filter processes", "by command, user or pid (/)", self.screen.action_filter
-                )
+                Command("Filter processes", "by command, user or pid (/)", screen.action_filter)
             )
         if self.source.live:
             rec = "Stop recording" if getattr(self.source, "recorder", None) else "Start recording"

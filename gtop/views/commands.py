@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.screen import Screen
 
 
 @dataclass(frozen=True)
@@ -19,16 +20,17 @@ class Command:
 
 
 class HasCommands(Protocol):
-    def palette_commands(self) -> list[Command]: ...
+    def palette_commands(self, screen: Screen) -> list[Command]: ...
 
 
 class GtopCommands(Provider):
     """Asks the app for its commands each time the palette opens (they depend on state:
-    live or replay, recording or not, which processes exist)."""
+    the screen under the palette, live or replay, recording or not, which processes
+    exist)."""
 
     def _commands(self) -> list[Command]:
         app: HasCommands = self.app  # type: ignore[assignment]
-        return app.palette_commands()
+        return app.palette_commands(self.screen)
 
     async def discover(self) -> Hits:
         for cmd in self._commands():

@@ -37,15 +37,16 @@ class OverviewScreen(GtopScreen):
         self.no_gpu_reason = no_gpu_reason
         self._gpu_indices: list[int] | None = None
         self._panels: list[GpuPanel] = []
+        self.gpu_box = VerticalScroll(id="gpus", can_focus=False)
+        self.filter_box = Input(
+            placeholder="filter by command, user or pid (Esc clears)", id="filter"
+        )
+        self.table = ProcessTable(id="processes")
 
     def compose_body(self) -> ComposeResult:
-        yield VerticalScroll(id="gpus", can_focus=False)
-        yield Input(placeholder="filter by command, user or pid (Esc clears)", id="filter")
-        yield ProcessTable(id="processes")
-
-    @property
-    def table(self) -> ProcessTable:
-        return self.query_one("#processes", ProcessTable)
+        yield self.gpu_box
+        yield self.filter_box
+        yield self.table
 
     def show(self, model: Model) -> None:
         self._show_gpus(model)
@@ -57,7 +58,7 @@ class OverviewScreen(GtopScreen):
             rows = np.empty(0, dtype=[("t_ns", "<i8"), ("gpu", "<i2")])
         devices = {int(d["index"]): d for d in model.devices()}
         indices = sorted(set(devices) | {int(i) for i in np.unique(rows["gpu"])})
-        box = self.query_one("#gpus", VerticalScroll)
+        box = self.gpu_box
         if indices != self._gpu_indices:
             self._gpu_indices = indices
             box.remove_children()
@@ -75,17 +76,17 @@ class OverviewScreen(GtopScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_filter":
-            return self.query_one("#filter", Input).has_class("-active")
+            return self.filter_box.has_class("-active")
         return True
 
     def action_filter(self) -> None:
         """Show the filter box and type into it; Enter returns to the table."""
-        box = self.query_one("#filter", Input)
+        box = self.filter_box
         box.add_class("-active")
         box.focus()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self.filter_box
         box.value = ""
         box.remove_class("-active")
         self.table.focus()

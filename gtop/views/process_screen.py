@@ -31,10 +31,12 @@ class ProcessScreen(GtopScreen):
         super().__init__(model, replay=replay)
         self.pid = pid
         self._panels: dict[str, ModelView] = {}
+        self.summary = ProcessSummary(pid)
+        self.tabs = TabbedContent()
 
     def compose_body(self) -> ComposeResult:
-        yield ProcessSummary(self.pid)
-        with TabbedContent():
+        yield self.summary
+        with self.tabs:
             for i, spec in enumerate(process_panels()):
                 panel = spec.factory(self.pid)
                 self._panels[f"panel-{i}"] = panel
@@ -42,8 +44,8 @@ class ProcessScreen(GtopScreen):
                     yield panel
 
     def show(self, model: Model) -> None:
-        self.query_one(ProcessSummary).show(model)
-        active = self.query_one(TabbedContent).active
+        self.summary.show(model)
+        active = self.tabs.active
         if active in self._panels:
             self._panels[active].show(model)
 
@@ -58,5 +60,4 @@ class ProcessScreen(GtopScreen):
     def action_tab(self, step: int) -> None:
         """Open the next (``step`` = 1) or previous (-1) tab."""
         ids = list(self._panels)
-        tabs = self.query_one(TabbedContent)
-        tabs.active = ids[(ids.index(tabs.active) + step) % len(ids)]
+        self.tabs.active = ids[(ids.index(self.tabs.active) + step) % len(ids)]

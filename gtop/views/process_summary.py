@@ -137,7 +137,11 @@ class ProcessSummary(Widget):
             else:
                 graph, last = " " * spark_w, np.nan
             return Text.assemble(
-                (f"{name:<8} ", label), (graph, self._style("spark")), " ", text(last).rjust(10), "  "
+                (f"{name:<8} ", label),
+                (graph, self._style("spark")),
+                " ",
+                text(last).rjust(10),
+                "  ",
             )
 
         gpu, host = h.gpu_rows, h.host_rows

@@ -22,12 +22,14 @@ class GtopScreen(Screen):
         super().__init__()
         self.model = model
         self.replay = replay
+        self.status_line = StatusLine()
+        self.time_bar = TimeBar() if replay else None
 
     def compose(self) -> ComposeResult:
         yield from self.compose_body()
-        if self.replay:
-            yield TimeBar()
-        yield StatusLine()
+        if self.time_bar is not None:
+            yield self.time_bar
+        yield self.status_line
         yield Footer()
 
     def compose_body(self) -> ComposeResult:
@@ -37,9 +39,9 @@ class GtopScreen(Screen):
         raise NotImplementedError
 
     def show_chrome(self, status: Status, playback: Playback | None) -> None:
-        self.query_one(StatusLine).status = status
-        if playback is not None:
-            self.query_one(TimeBar).playback = playback
+        self.status_line.status = status
+        if self.time_bar is not None:
+            self.time_bar.playback = playback
 
     def on_screen_resume(self) -> None:
         self.show(self.model)

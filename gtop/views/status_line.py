@@ -53,9 +53,7 @@ class StatusLine(Widget):
         def style(name: str) -> object:
             return self.get_component_rich_style(f"status-line--{name}", partial=True)
 
-        parts: list[Text] = [
-            Text(("● LIVE " if st.live else "▶ ") + st.title, style=style("mode"))
-        ]
+        parts: list[Text] = [Text(("● LIVE " if st.live else "▶ ") + st.title, style=style("mode"))]
         if st.paused:
             parts.append(Text("⏸ PAUSED", style=style("warn")))
         if st.recording:
