@@ -24,13 +24,17 @@ class KeyHelp:
 def keys_of(
     active_bindings: dict[str, ActiveBinding], display: Callable[[Binding], str]
 ) -> list[KeyHelp]:
-    """A screen's ``active_bindings``, one entry per action.
+    """A screen's ``active_bindings``, one entry per action, app-wide keys first
+    (then the screen's, then the focused widget's).
 
     Keys bound to the same action and description are joined (``←/h``).
     """
     merged: dict[tuple[str, str], list[str]] = {}
     enabled: dict[tuple[str, str], bool] = {}
+    by_node: dict[int, list[ActiveBinding]] = {}
     for active in active_bindings.values():
+        by_node.setdefault(id(active.node), []).append(active)
+    for active in (a for group in reversed(by_node.values()) for a in group):
         binding = active.binding
         if not binding.description:
             continue

@@ -58,9 +58,7 @@ class ProcessTable(DataTable):
         self._rows: list[ProcessRow] = []
 
     def on_mount(self) -> None:
-        for col in COLUMNS:
-            self.add_column(col.label, key=col.key)
-        self._label_columns()
+        self._rebuild()
 
     def show_rows(self, rows: list[ProcessRow]) -> None:
         """Replace the data; the cursor stays on the same pid."""
@@ -80,7 +78,8 @@ class ProcessTable(DataTable):
             self.sort_reverse,
         )
         keep = self._cursor_pid()
-        self.clear()
+        self.clear(columns=True)
+        self._add_columns()
         exited = self.get_component_rich_style("process-table--exited", partial=True)
         for row in shown:
             self.add_row(*self._cells(row, exited if row.exited else None), key=str(row.pid))
@@ -110,23 +109,18 @@ class ProcessTable(DataTable):
         )
         return [Text(v, style=style or "", justify=j, no_wrap=True) for v, j in values]
 
-    def _label_columns(self) -> None:
+    def _add_columns(self) -> None:
+        """Headers, with ▲/▼ on the sorted column (a shape, so it reads without colour)."""
         arrow = "▲" if column(self.sort_key).descending == self.sort_reverse else "▼"
         for col in COLUMNS:
             label = f"{col.label}{arrow}" if col.key == self.sort_key else col.label
-            self.columns[col.key].label = Text(label)
-        self.refresh()
-
-    def _resort(self) -> None:
-        if self.is_mounted:
-            self._label_columns()
-            self._rebuild()
+            self.add_column(label, key=col.key)
 
     def watch_sort_key(self) -> None:
-        self._resort()
+        self._rebuild()
 
     def watch_sort_reverse(self) -> None:
-        self._resort()
+        self._rebuild()
 
     def watch_filter_text(self) -> None:
         self._rebuild()
