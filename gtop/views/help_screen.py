@@ -34,7 +34,8 @@ def keys_of(
     by_node: dict[int, list[ActiveBinding]] = {}
     for active in active_bindings.values():
         by_node.setdefault(id(active.node), []).append(active)
-    for active in (a for group in reversed(by_node.values()) for a in group):
+    groups = sorted(by_node.values(), key=lambda g: len(g[0].node.ancestors_with_self))
+    for active in (a for group in groups for a in group):
         binding = active.binding
         if not binding.description:
             continue

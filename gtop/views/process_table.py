@@ -17,16 +17,16 @@ COMMAND_WIDTH = 200
 EXITED_GLYPH = "✝"
 """Marks an exited process, so the state reads without colour too."""
 
+EXITED_STYLE = "dim italic"
+"""Greys out an exited process's row (cells are styled as data, before CSS applies)."""
+
 
 class ProcessTable(DataTable):
     """One row per process (see :mod:`gtop.views.processes`); row keys are pids."""
 
     DEFAULT_CSS = """
     ProcessTable { height: 1fr; }
-    ProcessTable > .process-table--exited { color: $text-disabled; text-style: italic; }
     """
-
-    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"process-table--exited"}
 
     BINDINGS = [
         Binding("j", "cursor_down", "Down", show=False),
@@ -80,9 +80,8 @@ class ProcessTable(DataTable):
         keep = self._cursor_pid()
         self.clear(columns=True)
         self._add_columns()
-        exited = self.get_component_rich_style("process-table--exited", partial=True)
         for row in shown:
-            self.add_row(*self._cells(row, exited if row.exited else None), key=str(row.pid))
+            self.add_row(*self._cells(row), key=str(row.pid))
         if keep is not None and str(keep) in self.rows:
             self.move_cursor(row=self.get_row_index(str(keep)), scroll=False)
 
@@ -93,7 +92,7 @@ class ProcessTable(DataTable):
         return int(key.value) if key.value is not None else None
 
     @staticmethod
-    def _cells(row: ProcessRow, style: object) -> list[Text]:
+    def _cells(row: ProcessRow) -> list[Text]:
         pid = f"{EXITED_GLYPH}{row.pid}" if row.exited else str(row.pid)
         gpus = ",".join(str(g) for g in row.gpus) if row.gpus else "–"
         values = (
@@ -107,7 +106,8 @@ class ProcessTable(DataTable):
             (fmt.num(row.threads), "right"),
             (row.command[:COMMAND_WIDTH], "left"),
         )
-        return [Text(v, style=style or "", justify=j, no_wrap=True) for v, j in values]
+        style = EXITED_STYLE if row.exited else ""
+        return [Text(v, style=style, justify=j, no_wrap=True) for v, j in values]
 
     def _add_columns(self) -> None:
         """Headers, with ▲/▼ on the sorted column (a shape, so it reads without colour)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from gtop.recordings.reader import Recording
 from gtop.views.app import GtopApp
 from gtop.views.overview import OverviewScreen
 from gtop.views.process_screen import ProcessScreen
+from gtop.views.process_table import EXITED_GLYPH, EXITED_STYLE
 from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory
 
 
@@ -108,3 +111,21 @@ async def test_no_color() -> None:
     app = live_app(no_color=True)
     async with app.run_test(size=SIZE):
         assert app.no_color
+
+
+async def test_exited_target_is_greyed_and_marked() -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.8)"])
+    source = LiveSource(pid=target.pid, interval_s=0.1, require_gpu=False)
+    app = GtopApp(source, refresh_s=0.05)
+    try:
+        async with app.run_test(size=SIZE):
+            table = app.screen.table
+            await wait_for(lambda: target.pid in table.visible_pids)
+            target.wait()
+            await wait_for(lambda: any(r.exited for r in table._rows))
+            cell = table.get_row(str(target.pid))[0]
+            assert cell.plain == f"{EXITED_GLYPH}{target.pid}"
+            assert cell.style == EXITED_STYLE
+    finally:
+        target.kill()
+        target.wait()
