@@ -37,7 +37,7 @@ class OverviewScreen(GtopScreen):
         self.no_gpu_reason = no_gpu_reason
         self._gpu_indices: list[int] | None = None
         self._panels: list[GpuPanel] = []
-        self.gpu_box = VerticalScroll(id="gpus", can_focus=False)
+        self.gpu_box = VerticalScroll(id="gpus")
         self.filter_box = Input(
             placeholder="filter by command, user or pid (Esc clears)", id="filter"
         )

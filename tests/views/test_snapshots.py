@@ -11,6 +11,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from benchmarks.ui_frame_time import replicate
 from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory
 
 TRAIN_PID = 501
@@ -88,3 +89,12 @@ def test_help_screen(snap_compare, replay_app: AppFactory, idle_busy_idle: Path)
 
     app = replay_app(idle_busy_idle, at_s=14.0)
     assert snap_compare(app, terminal_size=SIZE, run_before=help_open)
+
+
+def test_overview_eight_gpus(
+    snap_compare, replay_app: AppFactory, idle_busy_idle: Path, tmp_path: Path
+) -> None:
+    """8 GPUs and 200 processes (the benchmark's load): the GPU area scrolls."""
+    scaled = replicate(idle_busy_idle, tmp_path / "eight_gpus.gtop", gpus=8, procs=200)
+    app = replay_app(scaled, at_s=14.0)
+    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
