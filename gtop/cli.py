@@ -32,6 +32,7 @@ gtop: a top-like live profiler for GPU programs.
   gtop record -o FILE [--pid PID] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
+  gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
 """
@@ -50,6 +51,7 @@ class Config:
     file: Path | None = None
     json: bool = False
     overwrite: bool = False
+    format: str | None = None
 
 
 def _interval(text: str) -> float:
@@ -95,6 +97,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _export_formats() -> list[str]:
+    from gtop.recordings.exporters import EXPORTERS
+
+    return list(EXPORTERS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gtop", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -124,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
 
+    export = sub.add_parser("export", help="convert a recording for other tools")
+    export.add_argument("file", type=Path, metavar="FILE")
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=_export_formats(),
+        help="perfetto (TrackEvent protobuf), chrome (trace-event JSON), "
+        "csv (a directory of one CSV per stream)",
+    )
+    export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
 
@@ -150,6 +169,7 @@ def parse_args(argv: list[str]) -> Config:
         file=getattr(args, "file", None),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
+        format=getattr(args, "format", None),
     )
 
 
@@ -278,6 +298,21 @@ def cmd_report(config: Config) -> int:
     return 0
 
 
+def cmd_export(config: Config) -> int:
+    from gtop.recordings.exporters import EXPORTERS
+
+    assert config.file is not None and config.output is not None and config.format
+    with _open_recording(config.file) as rec:
+        try:
+            summary = EXPORTERS[config.format].export(rec, config.output)
+        except OSError as exc:
+            raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
+        for problem in rec.problems:
+            print(f"gtop: warning: {problem}", file=sys.stderr)
+    print(f"gtop: {summary}", file=sys.stderr)
+    return 0
+
+
 def cmd_doctor(config: Config) -> int:
     from gtop.doctor import format_checks, run_checks
 
@@ -290,6 +325,7 @@ COMMANDS = {
     "record": cmd_record,
     "replay": cmd_replay,
     "report": cmd_report,
+    "export": cmd_export,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
 }

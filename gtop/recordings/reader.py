@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,13 @@ class Recording:
         if len(parts) > 1:
             out = out[np.argsort(out["t_ns"], kind="stable")]
         return out
+
+    def iter_chunks(self, stream: str) -> Iterator[np.ndarray]:
+        """Each intact chunk of ``stream`` in time order (bounded memory for big streams)."""
+        for info in self._index.get(stream, []):
+            rows = self._chunk(info)
+            if rows is not None and len(rows):
+                yield rows
 
     def _chunk(self, info: ChunkInfo) -> np.ndarray | None:
         cached = self._cache.get(info.id)
