@@ -48,23 +48,21 @@ class GtopApp(App[int]):
 
     TITLE = "gtop"
     COMMANDS = App.COMMANDS | {GtopCommands}
-    CSS = """
-    Screen { background: $background; }
-    """
 
     BINDINGS = [
+        # Replay keys stay out of the footer: the time bar lists them.
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("space", "pause", "Pause"),
         Binding("R", "record", "Record"),
         Binding("comma", "step(-1)", "Step back", show=False),
-        Binding("full_stop", "step(1)", "Step"),
+        Binding("full_stop", "step(1)", "Step", show=False),
         Binding("left,h", "seek(-1)", "-5s", priority=True, show=False),
-        Binding("right,l", "seek(1)", "+5s", priority=True),
+        Binding("right,l", "seek(1)", "+5s", priority=True, show=False),
         Binding("home", "seek_edge(0)", "Start", priority=True, show=False),
         Binding("end", "seek_edge(1)", "End", priority=True, show=False),
         Binding("minus", "slower", "Slower", show=False),
-        Binding("plus,equals_sign", "faster", "Faster"),
+        Binding("plus,equals_sign", "faster", "Faster", show=False),
     ]
 
     def __init__(

@@ -3,6 +3,9 @@ the replay controls, at 80×24."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -231,3 +234,17 @@ async def test_replay_plays_through_the_ui(replay_app: AppFactory, idle_busy_idl
         await pilot.pause(0.5)
         assert app.source.position_s > 2.0  # ×16
         assert app.model.window("gpu", 60) is not None
+
+
+async def test_drops_are_always_shown(replay_app: AppFactory, tmp_path: Path) -> None:
+    """A recording with a damaged chunk: the loss is counted in the status line."""
+    damaged = tmp_path / "damaged.gtop"
+    shutil.copy(HOST_FAMILY, damaged)
+    with sqlite3.connect(damaged) as db:
+        db.execute("UPDATE chunks SET data = zeroblob(length(data)) WHERE stream = 'proc_host'")
+    app = replay_app(damaged, at_s=3.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        line = str(app.screen.status_line.render())
+        assert re.search(r"⚠ drops: damaged chunks [1-9]", line)
+        assert app.screen.table.visible_pids == []
