@@ -47,7 +47,9 @@ def num(value: float | int | None, unit: str = "", digits: int = 0) -> str:
     if missing(value):
         return NA
     text = f"{float(value):.{digits}f}"
-    return f"{text} {unit}" if unit else text
+    if not unit:
+        return text
+    return f"{text}{unit}" if unit.startswith("°") else f"{text} {unit}"
 
 
 def _scaled(value: float, base: float, units: tuple[str, ...]) -> str:
@@ -97,8 +99,13 @@ def clock(seconds: float) -> str:
     return f"{int(m)}:{s:04.1f}"
 
 
-def command(cmdline: list[str] | None, name: str | None) -> str:
-    """A process's command line for display, or its name, or ``N/A``."""
+def command(cmdline: list[str] | None, name: str | None, short: bool = False) -> str:
+    """A process's command line for display, or its name, or ``N/A``.
+
+    ``short`` drops the directory of the program (``python3 train.py`` rather than
+    ``/opt/venv/bin/python3 train.py``), so that narrow columns show the arguments.
+    """
     if cmdline:
-        return " ".join(cmdline)
+        first = cmdline[0].rsplit("/", 1)[-1] if short else cmdline[0]
+        return " ".join([first, *cmdline[1:]])
     return f"[{name}]" if name else NA

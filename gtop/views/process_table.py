@@ -11,8 +11,8 @@ from textual.widgets import DataTable
 from gtop.views import fmt
 from gtop.views.processes import COLUMN_KEYS, COLUMNS, ProcessRow, column, sort_rows
 
-COMMAND_WIDTH = 200
-"""Longest command line shown (the table scrolls sideways)."""
+MIN_COMMAND_WIDTH = 12
+"""The command column never gets narrower than this (the table then scrolls sideways)."""
 
 EXITED_GLYPH = "✝"
 """Marks an exited process, so the state reads without colour too."""
@@ -78,10 +78,11 @@ class ProcessTable(DataTable):
             self.sort_reverse,
         )
         keep = self._cursor_pid()
+        cells = [self._cells(row) for row in shown]
         self.clear(columns=True)
-        self._add_columns()
-        for row in shown:
-            self.add_row(*self._cells(row), key=str(row.pid))
+        self._add_columns(cells)
+        for row, row_cells in zip(shown, cells):
+            self.add_row(*row_cells, key=str(row.pid))
         if keep is not None and str(keep) in self.rows:
             self.move_cursor(row=self.get_row_index(str(keep)), scroll=False)
 
@@ -104,17 +105,32 @@ class ProcessTable(DataTable):
             (fmt.pct(row.cpu_pct), "right"),
             (fmt.size(row.rss), "right"),
             (fmt.num(row.threads), "right"),
-            (row.command[:COMMAND_WIDTH], "left"),
+            (row.short_command, "left"),
         )
         style = EXITED_STYLE if row.exited else ""
-        return [Text(v, style=style, justify=j, no_wrap=True) for v, j in values]
+        return [
+            Text(v, style=style, justify=j, no_wrap=True, overflow="ellipsis") for v, j in values
+        ]
 
-    def _add_columns(self) -> None:
-        """Headers, with ▲/▼ on the sorted column (a shape, so it reads without colour)."""
+    def _add_columns(self, cells: list[list[Text]]) -> None:
+        """Headers, with ▲/▼ on the sorted column (a shape, so it reads without colour).
+
+        Every column is as wide as its widest cell, except the command, which takes the
+        rest of the width and is cut with an ellipsis (the process screen shows it whole).
+        """
         arrow = "▲" if column(self.sort_key).descending == self.sort_reverse else "▼"
-        for col in COLUMNS:
-            label = f"{col.label}{arrow}" if col.key == self.sort_key else col.label
-            self.add_column(label, key=col.key)
+        labels = [f"{c.label}{arrow}" if c.key == self.sort_key else c.label for c in COLUMNS]
+        widths = [
+            max([len(label)] + [row[i].cell_len for row in cells]) for i, label in enumerate(labels)
+        ]
+        pad = 2 * self.cell_padding
+        rest = self.scrollable_content_region.width - sum(w + pad for w in widths[:-1]) - pad
+        widths[-1] = max(MIN_COMMAND_WIDTH, rest)
+        for col, label, width in zip(COLUMNS, labels, widths):
+            self.add_column(label, key=col.key, width=width)
+
+    def on_resize(self) -> None:
+        self._rebuild()
 
     def watch_sort_key(self) -> None:
         self._rebuild()

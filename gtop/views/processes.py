@@ -38,6 +38,8 @@ class ProcessRow:
     rss: int
     threads: int
     command: str
+    short_command: str
+    """The command without the program's directory, for narrow columns."""
     exited: bool
     ppid: int
 
@@ -151,6 +153,7 @@ def _row(pid: int, gpu: list[np.void], host: np.void | None, info: dict[str, Any
         rss=-1 if host is None or exited else int(host["rss"]),
         threads=-1 if host is None or exited else int(host["threads"]),
         command=fmt.command(info.get("cmdline"), info.get("name")),
+        short_command=fmt.command(info.get("cmdline"), info.get("name"), short=True),
         exited=exited,
         ppid=int(info.get("ppid") or -1),
     )

@@ -37,6 +37,8 @@ from tests.views.conftest import HOST_FAMILY
         (lambda: fmt.clock(3725), "1:02:05"),
         (lambda: fmt.command(None, "kworker"), "[kworker]"),
         (lambda: fmt.command(None, None), "N/A"),
+        (lambda: fmt.command(["/usr/bin/python3", "a/t.py"], "x", short=True), "python3 a/t.py"),
+        (lambda: fmt.num(36.0, "°C"), "36°C"),
     ],
 )
 def test_formatting(call, expected: str) -> None:
@@ -68,7 +70,8 @@ def test_sparkline_zero_is_a_bar_and_gaps_are_blank() -> None:
 
 
 def _row(pid: int, mem: int, cpu: float) -> ProcessRow:
-    return ProcessRow(pid, "u", (0,) if mem >= 0 else (), mem, math.nan, cpu, 1, 1, "c", False, 1)
+    gpus = (0,) if mem >= 0 else ()
+    return ProcessRow(pid, "u", gpus, mem, math.nan, cpu, 1, 1, "c", "c", False, 1)
 
 
 @given(st.lists(st.tuples(st.integers(1, 10**6), st.integers(-1, 10**9), st.floats(0, 400))))
