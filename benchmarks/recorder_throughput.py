@@ -127,17 +127,23 @@ def main() -> int:
     batches = make_batches(args.events)
     with tempfile.TemporaryDirectory() as tmp:
         writer_rate, size = bench_writer(batches, Path(tmp) / "w.gtop")
-        paced = [(r, *bench_pipeline(batches, Path(tmp) / f"p{r}.gtop", r))
-                 for r in (1_000_000, 2_000_000)]
-        print(f"machine: {os.cpu_count()} cores; {args.events:,} kernel records "
-              f"({layouts.KERNEL.dtype.itemsize} B each in memory)")
+        paced = [
+            (r, *bench_pipeline(batches, Path(tmp) / f"p{r}.gtop", r))
+            for r in (1_000_000, 2_000_000)
+        ]
+        print(
+            f"machine: {os.cpu_count()} cores; {args.events:,} kernel records "
+            f"({layouts.KERNEL.dtype.itemsize} B each in memory)"
+        )
         print("| measure | result | target |")
         print("|---|---|---|")
         print(f"| ingest, writer alone | {writer_rate:,.0f} events/s | ≥ 1,000,000 |")
         for offered, achieved, dropped in paced:
-            print(f"| ingest, hub → recorder thread → file, offered {offered:,}/s | "
-                  f"{achieved:,.0f} events/s written, {dropped:,} dropped | ≥ 1,000,000, "
-                  "0 dropped |")
+            print(
+                f"| ingest, hub → recorder thread → file, offered {offered:,}/s | "
+                f"{achieved:,.0f} events/s written, {dropped:,} dropped | ≥ 1,000,000, "
+                "0 dropped |"
+            )
         print(f"| bytes on disk per event | {size:.2f} | ≤ 16 |")
         if args.soak:
             samples = soak(Path(tmp) / "s.gtop", args.soak, args.rate)

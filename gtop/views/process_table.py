@@ -56,8 +56,15 @@ class ProcessTable(DataTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
         self._rows: list[ProcessRow] = []
+        self._layout: tuple[tuple[str, int], ...] = ()
+        """Labels and widths of the columns now shown."""
+        self._shown: dict[str, tuple[Text, ...]] = {}
+        """Cells now shown, by row key, in display order."""
 
     def on_mount(self) -> None:
+        self._rebuild()
+
+    def on_resize(self) -> None:
         self._rebuild()
 
     def show_rows(self, rows: list[ProcessRow]) -> None:
@@ -70,6 +77,11 @@ class ProcessTable(DataTable):
         return [int(key.value) for key in self.rows]
 
     def _rebuild(self) -> None:
+        """Show the filtered, sorted rows.
+
+        When the same pids stay in the same order under the same columns, only the cells
+        that changed are updated: re-adding rows makes the table measure every cell.
+        """
         if not self.is_mounted:
             return
         shown = sort_rows(
@@ -77,14 +89,23 @@ class ProcessTable(DataTable):
             self.sort_key,
             self.sort_reverse,
         )
-        keep = self._cursor_pid()
-        cells = [self._cells(row) for row in shown]
-        self.clear(columns=True)
-        self._add_columns(cells)
-        for row, row_cells in zip(shown, cells):
-            self.add_row(*row_cells, key=str(row.pid))
-        if keep is not None and str(keep) in self.rows:
-            self.move_cursor(row=self.get_row_index(str(keep)), scroll=False)
+        cells = {str(row.pid): self._cells(row) for row in shown}
+        layout = self._column_layout(list(cells.values()))
+        if layout == self._layout and list(cells) == list(self._shown):
+            for key, row_cells in cells.items():
+                for col, new, old in zip(COLUMNS, row_cells, self._shown[key]):
+                    if new.plain != old.plain or new.style != old.style:
+                        self.update_cell(key, col.key, new)
+        else:
+            keep = self._cursor_pid()
+            self.clear(columns=True)
+            for col, (label, width) in zip(COLUMNS, layout):
+                self.add_column(label, key=col.key, width=width)
+            for key, row_cells in cells.items():
+                self.add_row(*row_cells, key=key)
+            if keep is not None and str(keep) in self.rows:
+                self.move_cursor(row=self.get_row_index(str(keep)), scroll=False)
+        self._layout, self._shown = layout, cells
 
     def _cursor_pid(self) -> int | None:
         if not self.row_count:
@@ -93,7 +114,7 @@ class ProcessTable(DataTable):
         return int(key.value) if key.value is not None else None
 
     @staticmethod
-    def _cells(row: ProcessRow) -> list[Text]:
+    def _cells(row: ProcessRow) -> tuple[Text, ...]:
         pid = f"{EXITED_GLYPH}{row.pid}" if row.exited else str(row.pid)
         gpus = ",".join(str(g) for g in row.gpus) if row.gpus else "–"
         values = (
@@ -108,29 +129,30 @@ class ProcessTable(DataTable):
             (row.short_command, "left"),
         )
         style = EXITED_STYLE if row.exited else ""
-        return [
+        return tuple(
             Text(v, style=style, justify=j, no_wrap=True, overflow="ellipsis") for v, j in values
-        ]
+        )
 
-    def _add_columns(self, cells: list[list[Text]]) -> None:
-        """Headers, with ▲/▼ on the sorted column (a shape, so it reads without colour).
+    def _column_layout(self, cells: list[tuple[Text, ...]]) -> tuple[tuple[str, int], ...]:
+        """Headers, with ▲/▼ on the sorted column (a shape, so it reads without colour),
+        and widths.
 
-        Every column is as wide as its widest cell, except the command, which takes the
-        rest of the width and is cut with an ellipsis (the process screen shows it whole).
+        A column is as wide as the widest cell it has shown (it never shrinks, so that
+        values changing by a digit do not re-lay the table out), except the command,
+        which takes the rest of the width and is cut with an ellipsis (the process screen
+        shows it whole).
         """
         arrow = "▲" if column(self.sort_key).descending == self.sort_reverse else "▼"
         labels = [f"{c.label}{arrow}" if c.key == self.sort_key else c.label for c in COLUMNS]
+        old = [width for _, width in self._layout] or [0] * len(COLUMNS)
         widths = [
-            max([len(label)] + [row[i].cell_len for row in cells]) for i, label in enumerate(labels)
+            max([len(label), old[i], *(row[i].cell_len for row in cells)])
+            for i, label in enumerate(labels)
         ]
         pad = 2 * self.cell_padding
         rest = self.scrollable_content_region.width - sum(w + pad for w in widths[:-1]) - pad
         widths[-1] = max(MIN_COMMAND_WIDTH, rest)
-        for col, label, width in zip(COLUMNS, labels, widths):
-            self.add_column(label, key=col.key, width=width)
-
-    def on_resize(self) -> None:
-        self._rebuild()
+        return tuple(zip(labels, widths))
 
     def watch_sort_key(self) -> None:
         self._rebuild()
