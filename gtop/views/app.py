@@ -84,7 +84,8 @@ class GtopApp(App[int]):
         """Live only: keep collecting but stop redrawing."""
         self.recording_busy = False
         """A recording is being started or finalised (R is greyed meanwhile)."""
-        self._shown: tuple[int, GtopScreen] | None = None
+        self.shown: tuple[int, GtopScreen] | None = None
+        """The model generation and screen last drawn (None: redraw at the next tick)."""
         self.sub_title = source.title
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -114,8 +115,8 @@ class GtopApp(App[int]):
         screen = self.screen
         if not isinstance(screen, GtopScreen) or not screen.is_mounted:
             return
-        if not self.display_paused and self._shown != (self.model.generation, screen):
-            self._shown = (self.model.generation, screen)
+        if not self.display_paused and self.shown != (self.model.generation, screen):
+            self.shown = (self.model.generation, screen)
             screen.show(self.model)
         screen.show_chrome(self.status(), self.playback())
 
@@ -147,7 +148,7 @@ class GtopApp(App[int]):
 
     def redraw(self) -> None:
         """Apply what the source has now and redraw (after a control changed state)."""
-        self._shown = None
+        self.shown = None
         self.tick()
 
     # --- navigation ---------------------------------------------------------------------

@@ -61,13 +61,13 @@ async def test_space_freezes_display_while_collecting() -> None:
         await wait_for(lambda: app.screen.table.row_count > 0)
         await pilot.press("space")
         assert app.display_paused
-        shown = app._shown
+        shown = app.shown
         applied = app.model.generation
         await wait_for(lambda: app.model.generation > applied + 2)
-        assert app._shown == shown  # no redraw while paused
+        assert app.shown == shown  # no redraw while paused
         assert app.screen.status_line.status.paused
         await pilot.press("space")
-        await wait_for(lambda: app._shown != shown)
+        await wait_for(lambda: app.shown != shown)
 
 
 async def test_r_records_to_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

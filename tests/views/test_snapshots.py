@@ -19,7 +19,10 @@ TRAIN_PID = 501
 
 
 async def settle(pilot: Pilot) -> None:
-    """Let the first poll land, and stop every cursor from blinking."""
+    """Wait until the current screen shows the model, and stop every cursor blinking."""
+    app = pilot.app
+    while app.shown is None or app.shown != (app.model.generation, app.screen):
+        await pilot.pause(0.02)
     await pilot.pause()
     for box in pilot.app.query(Input):
         box.cursor_blink = False
