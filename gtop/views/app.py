@@ -9,17 +9,22 @@ recording, runs in a thread worker.
 from __future__ import annotations
 
 import os
-from typing import Any
+import sqlite3
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 from textual import work
+from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
 from gtop.collectors.live import default_recording_path
 from gtop.pipeline.model import Model
 from gtop.pipeline.source import Source
+from gtop.recordings.recorder import Recorder
 from gtop.recordings.replay import SPEEDS
 from gtop.views.commands import Command, GtopCommands
 from gtop.views.help_screen import HelpScreen, keys_of
@@ -30,6 +35,39 @@ from gtop.views.processes import COLUMNS, process_rows
 from gtop.views.screen import GtopScreen
 from gtop.views.status_line import Status
 from gtop.views.time_bar import Playback, TimeBar
+
+
+class Replayable(Protocol):
+    """The controls of a replayed source (:class:`~gtop.recordings.replay.ReplaySource`)."""
+
+    speed: float
+    paused: bool
+    t_start: int
+    t_end: int
+    meta: dict[str, Any]
+
+    @property
+    def position_s(self) -> float: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def at_end(self) -> bool: ...
+    def toggle_pause(self) -> None: ...
+    def faster(self) -> None: ...
+    def slower(self) -> None: ...
+    def seek(self, t_ns: int) -> None: ...
+    def step(self, seconds: float) -> None: ...
+
+
+class Recordable(Protocol):
+    """A live source that can record what it collects (:class:`LiveSource`)."""
+
+    pid: int | None
+    recorder: Recorder | None
+
+    def start_recording(self, path: Path) -> Recorder: ...
+    def stop_recording(self) -> Path | None: ...
+
 
 REPLAY_ACTIONS = frozenset({"step", "seek", "seek_edge", "slower", "faster", "seek_fraction"})
 SEEK_S = 5.0
@@ -77,6 +115,10 @@ class GtopApp(App[int]):
             os.environ["NO_COLOR"] = "1"  # Textual reads it in App.__init__
         super().__init__()
         self.source = source
+        self.replay = None if source.live else cast(Replayable, source)
+        """The replay controls, or None when live."""
+        self.recordable = cast(Recordable, source) if hasattr(source, "start_recording") else None
+        """The recording controls, or None (replays cannot record)."""
         self.model = Model()
         self.refresh_s = refresh_s
         self.start_pid = start_pid
@@ -121,7 +163,7 @@ class GtopApp(App[int]):
         screen.show_chrome(self.status(), self.playback())
 
     def status(self) -> Status:
-        recorder = getattr(self.source, "recorder", None)
+        recorder = self.recordable.recorder if self.recordable else None
         trouble = []
         for st in self.source.statuses():
             if st.errors:
@@ -130,7 +172,7 @@ class GtopApp(App[int]):
                 trouble.append(f"{st.name}: {st.detail}")
         if recorder is not None and recorder.error:
             trouble.append(recorder.error)
-        paused = self.display_paused if self.source.live else bool(self.source.paused)
+        paused = self.replay.paused if self.replay else self.display_paused
         return Status(
             live=self.source.live,
             title=self.source.title,
@@ -141,10 +183,10 @@ class GtopApp(App[int]):
         )
 
     def playback(self) -> Playback | None:
-        src: Any = self.source
-        if src.live:
+        rp = self.replay
+        if rp is None:
             return None
-        return Playback(src.position_s, src.duration_s, src.speed, src.paused, src.at_end)
+        return Playback(rp.position_s, rp.duration_s, rp.speed, rp.paused, rp.at_end)
 
     def redraw(self) -> None:
         """Apply what the source has now and redraw (after a control changed state)."""
@@ -170,76 +212,90 @@ class GtopApp(App[int]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         typing = isinstance(self.focused, Input)
         if action in REPLAY_ACTIONS:
-            return not self.source.live and not typing
+            return self.replay is not None and not typing
         if action == "record":
-            return None if not self.source.live or self.recording_busy else True
+            return None if self.recordable is None or self.recording_busy else True
         return True
 
     def action_pause(self) -> None:
         """Live: freeze the display (collection goes on). Replay: pause playback."""
-        if self.source.live:
+        if self.replay is None:
             self.display_paused = not self.display_paused
         else:
-            self.source.toggle_pause()  # type: ignore[attr-defined]
+            self.replay.toggle_pause()
         self.redraw()
 
     def action_step(self, direction: int) -> None:
         """Move one sampling interval back or forward (and pause there)."""
-        src: Any = self.source
-        interval = float(src.meta.get("interval_s") or 0.5)
-        src.paused = True
-        src.step(direction * interval)
+        rp = self._replay()
+        rp.paused = True
+        rp.step(direction * float(rp.meta.get("interval_s") or 0.5))
         self.redraw()
 
     def action_seek(self, direction: int) -> None:
-        self.source.step(direction * SEEK_S)  # type: ignore[attr-defined]
+        self._replay().step(direction * SEEK_S)
         self.redraw()
 
     def action_seek_edge(self, end: int) -> None:
-        src: Any = self.source
-        src.seek(src.t_end if end else src.t_start)
+        rp = self._replay()
+        rp.seek(rp.t_end if end else rp.t_start)
         self.redraw()
 
     def action_seek_fraction(self, fraction: float) -> None:
-        src: Any = self.source
-        src.seek(src.t_start + int(fraction * (src.t_end - src.t_start)))
+        rp = self._replay()
+        rp.seek(rp.t_start + int(fraction * (rp.t_end - rp.t_start)))
         self.redraw()
 
     def action_slower(self) -> None:
-        self.source.slower()  # type: ignore[attr-defined]
+        self._replay().slower()
         self.redraw()
 
     def action_faster(self) -> None:
-        self.source.faster()  # type: ignore[attr-defined]
+        self._replay().faster()
         self.redraw()
+
+    def _set_speed(self, speed: float) -> None:
+        self._replay().speed = speed
+        self.redraw()
+
+    def _replay(self) -> Replayable:
+        """The replay controls (replay actions are disabled when live, via check_action).
+
+        Raises:
+            SkipAction: the source is live.
+        """
+        if self.replay is None:
+            raise SkipAction()
+        return self.replay
 
     def action_record(self) -> None:
         """Start recording to ``gtop-<host>-<pid>-<time>.gtop`` in the current directory,
         or stop and finalise the recording."""
+        if self.recordable is None:
+            return
         self.recording_busy = True
         self.refresh_bindings()
-        self._toggle_recording()
+        self._toggle_recording(self.recordable)
 
     @work(thread=True, exclusive=True, group="recording")
-    def _toggle_recording(self) -> None:
-        src: Any = self.source
+    def _toggle_recording(self, src: Recordable) -> None:
+        """Runs on a worker thread: opening or finalising the file touches the disk."""
+        severity: SeverityLevel = "information"
         try:
             if src.recorder is None:
-                path = src.start_recording(default_recording_path(getattr(src, "pid", None))).path
-                message, severity = f"recording to {path}", "information"
+                path = src.start_recording(default_recording_path(src.pid)).path
+                message = f"recording to {path}"
             else:
-                recorder = src.recorder
-                rows = recorder.rows()
-                path = src.stop_recording()
-                message, severity = f"recorded {rows:,} rows to {path}", "information"
-        except (OSError, RuntimeError) as exc:
+                rows = src.recorder.rows()
+                message = f"recorded {rows:,} rows to {src.stop_recording()}"
+        except (OSError, RuntimeError, sqlite3.Error) as exc:
             message, severity = f"recording failed: {exc}", "error"
         self.call_from_thread(self._recording_toggled, message, severity)
 
-    def _recording_toggled(self, message: str, severity: str) -> None:
+    def _recording_toggled(self, message: str, severity: SeverityLevel) -> None:
         self.recording_busy = False
         self.refresh_bindings()
-        self.notify(message, severity=severity)  # type: ignore[arg-type]
+        self.notify(message, severity=severity)
         self.redraw()
 
     # --- command palette ----------------------------------------------------------------
@@ -260,9 +316,10 @@ class GtopApp(App[int]):
             cmds.append(
                 Command("Filter processes", "by command, user or pid (/)", screen.action_filter)
             )
-        if self.source.live:
-            rec = "Stop recording" if getattr(self.source, "recorder", None) else "Start recording"
+        if self.recordable is not None:
+            rec = "Stop recording" if self.recordable.recorder else "Start recording"
             cmds.append(Command(rec, "R", self.action_record))
+        if self.replay is None:
             cmds.append(Command("Pause / resume display", "space", self.action_pause))
         else:
             cmds.append(Command("Play / pause replay", "space", self.action_pause))
@@ -293,10 +350,6 @@ class GtopApp(App[int]):
                 )
             )
         return cmds
-
-    def _set_speed(self, speed: float) -> None:
-        self.source.speed = speed  # type: ignore[attr-defined]
-        self.redraw()
 
 
 def run_app(source: Source, **kw: Any) -> int:
