@@ -139,7 +139,8 @@ def main() -> None:
         )
         print(
             f"# {platform.node()} {platform.machine()} {os.cpu_count()} CPUs, "
-            f"Python {platform.python_version()}, Textual {version('textual')}"
+            f"Python {platform.python_version()}, Textual {version('textual')}, "
+            f"load average {os.getloadavg()[0]:.1f} at start"
         )
         print()
         print(
