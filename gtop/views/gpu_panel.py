@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,11 @@ from gtop.views import fmt, sparkline
 
 HISTORY_S = 60.0
 """Time span of the sparklines."""
+
+IDLE_REASON = 0x1
+"""The "GPU idle" clocks-event bit: clocks low because nothing runs, not a slowdown."""
+
+VALUE = Style(bold=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,86 +87,98 @@ class GpuPanel(Widget):
         if hist is None:
             return Text("waiting for the first GPU sample…")
         width = max(self.content_size.width, 40)
-        rows = hist.rows
-        last: dict[str, Any] = {}
-        if len(rows):
-            newest = rows[-1]
-            last = {name: newest[name] for name in rows.dtype.names or ()}
-        label, value = self._style("label"), Style(bold=True)
+        last: defaultdict[str, Any] = defaultdict(lambda: np.nan)
+        if len(hist.rows):
+            newest = hist.rows[-1]
+            last.update((name, newest[name]) for name in hist.rows.dtype.names or ())
+        out = Text("\n").join(
+            [self._title(hist, last, width), *self._usage(hist, last, width), self._links(last)]
+        )
+        out.no_wrap = True
+        out.overflow = "ellipsis"
+        return out
 
-        def field(name: str) -> Any:
-            return last.get(name, np.nan)
-
+    def _title(self, hist: GpuHistory, last: dict[str, Any], width: int) -> Text:
+        """Index and name on the left; temperature, fan, power and clocks on the right."""
+        label, value = self._style("label"), VALUE
         name = hist.device.get("name") or "GPU"
-        title = Text(f"▌GPU {hist.index} {name}", style=self._style("title"), no_wrap=True)
+        title = Text(f"▌GPU {hist.index} {name}", style=self._style("title"))
         right = Text.assemble(
-            (fmt.num(field("temp_c"), "°C"), value),
+            (fmt.num(last["temp_c"], "°C"), value),
             (" fan ", label),
-            (fmt.pct(field("fan_pct")), value),
+            (fmt.pct(last["fan_pct"]), value),
             " ",
-            (f"{fmt.num(field('power_w'))}/{fmt.num(field('power_limit_w'), 'W')}", value),
+            (f"{fmt.num(last['power_w'])}/{fmt.num(last['power_limit_w'], 'W')}", value),
             (" SM ", label),
-            (fmt.num(field("clock_sm_mhz")), value),
+            (fmt.num(last["clock_sm_mhz"]), value),
             (" MEM ", label),
-            (fmt.num(field("clock_mem_mhz"), "MHz"), value),
+            (fmt.num(last["clock_mem_mhz"], "MHz"), value),
         )
         pad = max(1, width - title.cell_len - right.cell_len)
-        line1 = Text.assemble(title, " " * pad, right)
+        return Text.assemble(title, " " * pad, right)
 
+    def _usage(self, hist: GpuHistory, last: dict[str, Any], width: int) -> list[Text]:
+        """Sparklines of utilization and memory, with current values (GPM when present)."""
+        label, value = self._style("label"), VALUE
         util_tail = Text.assemble(
             " ",
-            (fmt.pct(field("util_gpu"), 4), value),
+            (fmt.pct(last["util_gpu"], 4), value),
             ("  SM act ", label),
-            (fmt.pct(field("sm_active")), value),
+            (fmt.pct(last["sm_active"]), value),
             (" occ ", label),
-            (fmt.pct(field("sm_occupancy")), value),
+            (fmt.pct(last["sm_occupancy"]), value),
             (" tensor ", label),
-            (fmt.pct(field("tensor_active")), value),
+            (fmt.pct(last["tensor_active"]), value),
         )
-        total = field("mem_total")
+        total = last["mem_total"]
         if fmt.missing(total):
             total = hist.device.get("mem_total", -1)
-        used = field("mem_used")
+        used = last["mem_used"]
         used_pct = np.nan if fmt.missing(used) or fmt.missing(total) else 100 * used / total
         mem_tail = Text.assemble(
             " ",
             (fmt.pct(used_pct, 4), value),
-            ("  ", label),
+            "  ",
             (f"{fmt.size(used)} / {fmt.size(total)}", value),
         )
+        rows = hist.rows
         spark_w = max(8, width - 5 - util_tail.cell_len)
-        times = rows["t_ns"] if len(rows) else np.empty(0, np.int64)
 
-        def spark(values: np.ndarray, hi: float) -> str:
-            return sparkline.spark(times, values, hist.t0, hist.t1, spark_w, 0.0, hi)
+        def spark(field: str, hi: float) -> str:
+            if not len(rows):
+                return sparkline.BLANK * spark_w
+            values = rows[field].astype(np.float64)
+            return sparkline.spark(rows["t_ns"], values, hist.t0, hist.t1, spark_w, 0.0, hi)
 
-        util = spark(rows["util_gpu"] if len(rows) else np.empty(0), 100.0)
-        mem_hi = float(total) if not fmt.missing(total) else 1.0
-        mem = spark(rows["mem_used"].astype(np.float64) if len(rows) else np.empty(0), mem_hi)
-        line2 = Text.assemble(("util ", label), (util, self._style("spark")), util_tail)
-        line3 = Text.assemble(("mem  ", label), (mem, self._style("mem")), mem_tail)
+        mem_hi = 1.0 if fmt.missing(total) else float(total)
+        return [
+            Text.assemble(
+                ("util ", label), (spark("util_gpu", 100.0), self._style("spark")), util_tail
+            ),
+            Text.assemble(
+                ("mem  ", label), (spark("mem_used", mem_hi), self._style("mem")), mem_tail
+            ),
+        ]
 
-        mask = field("throttle")
-        busy_reasons = not fmt.missing(mask) and int(mask) & ~0x1
-        ecc_bad = not fmt.missing(field("ecc_uncorrected")) and field("ecc_uncorrected") > 0
-        line4 = Text.assemble(
+    def _links(self, last: dict[str, Any]) -> Text:
+        """PCIe and NVLink rates, throttle reasons in words (⚠ unless idle), ECC (✗ if any
+        uncorrected)."""
+        label, value = self._style("label"), VALUE
+        mask = last["throttle"]
+        slowed = not fmt.missing(mask) and bool(int(mask) & ~IDLE_REASON)
+        bad = last["ecc_uncorrected"]
+        ecc_bad = not fmt.missing(bad) and bad > 0
+        ecc = f"{fmt.num(last['ecc_corrected'])}/{fmt.num(bad)}"
+        return Text.assemble(
             ("PCIe ", label),
-            (f"↑{fmt.rate(field('pcie_tx_bps'))} ↓{fmt.rate(field('pcie_rx_bps'))}", value),
+            (f"↑{fmt.rate(last['pcie_tx_bps'])} ↓{fmt.rate(last['pcie_rx_bps'])}", value),
             ("  NVLink ", label),
-            (f"↑{fmt.rate(field('nvlink_tx_bps'))} ↓{fmt.rate(field('nvlink_rx_bps'))}", value),
+            (f"↑{fmt.rate(last['nvlink_tx_bps'])} ↓{fmt.rate(last['nvlink_rx_bps'])}", value),
             ("  throttle ", label),
             (
-                ("⚠ " if busy_reasons else "") + fmt.throttle(mask),
-                self._style("warn") if busy_reasons else value,
+                ("⚠ " if slowed else "") + fmt.throttle(mask),
+                self._style("warn") if slowed else value,
             ),
             ("  ECC ", label),
-            (
-                ("✗ " if ecc_bad else "")
-                + f"{fmt.num(field('ecc_corrected'))}/{fmt.num(field('ecc_uncorrected'))}",
-                self._style("error") if ecc_bad else value,
-            ),
+            (("✗ " if ecc_bad else "") + ecc, self._style("error") if ecc_bad else value),
         )
-        out = Text("\n").join([line1, line2, line3, line4])
-        out.no_wrap = True
-        out.overflow = "ellipsis"
-        return out
