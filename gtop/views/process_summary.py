@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,11 +92,14 @@ class ProcessSummary(Widget):
         return self.get_component_rich_style(f"process-summary--{name}", partial=True)
 
     def _identity(self, h: ProcessHistory) -> list[Text]:
+        """``PID (ns pid) user state parent started``, then the whole command line."""
         info = h.info
-        state = Text("✝ exited", style=self._style("exited")) if info.get("exited") else "running"
-        ns = f" (ns pid {info['ns_pid']})" if info.get("ns_pid") else ""
+        state: Text | str = "running"
         if not info:
             state = "no data yet"
+        elif info.get("exited"):
+            state = Text("✝ exited", style=self._style("exited"))
+        ns = f" (ns pid {info['ns_pid']})" if info.get("ns_pid") else ""
         title = Text(f"▌PID {h.pid}{ns}", style=self._style("title"))
         started = info.get("create_time")
         when = time.strftime("%H:%M:%S", time.localtime(started)) if started else fmt.NA
@@ -125,7 +129,10 @@ class ProcessSummary(Widget):
         t0 = h.t1 - int(HISTORY_S * 1e9)
         label = self._style("label")
 
-        def cell(name: str, rows: np.ndarray, field: str, how: str, text: Any) -> Text:
+        def cell(
+            name: str, rows: np.ndarray, field: str, how: str, text: Callable[[Any], str]
+        ) -> Text:
+            """``name ▁▂▃ value``: the field per sample time (summed or max over GPUs)."""
             spark_w = max(6, half - 9 - 13)
             if len(rows):
                 times, vals = per_time(rows["t_ns"], rows[field], how)
