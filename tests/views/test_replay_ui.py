@@ -10,8 +10,12 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
+from benchmarks.ui_frame_time import replicate
+from gtop.pipeline.model import Model
+from gtop.views import panels
+from gtop.views.gpu_panel import GpuPanel
 from gtop.views.help_screen import HelpScreen
 from gtop.views.overview import OverviewScreen
 from gtop.views.process_screen import ProcessScreen
@@ -248,3 +252,48 @@ async def test_drops_are_always_shown(replay_app: AppFactory, tmp_path: Path) ->
         line = str(app.screen.status_line.render())
         assert re.search(r"⚠ drops: damaged chunks [1-9]", line)
         assert app.screen.table.visible_pids == []
+
+
+class PidEcho(Static):
+    """A panel a later feature might register: it shows the generation it was given."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__()
+        self.pid = pid
+        self.seen = -1
+
+    def show(self, model: Model) -> None:
+        self.seen = model.generation
+        self.update(f"echo {self.pid} at {model.generation}")
+
+
+async def test_registered_panel_becomes_a_tab(
+    replay_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(panels, "_PANELS", dict(panels._PANELS))
+    panels.register_process_panel("Echo", PidEcho, order=15)
+    assert [p.title for p in panels.process_panels()] == ["GPUs", "Echo", "Children"]
+    app = replay_app(HOST_FAMILY, at_s=3.0, start_pid=PARENT)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        echo = app.screen.query_one(PidEcho)
+        assert echo.seen == -1  # hidden tabs are not drawn
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert echo.seen == app.model.generation and echo.pid == PARENT
+
+
+async def test_gpu_area_scrolls_by_keyboard(
+    replay_app: AppFactory, idle_busy_idle: Path, tmp_path: Path
+) -> None:
+    scaled = replicate(idle_busy_idle, tmp_path / "eight.gtop", gpus=8, procs=16)
+    app = replay_app(scaled, at_s=14.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        box = app.screen.gpu_box
+        assert len(app.screen.query(GpuPanel)) == 8
+        assert box.max_scroll_y > 0
+        await pilot.press("shift+tab")
+        assert app.focused is box
+        await pilot.press("pagedown")
+        assert box.scroll_y > 0
