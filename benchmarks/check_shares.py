@@ -1,0 +1,74 @@
+"""Compare gtop's measured on-/off-GPU shares with a constructed workload's expected ones.
+
+Inputs: the JSON line a workload in ``benchmarks/workloads/`` prints (``expected`` shares
+and the ``window_ns`` to attribute), and the breakdown gtop measured over that window:
+one device entry of ``gtop report --json``'s ``gpu`` section, i.e.
+:func:`gtop.analysis.gpu_report.unit_summary` of the device over ``window_ns`` (made
+from a recording with :func:`gtop.analysis.replay.attribute_range`).
+
+A share passes when it is within ``tolerance_pp`` percentage points of the expected one;
+``"dominant": CAUSE`` passes when CAUSE is the largest off-GPU cause.
+
+Run: ``python benchmarks/check_shares.py --workload app.json --measured entry.json``
+(exit status 1 when a share is off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def shares(entry: dict[str, Any]) -> dict[str, float]:
+    """Each cause's share of the window, from a report entry (seconds per cause)."""
+    total = entry["duration_s"]
+    return {k: v / total for part in ("on", "off") for k, v in entry[part].items()}
+
+
+def compare(
+    expected: dict[str, Any], entry: dict[str, Any], tolerance_pp: float = 3.0
+) -> list[dict[str, Any]]:
+    """One row per expected item: ``{"cause", "expected", "measured", "ok"}``."""
+    got = shares(entry)
+    rows = []
+    for cause, want in expected.items():
+        if cause == "dominant":
+            top = max(entry["off"], key=lambda c: entry["off"][c])
+            rows.append(
+                {"cause": "dominant off-GPU", "expected": want, "measured": top, "ok": top == want}
+            )
+        else:
+            have = got.get(cause, 0.0)
+            rows.append(
+                {
+                    "cause": cause,
+                    "expected": round(want, 4),
+                    "measured": round(have, 4),
+                    "ok": abs(have - want) * 100 <= tolerance_pp,
+                }
+            )
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", required=True, help="the workload's JSON line (a file)")
+    ap.add_argument("--measured", required=True, help="gtop's device entry (JSON file)")
+    args = ap.parse_args()
+    with open(args.workload) as f:
+        workload = json.loads(f.read().strip().splitlines()[-1])
+    with open(args.measured) as f:
+        entry = json.load(f)
+    rows = compare(workload["expected"], entry, workload.get("tolerance_pp", 3.0))
+    for row in rows:
+        print(
+            f"{'ok ' if row['ok'] else 'OFF'}  {row['cause']:<18} expected {row['expected']}"
+            f"  measured {row['measured']}"
+        )
+    sys.exit(0 if all(r["ok"] for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,426 @@
+"""On-/off-GPU attribution (the gPerf model): a partition of a window, per unit.
+
+A *unit* is a device, a process on a device, or a stream. For a window ``[t0, t1)`` every
+nanosecond of every unit gets exactly one cause (:class:`Cause`). The rules, applied in
+this order (docs/attribution.md has worked examples):
+
+1. **ON_GPU.** ``G:COMP`` = union of kernel ``[start, end)``; ``G:XFER`` = (union of memcpy
+   and memset ``[start, end)``) minus ``G:COMP``: where a kernel and a copy overlap the unit is
+   computing and the copy is hidden, so compute takes precedence. Overlaps count once.
+2. **Device causes** (off-GPU, but work is waiting). Every op has a *submit* time: its
+   CUPTI ``submitted`` stamp when present, else the end of the API call with its
+   correlation id, else its ``queued`` stamp, else its start (clipped to its start).
+   Its *eligible* time is the latest of: submit; the end of the stream's previous op
+   (streams are in order); and, when a ``cudaStreamWaitEvent`` was issued on its
+   stream after the previous op was submitted, the estimate "the latest end of any op
+   on the device that ended before it started" for the awaited event. Off-GPU time in
+   some op's ``[eligible, start)`` is ``G:QUEUE``; otherwise in some op's
+   ``[submit, eligible)`` it is ``G:STALL``.
+3. **Host causes** (off-GPU, nothing submitted is waiting: the host is late). Each
+   maximal off-GPU *gap* is charged to one host thread: the submitting thread (API
+   call with the same pid and correlation id) of the gap's *next op* (first op starting
+   at or after the gap's end, ties broken by end, pid, device, stream, correlation);
+   else of its *previous op* (latest end at or before the gap's start); else the
+   unit's main thread (tid == the smallest pid of the unit). The charged thread's
+   state at each instant gives the cause:
+
+   * inside a SYNC or QUERY class API call → ``H:WAIT_GPU`` (blocked or spinning);
+   * inside another API call: on-CPU or state unknown → ``H:CTRL``;
+   * outside API calls: on-CPU → ``H:APP``; state unknown → ``UNKNOWN``;
+   * anywhere: blocked with reason GPU_WAIT → ``H:WAIT_GPU``, reason IO → ``H:IO``,
+     any other reason (locks, sleeps, poll/select waits, ...) or runnable → ``OFF_CPU``.
+
+   Nested calls (a runtime call around driver calls) count once; overlapping state
+   records of one thread are cut where the next one starts.
+
+Window edges: every interval is clipped to ``[t0, t1)``. Only records that overlap the
+window take part, where an op overlaps through ``[submit, end)``; so a gap at the end
+of the window is charged to an op submitted before ``t1`` when there is one. Rules that
+pick "the first" record use an explicit total order, so results never depend on the
+order in which records arrived.
+
+Panels (resource-wide waits, clipped to the window, summed over the unit's ops and its
+*host threads*: the submitting threads of its ops and the threads charged for its
+gaps): ``OFF-CPU^dep`` = Σ blocked, ``OFF-CPU^queue`` = Σ runnable, ``OFF-GPU^dep`` =
+Σ ``[submit, eligible)``, ``OFF-GPU^queue`` = Σ ``[eligible, start)``. With service
+times (Σ on-CPU, Σ op ``[start, end)``), the inflation factors of a resource are
+``QIF = (queue wait + service) / service`` and ``DIF = (dependency wait + service) /
+service``; NaN when there is no service.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from gtop.analysis import intervals as iv
+from gtop.analysis.causes import PANELS, Cause
+from gtop.analysis.host import HostIndex
+from gtop.analysis.records import OP_KERNEL, Records, take_rows
+
+NEVER = np.int64(-(2**62))
+"""A time before every real time."""
+
+
+Level = Literal["device", "process", "stream"]
+
+
+class Unit(NamedTuple):
+    """What is attributed: ``pid``/``stream`` are -1 when the level does not use them."""
+
+    level: str
+    device: int
+    pid: int = -1
+    stream: int = -1
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A unit's window as sorted, disjoint segments that tile ``[t0, t1)`` exactly.
+
+    ``tids``: the charged host thread of an off-GPU segment (-1: none, or on-GPU).
+    ``next_kind``/``next_label``: the op that ends the segment's gap (-1 when none).
+    """
+
+    starts: np.ndarray
+    ends: np.ndarray
+    causes: np.ndarray
+    tids: np.ndarray
+    next_kind: np.ndarray
+    next_label: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def totals(self) -> np.ndarray:
+        """ns per :class:`Cause` (int64, indexed by cause)."""
+        out = np.zeros(len(Cause), np.int64)
+        np.add.at(out, self.causes, self.ends - self.starts)
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    """The numbers of one unit over ``[t0, t1)``, or over consecutive windows summed;
+    all times in ns."""
+
+    unit: Unit
+    t0: int
+    t1: int
+    totals: np.ndarray
+    """ns per :class:`Cause`; sums to ``t1 - t0``."""
+    panels: dict[str, int]
+    service: dict[str, int]
+    """``"cpu"``: on-CPU ns of the host threads; ``"gpu"``: sum of op execution ns."""
+    threads: tuple[int, ...]
+    """The unit's host threads (see the module docstring)."""
+    exact: bool = True
+    """False for :mod:`gtop.analysis.approximate` results (no CUPTI data)."""
+
+    @property
+    def duration_ns(self) -> int:
+        return self.t1 - self.t0
+
+    @property
+    def gar(self) -> float:
+        """GPU Active Ratio, |ON_GPU| / (t1 - t0)."""
+        on = int(self.totals[Cause.G_COMP] + self.totals[Cause.G_XFER])
+        return on / self.duration_ns if self.duration_ns else float("nan")
+
+    def inflation(self) -> dict[str, dict[str, float]]:
+        """QIF and DIF of the ``"cpu"`` and ``"gpu"`` resources."""
+        waits = {
+            "cpu": (self.panels["OFF-CPU^queue"], self.panels["OFF-CPU^dep"]),
+            "gpu": (self.panels["OFF-GPU^queue"], self.panels["OFF-GPU^dep"]),
+        }
+        out = {}
+        for res, (queue, dep) in waits.items():
+            s = self.service[res]
+            out[res] = {
+                "qif": (queue + s) / s if s else float("nan"),
+                "dif": (dep + s) / s if s else float("nan"),
+            }
+        return out
+
+    def plus(self, later: Summary) -> Summary:
+        """This window and the next one (``later.t0 == self.t1``) of the same unit.
+
+        Raises:
+            ValueError: the windows are not consecutive or the units differ.
+        """
+        if later.t0 != self.t1 or later.unit != self.unit:
+            raise ValueError("only consecutive windows of one unit can be summed")
+        return Summary(
+            unit=self.unit,
+            t0=self.t0,
+            t1=later.t1,
+            totals=self.totals + later.totals,
+            panels={k: v + later.panels[k] for k, v in self.panels.items()},
+            service={k: v + later.service[k] for k, v in self.service.items()},
+            threads=tuple(sorted(set(self.threads) | set(later.threads))),
+            exact=self.exact and later.exact,
+        )
+
+    def summary(self) -> Summary:
+        """Just the numbers (drops what a subclass adds, e.g. the partition)."""
+        return Summary(**{f.name: getattr(self, f.name) for f in fields(Summary)})
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitResult(Summary):
+    """:class:`Summary` of one window, with the partition it was summed from."""
+
+    partition: Partition
+
+
+def stream_keys(ops: np.ndarray) -> np.ndarray:
+    """One int64 per op naming its (pid, device, stream); devices must be < 256."""
+    return (
+        (ops["pid"].astype(np.int64) << 40)
+        | ((ops["device"].astype(np.int64) & 0xFF) << 32)
+        | ops["stream"].astype(np.int64)
+    )
+
+
+def _unit_of(key: int, level: str) -> Unit:
+    pid, device, stream = key >> 40, (key >> 32) & 0xFF, key & 0xFFFFFFFF
+    return Unit(
+        level,
+        device,
+        pid if level != "device" else -1,
+        stream if level == "stream" else -1,
+    )
+
+
+def attribute(
+    records: Records,
+    t0: int,
+    t1: int,
+    level: Level = "device",
+    known: np.ndarray | None = None,
+) -> dict[Unit, UnitResult]:
+    """Attribute ``[t0, t1)`` for every unit of ``level`` with ops in the window.
+
+    ``known`` (:func:`stream_keys` of streams seen before) adds the units they belong
+    to: one without ops in the window is off-GPU throughout, charged to its main thread.
+
+    Raises:
+        ValueError: ``t1 <= t0`` or an unknown level.
+    """
+    if t1 <= t0:
+        raise ValueError("empty window")
+    if level not in ("device", "process", "stream"):
+        raise ValueError(f"unknown level {level!r}")
+    prep = _Prepared(records, t0, t1)
+    streams = stream_keys(prep.ops)
+    everything = np.concatenate((streams, known if known is not None else streams[:0]))
+    units = {}
+    for key in iv.unique_sorted(everything).tolist():  # ascending pid: the first is main
+        unit = _unit_of(key, level)
+        units.setdefault(unit, key >> 40)
+    mask = {
+        "device": np.int64(0xFF << 32),
+        "process": np.int64(~0xFFFFFFFF),
+        "stream": np.int64(-1),
+    }[level]
+    op_unit = streams & mask
+    order = np.argsort(op_unit, kind="stable")  # keeps the canonical op order in each unit
+    rows = {_unit_of(int(op_unit[order[a]]), level): order[a:b] for a, b in iv.runs(op_unit[order])}
+    empty = np.empty(0, np.int64)
+    return {
+        unit: _attribute_unit(prep, unit, rows.get(unit, empty), main)
+        for unit, main in sorted(units.items())
+    }
+
+
+def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
+    """Which rows of an ops table (:data:`~gtop.analysis.records.OP`) belong to ``unit``."""
+    mask = ops["device"] == unit.device
+    if unit.pid >= 0:
+        mask &= ops["pid"] == unit.pid
+    if unit.stream >= 0:
+        mask &= ops["stream"] == unit.stream
+    return mask
+
+
+class _Prepared:
+    """Joins and orders the records of one window once, for all of its units."""
+
+    def __init__(self, rec: Records, t0: int, t1: int) -> None:
+        self.t0, self.t1 = t0, t1
+        ops = rec.ops
+        start = ops["t"]
+        end = np.maximum(ops["end"], start)
+        api_end, api_tid = self._join(ops, rec.apis)
+        sub = np.where(
+            ops["submitted"] > 0,
+            ops["submitted"],
+            np.where(api_tid >= 0, api_end, np.where(ops["queued"] > 0, ops["queued"], start)),
+        )
+        sub = np.minimum(sub, start)
+        keep = (end > t0) & (sub < t1)
+        ops, start, end = take_rows(ops, keep), start[keep], end[keep]
+        sub, api_tid = sub[keep], api_tid[keep]
+        order = iv.canonical_order(
+            [
+                start,
+                end,
+                ops["pid"],
+                ops["device"],
+                ops["stream"],
+                ops["corr"],
+                ops["kind"],
+                ops["label"],
+            ]
+        )
+        self.ops = take_rows(ops, order)
+        self.start, self.end, self.sub = start[order], end[order], sub[order]
+        self.tid = api_tid[order]
+        self.stream_index, self.elig = self._eligible(rec.waits)
+        self.host = HostIndex(rec, t0, t1)
+
+    @staticmethod
+    def _join(ops: np.ndarray, apis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per op: end and tid of its API call (same pid and correlation), else -1."""
+        api_end = np.full(len(ops), -1, np.int64)
+        api_tid = np.full(len(ops), -1, np.int32)
+        apis = apis[apis["corr"] != 0]
+        if not len(apis) or not len(ops):
+            return api_end, api_tid
+        akey = (apis["pid"].astype(np.int64) << 32) | apis["corr"].astype(np.int64)
+        order = iv.canonical_order([akey, apis["end"], apis["tid"], apis["t"]])
+        heads = order[iv.run_heads(akey[order])]  # per key: the call that ended first
+        ukey = akey[heads]
+        okey = (ops["pid"].astype(np.int64) << 32) | ops["corr"].astype(np.int64)
+        j = np.minimum(np.searchsorted(ukey, okey), len(ukey) - 1)
+        found = (ukey[j] == okey) & (ops["corr"] != 0)
+        api_end[found] = apis["end"][heads[j[found]]]
+        api_tid[found] = apis["tid"][heads[j[found]]]
+        return api_end, api_tid
+
+    def _eligible(self, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per op: a dense stream index and its eligible time (module docstring, rule 2)."""
+        ops, start, sub = self.ops, self.start, self.sub
+        n = len(ops)
+        if not n:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        pd = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
+        _, pd_index = iv.dense_index(pd)
+        skey = (pd_index.astype(np.int64) << 32) | ops["stream"].astype(np.int64)
+        _, stream_index = iv.dense_index(skey)
+        stream_index = stream_index.reshape(-1).astype(np.int64)
+        prev_end = np.full(n, NEVER, np.int64)
+        prev_sub = np.full(n, NEVER, np.int64)
+        gated = np.zeros(n, bool)
+        by_stream = np.argsort(stream_index, kind="stable")
+        wkey = (waits["pid"].astype(np.int64) << 32) | waits["stream"].astype(np.int64)
+        for a, b in iv.runs(stream_index[by_stream]):
+            idx = by_stream[a:b]
+            s = start[idx]
+            j = np.searchsorted(s, s, side="left") - 1  # last op starting strictly before
+            has = j >= 0
+            run_end = np.maximum.accumulate(self.end[idx])
+            run_sub = np.maximum.accumulate(sub[idx])
+            prev_end[idx[has]] = run_end[j[has]]
+            prev_sub[idx[has]] = run_sub[j[has]]
+            first = ops[idx[0]]
+            w = np.sort(
+                waits["t"][wkey == ((np.int64(first["pid"]) << 32) | np.int64(first["stream"]))]
+            )
+            if len(w):
+                gated[idx] = np.searchsorted(w, sub[idx], "right") > np.searchsorted(
+                    w, prev_sub[idx], "right"
+                )
+        dep_end = np.full(n, NEVER, np.int64)
+        if gated.any():
+            for dev in np.unique(ops["device"][gated]):
+                on_dev = ops["device"] == dev
+                ends = np.sort(self.end[on_dev])
+                g = np.flatnonzero(gated & on_dev)
+                k = np.searchsorted(ends, start[g], side="right") - 1
+                dep_end[g[k >= 0]] = ends[k[k >= 0]]
+        elig = np.maximum(np.maximum(sub, prev_end), dep_end)
+        return stream_index, np.minimum(elig, start)
+
+
+def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> UnitResult:
+    t0, t1 = prep.t0, prep.t1
+    ops = take_rows(prep.ops, idx)
+    start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
+    tid = prep.tid[idx]
+    kernel = ops["kind"] == OP_KERNEL
+    comp = iv.clip(iv.union(start[kernel], end[kernel]), t0, t1)
+    xfer = iv.subtract(iv.clip(iv.union(start[~kernel], end[~kernel]), t0, t1), comp)
+    on = iv.union(
+        np.concatenate((comp.starts, xfer.starts)), np.concatenate((comp.ends, xfer.ends))
+    )
+    gaps = iv.complement(on, t0, t1)
+    queue = iv.intersect(gaps, iv.clip(iv.union(elig, start), t0, t1))
+    stall = iv.subtract(iv.intersect(gaps, iv.clip(iv.union(sub, elig), t0, t1)), queue)
+    host = iv.subtract(gaps, iv.clip(iv.union(sub, start), t0, t1))
+
+    # Rule 3: one charged thread per gap.
+    nxt = np.searchsorted(start, gaps.ends, side="left")
+    nxt[nxt >= len(ops)] = -1
+    by_end = iv.canonical_order(
+        [
+            end,
+            start,
+            ops["pid"],
+            ops["device"],
+            ops["stream"],
+            ops["corr"],
+            ops["kind"],
+            ops["label"],
+        ]
+    )
+    prv = iv.take(by_end, np.searchsorted(end[by_end], gaps.starts, side="right") - 1, -1)
+    next_tid = iv.take(tid, nxt, -1)
+    prev_tid = iv.take(tid, prv, -1)
+    gap_tid = np.where(next_tid >= 0, next_tid, np.where(prev_tid >= 0, prev_tid, main))
+    gap_kind = iv.take(ops["kind"].astype(np.int16), nxt, -1)
+    gap_label = iv.take(ops["label"], nxt, -1)
+
+    parts = [
+        (comp.starts, comp.ends, np.full(len(comp), Cause.G_COMP, np.uint8)),
+        (xfer.starts, xfer.ends, np.full(len(xfer), Cause.G_XFER, np.uint8)),
+        (queue.starts, queue.ends, np.full(len(queue), Cause.G_QUEUE, np.uint8)),
+        (stall.starts, stall.ends, np.full(len(stall), Cause.G_STALL, np.uint8)),
+    ]
+    host_tid = gap_tid[iv.owner(gaps, host.starts)] if len(host) else np.empty(0, np.int64)
+    for t in iv.unique_sorted(host_tid):
+        mine = host_tid == t
+        parts.append(prep.host.host_causes(int(t), iv.Spans(host.starts[mine], host.ends[mine])))
+    starts = np.concatenate([p[0] for p in parts])
+    order = np.argsort(starts, kind="stable")
+    starts = starts[order]
+    ends = np.concatenate([p[1] for p in parts])[order]
+    causes = np.concatenate([p[2] for p in parts])[order]
+    g = iv.owner(gaps, starts)
+    host_side = (g >= 0) & (causes >= Cause.H_CTRL)
+    charged = host_side & ~np.isin(causes, (Cause.G_QUEUE, Cause.G_STALL))
+    partition = Partition(
+        starts,
+        ends,
+        causes,
+        iv.take(gap_tid, np.where(charged, g, -1), -1).astype(np.int32),
+        iv.take(gap_kind, np.where(host_side, g, -1), -1).astype(np.int16),
+        iv.take(gap_label, np.where(host_side, g, -1), -1).astype(np.int64),
+    )
+
+    threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)
+    blocked, runnable, on_cpu = prep.host.thread_panels(threads)
+    dep, queue = iv.clipped_total(sub, elig, t0, t1), iv.clipped_total(elig, start, t0, t1)
+    panels = dict(zip(PANELS, (blocked, runnable, dep, queue), strict=True))
+    return UnitResult(
+        unit=unit,
+        t0=t0,
+        t1=t1,
+        totals=partition.totals(),
+        panels=panels,
+        service={"cpu": on_cpu, "gpu": iv.clipped_total(start, end, t0, t1)},
+        partition=partition,
+        threads=tuple(int(t) for t in threads),
+    )

@@ -1,0 +1,141 @@
+"""The GPU-centric flamegraph: time sliced, one folded stack per slice.
+
+Each slice of ``slice_ns`` becomes one stack whose width is the slice's length, rooted at
+the cause that held the slice longest (:func:`gtop.analysis.slices.dominant`):
+
+* ``ON_GPU;G:COMP;<kernel>`` / ``ON_GPU;G:XFER;<copy kind or MEMSET>``: the kernel (copy)
+  execution with the most time in the slice;
+* ``OFF_GPU;<host cause>;<frames…>``: the CPU stack of the thread charged for the first
+  segment of that cause in the slice (off-CPU: the stack it blocked in; on-CPU: its
+  latest stack sample in the slice, at most ``max_stack_age_ns`` old);
+* ``OFF_GPU;G:QUEUE|G:STALL;<op>``: the op that was waiting.
+
+Output is ``{folded stack: ns}``, the input of every flamegraph renderer and of
+``gtop export --format folded``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from gtop.analysis import intervals as iv
+from gtop.analysis import slices
+from gtop.analysis.attribution import UnitResult, unit_mask
+from gtop.analysis.causes import LABELS, Cause
+from gtop.analysis.host import HostIndex, frames_of
+from gtop.analysis.records import OP_KERNEL, OP_MEMSET, Records, take_rows
+from gtop.pipeline.layouts import CopyKind
+
+DEVICE_CAUSES = (Cause.G_QUEUE, Cause.G_STALL)
+
+
+def op_name(kind: int, label: int, kernel_names: Mapping[int, str]) -> str:
+    """Display name of an op: kernel name, copy kind, or ``MEMSET``."""
+    if kind == OP_KERNEL:
+        return kernel_names.get(label, f"kernel#{label}").replace(";", ":")
+    if kind == OP_MEMSET:
+        return "MEMSET"
+    return CopyKind(label).name if label in CopyKind._value2member_map_ else f"copy#{label}"
+
+
+def _busiest_op(ops: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per slice, the row of ``ops`` whose execution has the most time in it (ties: the
+    earliest start, then the lowest row), or -1 where no op ran."""
+    out = np.full(len(edges) - 1, -1, np.int64)
+    start = np.maximum(ops["t"], edges[0])
+    end = np.minimum(np.maximum(ops["end"], ops["t"]), edges[-1])
+    rows = np.flatnonzero(end > start)
+    if not len(rows):
+        return out
+    rows = rows[np.argsort(start[rows], kind="stable")]
+    first = np.searchsorted(edges, start[rows], side="right") - 1
+    count = np.searchsorted(edges, end[rows], side="left") - first
+    rep = np.repeat(np.arange(len(rows)), count)
+    sl = first[rep] + np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count)
+    by_slice = np.argsort(sl, kind="stable")
+    rep, sl = rep[by_slice], sl[by_slice]
+    r = rows[rep]
+    width = np.minimum(end[r], edges[sl + 1]) - np.maximum(start[r], edges[sl])
+    heads = iv.run_heads(sl)
+    best = np.repeat(np.maximum.reduceat(width, heads), np.diff(np.append(heads, len(sl))))
+    cand = np.flatnonzero(width == best)
+    chosen = cand[iv.run_heads(sl[cand])]
+    out[sl[chosen]] = r[chosen]
+    return out
+
+
+def _op_keys(kind: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """One int64 per op naming its (kind, label)."""
+    return (kind.astype(np.int64) << 48) | (label.astype(np.int64) + 1)
+
+
+def _op_key_name(key: int, kernel_names: Mapping[int, str]) -> str:
+    return op_name(key >> 48, (key & (2**48 - 1)) - 1, kernel_names)
+
+
+def fold(
+    result: UnitResult,
+    records: Records,
+    kernel_names: Mapping[int, str] | None = None,
+    stacks: Mapping[int, Sequence[str]] | None = None,
+    slice_ns: int = 1_000_000,
+    max_stack_age_ns: int = 20_000_000,
+) -> dict[str, int]:
+    """Fold ``result``'s window into ``{stack: ns}`` (see the module docstring).
+
+    ``records`` must be those ``result`` was computed from; ``kernel_names`` maps
+    ``name_id`` to a name and ``stacks`` maps ``stack_id`` to frames, outermost first
+    (the ``"kernel_name"`` and ``"stack"`` entities).
+    """
+    kernel_names = kernel_names or {}
+    stacks = stacks or {}
+    part = result.partition
+    edges = slices.edges(result.t0, result.t1, slice_ns)
+    cause = slices.dominant(slices.occupancy(part, edges))
+    # Each slice's leaf is an op key (on-GPU, device causes) or a stack id (host causes);
+    # -1 is no leaf. Strings are made once per distinct (cause, leaf), not per slice.
+    leaf = np.full(len(cause), -1, np.int64)
+
+    ops = take_rows(records.ops, unit_mask(records.ops, result.unit))
+    keys = _op_keys(ops["kind"], ops["label"])
+    for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
+        mine = np.flatnonzero((ops["kind"] == OP_KERNEL) == is_kernel)
+        sl = cause == on_cause
+        row = _busiest_op(take_rows(ops, mine), edges)[sl]
+        leaf[sl] = iv.take(keys[mine], row, -1)
+
+    off = np.flatnonzero(cause >= Cause.H_CTRL)
+    seg = slices.first_segment(part, cause[off], edges[off])
+    device = np.isin(cause[off], DEVICE_CAUSES)
+    dev_seg = seg[device]
+    leaf[off[device]] = np.where(
+        part.next_kind[dev_seg] >= 0,
+        _op_keys(part.next_kind[dev_seg], part.next_label[dev_seg]),
+        -1,
+    )
+    host = HostIndex(records, result.t0, result.t1)
+    hs, hseg = off[~device], seg[~device]
+    tids = part.tids[hseg]
+    for tid in iv.unique_sorted(tids):
+        m = tids == tid
+        at = np.maximum(part.starts[hseg[m]], edges[hs[m]])
+        until = np.minimum(part.ends[hseg[m]], edges[hs[m] + 1])
+        leaf[hs[m]] = host.stack_ids(int(tid), at, until, max_stack_age_ns)
+
+    pair = (cause.astype(np.int64) << 56) | (leaf & (2**56 - 1))
+    distinct, inverse = iv.dense_index(pair)
+    widths = np.bincount(inverse, weights=np.diff(edges)).astype(np.int64)
+    folded: dict[str, int] = {}
+    for key, w in zip(distinct.tolist(), widths.tolist(), strict=True):
+        c, lf = key >> 56, key & (2**56 - 1)
+        lf = -1 if lf == 2**56 - 1 else lf
+        if c <= Cause.G_XFER or c in DEVICE_CAUSES:
+            text = _op_key_name(lf, kernel_names) if lf >= 0 else ""
+        else:
+            text = ";".join(frames_of(lf, stacks)) if lf >= 0 else ""
+        root = "ON_GPU" if c <= Cause.G_XFER else "OFF_GPU"
+        name = f"{root};{LABELS[c]};{text}" if text else f"{root};{LABELS[c]}"
+        folded[name] = folded.get(name, 0) + w
+    return folded

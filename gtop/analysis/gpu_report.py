@@ -1,0 +1,91 @@
+"""The ``gpu`` section of ``gtop report --json``: per device, the on/off-GPU breakdown.
+
+Shape, keyed by device index as a string::
+
+    {"0": {"exact": true, "duration_s": 60.0, "gar": 0.71,
+           "on": {"G:COMP": 41.2, "G:XFER": 1.4},
+           "off": {"H:CTRL": ..., "H:APP": ..., "H:WAIT_GPU": ..., "H:IO": ...,
+                   "OFF_CPU": ..., "G:QUEUE": ..., "G:STALL": ..., "UNKNOWN": ...},
+           "panels": {"OFF-CPU^dep": ..., "OFF-CPU^queue": ..., "OFF-GPU^dep": ...,
+                      "OFF-GPU^queue": ...},
+           "inflation": {"cpu": {"qif": ..., "dif": ...}, "gpu": {...}},
+           "threads": [tid, ...],
+           "top_off_gpu_stacks": [{"stack": "OFF_GPU;H:IO;...", "seconds": 1.2}, ...]}}
+
+All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
+``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden).
+Panels are resource-wide waits and may exceed the duration (several threads or ops wait
+at once). Inflation factors are null when the resource did no work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gtop.analysis.attribution import Summary, Unit
+from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
+from gtop.analysis.gpu_flame import fold
+from gtop.analysis.records import Records
+from gtop.analysis.replay import BLOCK_NS, blocks
+
+NS = 1e-9
+
+
+def unit_summary(res: Summary) -> dict[str, Any]:
+    """One unit's entry (without stacks): seconds per cause, panels, inflation."""
+    return {
+        "exact": res.exact,
+        "duration_s": res.duration_ns * NS,
+        "gar": res.gar,
+        "on": {LABELS[c]: int(res.totals[c]) * NS for c in ON_CAUSES},
+        "off": {LABELS[c]: int(res.totals[c]) * NS for c in OFF_CAUSES},
+        "panels": {k: v * NS for k, v in res.panels.items()},
+        "inflation": {
+            r: {k: None if math.isnan(v) else v for k, v in f.items()}
+            for r, f in res.inflation().items()
+        },
+        "threads": list(res.threads),
+    }
+
+
+def top_off_stacks(folded: Mapping[str, int], top: int) -> list[dict[str, Any]]:
+    """The ``top`` widest OFF_GPU stacks (ties by name)."""
+    off = sorted(((-w, s) for s, w in folded.items() if s.startswith("OFF_GPU;")))[:top]
+    return [{"stack": s, "seconds": -w * NS} for w, s in off]
+
+
+def gpu_report(
+    records: Records,
+    t0: int,
+    t1: int,
+    kernel_names: Mapping[int, str] | None = None,
+    stacks: Mapping[int, Sequence[str]] | None = None,
+    slice_ns: int = 1_000_000,
+    top: int = 10,
+    block_ns: int = BLOCK_NS,
+) -> dict[str, dict[str, Any]]:
+    """The ``gpu`` report section over ``[t0, t1)`` (see the module docstring), computed
+    block by block (:mod:`gtop.analysis.replay`).
+
+    Raises:
+        ValueError: ``block_ns`` is not a multiple of ``slice_ns``.
+    """
+    if block_ns % slice_ns:
+        raise ValueError("block_ns must be a multiple of slice_ns")
+    sums: dict[Unit, Summary] = {}
+    folded: dict[Unit, Counter[str]] = {}
+    for result, rows in blocks(records, t0, t1, "device", block_ns):
+        for unit, res in result.items():
+            sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
+            folded.setdefault(unit, Counter()).update(
+                fold(res, rows, kernel_names, stacks, slice_ns)
+            )
+    out = {}
+    for unit in sorted(sums):
+        entry = unit_summary(sums[unit])
+        entry["top_off_gpu_stacks"] = top_off_stacks(folded[unit], top)
+        out[str(unit.device)] = entry
+    return out

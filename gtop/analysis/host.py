@@ -1,0 +1,190 @@
+"""Per-thread host data of one window: state intervals, CUDA API calls and stack samples,
+indexed by thread id, and the host-cause rule (rule 3 of :mod:`gtop.analysis.attribution`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from gtop.analysis import intervals as iv
+from gtop.analysis.causes import Cause
+from gtop.analysis.records import Records, take_rows
+from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
+
+UNKNOWN_STATE = 255
+
+
+class Activity(NamedTuple):
+    """A thread's pieces of time: state (255: unknown), block reason, and whether it was
+    inside a CUDA API call / a synchronising one."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    state: np.ndarray
+    reason: np.ndarray
+    in_api: np.ndarray
+    in_sync: np.ndarray
+
+
+def _by_tid(rows: np.ndarray) -> np.ndarray:
+    tid = rows["tid"]
+    if len(tid) < 2 or bool(np.all(tid[1:] >= tid[:-1])):
+        return rows
+    return take_rows(rows, np.argsort(tid, kind="stable"))
+
+
+def _slice(rows: np.ndarray, tid: int) -> slice:
+    a, b = np.searchsorted(rows["tid"], [tid, tid + 1])
+    return slice(int(a), int(b))
+
+
+class HostIndex:
+    """Host rows that overlap ``[t0, t1)``, grouped by thread, each group in time order.
+
+    A thread's state records are made disjoint: where two overlap, the earlier one is cut
+    where the later one starts (ties ordered by end, state, reason, stack).
+    """
+
+    def __init__(self, rec: Records, t0: int, t1: int) -> None:
+        self.t0, self.t1 = t0, t1
+        states = take_rows(rec.states, (rec.states["end"] > t0) & (rec.states["t"] < t1))
+        order = iv.canonical_order(
+            [states["t"], states["end"], states["state"], states["reason"], states["stack_id"]]
+        )
+        states = _by_tid(take_rows(states, order))
+        end = states["end"].copy()
+        same = states["tid"][1:] == states["tid"][:-1]
+        end[:-1][same] = np.minimum(end[:-1][same], states["t"][1:][same])
+        keep = end > states["t"]
+        self.states, self.state_end = take_rows(states, keep), end[keep]
+        self.apis = _by_tid(take_rows(rec.apis, (rec.apis["end"] > t0) & (rec.apis["t"] < t1)))
+        samples = take_rows(rec.samples, (rec.samples["t"] >= t0) & (rec.samples["t"] < t1))
+        self.samples = _by_tid(
+            take_rows(samples, iv.canonical_order([samples["t"], samples["stack_id"]]))
+        )
+
+    def thread_states(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
+        """The thread's state records, sorted and disjoint, and their (cut) ends."""
+        s = _slice(self.states, tid)
+        return self.states[s], self.state_end[s]
+
+    def thread_apis(self, tid: int) -> np.ndarray:
+        return self.apis[_slice(self.apis, tid)]
+
+    def thread_samples(self, tid: int) -> np.ndarray:
+        return self.samples[_slice(self.samples, tid)]
+
+    def activity(self, tid: int, spans: iv.Spans) -> Activity:
+        """What thread ``tid`` was doing over normal ``spans``, in pieces that tile them."""
+        states, s_end = _overlapping(*self.thread_states(tid), spans)
+        apis = self.thread_apis(tid)
+        apis, a_end = _overlapping(apis, apis["end"], spans)
+        sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
+        in_api = iv.union(apis["t"], a_end)
+        in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
+        cuts = np.concatenate(
+            (
+                spans.starts,
+                spans.ends,
+                states["t"],
+                s_end,
+                in_api.starts,
+                in_api.ends,
+                in_sync.starts,
+                in_sync.ends,
+            )
+        )
+        if len(spans):
+            cuts = iv.unique_sorted(np.clip(cuts, spans.starts[0], spans.ends[-1]))
+        p, q = cuts[:-1], cuts[1:]
+        inside = iv.owner(spans, p) >= 0
+        p, q = p[inside], q[inside]
+        si = iv.owner(iv.Spans(states["t"], s_end), p)
+        return Activity(
+            p,
+            q,
+            iv.take(states["state"], si, UNKNOWN_STATE),
+            iv.take(states["reason"], si, BlockReason.NONE),
+            iv.owner(in_api, p) >= 0,
+            iv.owner(in_sync, p) >= 0,
+        )
+
+    def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3).
+
+        Returns:
+            ``(starts, ends, causes)`` tiling ``host``.
+        """
+        a = self.activity(tid, host)
+        blocked = np.select(
+            [a.reason == BlockReason.IO, a.reason == BlockReason.GPU_WAIT],
+            [Cause.H_IO, Cause.H_WAIT_GPU],
+            Cause.OFF_CPU,
+        )
+        cause = np.select(
+            [
+                a.in_sync,
+                a.state == ThreadState.BLOCKED,
+                a.state == ThreadState.RUNNABLE,
+                a.in_api,
+                a.state == ThreadState.ON_CPU,
+            ],
+            [Cause.H_WAIT_GPU, blocked, Cause.OFF_CPU, Cause.H_CTRL, Cause.H_APP],
+            Cause.UNKNOWN,
+        ).astype(np.uint8)
+        return a.starts, a.ends, cause
+
+    def thread_panels(self, tids: np.ndarray) -> tuple[int, int, int]:
+        """(blocked, runnable, on-CPU) ns of the threads ``tids`` in the window."""
+        totals = [0, 0, 0]
+        for tid in tids:
+            states, s_end = self.thread_states(int(tid))
+            for slot, st in enumerate(
+                (ThreadState.BLOCKED, ThreadState.RUNNABLE, ThreadState.ON_CPU)
+            ):
+                m = states["state"] == st
+                totals[slot] += iv.clipped_total(states["t"][m], s_end[m], self.t0, self.t1)
+        return totals[0], totals[1], totals[2]
+
+    def stack_ids(self, tid: int, at: np.ndarray, until: np.ndarray, max_age: int) -> np.ndarray:
+        """The thread's stack id for each probe time ``at`` (-1 when none).
+
+        Off-CPU: the stack recorded with the state it is in at ``at`` (where it blocked).
+        On-CPU or unknown: the latest stack sample in ``[at - max_age, until)``, else
+        the state's stack.
+        """
+        states, s_end = self.thread_states(tid)
+        si = iv.owner(iv.Spans(states["t"], s_end), at)
+        state_stack = iv.take(states["stack_id"], si, -1)
+        off_cpu = iv.take(states["state"], si, UNKNOWN_STATE) != ThreadState.ON_CPU
+        off_cpu &= si >= 0
+        samples = self.thread_samples(tid)
+        k = np.searchsorted(samples["t"], until, side="left") - 1
+        fresh = k >= 0
+        fresh[fresh] = samples["t"][k[fresh]] >= at[fresh] - max_age
+        sample_stack = iv.take(samples["stack_id"], np.where(fresh, k, -1), -1)
+        return np.where(
+            off_cpu & (state_stack >= 0),
+            state_stack,
+            np.where(sample_stack >= 0, sample_stack, state_stack),
+        )
+
+
+def _overlapping(
+    rows: np.ndarray, ends: np.ndarray, spans: iv.Spans
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (and their ends) whose ``[t, end)`` overlaps normal ``spans``."""
+    if not len(spans):
+        return rows[:0], ends[:0]
+    j = np.searchsorted(spans.ends, rows["t"], side="right")
+    ok = j < len(spans)
+    ok[ok] = spans.starts[j[ok]] < ends[ok]
+    return take_rows(rows, ok), ends[ok]
+
+
+def frames_of(stack_id: int, stacks: Mapping[int, Sequence[str]]) -> list[str]:
+    """The frames of a stack, outermost first, made safe for folded-stack text."""
+    return [f.replace(";", ":").replace("\n", " ") for f in stacks.get(stack_id, ())]

@@ -1,0 +1,181 @@
+"""The slice of each record stream that attribution needs, in compact arrays.
+
+:class:`Records` is built from batches of the shared layouts
+(:mod:`gtop.pipeline.layouts`) and keeps only the fields the rules read, so the live
+engine can hold a whole window of 100k records/s in little memory. GPU work of all three
+kinds (kernels, copies, memsets) goes into one ``ops`` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from gtop.pipeline import layouts
+
+OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
+
+OP = np.dtype(
+    [
+        ("t", "<i8"),
+        ("end", "<i8"),
+        ("queued", "<i8"),
+        ("submitted", "<i8"),
+        ("pid", "<i4"),
+        ("device", "<i2"),
+        ("stream", "<u4"),
+        ("corr", "<u4"),
+        ("kind", "<u1"),  # OP_KERNEL / OP_MEMCPY / OP_MEMSET
+        ("label", "<i8"),  # kernel name_id, CopyKind, or -1 for a memset
+    ]
+)
+API = np.dtype(
+    [
+        ("t", "<i8"),
+        ("end", "<i8"),
+        ("pid", "<i4"),
+        ("tid", "<i4"),
+        ("corr", "<u4"),
+        ("cls", "<u1"),  # ApiClass
+    ]
+)
+WAIT = np.dtype([("t", "<i8"), ("pid", "<i4"), ("stream", "<u4")])
+STATE = np.dtype(
+    [
+        ("t", "<i8"),
+        ("end", "<i8"),
+        ("pid", "<i4"),
+        ("tid", "<i4"),
+        ("state", "<u1"),
+        ("reason", "<u1"),
+        ("stack_id", "<i4"),
+    ]
+)
+SAMPLE = np.dtype([("t", "<i8"), ("pid", "<i4"), ("tid", "<i4"), ("stack_id", "<i4")])
+
+STREAM_WAIT_EVENT = 2
+"""CUpti_ActivitySynchronizationType of cudaStreamWaitEvent."""
+
+
+def take_rows(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
+    """``table[index]`` for a structured table, copied as whole raw records: many times
+    faster than numpy's field-by-field copy of structured rows."""
+    raw = table.view(np.dtype((np.void, table.dtype.itemsize)))
+    return raw[index].view(table.dtype)
+
+
+def concat_rows(tables: list[np.ndarray]) -> np.ndarray:
+    """Tables of one structured dtype, end to end (as raw records, see :func:`take_rows`)."""
+    dtype = tables[0].dtype
+    void = np.dtype((np.void, dtype.itemsize))
+    return np.concatenate([t.view(void) for t in tables]).view(dtype)
+
+
+def _project(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.ndarray:
+    out = np.zeros(len(src), dtype)
+    for name in dtype.names or ():
+        source = renames.get(name, name)
+        if source in (src.dtype.names or ()):
+            out[name] = src[source]
+    return out
+
+
+def _ops(src: np.ndarray | None, kind: int) -> np.ndarray:
+    if src is None or not len(src):
+        return np.empty(0, OP)
+    out = _project(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"})
+    out["kind"] = kind
+    if kind == OP_KERNEL:
+        out["queued"] = src["queued_ns"]
+        out["submitted"] = src["submitted_ns"]
+        out["label"] = src["name_id"]
+    elif kind == OP_MEMCPY:
+        out["label"] = src["copy_kind"]
+    else:
+        out["label"] = -1
+    return out
+
+
+@dataclass
+class Records:
+    """Compact record arrays (dtypes :data:`OP`, :data:`API`, :data:`WAIT`,
+    :data:`STATE`, :data:`SAMPLE`), in any order."""
+
+    ops: np.ndarray = field(default_factory=lambda: np.empty(0, OP))
+    apis: np.ndarray = field(default_factory=lambda: np.empty(0, API))
+    waits: np.ndarray = field(default_factory=lambda: np.empty(0, WAIT))
+    states: np.ndarray = field(default_factory=lambda: np.empty(0, STATE))
+    samples: np.ndarray = field(default_factory=lambda: np.empty(0, SAMPLE))
+
+    @classmethod
+    def from_streams(cls, batches: dict[str, np.ndarray]) -> Records:
+        """Build from batches keyed by stream name (``"kernel"``, ``"memcpy"``,
+        ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``);
+        other streams are ignored."""
+        ops = concat_rows(
+            [
+                _ops(batches.get(layouts.KERNEL.name), OP_KERNEL),
+                _ops(batches.get(layouts.MEMCPY.name), OP_MEMCPY),
+                _ops(batches.get(layouts.MEMSET.name), OP_MEMSET),
+            ]
+        )
+        api = batches.get(layouts.API.name)
+        sync = batches.get(layouts.SYNC.name)
+        states = batches.get(layouts.THREAD_STATE.name)
+        samples = batches.get(layouts.CPU_SAMPLE.name)
+        if sync is not None:
+            sync = sync[sync["sync_type"] == STREAM_WAIT_EVENT]
+        return cls(
+            ops=ops,
+            apis=_project(
+                api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
+            )
+            if api is not None
+            else np.empty(0, API),
+            waits=_project(sync, WAIT, {"t": "t_ns"}) if sync is not None else np.empty(0, WAIT),
+            states=_project(states, STATE, {"t": "t_ns", "end": "end_ns"})
+            if states is not None
+            else np.empty(0, STATE),
+            samples=_project(samples, SAMPLE, {"t": "t_ns"})
+            if samples is not None
+            else np.empty(0, SAMPLE),
+        )
+
+    @staticmethod
+    def concat(parts: list[Records]) -> Records:
+        """All rows of ``parts``, in order."""
+        return Records(
+            **{f.name: concat_rows([getattr(p, f.name) for p in parts]) for f in fields(Records)}
+        )
+
+    def keep_after(self, horizon: int) -> Records:
+        """Only the rows that end at or after ``horizon`` (instants: at or after it)."""
+        return Records(
+            ops=take_rows(self.ops, self.ops["end"] >= horizon),
+            apis=take_rows(self.apis, self.apis["end"] >= horizon),
+            waits=take_rows(self.waits, self.waits["t"] >= horizon),
+            states=take_rows(self.states, self.states["end"] >= horizon),
+            samples=take_rows(self.samples, self.samples["t"] >= horizon),
+        )
+
+    def rows(self) -> int:
+        return sum(len(getattr(self, f.name)) for f in fields(Records))
+
+    def nbytes(self) -> int:
+        return sum(getattr(self, f.name).nbytes for f in fields(Records))
+
+    def latest(self) -> int | None:
+        """The latest time any row reaches, or None when empty."""
+        ends = [
+            a[k].max()
+            for a, k in (
+                (self.ops, "end"),
+                (self.apis, "end"),
+                (self.waits, "t"),
+                (self.states, "end"),
+                (self.samples, "t"),
+            )
+            if len(a)
+        ]
+        return int(max(ends)) if ends else None

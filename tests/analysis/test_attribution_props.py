@@ -1,0 +1,186 @@
+"""Property tests: the partition tiles each unit's window exactly once, whatever the input,
+and neither row order nor chunking changes the result."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gtop.analysis import intervals as iv
+from gtop.analysis.attribution import attribute, unit_mask
+from gtop.analysis.causes import Cause
+from gtop.analysis.live import AttributionEngine
+from gtop.analysis.records import OP_KERNEL, Records
+from gtop.analysis.replay import attribute_range
+from tests.analysis.build import api, copy, kernel, records, state, wait
+
+T = 1000
+time = st.integers(0, T)
+
+
+@st.composite
+def interval(draw: st.DrawFn, max_len: int = 200) -> tuple[int, int]:
+    """Mostly sane intervals, sometimes empty or reversed (bad records must not break
+    the partition)."""
+    t = draw(time)
+    return t, t + draw(st.integers(-5, max_len))
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> Records:
+    n_ops = draw(st.integers(1, 25))
+    kernels, copies, apis = [], [], []
+    for corr in range(1, n_ops + 1):
+        t, end = draw(interval())
+        where = {
+            "stream": draw(st.sampled_from([7, 8, 9])),
+            "pid": draw(st.sampled_from([100, 200])),
+            "device": draw(st.sampled_from([0, 1])),
+        }
+        if draw(st.booleans()):
+            kernels.append(
+                kernel(
+                    t,
+                    end,
+                    corr=corr,
+                    name=draw(st.integers(1, 3)),
+                    submitted=draw(st.sampled_from([0, max(t - 20, 1)])),
+                    **where,
+                )
+            )
+        else:
+            copies.append(copy(t, end, corr=corr, **where))
+        if draw(st.booleans()):
+            a, b = draw(interval(60))
+            apis.append(
+                api(
+                    a,
+                    b,
+                    corr=corr,
+                    pid=where["pid"],
+                    tid=draw(st.sampled_from([100, 101, 200])),
+                    cls=draw(st.sampled_from([1, 2, 3, 5])),
+                )
+            )
+    for _ in range(draw(st.integers(0, 6))):
+        a, b = draw(interval(60))
+        apis.append(
+            api(
+                a,
+                b,
+                tid=draw(st.sampled_from([100, 101, 200])),
+                cls=draw(st.sampled_from([0, 2, 4])),
+            )
+        )
+    states = []
+    for tid in (100, 101, 200):
+        for _ in range(draw(st.integers(0, 8))):
+            a, b = draw(interval())
+            states.append(
+                state(
+                    a,
+                    b,
+                    draw(st.integers(0, 2)),
+                    reason=draw(st.integers(0, 6)),
+                    tid=tid,
+                    pid=200 if tid == 200 else 100,
+                )
+            )
+    waits = [
+        wait(draw(time), stream=draw(st.sampled_from([7, 8])))
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    return records(kernels=kernels, copies=copies, apis=apis, states=states, waits=waits)
+
+
+def permuted(rec: Records, seed: int) -> Records:
+    rng = np.random.default_rng(seed)
+    return Records(**{k: v[rng.permutation(len(v))] for k, v in vars(rec).items()})
+
+
+def assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for unit in a:
+        x, y = a[unit], b[unit]
+        assert x.totals.tolist() == y.totals.tolist()
+        assert x.panels == y.panels and x.service == y.service and x.threads == y.threads
+        for field in ("starts", "ends", "causes", "tids", "next_kind", "next_label"):
+            assert getattr(x.partition, field).tolist() == getattr(y.partition, field).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    workloads(),
+    st.integers(-50, T),
+    st.integers(1, T + 100),
+    st.sampled_from(["device", "process", "stream"]),
+)
+def test_partition_tiles_each_window_exactly_once(
+    rec: Records, t0: int, length: int, level: str
+) -> None:
+    t1 = t0 + length
+    result = attribute(rec, t0, t1, level)
+    for unit, res in result.items():
+        p = res.partition
+        assert len(p) > 0
+        assert p.starts[0] == t0 and p.ends[-1] == t1
+        assert np.all(p.ends > p.starts), "no empty or negative segments"
+        assert np.array_equal(p.starts[1:], p.ends[:-1]), "no gaps, no overlaps"
+        assert int(res.totals.sum()) == t1 - t0
+        assert np.all(res.totals >= 0)
+        # ON_GPU is exactly the union of the unit's ops, counted once.
+        ops = rec.ops[unit_mask(rec.ops, unit)]
+        on = iv.clip(iv.union(ops["t"], ops["end"]), t0, t1)
+        k = ops[ops["kind"] == OP_KERNEL]
+        comp = iv.clip(iv.union(k["t"], k["end"]), t0, t1)
+        assert res.totals[Cause.G_COMP] == comp.measure()
+        assert res.totals[Cause.G_COMP] + res.totals[Cause.G_XFER] == on.measure()
+        assert 0.0 <= res.gar <= 1.0
+        assert all(v >= 0 for v in res.panels.values())
+
+
+@settings(max_examples=150, deadline=None)
+@given(workloads(), st.integers(0, 2**32), st.sampled_from(["device", "process", "stream"]))
+def test_row_order_does_not_matter(rec: Records, seed: int, level: str) -> None:
+    assert_same(attribute(rec, 0, T, level), attribute(permuted(rec, seed), 0, T, level))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    workloads(),
+    st.integers(1, 8),
+    st.integers(50, 2 * T),
+    st.integers(0, 300),
+    st.integers(0, 2**32),
+)
+def test_chunked_feeding_equals_all_at_once(
+    rec: Records, n_chunks: int, window: int, slack: int, seed: int
+) -> None:
+    whole = AttributionEngine(window, slack)
+    whole.feed_records(rec)
+    shuffled = permuted(rec, seed)
+    chunked = AttributionEngine(window, slack, compact_rows=1)
+    pieces = {k: np.array_split(v, n_chunks) for k, v in vars(shuffled).items()}
+    for i in range(n_chunks):
+        chunked.feed_records(Records(**{k: parts[i] for k, parts in pieces.items()}))
+    assert chunked.watermark == whole.watermark
+    for level in ("device", "stream"):
+        for lag in (0, slack):
+            assert_same(chunked.result(level, lag), whole.result(level, lag))
+    assert chunked.records().rows() == whole.records().rows()
+
+
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.integers(1, 400), st.sampled_from(["device", "stream"]))
+def test_replay_blocks_cover_the_range_for_every_unit(rec: Records, block: int, level: str) -> None:
+    summed = attribute_range(rec, 0, T, level, block_ns=block, margin_ns=300)
+    assert set(summed) == set(attribute(rec, -(10**6), 10**6, level))
+    for s in summed.values():
+        assert (s.t0, s.t1) == (0, T)
+        assert int(s.totals.sum()) == T
+        on_ops = attribute(rec, 0, T, level)
+        if s.unit in on_ops:  # ON_GPU does not depend on how the range is cut
+            full = on_ops[s.unit].totals
+            assert s.totals[Cause.G_COMP] == full[Cause.G_COMP]
+            assert s.totals[Cause.G_XFER] == full[Cause.G_XFER]

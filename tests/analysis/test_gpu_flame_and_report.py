@@ -1,0 +1,134 @@
+"""Slices, the GPU-centric flamegraph and the report section on hand-built cases."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gtop.analysis import slices
+from gtop.analysis.attribution import Unit, attribute
+from gtop.analysis.causes import Cause
+from gtop.analysis.gpu_flame import fold
+from gtop.analysis.gpu_report import gpu_report
+from gtop.pipeline.layouts import ApiClass, BlockReason, CopyKind, ThreadState
+from tests.analysis.build import api, copy, kernel, records, sample, state
+
+ON, BLK = ThreadState.ON_CPU, ThreadState.BLOCKED
+NAMES = {1: "gemm", 2: "relu"}
+STACKS = {
+    7: ["main", "torch.cuda.synchronize"],
+    8: ["main", "time.sleep"],
+    9: ["main", "busy;loop"],
+    10: ["main", "cudaLaunchKernel"],
+}
+
+
+@pytest.fixture
+def rec():
+    # [0,10) gemm, [10,15) blocked in sync, [15,25) app code, [25,28) launch, [28,30) queue,
+    # [30,40) relu, [40,45) H2D copy, [45,50) spinning in a sync call, [50,60) asleep.
+    return records(
+        kernels=[kernel(0, 10, corr=1, name=1), kernel(30, 40, corr=2, name=2)],
+        copies=[copy(40, 45, kind=CopyKind.HTOD)],
+        apis=[api(25, 28, corr=2), api(45, 50, cls=ApiClass.SYNC)],
+        states=[
+            state(0, 15, BLK, reason=BlockReason.GPU_WAIT, stack=7),
+            state(15, 50, ON),
+            state(50, 60, BLK, reason=BlockReason.SLEEP, stack=8),
+        ],
+        samples=[sample(16, stack=9), sample(26, stack=10), sample(46, stack=10)],
+    )
+
+
+def test_slice_occupancy_sums_to_each_slice(rec) -> None:
+    res = attribute(rec, 0, 60)[Unit("device", 0)]
+    edges = slices.edges(0, 60, 7)
+    occ = slices.occupancy(res.partition, edges)
+    assert occ.sum(axis=1).tolist() == np.diff(edges).tolist()
+    assert occ.sum(axis=0).tolist() == res.totals.tolist()
+    assert slices.dominant(occ)[0] == Cause.G_COMP
+
+
+def test_edges_reject_bad_slices() -> None:
+    with pytest.raises(ValueError):
+        slices.edges(0, 10, 0)
+
+
+def test_fold_one_stack_per_slice(rec) -> None:
+    res = attribute(rec, 0, 60)[Unit("device", 0)]
+    folded = fold(res, rec, NAMES, STACKS, slice_ns=5, max_stack_age_ns=5)
+    assert folded == {
+        "ON_GPU;G:COMP;gemm": 10,
+        "OFF_GPU;H:WAIT_GPU;main;torch.cuda.synchronize": 5,
+        "OFF_GPU;H:APP;main;busy:loop": 10,
+        "OFF_GPU;H:CTRL;main;cudaLaunchKernel": 5,
+        "ON_GPU;G:COMP;relu": 10,
+        "ON_GPU;G:XFER;HTOD": 5,
+        "OFF_GPU;H:WAIT_GPU;main;cudaLaunchKernel": 5,
+        "OFF_GPU;OFF_CPU;main;time.sleep": 10,
+    }
+    assert sum(folded.values()) == 60
+
+
+def test_fold_names_the_waiting_op_and_the_busiest_kernel() -> None:
+    rec = records(
+        kernels=[
+            kernel(0, 3, name=1, corr=1),
+            kernel(3, 10, name=2, corr=2),
+            kernel(20, 30, name=2, corr=3, submitted=10),
+        ],
+        apis=[api(5, 10, corr=3)],
+        states=[state(0, 30, ON)],
+    )
+    res = attribute(rec, 0, 30)[Unit("device", 0)]
+    assert fold(res, rec, NAMES, slice_ns=10) == {
+        "ON_GPU;G:COMP;relu": 20,
+        "OFF_GPU;G:QUEUE;relu": 10,
+    }
+
+
+def test_stale_samples_give_no_stack() -> None:
+    rec = records(
+        kernels=[kernel(0, 10, corr=1)],
+        apis=[api(-2, -1, corr=1)],
+        states=[state(0, 100, ON)],
+        samples=[sample(1, stack=9)],
+    )
+    res = attribute(rec, 0, 100)[Unit("device", 0)]
+    # Slice [0, 50): the sample at 1 is within 10 ns of the first H:APP segment (at 10).
+    assert fold(res, rec, NAMES, STACKS, slice_ns=50, max_stack_age_ns=10) == {
+        "OFF_GPU;H:APP;main;busy:loop": 50,
+        "OFF_GPU;H:APP": 50,
+    }
+
+
+def test_report_section(rec) -> None:
+    report = gpu_report(rec, 0, 60, NAMES, STACKS, slice_ns=5, top=2)
+    assert list(report) == ["0"]
+    dev = report["0"]
+    json.dumps(dev, allow_nan=False)
+    assert dev["exact"] is True
+    assert dev["duration_s"] == pytest.approx(60e-9)
+    assert dev["gar"] == pytest.approx(25 / 60)
+    assert dev["on"] == pytest.approx({"G:COMP": 20e-9, "G:XFER": 5e-9})
+    assert dev["off"] == pytest.approx(
+        {
+            "H:CTRL": 3e-9,
+            "H:APP": 10e-9,
+            "H:WAIT_GPU": 10e-9,
+            "H:IO": 0.0,
+            "OFF_CPU": 10e-9,
+            "G:QUEUE": 2e-9,
+            "G:STALL": 0.0,
+            "UNKNOWN": 0.0,
+        }
+    )
+    total = sum(dev["on"].values()) + sum(dev["off"].values())
+    assert total == pytest.approx(dev["duration_s"], rel=1e-9)
+    assert set(dev["panels"]) == {"OFF-CPU^dep", "OFF-CPU^queue", "OFF-GPU^dep", "OFF-GPU^queue"}
+    assert dev["top_off_gpu_stacks"] == [
+        {"stack": "OFF_GPU;H:APP;main;busy:loop", "seconds": pytest.approx(10e-9)},
+        {"stack": "OFF_GPU;OFF_CPU;main;time.sleep", "seconds": pytest.approx(10e-9)},
+    ]

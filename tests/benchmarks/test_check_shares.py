@@ -1,0 +1,49 @@
+"""The constructed-workload check, end to end on records built to match a workload."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from gtop.analysis.attribution import Unit
+from gtop.analysis.gpu_report import unit_summary
+from gtop.analysis.replay import attribute_range
+from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
+from tests.analysis.build import api, kernel, records, state
+
+spec = importlib.util.spec_from_file_location(
+    "check_shares", Path(__file__).parents[2] / "benchmarks" / "check_shares.py"
+)
+check = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(check)
+
+MS = 1_000_000
+
+
+def app_case(iterations: int = 50):
+    """What constructed.py --case app records: 5 ms of kernels, then 5 ms of Python."""
+    kernels, apis, states = [], [], []
+    for i in range(iterations):
+        t = i * 10 * MS
+        kernels.append(kernel(t + 50_000, t + 5 * MS, corr=i + 1))
+        apis += [
+            api(t, t + 20_000, corr=i + 1),
+            api(t + 20_000, t + 5 * MS + 30_000, cls=ApiClass.SYNC),
+        ]
+        states += [
+            state(t, t + 20_000, ThreadState.ON_CPU),
+            state(
+                t + 20_000, t + 5 * MS + 30_000, ThreadState.BLOCKED, reason=BlockReason.GPU_WAIT
+            ),
+            state(t + 5 * MS + 30_000, t + 10 * MS, ThreadState.ON_CPU),
+        ]
+    return records(kernels=kernels, apis=apis, states=states), (0, iterations * 10 * MS)
+
+
+def test_constructed_app_shares_pass_and_a_wrong_one_fails() -> None:
+    rec, (t0, t1) = app_case()
+    entry = unit_summary(attribute_range(rec, t0, t1, block_ns=100 * MS)[Unit("device", 0)])
+    rows = check.compare({"G:COMP": 0.495, "H:APP": 0.497}, entry)
+    assert all(r["ok"] for r in rows), rows
+    assert not check.compare({"H:APP": 0.45}, entry)[0]["ok"]
+    assert check.compare({"dominant": "H:APP"}, entry)[0]["ok"]
