@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,6 +18,7 @@ from gtop.recordings.reader import Recording
 from gtop.recordings.replay import ReplaySource
 from gtop.views.app import GtopApp
 
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOST_FAMILY = FIXTURES / "host_family.gtop"
 """Real host-only recording: a CPU-bursting parent and a child that exits after 4 s
@@ -24,6 +27,7 @@ HOST_FAMILY = FIXTURES / "host_family.gtop"
 SIZE = (80, 24)
 
 AppFactory = Callable[..., GtopApp]
+Replicate = Callable[..., Path]
 
 
 def frozen_replay(path: Path, at_s: float) -> ReplaySource:
@@ -52,6 +56,23 @@ def replay_app() -> Iterator[AppFactory]:
         return GtopApp(frozen_replay(path, at_s), refresh_s=0.05, **kw)
 
     yield make
+
+
+def load_frame_benchmark() -> ModuleType:
+    """benchmarks/ui_frame_time.py, loaded by path (``benchmarks`` is not a package, and
+    ``tests/benchmarks`` would shadow it as one)."""
+    path = REPO / "benchmarks" / "ui_frame_time.py"
+    spec = importlib.util.spec_from_file_location("gtop_ui_frame_time", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def replicate() -> Replicate:
+    """``replicate(src, out, gpus, procs)``: the frame benchmark's 8 GPU × 200 process load."""
+    return load_frame_benchmark().replicate
 
 
 @pytest.fixture(autouse=True)

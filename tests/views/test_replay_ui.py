@@ -12,7 +12,6 @@ import pytest
 from textual.command import CommandPalette
 from textual.widgets import Input, Static
 
-from benchmarks.ui_frame_time import replicate
 from gtop.pipeline.model import Model
 from gtop.views import panels
 from gtop.views.gpu_panel import GpuPanel
@@ -21,7 +20,7 @@ from gtop.views.overview import OverviewScreen
 from gtop.views.process_screen import ProcessScreen
 from gtop.views.processes import COLUMN_KEYS
 from gtop.views.status_line import StatusLine
-from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory
+from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory, Replicate
 
 PARENT, CHILD = 21028, 21030
 """The processes in HOST_FAMILY."""
@@ -284,7 +283,7 @@ async def test_registered_panel_becomes_a_tab(
 
 
 async def test_gpu_area_scrolls_by_keyboard(
-    replay_app: AppFactory, idle_busy_idle: Path, tmp_path: Path
+    replay_app: AppFactory, idle_busy_idle: Path, tmp_path: Path, replicate: Replicate
 ) -> None:
     scaled = replicate(idle_busy_idle, tmp_path / "eight.gtop", gpus=8, procs=16)
     app = replay_app(scaled, at_s=14.0)

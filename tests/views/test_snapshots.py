@@ -11,8 +11,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from benchmarks.ui_frame_time import replicate
-from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory
+from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory, Replicate
 
 TRAIN_PID = 501
 """The training process in recordings/train_loop_nvml.gtop."""
@@ -95,7 +94,11 @@ def test_help_screen(snap_compare, replay_app: AppFactory, idle_busy_idle: Path)
 
 
 def test_overview_eight_gpus(
-    snap_compare, replay_app: AppFactory, idle_busy_idle: Path, tmp_path: Path
+    snap_compare,
+    replay_app: AppFactory,
+    idle_busy_idle: Path,
+    tmp_path: Path,
+    replicate: Replicate,
 ) -> None:
     """8 GPUs and 200 processes (the benchmark's load): the GPU area scrolls."""
     scaled = replicate(idle_busy_idle, tmp_path / "eight_gpus.gtop", gpus=8, procs=200)
