@@ -88,19 +88,21 @@ class GtopApp(App[int]):
     COMMANDS = App.COMMANDS | {GtopCommands}
 
     BINDINGS = [
-        # Replay keys stay out of the footer: the time bar lists them.
+        # Replay keys stay out of the footer: the time bar lists them. They are not
+        # priority bindings, so a focused widget that uses arrows (an input, tabs,
+        # a zoomable timeline) keeps them; h/l always reach the app.
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("space", "pause", "Pause"),
         Binding("R", "record", "Record"),
-        Binding("comma", "step(-1)", "Step back", show=False),
-        Binding("full_stop", "step(1)", "Step", show=False),
-        Binding("left,h", "seek(-1)", "-5s", priority=True, show=False),
-        Binding("right,l", "seek(1)", "+5s", priority=True, show=False),
-        Binding("home", "seek_edge(0)", "Start", priority=True, show=False),
-        Binding("end", "seek_edge(1)", "End", priority=True, show=False),
-        Binding("minus", "slower", "Slower", show=False),
-        Binding("plus,equals_sign", "faster", "Faster", show=False),
+        Binding("comma", "step(-1)", "Back one sample", show=False),
+        Binding("full_stop", "step(1)", "Forward one sample", show=False),
+        Binding("left,h", "seek(-1)", "Back 5 s", show=False),
+        Binding("right,l", "seek(1)", "Forward 5 s", show=False),
+        Binding("home", "seek_edge(0)", "To the start", show=False),
+        Binding("end", "seek_edge(1)", "To the end", show=False),
+        Binding("minus", "slower", "Slower replay", show=False),
+        Binding("plus,equals_sign", "faster", "Faster replay", show=False),
     ]
 
     def __init__(

@@ -17,6 +17,9 @@ MIN_COMMAND_WIDTH = 12
 EXITED_GLYPH = "✝"
 """Marks an exited process, so the state reads without colour too."""
 
+SIDEWAYS = frozenset({"cursor_left", "cursor_right", "scroll_home", "scroll_end"})
+"""DataTable actions of ←, →, Home and End."""
+
 EXITED_STYLE = "dim italic"
 """Greys out an exited process's row (cells are styled as data, before CSS applies)."""
 
@@ -153,6 +156,12 @@ class ProcessTable(DataTable):
         rest = self.scrollable_content_region.width - sum(w + pad for w in widths[:-1]) - pad
         widths[-1] = max(MIN_COMMAND_WIDTH, rest)
         return tuple(zip(labels, widths))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Sideways keys go to the app (replay seeking) when there is nothing to scroll."""
+        if action in SIDEWAYS and self.max_scroll_x == 0:
+            return False
+        return super().check_action(action, parameters)
 
     def watch_sort_key(self) -> None:
         self._rebuild()
