@@ -28,9 +28,10 @@ class ProcessGpus(DataTable):
     def show(self, model: Model) -> None:
         rows = model.window("proc_gpu", RECENT_S)
         self.clear()
-        if rows is None or not len(rows):
+        mine = rows[rows["pid"] == self.pid] if rows is not None else []
+        if not len(mine):
+            self.add_row("–", f"not on any GPU in the last {RECENT_S:g} s", *[""] * 5)
             return
-        mine = rows[rows["pid"] == self.pid]
         names = {d.get("index"): d.get("name") for d in model.devices()}
         for row in sorted(newest(mine, mine["gpu"]), key=lambda r: int(r["gpu"])):
             gpu = int(row["gpu"])
