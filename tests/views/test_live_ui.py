@@ -122,8 +122,9 @@ async def test_exited_target_is_greyed_and_marked() -> None:
             table = app.screen.table
             await wait_for(lambda: target.pid in table.visible_pids)
             target.wait()
-            await wait_for(lambda: any(r.exited for r in table._rows))
-            cell = table.get_row(str(target.pid))[0]
+            key = str(target.pid)
+            await wait_for(lambda: table.get_row(key)[0].plain.startswith(EXITED_GLYPH))
+            cell = table.get_row(key)[0]
             assert cell.plain == f"{EXITED_GLYPH}{target.pid}"
             assert cell.style == EXITED_STYLE
     finally:

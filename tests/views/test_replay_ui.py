@@ -39,7 +39,7 @@ async def test_gpu_panel_shows_recorded_gpu(replay_app: AppFactory, idle_busy_id
     app = replay_app(idle_busy_idle, at_s=12.0)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        text = str(app.screen._panels[0].render())
+        text = str(app.screen.query_one(GpuPanel).render())
         assert "NVIDIA H200" in text
         assert "util" in text and "throttle" in text
         assert app.screen.table.visible_pids == [466]
