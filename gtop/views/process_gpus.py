@@ -22,12 +22,10 @@ class ProcessGpus(DataTable):
         super().__init__(cursor_type="none", show_cursor=False)
         self.pid = pid
 
-    def on_mount(self) -> None:
-        self.add_columns(*HEADERS)
-
     def show(self, model: Model) -> None:
         rows = model.window("proc_gpu", RECENT_S)
-        self.clear()
+        self.clear(columns=True)  # columns fit what is shown now
+        self.add_columns(*HEADERS)
         mine = rows[rows["pid"] == self.pid] if rows is not None else []
         if not len(mine):
             self.add_row("–", f"not on any GPU in the last {RECENT_S:g} s", *[""] * 5)
