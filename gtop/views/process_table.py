@@ -59,9 +59,9 @@ class ProcessTable(DataTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False)
         self._rows: list[ProcessRow] = []
-        self._layout: tuple[tuple[str, int], ...] = ()
+        self._columns_shown: tuple[tuple[str, int], ...] = ()
         """Labels and widths of the columns now shown."""
-        self._shown: dict[str, tuple[Text, ...]] = {}
+        self._cells_shown: dict[str, tuple[Text, ...]] = {}
         """Cells now shown, by row key, in display order."""
 
     def on_mount(self) -> None:
@@ -94,9 +94,9 @@ class ProcessTable(DataTable):
         )
         cells = {str(row.pid): self._cells(row) for row in shown}
         layout = self._column_layout(list(cells.values()))
-        if layout == self._layout and list(cells) == list(self._shown):
+        if layout == self._columns_shown and list(cells) == list(self._cells_shown):
             for key, row_cells in cells.items():
-                for col, new, old in zip(COLUMNS, row_cells, self._shown[key]):
+                for col, new, old in zip(COLUMNS, row_cells, self._cells_shown[key]):
                     if new.plain != old.plain or new.style != old.style:
                         self.update_cell(key, col.key, new)
         else:
@@ -108,7 +108,7 @@ class ProcessTable(DataTable):
                 self.add_row(*row_cells, key=key)
             if keep is not None and str(keep) in self.rows:
                 self.move_cursor(row=self.get_row_index(str(keep)), scroll=False)
-        self._layout, self._shown = layout, cells
+        self._columns_shown, self._cells_shown = layout, cells
 
     def _cursor_pid(self) -> int | None:
         if not self.row_count:
@@ -147,7 +147,7 @@ class ProcessTable(DataTable):
         """
         arrow = "▲" if column(self.sort_key).descending == self.sort_reverse else "▼"
         labels = [f"{c.label}{arrow}" if c.key == self.sort_key else c.label for c in COLUMNS]
-        old = [width for _, width in self._layout] or [0] * len(COLUMNS)
+        old = [width for _, width in self._columns_shown] or [0] * len(COLUMNS)
         widths = [
             max([len(label), old[i], *(row[i].cell_len for row in cells)])
             for i, label in enumerate(labels)
