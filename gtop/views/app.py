@@ -156,7 +156,7 @@ class GtopApp(App[int]):
         update = self.source.poll()
         if update.reset or update.batches or update.entities:
             self.model.apply(update, self.source.now_ns())
-        screen = self.screen
+        screen = self.screen_stack[-1] if self.screen_stack else None
         if not isinstance(screen, GtopScreen) or not screen.is_mounted:
             return
         if not self.display_paused and self.shown != (self.model.generation, screen):
@@ -212,7 +212,8 @@ class GtopApp(App[int]):
     # --- controls -----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        typing = isinstance(self.focused, Input)
+        # (no screen while the app shuts down: the footer may still ask)
+        typing = bool(self.screen_stack) and isinstance(self.screen_stack[-1].focused, Input)
         if action in REPLAY_ACTIONS:
             return self.replay is not None and not typing
         if action == "record":
