@@ -18,6 +18,11 @@ for step in $steps; do
     record) python3 benchmarks/capture_phases.py --out "$OUT"
             python3 benchmarks/nvml_accuracy.py --out "$OUT" --duration 20
             python3 -m gtop report "$OUT/idle_busy_idle.gtop" ;;
+    probes) python3 benchmarks/capture_triton_ptx.py
+            tar -cf "$OUT/triton_corpus.tar" tests/corpus/ptx/triton_*
+            python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument 2>&1 | tail -30
+            timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
+            python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac

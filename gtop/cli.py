@@ -10,10 +10,11 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gtop import __version__
@@ -28,13 +29,16 @@ DESCRIPTION = """\
 gtop: a top-like live profiler for GPU programs.
 
   gtop                        live overview of all GPUs and their processes
-  gtop --pid PID              focus one process
-  gtop record -o FILE [--pid PID] [--duration S]   headless recording
+  gtop --pid PID              focus one process (and attach the CUPTI agent)
+  gtop run [opts] -- CMD ...  launch CMD with the in-process agent, show it live
+  gtop record -o FILE [--pid PID | -- CMD ...] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
   gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
+  gtop probe list | instrument IN.ptx --probe NAME [--kernel RE] [--sample N] -o OUT.ptx
+                              the PTX probe engine, offline
 """
 
 
@@ -52,6 +56,12 @@ class Config:
     json: bool = False
     overwrite: bool = False
     format: str | None = None
+    cmd: tuple[str, ...] = ()
+    """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
+    agent_mode: str = "default"
+    agent: bool = True
+    probe_args: argparse.Namespace | None = field(default=None, compare=False)
+    """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.instrument.cli`."""
 
 
 def _interval(text: str) -> float:
@@ -123,6 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     _common(record)
+    record.add_argument(
+        "cmd",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD ...",
+        help="launch CMD with the agent and record until it exits",
+    )
+
+    run = sub.add_parser("run", help="launch CMD with the in-process agent and show it live")
+    _common(run)
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
 
     replay = sub.add_parser("replay", help="replay a recording in the UI")
     replay.add_argument("file", type=Path, metavar="FILE")
@@ -147,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-color", action="store_true", help="no colours")
 
     sub.add_parser("doctor", help="what works on this machine, and why not")
+
+    from gtop.instrument import cli as probe_cli
+
+    probe_cli.add_arguments(sub.add_parser("probe", help="the PTX probe engine, offline"))
     return parser
 
 
@@ -156,8 +180,16 @@ def parse_args(argv: list[str]) -> Config:
     Raises:
         SystemExit: usage errors (argparse prints the message).
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     command = args.command or "top"
+    cmd = tuple(getattr(args, "cmd", None) or ())
+    if cmd[:1] == ("--",):
+        cmd = cmd[1:]
+    if command == "run" and not cmd:
+        parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
+    if command == "record" and cmd and args.pid:
+        parser.error("record: give either --pid PID or -- CMD, not both")
     no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
     return Config(
         command=command,
@@ -170,6 +202,10 @@ def parse_args(argv: list[str]) -> Config:
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
         format=getattr(args, "format", None),
+        probe_args=args if command == "probe" else None,
+        cmd=cmd,
+        agent_mode=getattr(args, "agent_mode", "default"),
+        agent=not getattr(args, "no_agent", False),
     )
 
 
@@ -178,12 +214,14 @@ class UserError(Exception):
 
 
 def _live_source(config: Config):  # -> LiveSource
+    from gtop.collectors.attach import AttachError
     from gtop.collectors.host import TargetGone
     from gtop.collectors.live import LiveSource
     from gtop.collectors.nvml import NvmlUnavailable
 
+    targeted = config.pid is not None or bool(config.cmd)
     try:
-        return LiveSource(config.pid, config.interval_s, require_gpu=config.pid is None)
+        source = LiveSource(config.pid, config.interval_s, require_gpu=not targeted)
     except TargetGone as exc:
         raise UserError(str(exc)) from None
     except NvmlUnavailable as exc:
@@ -191,6 +229,34 @@ def _live_source(config: Config):  # -> LiveSource
             f"no GPU to show ({exc}). Try `gtop demo` to replay a bundled recording, "
             "or `gtop --pid PID` for one process's host data."
         ) from None
+    if config.cmd:
+        try:
+            source.launch(list(config.cmd), config.agent_mode, **_target_output(config))
+        except (AttachError, ValueError) as exc:
+            source.stop()
+            raise UserError(str(exc)) from None
+    elif config.pid is not None and config.agent:
+        try:
+            error = source.attach_agent(config.agent_mode)
+        except ValueError as exc:
+            source.stop()
+            raise UserError(str(exc)) from None
+        if error:
+            print(
+                f"gtop: {error}; carrying on without the agent (NVML and host data only)",
+                file=sys.stderr,
+            )
+    return source
+
+
+def _target_output(config: Config) -> dict:
+    """Where a launched target's output goes: a log file under the UI, else the terminal."""
+    if config.command != "run":
+        return {}
+    log = Path(f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    print(f"gtop: the target's output goes to {log}", file=sys.stderr)
+    handle = open(log, "ab")  # noqa: SIM115 - the child owns it for its lifetime
+    return {"stdout": handle, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
 
 
 def _open_recording(path: Path):  # -> Recording
@@ -209,7 +275,14 @@ def _run_ui(source, config: Config) -> int:
 
 
 def cmd_top(config: Config) -> int:
-    return _run_ui(_live_source(config), config)
+    source = _live_source(config)
+    status = _run_ui(source, config)
+    if source.process is not None and source.process.poll() is None:
+        print(
+            f"gtop: pid {source.process.pid} keeps running ({' '.join(config.cmd)})",
+            file=sys.stderr,
+        )
+    return status
 
 
 def cmd_replay(config: Config) -> int:
@@ -243,6 +316,8 @@ def cmd_demo(config: Config) -> int:
 
 def cmd_record(config: Config) -> int:
     assert config.output is not None
+    if config.output.exists() and not config.overwrite:
+        raise UserError(f"{config.output} exists (use --force to overwrite)")
     source = _live_source(config)
     try:
         recorder = source.start_recording(config.output, overwrite=config.overwrite)
@@ -271,6 +346,9 @@ def cmd_record(config: Config) -> int:
                 break
             if config.duration_s is not None and elapsed >= config.duration_s:
                 break
+            if not source.target_alive():
+                print("\ngtop: the target exited; recording finalised", file=sys.stderr)
+                break
     finally:
         source.stop()
     if interactive:
@@ -281,15 +359,27 @@ def cmd_record(config: Config) -> int:
     return 0
 
 
+REPORT_STREAMS = (
+    "gpu",
+    "proc_gpu",
+    "proc_host",
+    "kernel",
+    "memcpy",
+    "memset",
+    "api",
+    "sync",
+    "thread_state",
+    "cpu_sample",
+)
+
+
 def cmd_report(config: Config) -> int:
     from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data = {
-            name: rec.read(name) for name in ("gpu", "proc_gpu", "proc_host") if name in rec.streams
-        }
+        data = {name: rec.read(name) for name in REPORT_STREAMS if name in rec.streams}
         report = build_report(rec.meta, data, rec.entities(), rec.problems, rec.time_range())
     if config.json:
         print(json.dumps(report, indent=2))
@@ -313,6 +403,13 @@ def cmd_export(config: Config) -> int:
     return 0
 
 
+def cmd_probe(config: Config) -> int:
+    from gtop.instrument import cli as probe_cli
+
+    assert config.probe_args is not None
+    return probe_cli.run(config.probe_args)
+
+
 def cmd_doctor(config: Config) -> int:
     from gtop.doctor import format_checks, run_checks
 
@@ -322,12 +419,14 @@ def cmd_doctor(config: Config) -> int:
 
 COMMANDS = {
     "top": cmd_top,
+    "run": cmd_top,
     "record": cmd_record,
     "replay": cmd_replay,
     "report": cmd_report,
     "export": cmd_export,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
+    "probe": cmd_probe,
 }
 
 

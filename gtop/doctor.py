@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-CAP_SYS_PTRACE, CAP_PERFMON, CAP_BPF = 19, 38, 39
+CAP_PERFMON, CAP_BPF = 38, 39
 
 
 @dataclass(frozen=True)
@@ -59,26 +59,11 @@ def check_nvml() -> Check:
     )
 
 
-def check_cupti() -> Check:
-    candidates = []
-    try:
-        import nvidia.cuda_cupti as wheel  # the nvidia-cuda-cupti wheel, when installed
+def check_agent() -> list[Check]:
+    """Can the in-process agent get in (attach, ptrace, libcupti)?"""
+    from gtop.collectors.attach import doctor
 
-        for root in wheel.__path__:
-            candidates += sorted(Path(root).glob("lib/libcupti.so*"))
-    except ImportError:
-        pass
-    found = ctypes.util.find_library("cupti")
-    if found:
-        candidates.append(Path(found))
-    if not candidates:
-        return Check(
-            "CUPTI",
-            False,
-            "libcupti not found (install nvidia-cuda-cupti or the "
-            "CUDA toolkit); kernel-level tracing needs it",
-        )
-    return Check("CUPTI", True, f"{candidates[0]}")
+    return [Check(name, ok, detail) for name, ok, detail in doctor()]
 
 
 def check_bpf() -> Check:
@@ -107,29 +92,6 @@ def check_perf_events() -> Check:
     )
 
 
-def check_ptrace() -> Check:
-    try:
-        scope = int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
-    except (OSError, ValueError):
-        scope = 0
-    privileged = os.geteuid() == 0 or _has_cap(CAP_SYS_PTRACE)
-    if scope >= 3:
-        return Check(
-            "ptrace attach",
-            False,
-            "yama ptrace_scope=3 forbids attaching; use "
-            "`gtop run -- CMD` to launch the target instead",
-        )
-    if scope >= 1 and not privileged:
-        return Check(
-            "ptrace attach",
-            False,
-            f"yama ptrace_scope={scope}: needs root or "
-            "CAP_SYS_PTRACE to attach to a running process",
-        )
-    return Check("ptrace attach", True, f"ptrace_scope={scope}")
-
-
 def check_py_spy() -> Check:
     path = shutil.which("py-spy")
     if path is None:
@@ -154,24 +116,24 @@ def check_ptxas() -> Check:
     return Check("ptxas", True, f"{path} ({version})")
 
 
-CHECKS: list[Callable[[], Check]] = [
+CHECKS: list[Callable[[], Check | list[Check]]] = [
     check_nvml,
-    check_cupti,
+    check_agent,
     check_bpf,
     check_perf_events,
-    check_ptrace,
     check_py_spy,
     check_ptxas,
 ]
 
 
 def run_checks() -> list[Check]:
-    out = []
+    out: list[Check] = []
     for check in CHECKS:
         try:
-            out.append(check())
+            found = check()
         except Exception as exc:  # a broken check must not hide the others
-            out.append(Check(check.__name__.removeprefix("check_"), False, f"check failed: {exc}"))
+            found = Check(check.__name__.removeprefix("check_"), False, f"check failed: {exc}")
+        out.extend(found if isinstance(found, list) else [found])
     return out
 
 

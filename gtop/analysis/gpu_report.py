@@ -15,7 +15,8 @@ Shape, keyed by device index as a string::
 All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
 ``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden).
 Panels are resource-wide waits and may exceed the duration (several threads or ops wait
-at once). Inflation factors are null when the resource did no work.
+at once); a panel is null when it cannot be known (the NVML approximation has no GPU
+queue or dependency data). Inflation factors are null when the resource did no work.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def unit_summary(res: Summary) -> dict[str, Any]:
         "gar": res.gar,
         "on": {LABELS[c]: int(res.totals[c]) * NS for c in ON_CAUSES},
         "off": {LABELS[c]: int(res.totals[c]) * NS for c in OFF_CAUSES},
-        "panels": {k: v * NS for k, v in res.panels.items()},
+        "panels": {k: None if v < 0 else v * NS for k, v in res.panels.items()},
         "inflation": {
             r: {k: None if math.isnan(v) else v for k, v in f.items()}
             for r, f in res.inflation().items()

@@ -144,6 +144,45 @@ def advice(devices: list[dict]) -> list[str]:
     return hints
 
 
+def stack_frames(entities: list[Entity]) -> dict[int, list[str]]:
+    """Stack frames by stack id, from ``stack`` entities."""
+    return {int(e.key): list(e.value.get("frames", [])) for e in entities if e.kind == "stack"}
+
+
+GPU_WORK = ("kernel", "memcpy", "memset")
+
+
+def gpu_section(
+    meta: dict[str, Any],
+    data: dict[str, np.ndarray],
+    entities: list[Entity],
+    time_range: tuple[int, int],
+) -> dict[str, dict[str, Any]]:
+    """The ``gpu`` key: exact on/off-GPU attribution from CUPTI records when the
+    recording has them, else the NVML-based approximation (``exact`` false)."""
+    from gtop.analysis.approximate import approximate
+    from gtop.analysis.cuda_activity import names_from_entities
+    from gtop.analysis.gpu_report import gpu_report, unit_summary
+    from gtop.analysis.records import Records
+
+    t0, t1 = time_range
+    if t1 <= t0:
+        return {}
+    records = Records.from_streams({k: v for k, v in data.items() if len(v)})
+    stacks = stack_frames(entities)
+    if any(len(data.get(k, ())) for k in GPU_WORK):
+        return gpu_report(records, t0, t1 + 1, names_from_entities(entities), stacks)
+    gpu = data.get("gpu")
+    if gpu is None or not len(gpu):
+        return {}
+    target = meta.get("target") or {}
+    tid = int(target.get("pid") or -1)
+    return {
+        str(dev): unit_summary(approximate(gpu, records, dev, tid, t0, t1 + 1, stacks).summary())
+        for dev in sorted({int(d) for d in gpu["gpu"]})
+    }
+
+
 def build_report(
     meta: dict[str, Any],
     data: dict[str, np.ndarray],
@@ -164,6 +203,14 @@ def build_report(
         start = dt.datetime.fromtimestamp((t0 + wall0) / 1e9, dt.timezone.utc).isoformat()
     devices = device_summaries(stream(layouts.GPU), latest_entities(entities, "device"))
     drops = {k: int(v) for k, v in (meta.get("drops") or {}).items()}
+    from gtop.analysis.cuda_activity import kernels_report, names_from_entities
+
+    activity = kernels_report(
+        stream(layouts.KERNEL),
+        stream(layouts.MEMCPY),
+        stream(layouts.API),
+        names_from_entities(entities),
+    )
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),
@@ -181,6 +228,8 @@ def build_report(
             latest_entities(entities, "process"),
         ),
         "drops": drops,
+        **activity,
+        "gpu": gpu_section(meta, data, entities, time_range),
         "problems": problems,
         "advice": advice(devices),
     }

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from gtop.collectors.agent_link import REFUSALS, AgentLink
+from gtop.collectors.attach import AttachError, attach, launch_with_agent
 from gtop.collectors.base import CollectorStatus, PollingCollector
 from gtop.collectors.host import HostCollector, check_pid, family
 from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
@@ -50,6 +53,10 @@ class LiveSource:
         self.collectors.append(HostCollector(self.hub, interval_s, self._watched_pids))
         self._sub = self.hub.subscribe()
         self.recorder: Recorder | None = None
+        self.link: AgentLink | None = None
+        self.agent_error: str | None = None
+        """Why the in-process agent is not there (one line), when it is not."""
+        self.process: subprocess.Popen | None = None
         self.meta: dict[str, Any] = self._meta()
 
     @staticmethod
@@ -62,6 +69,48 @@ class LiveSource:
         except Exception:
             cmdline = None
         return {"pid": pid, "cmdline": cmdline}
+
+    # --- the in-process agent (CUPTI) ---------------------------------------------------
+
+    def _agent_link(self, mode: str) -> AgentLink:
+        if self.link is None:
+            self.link = AgentLink(self.hub, mode).start()
+        return self.link
+
+    def launch(self, cmd: list[str], agent_mode: str = "default", **popen: Any) -> subprocess.Popen:
+        """Start ``cmd`` with the agent loaded, and focus on it.
+
+        Raises:
+            AttachError: the command cannot be started (one line).
+        """
+        self.process = launch_with_agent(cmd, self._agent_link(agent_mode), **popen)
+        self.pid = self.process.pid
+        self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
+        self.title = f"pid {self.pid}"
+        self.meta = self._meta()
+        return self.process
+
+    def attach_agent(self, agent_mode: str = "default") -> str | None:
+        """Inject the agent into the focused process; the one-line reason if it fails.
+
+        gtop carries on without the agent (NVML and host data only) when it fails.
+        """
+        if self.pid is None:
+            raise RuntimeError("no target to attach to")
+        try:
+            attach(self.pid, self._agent_link(agent_mode))
+        except AttachError as exc:
+            self.agent_error = str(exc)
+        self.meta["agent_error"] = self.agent_error
+        return self.agent_error
+
+    def target_alive(self) -> bool:
+        """Whether the focused process still runs (True when there is none)."""
+        if self.process is not None:
+            return self.process.poll() is None
+        if self.pid is None:
+            return True
+        return bool(family(self.pid))
 
     def _watched_pids(self) -> set[int]:
         pids = set(self.nvml.pids) if self.nvml is not None else set()
@@ -77,6 +126,7 @@ class LiveSource:
             "target": self.target,
             "interval_s": self.interval_s,
             "nvml_error": self.nvml_error,
+            "agent_error": self.agent_error,
         }
         if self.nvml is not None:
             meta["devices"] = self.nvml.devices
@@ -88,6 +138,9 @@ class LiveSource:
             collector.start()
 
     def stop(self) -> None:
+        """Stop collecting: the agent detaches (the target runs on), recording is finalised."""
+        if self.link is not None:
+            self.link.stop()
         self.stop_recording()
         for collector in self.collectors:
             collector.stop()
@@ -105,7 +158,14 @@ class LiveSource:
         return out
 
     def statuses(self) -> list[CollectorStatus]:
-        return [c.status for c in self.collectors]
+        out = [c.status for c in self.collectors]
+        if self.agent_error:
+            out.append(CollectorStatus("agent", ok=False, detail=self.agent_error))
+        if self.link is not None:
+            for pid, status in self.link.status().items():
+                ok = status.state not in REFUSALS
+                out.append(CollectorStatus(f"agent {pid}", ok=ok, detail=status.summary()))
+        return out
 
     # --- recording ----------------------------------------------------------------------
 

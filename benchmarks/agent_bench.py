@@ -1,0 +1,144 @@
+"""Helpers shared by the agent benchmarks: run a workload (bare, under gtop, attached),
+collect what the agent link received, describe the machine, print tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gtop.collectors.agent_link import AgentLink
+from gtop.collectors.attach import launch_with_agent
+from gtop.pipeline.hub import Entity, Hub, Subscription
+
+ROOT = Path(__file__).resolve().parent
+WORKLOADS = ROOT / "workloads"
+
+
+@dataclass
+class Run:
+    """One workload process and what came out of it."""
+
+    proc: subprocess.Popen
+    link: AgentLink | None = None
+    sub: Subscription | None = None
+    lines: list[tuple[str, dict]] = field(default_factory=list)
+    batches: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    entities: list[Entity] = field(default_factory=list)
+
+    def read(self, tag: str, timeout: float = 300.0) -> dict:
+        """Read stdout lines until one starting with ``tag``; return its JSON payload."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"workload exited ({self.proc.wait()}) before {tag!r}")
+            word, _, rest = line.strip().partition(" ")
+            payload = json.loads(rest) if rest.startswith("{") else {}
+            self.lines.append((word, payload))
+            self.drain()
+            if word == tag:
+                return payload
+        raise RuntimeError(f"no {tag!r} line within {timeout} s")
+
+    def send(self, text: str) -> None:
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def drain(self) -> None:
+        if self.sub is None:
+            return
+        update = self.sub.poll()
+        for stream, batch in update.batches.items():
+            self.batches.setdefault(stream, []).append(batch)
+        self.entities += update.entities
+
+    def rows(self, stream: str) -> np.ndarray:
+        self.drain()
+        got = self.batches.get(stream)
+        return np.concatenate(got) if got else np.empty(0)
+
+    def finish(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.drain()
+        if self.link is not None:
+            self.link.stop()
+
+
+def start(
+    workload: str,
+    args: list[str],
+    *,
+    gtop_mode: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> Run:
+    """Start ``workloads/<workload>.py`` (under gtop when ``gtop_mode`` is given)."""
+    cmd = [sys.executable, str(WORKLOADS / f"{workload}.py"), *args]
+    pipes: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    if gtop_mode is None:
+        return Run(subprocess.Popen(cmd, **pipes))
+    hub = Hub(ring_rows=1 << 24)
+    sub = hub.subscribe()
+    link = AgentLink(hub, mode=gtop_mode, options=options).start()
+    return Run(launch_with_agent(cmd, link, **pipes), link, sub)
+
+
+def attach_link(run: Run, mode: str = "default") -> float:
+    """Attach gtop to a running workload; return the seconds the attach took."""
+    from gtop.collectors.attach import attach
+
+    hub = Hub(ring_rows=1 << 24)
+    run.sub = hub.subscribe()
+    run.link = AgentLink(hub, mode=mode).start()
+    t0 = time.monotonic()
+    attach(run.proc.pid, run.link)
+    return time.monotonic() - t0
+
+
+def machine() -> dict[str, Any]:
+    """The GPU, driver and software the results were taken on."""
+    info: dict[str, Any] = {"python": sys.version.split()[0], "argv": sys.argv}
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.strip()
+        info["gpu"], info["driver"] = [s.strip() for s in out.splitlines()[0].split(",")]
+    except (OSError, IndexError, ValueError):
+        info["gpu"] = info["driver"] = None
+    import torch
+
+    info["torch"] = torch.__version__
+    info["cuda"] = torch.version.cuda
+    info["host"] = os.uname().nodename
+    return info
+
+
+def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
+    cells = [header, *[[f"{c:.3f}" if isinstance(c, float) else str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    print(f"\n{title}")
+    for i, r in enumerate(cells):
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def check(results: dict[str, Any], name: str, ok: bool, detail: str) -> None:
+    results.setdefault("checks", {})[name] = {"pass": bool(ok), "detail": detail}
+    print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}")

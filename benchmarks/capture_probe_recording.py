@@ -1,0 +1,114 @@
+"""Capture raw probe records of Triton matmul (wgmma) and flash-attention kernels.
+
+Usage: python benchmarks/capture_probe_recording.py OUT.npz [--max-bytes B] [--mem-records N]
+
+For each kernel, runs block_sched, tensorop and mem_trace. mem_trace's 1-in-N rate is
+picked from a first pass so that about ``--mem-records`` accesses are kept (a ring that
+overflows keeps only the earliest accesses, which would bias the DMAT). Writes one
+compressed .npz: ``<kernel>.<probe>`` arrays in the probes' record layouts and ``meta``
+(JSON: GPU, driver, SM count, per kernel: grid, block, warps, argument pointers,
+instrumented-module headers with tensor-op classes, overflow counts, sampling rates).
+Exits non-zero if the file would exceed ``--max-bytes`` or a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import sys
+
+import numpy as np
+import torch
+from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
+
+from gtop.instrument.rewrite import read_header
+from gtop.instrument.runtime import ProbeBuffers
+
+KERNELS = ("triton_matmul_wgmma", "triton_flash_attention_fwd")
+
+
+def _probe_run(
+    w: Workload, probe: str, sample: int, want: list, capacity: int | None = None
+) -> tuple[np.ndarray, dict]:
+    """Records of one probed run (buffer sized to drop nothing unless ``capacity``)."""
+    if capacity is None:
+        inst, module, bufs = load_probed(w, probe, sample)
+    else:
+        inst = w.instrument(probe, sample=sample)
+        module = load_ptx(inst.text)
+        bufs = ProbeBuffers(module, read_header(inst.text), capacity)
+    bufs.reset()
+    w.run(module)
+    records, overflow = bufs.read()
+    bufs.close()
+    if not same(w.outputs, want, exact=w.exact):
+        raise SystemExit(f"{w.name}: results changed under {probe}")
+    return records, {"header": read_header(inst.text), "overflow": overflow, "sample": sample}
+
+
+def capture(mem_records: int) -> tuple[dict[str, np.ndarray], dict]:
+    arrays: dict[str, np.ndarray] = {}
+    props = torch.cuda.get_device_properties(0)
+    meta: dict = {"gpu": torch.cuda.get_device_name(), "sms": props.multi_processor_count}
+    meta["kernels"] = {}
+    for w in (w for w in workloads() if w.name in KERNELS):
+        base = load_ptx(w.ptx)
+        w.run(base)
+        torch.cuda.synchronize()
+        want = [t.clone() for t in w.outputs]
+        info: dict = {
+            "kernel": w.kernel,
+            "grid": w.grid,
+            "block": w.block,
+            "warps": w.warps,
+            "pointers": {k: [int(a), int(n)] for k, (a, n) in w.pointers.items()},
+            "probes": {},
+        }
+        for probe in ("block_sched", "tensorop"):
+            rec, pinfo = _probe_run(w, probe, 1, want)
+            if len(rec) != w.warps or pinfo["overflow"]:
+                raise SystemExit(f"{w.name}: {probe} has {len(rec)} records for {w.warps} warps")
+            arrays[f"{w.name}.{probe}"] = rec
+            info["probes"][probe] = pinfo
+        first = 256
+        rec, pinfo = _probe_run(w, "mem_trace", first, want, capacity=mem_records)
+        attempted = len(rec) + pinfo["overflow"]
+        sample = max(1, math.ceil(first * attempted / mem_records))
+        rec, pinfo = _probe_run(w, "mem_trace", sample, want)
+        arrays[f"{w.name}.mem_trace"] = rec
+        info["probes"]["mem_trace"] = pinfo
+        meta["kernels"][w.name] = info
+        print(f"{w.name}: {w.warps} warps, mem_trace 1/{sample}: {len(rec)} records")
+    return arrays, meta
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--max-bytes", type=int, default=3_000_000)
+    parser.add_argument("--mem-records", type=int, default=15_000, help="mem_trace records kept")
+    args = parser.parse_args()
+    torch.zeros(1, device="cuda")
+    from cuda.bindings import driver
+
+    driver.cuInit(0)
+    arrays, meta = capture(args.mem_records)
+    _, version = driver.cuDriverGetVersion()
+    meta["driver_api"] = int(version)
+    meta["command"] = " ".join(sys.argv)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, meta=np.array(json.dumps(meta)), **arrays)
+    size = buf.getbuffer().nbytes
+    if size > args.max_bytes:
+        print(f"FAILED: {size} bytes > {args.max_bytes}", file=sys.stderr)
+        return 1
+    with open(args.out, "wb") as f:
+        f.write(buf.getvalue())
+    print(f"wrote {args.out} ({size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

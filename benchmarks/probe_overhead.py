@@ -1,0 +1,172 @@
+"""Probe overhead per kernel: median slowdown of each probe, timed with CUDA events.
+
+Usage: python benchmarks/probe_overhead.py OUT.json [--reps N]
+
+Every corpus workload (benchmarks/gpu_workloads.py) runs from its original PTX and from
+PTX instrumented with block_sched, tensorop and mem_trace (1/1, 1/8, 1/64 sampling), all
+JIT-loaded with cuModuleLoadData. Launches are interleaved round-robin so clock drift
+hits every variant alike; each launch is timed alone (event, launch, event), after its
+output reset and probe-counter reset. Each probed run's outputs are checked against the
+original run's (bitwise for integer/elementwise kernels, within rounding otherwise).
+Prints a Markdown table beside Neutrino's published 1.04x (lightweight) and 7.12x
+(memory tracing), and writes every number, the GPU, the driver and the command to JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+
+import torch
+from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
+
+VARIANTS = [
+    ("block_sched", 1),
+    ("tensorop", 1),
+    ("mem_trace", 1),
+    ("mem_trace", 8),
+    ("mem_trace", 64),
+]
+NEUTRINO = {"lightweight": 1.04, "mem_trace": 7.12}
+
+
+def _label(probe: str, sample: int) -> str:
+    return f"{probe} 1/{sample}" if probe == "mem_trace" else probe
+
+
+def _driver_version() -> str:
+    from cuda.bindings import driver
+
+    err, version = driver.cuDriverGetVersion()
+    ok = err == driver.CUresult.CUDA_SUCCESS
+    return f"{version // 1000}.{version % 1000 // 10}" if ok else "unknown"
+
+
+def measure(reps: int) -> list[dict]:
+    """One row per workload; a workload that fails gets an ``error`` row, the rest run."""
+    results = []
+    for w in workloads():
+        t_start = time.perf_counter()
+        try:
+            row = measure_one(w, reps)
+        except Exception as e:  # one shot on the GPU machine: report and go on
+            row = {"kernel": w.name, "error": f"{type(e).__name__}: {e}"}
+        row["seconds"] = time.perf_counter() - t_start
+        results.append(row)
+        print(f"  {w.name}: {row['seconds']:.1f}s {row.get('error', '')}", file=sys.stderr)
+    return results
+
+
+def measure_one(w: Workload, reps: int) -> dict:
+    """Median times of the original and every probe variant of one workload."""
+    base = load_ptx(w.ptx)
+    w.run(base)
+    torch.cuda.synchronize()
+    want = [t.clone() for t in w.outputs]
+    runs = {"original": (base, None)}
+    for probe, sample in VARIANTS:
+        _, module, bufs = load_probed(w, probe, sample)
+        runs[_label(probe, sample)] = (module, bufs)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    drops: dict[str, float] = {}
+    ok: dict[str, bool] = {}
+    for rep in range(reps + 2):
+        for name, (module, bufs) in runs.items():
+            w.prepare()
+            if bufs is not None:
+                bufs.reset(clear=False)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(True)
+            start.record()
+            w.run(module, prepare=False)
+            end.record()
+            end.synchronize()
+            if rep >= 2:  # two warm-up rounds
+                times[name].append(start.elapsed_time(end))
+            if rep == reps + 1:
+                ok[name] = same(w.outputs, want, exact=w.exact)
+                if bufs is not None:
+                    rec, overflow = bufs.read()
+                    drops[name] = overflow / max(len(rec) + overflow, 1)
+    base_ms = statistics.median(times["original"])
+    row = {"kernel": w.name, "warps": w.warps, "original_ms": base_ms, "probes": {}}
+    for name in runs:
+        if name == "original":
+            continue
+        med = statistics.median(times[name])
+        row["probes"][name] = {
+            "median_ms": med,
+            "slowdown": med / base_ms,
+            "dropped_frac": drops[name],
+            "results_unchanged": ok[name],
+        }
+    for _, bufs in runs.values():
+        if bufs is not None:
+            bufs.close()
+    return row
+
+
+def table(results: list[dict]) -> str:
+    names = [_label(p, s) for p, s in VARIANTS]
+    lines = [
+        "| kernel | original ms | " + " | ".join(names) + " |",
+        "|---|---:|" + "---:|" * len(names),
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['kernel']} | error: {r['error'][:80]} |" + " |" * len(names))
+            continue
+        cells = []
+        for n in names:
+            p = r["probes"][n]
+            flag = "" if p["results_unchanged"] else " (CHANGED)"
+            drop = f" ({p['dropped_frac']:.0%} dropped)" if p["dropped_frac"] > 0 else ""
+            cells.append(f"{p['slowdown']:.3f}x{drop}{flag}")
+        lines.append(f"| {r['kernel']} | {r['original_ms']:.3f} | " + " | ".join(cells) + " |")
+    neutrino = NEUTRINO["lightweight"], NEUTRINO["mem_trace"]
+    lines.append(
+        f"| Neutrino (published) | | {neutrino[0]}x | {neutrino[0]}x | {neutrino[1]}x | | |"
+    )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="JSON file to write")
+    parser.add_argument("--reps", type=int, default=15)
+    args = parser.parse_args()
+    torch.zeros(1, device="cuda")
+    results = measure(args.reps)
+    md = table(results)
+    print(md)
+    meta = {
+        "gpu": torch.cuda.get_device_name(),
+        "driver": _driver_version(),
+        "torch": torch.__version__,
+        "host": platform.node(),
+        "command": " ".join(sys.argv),
+        "reps": args.reps,
+        "neutrino_published": NEUTRINO,
+        "results": results,
+        "table_markdown": md,
+    }
+    with open(args.out, "w") as f:
+        json.dump(meta, f, indent=1)
+    bad = [
+        (r["kernel"], n)
+        for r in results
+        for n, p in r.get("probes", {}).items()
+        if not p["results_unchanged"]
+    ]
+    bad += [(r["kernel"], r["error"]) for r in results if "error" in r]
+    if bad:
+        print(f"FAILED: results changed under probes: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Loading the agent at launch (``gtop run -- CMD``) without changing CMD.
+
+gtop puts a private folder first on the target's ``PYTHONPATH`` holding
+:data:`SITECUSTOMIZE` as ``sitecustomize.py`` and a ``gtop`` link to this package.
+Every Python process started from CMD (``python train.py``, ``python -m pkg``,
+``torchrun``, a shell script that runs Python, a spawned worker) imports it at startup:
+it starts the agent from the ``GTOP_AGENT_*`` variables, then runs the
+``sitecustomize`` it shadows, if any, so the program sees no difference. The folder is
+taken off ``sys.path`` again, so the program never imports from it.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+
+ENV_SOCKET = "GTOP_AGENT_SOCKET"
+ENV_MODE = "GTOP_AGENT_MODE"
+ENV_OPTIONS = "GTOP_AGENT_OPTIONS"
+
+SITECUSTOMIZE = '''\
+"""Written by gtop: starts gtop's agent, then runs the sitecustomize this one shadows."""
+import os as _os
+import sys as _sys
+
+_gtop_dir = _os.path.dirname(_os.path.abspath(__file__))
+try:
+    _sys.path.insert(0, _gtop_dir)
+    from gtop.agent import bootstrap as _gtop_boot
+except BaseException:
+    _gtop_boot = None
+finally:
+    _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _gtop_dir]
+if _gtop_boot is not None:
+    _gtop_boot.boot(_gtop_dir)
+'''
+
+
+def boot(boot_dir: str) -> None:
+    """Start the agent (never raises), then run the shadowed ``sitecustomize``.
+
+    Errors in the shadowed ``sitecustomize`` propagate as they would without gtop.
+    """
+    try:
+        path = os.environ.get(ENV_SOCKET)
+        if path:
+            from gtop.agent import runtime
+
+            options = json.loads(os.environ.get(ENV_OPTIONS) or "{}")
+            runtime.start(path, os.environ.get(ENV_MODE) or "default", **options)
+    except BaseException:
+        pass
+    _run_shadowed(boot_dir)
+
+
+def _run_shadowed(boot_dir: str) -> None:
+    search = [p for p in sys.path if os.path.abspath(p or ".") != boot_dir]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", search)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)

@@ -1,0 +1,417 @@
+"""The agent: runs inside the profiled process, traces CUDA activity, ships raw buffers.
+
+Entry point: :func:`start` (called by the launch bootstrap or by injected code). It
+returns at once; one daemon thread (``gtop-agent``) then connects to gtop's Unix socket,
+waits until the process has initialised CUDA, enables CUPTI activity tracing and sends
+every buffer CUPTI fills, untouched, until gtop asks it to detach, gtop goes away, or the
+process exits. In every one of those cases tracing is switched off and the process runs
+on at full speed; a later :func:`start` attaches again.
+
+Rules (this is someone else's process): never print, never let an exception escape,
+never block the target's threads, keep memory bounded (a fixed buffer pool), and report
+problems to gtop as data (``STATE`` messages).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import select
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from gtop.agent import wire
+from gtop.agent.buffers import BufferPool, Completed, ShimPool, make_pool
+from gtop.agent.cupti import (
+    ERROR_MULTIPLE_SUBSCRIBERS,
+    KIND_BY_NAME,
+    Cupti,
+    CuptiError,
+    SubscriberCallback,
+    load,
+)
+from gtop.agent.modes import kinds_for
+from gtop.agent.native import cuda_initialised, read_cstring
+
+FLUSH_INTERVAL_S = 0.25
+STALE_S = 1.0
+"""Without a returned buffer for this long, the next flush is forced."""
+CLOCK_INTERVAL_S = 1.0
+POLL_S = 0.05
+SEND_TIMEOUT_S = 10.0
+EXIT_JOIN_S = 3.0
+
+_lock = threading.Lock()
+_session: Session | None = None
+_cupti: Cupti | None = None
+_pool: ShimPool | BufferPool | None = None
+_noop_subscriber = SubscriberCallback(lambda *args: None)
+
+
+OTHER_TOOL = (
+    "another CUPTI tool (torch.profiler, Nsight, DCGM profiling) holds this process; "
+    "stop it and attach again"
+)
+
+
+def _torch_profiler_active() -> bool:
+    """torch.profiler running in this process (checked only if torch is imported already).
+
+    Kineto registers CUPTI's buffer callbacks without always taking the subscriber slot,
+    so the slot alone does not reveal it; taking over its callbacks would break it.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    checks = (
+        lambda: torch._C._autograd._profiler_enabled(),
+        lambda: torch.autograd.profiler._is_profiler_enabled,
+    )
+    for check in checks:
+        try:
+            if check():
+                return True
+        except BaseException:
+            continue
+    return False
+
+
+class HostGone(Exception):
+    """gtop closed the connection or stopped reading."""
+
+
+class Refused(Exception):
+    """Tracing cannot start; the message says why and what to do."""
+
+    def __init__(self, state: str, message: str) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+def _cupti_and_pool(options: dict[str, Any]) -> tuple[Cupti, ShimPool | BufferPool]:
+    """libcupti and the buffer pool, created once per process (CUPTI keeps pointers to
+    the pool's callbacks, so they must live as long as the process)."""
+    global _cupti, _pool
+    if _cupti is None:
+        _cupti = Cupti(*load())
+    if _pool is None:
+        _pool = make_pool(
+            _cupti,
+            options.get("shim"),
+            options.get("buffer_bytes", 4 << 20),
+            options.get("buffers", 8),
+        )
+    return _cupti, _pool
+
+
+class Session(threading.Thread):
+    """One connection to one gtop, from connect to teardown."""
+
+    def __init__(self, path: str, kinds: tuple[str, ...], options: dict[str, Any]) -> None:
+        super().__init__(name="gtop-agent", daemon=True)
+        self.path = path
+        self.kinds = kinds
+        self.options = options
+        self.stop_requested = threading.Event()
+        self.exiting = False
+        """Set when the process is exiting (rather than gtop asking to detach)."""
+        self.sock: socket.socket | None = None
+        self.connected = False
+        self.cupti: Cupti | None = None
+        self.pool: ShimPool | BufferPool | None = None
+        self.subscriber = None
+        self.enabled: list[int] = []
+        self.refused = ""
+        """Kinds CUPTI would not enable, and why."""
+        self.reader = wire.FrameReader()
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self._connect()
+            self._trace()
+        except HostGone:
+            pass
+        except Refused as exc:
+            self._report(exc.state, str(exc))
+        except BaseException as exc:  # fail open, but say why
+            self._report("error", f"{type(exc).__name__}: {exc}")
+        finally:
+            self._stop_tracing()
+            if self.exiting:
+                self._report("exited", "the process is exiting")
+            self._close()
+
+    def _connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(SEND_TIMEOUT_S)
+        try:
+            sock.connect(self.path)
+        except OSError:
+            sock.close()
+            raise HostGone from None
+        _, uid = wire.peer_uid(sock)
+        if not wire.peer_allowed(uid, os.geteuid()):
+            sock.close()
+            raise HostGone  # not our user: say nothing to it
+        self.sock = sock
+        self.connected = True
+        self._send(
+            wire.json_frame(
+                wire.HELLO,
+                {
+                    "pid": os.getpid(),
+                    "ppid": os.getppid(),
+                    "python": list(sys.version_info[:3]),
+                    "executable": sys.executable,
+                    "argv": list(sys.argv),
+                    "kinds": list(self.kinds),
+                },
+            )
+        )
+
+    def _trace(self) -> None:
+        if not cuda_initialised():
+            self._report("waiting_cuda", "waiting for the process to initialise CUDA")
+            while not cuda_initialised():
+                self._service(POLL_S * 5)
+                if self.stop_requested.is_set():
+                    return
+        try:
+            self.cupti, self.pool = _cupti_and_pool(self.options)
+        except OSError as exc:
+            raise Refused("no_cupti", str(exc)) from None
+        cupti = self.cupti
+        sizes = {k: s for k in range(1, 64) if (s := cupti.struct_size(k))}
+        self._start_tracing()
+        self._report(
+            "tracing",
+            self.refused,
+            callbacks="c" if isinstance(self.pool, ShimPool) else "python",
+            kinds=list(self.kinds),
+            cupti_version=cupti.version(),
+            cupti_path=cupti.path,
+            record_sizes=sizes,
+        )
+        self._send_clock(5)  # several samples first, for a quick first fit
+        next_flush = last_buffer = time.monotonic()
+        next_clock = next_flush + CLOCK_INTERVAL_S
+        while not self.stop_requested.is_set():
+            self._service(POLL_S)
+            now = time.monotonic()
+            if now >= next_flush:
+                # A plain flush returns only buffers whose records are all complete; a
+                # GPU that is never idle may keep one from completing, so after a while
+                # without any buffer, force one out (its in-flight records come back
+                # without end times, and are counted as incomplete).
+                cupti.flush(forced=now - last_buffer >= STALE_S)
+                next_flush = now + self.options.get("flush_interval", FLUSH_INTERVAL_S)
+            items = self.pool.completed()
+            if items:
+                last_buffer = now
+                self._ship(items)
+            if now >= next_clock:
+                self._send_clock(1)
+                next_clock = now + CLOCK_INTERVAL_S
+
+    def _start_tracing(self) -> None:
+        cupti, pool = self.cupti, self.pool
+        if _torch_profiler_active():
+            raise Refused("other_subscriber", OTHER_TOOL)
+        try:
+            self.subscriber = cupti.subscribe(_noop_subscriber)
+        except CuptiError as exc:
+            if exc.code == ERROR_MULTIPLE_SUBSCRIBERS:
+                raise Refused("other_subscriber", OTHER_TOOL) from None
+            raise
+        cupti.register_callbacks(pool.requested_cb, pool.completed_cb)
+        cupti.set_zeroed_buffers()
+        cupti.system_thread_ids()
+        cupti.latency_timestamps(bool(self.options.get("latency_timestamps", False)))
+        self._set_kinds(self.kinds)
+
+    def _set_kinds(self, names: tuple[str, ...]) -> None:
+        """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported."""
+        wanted = {KIND_BY_NAME[n]: n for n in names}
+        for kind in [k for k in self.enabled if k not in wanted]:
+            _quietly(self.cupti.disable, kind)
+            self.enabled.remove(kind)
+        refused = []
+        for kind, name in wanted.items():
+            if kind in self.enabled:
+                continue
+            try:
+                self.cupti.enable(kind)
+                self.enabled.append(kind)
+            except CuptiError as exc:
+                refused.append(f"{name}: {exc}")
+        self.kinds = tuple(n for k, n in wanted.items() if k in self.enabled)
+        self.refused = "; ".join(refused)
+
+    def _stop_tracing(self) -> None:
+        """Disable everything and give every buffer back; each step may fail alone."""
+        cupti, pool = self.cupti, self.pool
+        if cupti is None or self.subscriber is None:
+            return
+        for kind in list(self.enabled):
+            _quietly(cupti.disable, kind)
+        self.enabled.clear()
+        _quietly(cupti.flush, True)
+        items = pool.completed()
+        late_drops = cupti.dropped(None, 0)  # drops after the last returned buffer
+        if late_drops:
+            items.append(Completed(0, 0, late_drops))
+        if self.connected:
+            try:
+                self._ship(items)
+                items = []
+            except BaseException:
+                self.connected = False
+        for item in items:
+            pool.release(item)
+        _quietly(cupti.unsubscribe, self.subscriber)
+        self.subscriber = None
+        if self.options.get("finalize", True):
+            _quietly(cupti.finalize)
+        pool.trim()
+
+    def _close(self) -> None:
+        if self.sock is not None:
+            _quietly(self.sock.close)
+        self.connected = False
+        global _session
+        with _lock:
+            if _session is self:
+                _session = None
+
+    # --- I/O --------------------------------------------------------------------------
+
+    def _send(self, *parts: bytes | memoryview) -> None:
+        if not self.connected:
+            raise HostGone
+        try:
+            for part in parts:
+                self.sock.sendall(part)
+        except OSError:
+            self.connected = False
+            raise HostGone from None
+
+    def _report(self, state: str, message: str, **extra: Any) -> None:
+        if self.connected:
+            _quietly(
+                self._send,
+                wire.json_frame(wire.STATE, {"state": state, "message": message, **extra}),
+            )
+
+    def _ship(self, items: list[Completed]) -> None:
+        """Send returned buffers as they are, then lend them to CUPTI again."""
+        for i, item in enumerate(items):
+            try:
+                head = wire.BUFFER_HEAD.pack(item.dropped, self.pool.declined)
+                size = len(head) + item.valid
+                payload = self.pool.view(item) if item.valid else b""
+                self._send(wire.HEADER.pack(wire.BUFFER, 0, size), head, payload)
+            except HostGone:
+                for rest in items[i:]:
+                    self.pool.release(rest)
+                raise
+            self.pool.release(item)
+
+    def _send_clock(self, count: int) -> None:
+        samples = []
+        for _ in range(count):
+            best = None
+            for _ in range(3):
+                before = time.monotonic_ns()
+                ts = self.cupti.timestamp()
+                after = time.monotonic_ns()
+                if best is None or after - before < best[2] - best[0]:
+                    best = (before, ts, after)
+            samples.append(best)
+        self._send(wire.json_frame(wire.CLOCK, {"samples": samples}))
+
+    def _service(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for control messages from gtop and act on them."""
+        try:
+            # poll, not select: a big process may hold file descriptors above 1024
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+            ready = poller.poll(timeout * 1000)
+            data = self.sock.recv(1 << 16) if ready else None
+        except OSError:
+            raise HostGone from None
+        if data == b"":
+            raise HostGone
+        if data:
+            for kind, payload in self.reader.feed(data):
+                if kind == wire.CONTROL:
+                    self._control(wire.decode_json(payload))
+
+    def _control(self, msg: dict[str, Any]) -> None:
+        op = msg.get("op")
+        if op == "detach":
+            self.stop_requested.set()
+        elif op == "resolve":
+            names = {str(p): read_cstring(int(p)) for p in msg.get("pointers", [])}
+            self._send(wire.json_frame(wire.NAMES, {"names": names}))
+        elif op == "kinds" and self.subscriber is not None:
+            self._set_kinds(kinds_for(",".join(msg.get("kinds", ()))))
+            self._report("tracing", self.refused, kinds=list(self.kinds))
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    with contextlib.suppress(BaseException):
+        fn(*args)
+
+
+def start(path: str, mode: str = "default", **options: Any) -> bool:
+    """Attach to the gtop listening at ``path``; return at once. Never raises.
+
+    Args:
+        path: gtop's Unix socket.
+        mode: ``"default"`` or ``"full"``, or a comma-separated list of kinds
+            (``kernel,memcpy,runtime``); see :mod:`gtop.agent.modes`.
+        options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
+            ``finalize`` (detach CUPTI entirely when tracing stops; default True).
+
+    Returns:
+        False when an agent session is already running in this process.
+    """
+    global _session
+    try:
+        kinds = kinds_for(mode)
+        with _lock:
+            if _session is not None and _session.is_alive():
+                return False
+            _session = Session(path, kinds, options)
+            _session.start()
+        return True
+    except BaseException:
+        return False
+
+
+def stop(timeout: float = EXIT_JOIN_S) -> None:
+    """At exit: stop tracing, deliver what is buffered, tell gtop, and disconnect."""
+    try:
+        session = _session
+        if session is not None and session.is_alive():
+            session.exiting = True
+            session.stop_requested.set()
+            session.join(timeout)
+    except BaseException:
+        pass
+
+
+def _after_fork_in_child() -> None:
+    """A forked child inherits none of the agent's threads: forget the session."""
+    global _session
+    _session = None
+
+
+atexit.register(stop)
+os.register_at_fork(after_in_child=_after_fork_in_child)

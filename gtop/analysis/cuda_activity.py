@@ -1,0 +1,257 @@
+"""Summaries of CUPTI activity: kernels by name, copies by direction, API calls by thread.
+
+Pure functions over record batches (:data:`~gtop.pipeline.layouts.KERNEL`, ``MEMCPY``,
+``API``); :class:`KernelStats` keeps the kernel summary up to date batch by batch for a
+live view. The same code serves live, replay and ``gtop report --json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from gtop.analysis.demangle import demangle, shorten
+from gtop.collectors.cupti_tables import DRIVER_CBIDS, RUNTIME_CBIDS
+from gtop.pipeline.hub import Entity
+from gtop.pipeline.layouts import ApiClass, CopyKind
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One kernel name; launch geometry is that of its most recent launch."""
+
+    name: str
+    """as CUPTI reports it (mangled for C++ kernels)."""
+    demangled: str
+    short: str
+    count: int
+    total_ns: int
+    mean_ns: float
+    max_ns: int
+    min_ns: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    registers: int
+    static_smem: int
+    dynamic_smem: int
+    streams: tuple[int, ...]
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+class _Agg:
+    __slots__ = ("count", "geometry", "max_ns", "min_ns", "streams", "total_ns")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ns = 0
+        self.max_ns = 0
+        self.min_ns = 1 << 62
+        self.geometry: tuple = ()
+        self.streams: set[int] = set()
+
+    def merge(self, other: _Agg) -> None:
+        self.count += other.count
+        self.total_ns += other.total_ns
+        self.max_ns = max(self.max_ns, other.max_ns)
+        self.min_ns = min(self.min_ns, other.min_ns)
+        self.geometry = other.geometry or self.geometry
+        self.streams |= other.streams
+
+
+GEOMETRY = (
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers",
+    "static_smem",
+    "dynamic_smem",
+)
+
+
+class KernelStats:
+    """Per-kernel totals over every batch added. Incomplete records (no end) are skipped."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, _Agg] = {}
+
+    def add(self, kernels: np.ndarray) -> None:
+        k = kernels[kernels["end_ns"] >= kernels["t_ns"]]
+        k = k[k["t_ns"] >= 0]
+        if not len(k):
+            return
+        dur = k["end_ns"] - k["t_ns"]
+        ids, inverse = np.unique(k["name_id"], return_inverse=True)
+        inverse = inverse.reshape(-1)
+        counts = np.bincount(inverse)
+        totals = np.bincount(inverse, weights=dur)
+        maxes = np.full(len(ids), -1, dtype=np.int64)
+        np.maximum.at(maxes, inverse, dur)
+        mins = np.full(len(ids), 1 << 62, dtype=np.int64)
+        np.minimum.at(mins, inverse, dur)
+        last = np.zeros(len(ids), dtype=np.int64)
+        last[inverse] = np.arange(len(k))  # index of each id's latest row
+        for i, name_id in enumerate(ids.tolist()):
+            agg = self._by_id.setdefault(name_id, _Agg())
+            agg.count += int(counts[i])
+            agg.total_ns += int(totals[i])
+            agg.max_ns = max(agg.max_ns, int(maxes[i]))
+            agg.min_ns = min(agg.min_ns, int(mins[i]))
+            row = k[last[i]]
+            agg.geometry = tuple(int(row[f]) for f in GEOMETRY)
+            agg.streams.update(np.unique(k["stream"][inverse == i]).tolist())
+
+    def rows(self, names: Mapping[int, str]) -> list[KernelRow]:
+        """One row per kernel name (ids of one name in several processes merged), by
+        total time, largest first."""
+        by_name: dict[str, _Agg] = {}
+        for name_id, agg in self._by_id.items():
+            name = names.get(name_id, f"<kernel {name_id}>")
+            by_name.setdefault(name, _Agg()).merge(agg)
+        rows = [
+            KernelRow(
+                name=name,
+                demangled=demangle(name),
+                short=shorten(name),
+                count=a.count,
+                total_ns=a.total_ns,
+                mean_ns=a.total_ns / a.count,
+                max_ns=a.max_ns,
+                min_ns=a.min_ns,
+                grid=a.geometry[0:3],
+                block=a.geometry[3:6],
+                registers=a.geometry[6],
+                static_smem=a.geometry[7],
+                dynamic_smem=a.geometry[8],
+                streams=tuple(sorted(a.streams)),
+            )
+            for name, a in by_name.items()
+        ]
+        rows.sort(key=lambda r: (-r.total_ns, r.name))
+        return rows
+
+
+def kernel_summary(kernels: np.ndarray, names: Mapping[int, str]) -> list[KernelRow]:
+    stats = KernelStats()
+    stats.add(kernels)
+    return stats.rows(names)
+
+
+@dataclass(frozen=True)
+class CopyRow:
+    kind: str
+    count: int
+    bytes: int
+    total_ns: int
+    gb_per_s: float
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def memcpy_summary(memcpy: np.ndarray) -> list[CopyRow]:
+    """Copies by direction (HtoD, DtoH, ...), by total time, largest first."""
+    done = memcpy[(memcpy["end_ns"] >= memcpy["t_ns"]) & (memcpy["t_ns"] >= 0)]
+    rows = []
+    for kind in np.unique(done["copy_kind"]).tolist():
+        sel = done[done["copy_kind"] == kind]
+        total = int((sel["end_ns"] - sel["t_ns"]).sum())
+        nbytes = int(sel["bytes"].sum())
+        name = CopyKind(kind).name if kind in CopyKind._value2member_map_ else str(kind)
+        rows.append(
+            CopyRow(name, len(sel), nbytes, total, nbytes / total if total else float("nan"))
+        )
+    rows.sort(key=lambda r: -r.total_ns)
+    return rows
+
+
+@dataclass(frozen=True)
+class ApiRow:
+    """One CUDA API function on one host thread."""
+
+    pid: int
+    tid: int
+    name: str
+    api_class: str
+    calls: int
+    total_ns: int
+    max_ns: int
+    calls_per_s: float
+    time_pct: float
+    """share of the span spent inside this call on this thread."""
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def api_name(domain: int, cbid: int) -> str:
+    table = RUNTIME_CBIDS if domain == 0 else DRIVER_CBIDS
+    return table.get(cbid, f"{'runtime' if domain == 0 else 'driver'}#{cbid}")
+
+
+def api_summary(api: np.ndarray, span_ns: int | None = None) -> list[ApiRow]:
+    """Calls and time per (process, thread, function), by time, largest first.
+
+    Args:
+        span_ns: the wall-clock span the calls were collected over; by default from the
+            first call's start to the last call's end.
+    """
+    done = api[(api["end_ns"] >= api["t_ns"]) & (api["t_ns"] >= 0)]
+    if not len(done):
+        return []
+    if span_ns is None:
+        span_ns = int(done["end_ns"].max() - done["t_ns"].min())
+    span_ns = max(span_ns, 1)
+    dur = done["end_ns"] - done["t_ns"]
+    keys = np.stack([done["pid"], done["tid"], done["domain"], done["cbid"]], axis=1).astype(
+        np.int64
+    )
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    calls = np.bincount(inverse)
+    totals = np.bincount(inverse, weights=dur)
+    maxes = np.zeros(len(uniq), dtype=np.int64)
+    np.maximum.at(maxes, inverse, dur)
+    classes = np.zeros(len(uniq), dtype=np.int64)
+    classes[inverse] = done["api_class"]
+    rows = [
+        ApiRow(
+            pid=int(pid),
+            tid=int(tid),
+            name=api_name(int(domain), int(cbid)),
+            api_class=ApiClass(int(classes[i])).name,
+            calls=int(calls[i]),
+            total_ns=int(totals[i]),
+            max_ns=int(maxes[i]),
+            calls_per_s=calls[i] * 1e9 / span_ns,
+            time_pct=100.0 * totals[i] / span_ns,
+        )
+        for i, (pid, tid, domain, cbid) in enumerate(uniq.tolist())
+    ]
+    rows.sort(key=lambda r: (-r.total_ns, r.tid, r.name))
+    return rows
+
+
+def kernels_report(
+    kernels: np.ndarray,
+    memcpy: np.ndarray,
+    api: np.ndarray,
+    names: Mapping[int, str],
+) -> dict[str, list[dict]]:
+    """The ``kernels``, ``memcpy`` and ``api`` sections of ``gtop report --json``."""
+    return {
+        "kernels": [r.as_json() for r in kernel_summary(kernels, names)],
+        "memcpy": [r.as_json() for r in memcpy_summary(memcpy)],
+        "api": [r.as_json() for r in api_summary(api)],
+    }
+
+
+def names_from_entities(entities: Iterable[Entity]) -> dict[int, str]:
+    """Kernel names by id from ``kernel_name`` entities (the latest of each wins)."""
+    return {int(e.key): e.value["name"] for e in entities if e.kind == "kernel_name"}

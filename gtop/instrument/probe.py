@@ -1,0 +1,81 @@
+"""The probe format: tracepoints, PTX snippets, maps and the declared record layout.
+
+A probe is a :class:`Probe` value declared in one file under ``gtop/instrument/probes/``.
+Its snippets are PTX text rendered per site; they may read any register of the kernel
+but write only ``%gtop_``-prefixed registers that the probe (or :mod:`.maps`) declares.
+The rewriter sets ``%gtop_g`` (the site's guard: true where the original instruction
+runs) before every snippet except the entry one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from gtop.instrument.ptx import Instruction
+
+PREFIX = "%gtop_"
+ENTRY = "entry"
+EXIT = "exit"
+
+
+class SiteError(ValueError):
+    """A snippet cannot be rendered for this site (the rewriter adds the line)."""
+
+
+class Level(Enum):
+    """Who writes a record: one lane per warp (the lowest guarded lane) or every thread."""
+
+    WARP = "warp"
+    THREAD = "thread"
+
+
+class MapKind(Enum):
+    """Where a record goes: a ring (atomic slot + overflow count) or a fixed array slot
+    indexed by (linear block, warp) or (linear block, thread)."""
+
+    RING = "ring"
+    ARRAY = "array"
+
+
+@dataclass(frozen=True)
+class Site:
+    """What a snippet is rendered for."""
+
+    kernel_id: int
+    level: Level
+    map: MapKind
+    sample: int
+    instr: Instruction | None = None  # None at kernel entry
+    cls: int = -1  # index of the instruction's class (see Probe.classify), else -1
+
+
+@dataclass(frozen=True)
+class Tracepoint:
+    """``at`` is :data:`ENTRY`, :data:`EXIT` (every ret/exit of a kernel) or a regular
+    expression matched against instruction opcodes in kernel bodies."""
+
+    at: str
+    snippet: Callable[[Site], str]
+    after: bool = False  # insert after the matched instruction instead of before
+    name: str = ""  # how the site is counted in the module header (default: ``at``)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe: declared once, rendered by the rewriter; its ``record`` dtype is both
+    the store layout (:func:`maps.store`) and the reader (:func:`maps.decode`)."""
+
+    name: str
+    doc: str
+    record: np.dtype
+    registers: Mapping[str, str]  # "%gtop_x" -> ".b64"
+    tracepoints: tuple[Tracepoint, ...]
+    levels: tuple[Level, ...] = (Level.WARP,)  # the first is the default
+    maps: tuple[MapKind, ...] = (MapKind.RING,)  # the first is the default
+    classify: Callable[[Instruction], str | None] | None = None
+    max_classes: int = 0
+    sampled: bool = False  # honours Site.sample (1-in-N)

@@ -1,0 +1,208 @@
+"""block_sched: when and where each warp ran.
+
+One record per warp (written at kernel exit by the lowest exiting lane; by default into
+a fixed slot per (block, warp), so no atomics): start and end on
+``%globaltimer`` (GPU-wide ns), elapsed ``%clock64`` cycles, SM id, linear block id and
+warp-in-block id. A warp whose lanes leave through different exits writes one record per
+exit; :func:`warps` merges them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtop.instrument import maps
+from gtop.instrument.probe import ENTRY, EXIT, Level, MapKind, Probe, Site, Tracepoint
+
+RECORD = np.dtype(
+    [
+        ("start_ns", "<u8"),
+        ("end_ns", "<u8"),
+        ("clocks", "<u8"),
+        ("block", "<u4"),
+        ("smid", "<u2"),
+        ("warp", "u1"),
+        ("kernel", "u1"),
+    ]
+)
+
+
+def _entry(site: Site) -> str:
+    return "mov.u64 %gtop_bs_t0, %globaltimer;\nmov.u64 %gtop_bs_c0, %clock64;\n"
+
+
+def _exit(site: Site) -> str:
+    return (
+        maps.ids()
+        + maps.writer(site.level)
+        + "@%gtop_lead mov.u64 %gtop_bs_t1, %globaltimer;\n"
+        + "@%gtop_lead mov.u64 %gtop_bs_c1, %clock64;\n"
+        + "@%gtop_lead sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;\n"
+        + maps.slot(site, RECORD)
+        + f"mov.u32 %gtop_x, {site.kernel_id};\n"
+        + maps.store(
+            RECORD,
+            {
+                "start_ns": "%gtop_bs_t0",
+                "end_ns": "%gtop_bs_t1",
+                "clocks": "%gtop_bs_c1",
+                "block": "%gtop_blk",
+                "smid": "%gtop_smid",
+                "warp": "%gtop_wid",
+                "kernel": "%gtop_x",
+            },
+        )
+    )
+
+
+PROBE = Probe(
+    name="block_sched",
+    doc="per warp: start/end %globaltimer, elapsed %clock64, SM, block, warp",
+    record=RECORD,
+    registers={f"%gtop_bs_{n}": ".b64" for n in ("t0", "c0", "t1", "c1")},
+    tracepoints=(Tracepoint(ENTRY, _entry), Tracepoint(EXIT, _exit)),
+    levels=(Level.WARP, Level.THREAD),
+    maps=(MapKind.ARRAY, MapKind.RING),
+)
+
+
+@dataclass(frozen=True)
+class SmStats:
+    """Per-SM arrays, one entry per SM id that ran a block (ids need not be dense)."""
+
+    sm: np.ndarray
+    blocks: np.ndarray  # blocks run
+    concurrency: np.ndarray  # most blocks resident at once
+    first_start: np.ndarray  # ns since kernel start
+    last_end: np.ndarray
+    exec_ns: np.ndarray  # summed block durations
+    sched_ns: np.ndarray  # summed waits between a slot freeing and the next block starting
+    busy_ns: np.ndarray  # time with at least one block resident
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The per-SM block schedule of one kernel launch. Times are ns since kernel start."""
+
+    duration_ns: int
+    blocks: int
+    sms: int
+    block: np.ndarray  # per block, sorted by (SM, start): linear block id
+    smid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    wave: np.ndarray  # rank on its SM // that SM's concurrency
+    per_sm: SmStats
+    duration_pct: dict[int, float]  # block duration percentiles (50, 90, 99, 100)
+    tail_ns: int  # from the first SM going idle for good to the kernel's end
+    tail_frac: float
+
+
+def warps(records: np.ndarray) -> np.ndarray:
+    """One row per (kernel, block, warp): earliest start, latest end, summed clocks."""
+    keys = records[["kernel", "block", "warp"]]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    out = np.zeros(len(uniq), dtype=RECORD)
+    for name in ("kernel", "block", "warp"):
+        out[name] = uniq[name]
+    out["start_ns"] = np.iinfo(np.uint64).max
+    np.minimum.at(out["start_ns"], inv, records["start_ns"])
+    np.maximum.at(out["end_ns"], inv, records["end_ns"])
+    np.maximum.at(out["clocks"], inv, records["clocks"])
+    out["smid"][inv] = records["smid"]
+    return out
+
+
+def analyse(records: np.ndarray, kernel: int | None = None) -> Schedule:
+    """Build the schedule from block_sched records (of one kernel id when given).
+
+    Blocks are sorted by (SM, start) and each SM's statistics are computed from its own
+    slice of fresh arrays: SM ids need not be dense, and no SM's block list can alias
+    another's (the ``[[]] * n_sms`` pitfall of per-SM Python lists).
+
+    Raises:
+        ValueError: when there are no records.
+    """
+    if kernel is not None:
+        records = records[records["kernel"] == kernel]
+    if len(records) == 0:
+        raise ValueError("no block_sched records")
+    w = warps(records)
+    blk, inv = np.unique(w["block"], return_inverse=True)
+    t0 = int(w["start_ns"].min())
+    start = np.full(len(blk), np.iinfo(np.int64).max, dtype=np.int64)
+    end = np.zeros(len(blk), dtype=np.int64)
+    np.minimum.at(start, inv, w["start_ns"].astype(np.int64) - t0)
+    np.maximum.at(end, inv, w["end_ns"].astype(np.int64) - t0)
+    smid = np.zeros(len(blk), dtype=np.int64)
+    smid[inv] = w["smid"]
+    order = np.lexsort((start, smid))  # by SM, then by start within each SM
+    blk, smid, start, end = blk[order], smid[order], start[order], end[order]
+    sms, first = np.unique(smid, return_index=True)
+    bounds = [*first[1:], len(smid)]
+    wave = np.zeros(len(blk), dtype=np.int64)
+    stats: dict[str, list[int]] = {k: [] for k in SmStats.__dataclass_fields__ if k != "sm"}
+    for lo, hi in zip(first, bounds, strict=True):
+        s, e = start[lo:hi], end[lo:hi]
+        conc = _concurrency(s, e)
+        wave[lo:hi] = np.arange(hi - lo) // conc
+        stats["blocks"].append(hi - lo)
+        stats["concurrency"].append(conc)
+        stats["first_start"].append(int(s[0]))
+        stats["last_end"].append(int(e.max()))
+        stats["exec_ns"].append(int((e - s).sum()))
+        stats["sched_ns"].append(_sched(s, e))
+        stats["busy_ns"].append(_union(s, e))
+    per_sm = SmStats(sms, *(np.asarray(v, dtype=np.int64) for v in stats.values()))
+    duration = int(end.max())
+    idle_from = int(per_sm.last_end.min())
+    pct = {p: float(np.percentile(end - start, p)) for p in (50, 90, 99, 100)}
+    return Schedule(
+        duration_ns=duration,
+        blocks=len(blk),
+        sms=len(sms),
+        block=blk,
+        smid=smid,
+        start=start,
+        end=end,
+        wave=wave,
+        per_sm=per_sm,
+        duration_pct=pct,
+        tail_ns=duration - idle_from,
+        tail_frac=(duration - idle_from) / duration if duration else 0.0,
+    )
+
+
+def _concurrency(start: np.ndarray, end: np.ndarray) -> int:
+    """Most intervals open at once (an end at t closes before a start at t opens)."""
+    events = np.concatenate(
+        [np.stack([end, np.zeros_like(end)], 1), np.stack([start, np.ones_like(start)], 1)]
+    )
+    events = events[np.lexsort((events[:, 1], events[:, 0]))]
+    return max(1, int(np.cumsum(np.where(events[:, 1] == 1, 1, -1)).max()))
+
+
+def _sched(start: np.ndarray, end: np.ndarray) -> int:
+    """Sum over blocks of (start - latest end at or before it on the SM); the first
+    blocks of the SM wait from kernel start (0)."""
+    ends = np.sort(end)
+    idx = np.searchsorted(ends, start, side="right") - 1
+    prev = np.where(idx >= 0, ends[np.maximum(idx, 0)], 0)
+    return int((start - prev).sum())
+
+
+def _union(start: np.ndarray, end: np.ndarray) -> int:
+    order = np.argsort(start)
+    total, cur_s, cur_e = 0, None, None
+    for s, e in zip(start[order], end[order], strict=True):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return int(total)

@@ -1,0 +1,220 @@
+"""tensorop: tensor-core instructions per warp, by shape and type.
+
+Counted sites: ``mma.sync``, ``wmma.mma.sync`` and Hopper's ``wgmma.mma_async``. Each site
+is timed by ``%clock64`` around its issue; ``wgmma.wait_group`` sites are timed too (the
+cycles a warp waits for its asynchronous wgmma results). One record per warp at kernel
+exit, only from warps that issued any (in a fixed slot per (block, warp) by default). A
+kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the instrumented
+module's header, in index order. Timeline: ``first_clock``/``last_clock``
+are mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtop.instrument import maps
+from gtop.instrument.probe import ENTRY, EXIT, Level, MapKind, Probe, Site, Tracepoint
+from gtop.instrument.ptx import Instruction
+
+MAX_CLASSES = 6
+
+RECORD = np.dtype(
+    [
+        ("exit_ns", "<u8"),
+        ("exit_clock", "<u8"),
+        ("first_clock", "<u8"),  # issue of the warp's first tensor-core instruction (0: none)
+        ("last_clock", "<u8"),  # completion of its last one (or of its last wait_group)
+        ("wait_cycles", "<u8"),  # summed over wgmma.wait_group sites
+        ("block", "<u4"),
+        ("smid", "<u2"),
+        ("warp", "u1"),
+        ("kernel", "u1"),
+        ("wait_count", "<u4"),
+        ("pad", "<u4"),
+        ("count", "<u4", (MAX_CLASSES,)),
+        ("cycles", "<u8", (MAX_CLASSES,)),
+    ]
+)
+
+_MMA = r"^(mma\.sync|wmma\.mma\.sync|wgmma\.mma_async)"
+_WAIT = r"^wgmma\.wait_group"
+_DROP = {"sync", "aligned", "mma_async", "row", "col", "satfinite", "sp"}
+
+
+def classify(instr: Instruction) -> str | None:
+    """``wgmma.m64n128k16.f32.f16.f16``-style key: kind, shape and types of a site."""
+    if not re.match(_MMA, instr.opcode):
+        return None
+    kind = "wgmma" if instr.root == "wgmma" else instr.root
+    rest = [p for p in instr.parts[1:] if p not in _DROP and p != "mma"]
+    return ".".join([kind, *rest])
+
+
+def _entry(site: Site) -> str:
+    lines = [
+        "mov.u64 %gtop_tc_first, 0;",
+        "mov.u64 %gtop_tc_last, 0;",
+        "mov.u64 %gtop_tc_wc, 0;",
+        "mov.u32 %gtop_tc_wn, 0;",
+    ]
+    for k in range(MAX_CLASSES):
+        lines += [f"mov.u32 %gtop_tc_n{k}, 0;", f"mov.u64 %gtop_tc_c{k}, 0;"]
+    return "\n".join(lines) + "\n"
+
+
+def _before(site: Site) -> str:
+    return (
+        "mov.u64 %gtop_tc_t, %clock64;\n"
+        "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_first, 0, %gtop_g;\n"
+        "@%gtop_tc_f mov.u64 %gtop_tc_first, %gtop_tc_t;\n"
+    )
+
+
+def _after_mma(site: Site) -> str:
+    k = site.cls
+    return (
+        "mov.u64 %gtop_tc_u, %clock64;\n"
+        "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_t;\n"
+        f"@%gtop_g add.u64 %gtop_tc_c{k}, %gtop_tc_c{k}, %gtop_tc_t;\n"
+        f"@%gtop_g add.u32 %gtop_tc_n{k}, %gtop_tc_n{k}, 1;\n"
+        "@%gtop_g mov.u64 %gtop_tc_last, %gtop_tc_u;\n"
+    )
+
+
+def _before_wait(site: Site) -> str:
+    return "mov.u64 %gtop_tc_t, %clock64;\n"
+
+
+def _after_wait(site: Site) -> str:
+    return (
+        "mov.u64 %gtop_tc_u, %clock64;\n"
+        "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_t;\n"
+        "@%gtop_g add.u64 %gtop_tc_wc, %gtop_tc_wc, %gtop_tc_t;\n"
+        "@%gtop_g add.u32 %gtop_tc_wn, %gtop_tc_wn, 1;\n"
+        "@%gtop_g mov.u64 %gtop_tc_last, %gtop_tc_u;\n"
+    )
+
+
+def _exit(site: Site) -> str:
+    """Warps that issued no tensor-core instruction write nothing."""
+    values = {
+        "exit_ns": "%gtop_tc_t",
+        "exit_clock": "%gtop_tc_u",
+        "first_clock": "%gtop_tc_first",
+        "last_clock": "%gtop_tc_last",
+        "wait_cycles": "%gtop_tc_wc",
+        "block": "%gtop_blk",
+        "smid": "%gtop_smid",
+        "warp": "%gtop_wid",
+        "kernel": "%gtop_x",
+        "wait_count": "%gtop_tc_wn",
+    }
+    for k in range(MAX_CLASSES):
+        values[f"count[{k}]"] = f"%gtop_tc_n{k}"
+        values[f"cycles[{k}]"] = f"%gtop_tc_c{k}"
+    return (
+        "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
+        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
+        "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
+        + maps.ids()
+        + maps.writer(site.level)
+        + "@%gtop_lead mov.u64 %gtop_tc_t, %globaltimer;\n"
+        + "@%gtop_lead mov.u64 %gtop_tc_u, %clock64;\n"
+        + maps.slot(site, RECORD)
+        + f"mov.u32 %gtop_x, {site.kernel_id};\n"
+        + maps.store(RECORD, values)
+    )
+
+
+_REGISTERS = {
+    "%gtop_tc_f": ".pred",
+    "%gtop_tc_t": ".b64",
+    "%gtop_tc_u": ".b64",
+    "%gtop_tc_first": ".b64",
+    "%gtop_tc_last": ".b64",
+    "%gtop_tc_wc": ".b64",
+    "%gtop_tc_wn": ".b32",
+}
+for _k in range(MAX_CLASSES):
+    _REGISTERS[f"%gtop_tc_n{_k}"] = ".b32"
+    _REGISTERS[f"%gtop_tc_c{_k}"] = ".b64"
+
+PROBE = Probe(
+    name="tensorop",
+    doc="per warp: count and issue cycles of mma/wgmma by shape and type, wgmma wait cycles",
+    record=RECORD,
+    registers=_REGISTERS,
+    tracepoints=(
+        Tracepoint(ENTRY, _entry),
+        Tracepoint(_MMA, _before, name="mma"),
+        Tracepoint(_MMA, _after_mma, after=True, name="mma_end"),
+        Tracepoint(_WAIT, _before_wait, name="wait"),
+        Tracepoint(_WAIT, _after_wait, after=True, name="wait_end"),
+        Tracepoint(EXIT, _exit),
+    ),
+    levels=(Level.WARP,),
+    maps=(MapKind.ARRAY, MapKind.RING),
+    classify=classify,
+    max_classes=MAX_CLASSES,
+)
+
+
+@dataclass(frozen=True)
+class ClassStats:
+    """Totals of one instruction class over all warps."""
+
+    count: int
+    cycles: int  # summed issue cycles
+
+    @property
+    def cycles_per_op(self) -> float:
+        return self.cycles / self.count if self.count else 0.0
+
+
+@dataclass(frozen=True)
+class TensorOps:
+    """Tensor-core activity of one launch. Warp times are ns since the first warp's first
+    tensor op, on %globaltimer (each warp's clocks are mapped through its own exit)."""
+
+    per_class: dict[str, ClassStats]
+    wait_cycles: int
+    wait_count: int
+    block: np.ndarray  # per warp with tensor ops, sorted by start
+    warp: np.ndarray
+    smid: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    ops: np.ndarray  # tensor-core instructions issued by the warp
+    span_ns: int
+
+
+def analyse(records: np.ndarray, classes: list[str], kernel: int | None = None) -> TensorOps:
+    """Summarise tensorop records; ``classes`` come from the instrumented module header."""
+    if kernel is not None:
+        records = records[records["kernel"] == kernel]
+    per_class = {
+        cls: ClassStats(int(records["count"][:, k].sum()), int(records["cycles"][:, k].sum()))
+        for k, cls in enumerate(classes)
+    }
+    active = records[records["first_clock"] > 0]
+    base = active["exit_ns"].astype(np.int64) - active["exit_clock"].astype(np.int64)
+    start = base + active["first_clock"].astype(np.int64)
+    end = base + active["last_clock"].astype(np.int64)
+    t0 = int(start.min()) if len(start) else 0
+    order = np.argsort(start, kind="stable")
+    return TensorOps(
+        per_class=per_class,
+        wait_cycles=int(records["wait_cycles"].sum()),
+        wait_count=int(records["wait_count"].sum()),
+        block=active["block"][order],
+        warp=active["warp"][order],
+        smid=active["smid"][order],
+        start=(start - t0)[order],
+        end=(end - t0)[order],
+        ops=active["count"].sum(axis=1)[order],
+        span_ns=int(end.max() - t0) if len(end) else 0,
+    )

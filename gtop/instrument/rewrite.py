@@ -1,0 +1,189 @@
+"""Insert a probe's snippets into the kernels of a parsed PTX module.
+
+Only whole lines are inserted; every original line is kept, in order. The result carries
+a one-line JSON header comment (``// gtop-probe {...}``) describing what was done, so an
+instrumented PTX file is self-describing (see :func:`read_header`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+
+from gtop.instrument import maps
+from gtop.instrument.probe import ENTRY, EXIT, PREFIX, Level, MapKind, Probe, Site, SiteError
+from gtop.instrument.ptx import Function, Module, Statement
+from gtop.instrument.verify import verify
+
+HEADER = "// gtop-probe "
+_EXITS = {"ret", "exit"}
+
+
+class RewriteError(ValueError):
+    """The module or the options cannot be instrumented; names the line when there is one."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What was inserted into one kernel; ``kernel_id`` is written into its records."""
+
+    name: str
+    kernel_id: int
+    sites: dict[str, int]  # tracepoint -> number of places it was inserted
+    classes: list[str] = field(default_factory=list)  # Probe.classify keys, by index
+
+
+@dataclass(frozen=True)
+class Instrumented:
+    """An instrumented module and the facts a host needs to bind and read it."""
+
+    text: str
+    probe: str
+    level: str
+    map: str
+    sample: int
+    record_size: int
+    kernels: list[KernelInfo]
+
+
+def read_header(text: str) -> dict | None:
+    """The ``// gtop-probe`` header of an instrumented PTX text, or None."""
+    for line in text.splitlines()[:64]:
+        if line.startswith(HEADER):
+            return json.loads(line[len(HEADER) :])
+    return None
+
+
+def instrument(
+    module: Module,
+    probe: Probe,
+    kernel: str | None = None,
+    level: Level | None = None,
+    map_kind: MapKind | None = None,
+    sample: int = 1,
+) -> Instrumented:
+    """Instrument every ``.entry`` whose name matches ``kernel`` (a regex; all if None).
+
+    Raises:
+        RewriteError: bad options, no matching kernel, a module already instrumented, or a
+            site that cannot take a probe (with its line).
+        ProbeRejected: a rendered snippet broke a verifier rule.
+    """
+    level = level or probe.levels[0]
+    map_kind = map_kind or probe.maps[0]
+    if level not in probe.levels:
+        raise RewriteError(f"probe {probe.name} supports levels {[x.value for x in probe.levels]}")
+    if map_kind not in probe.maps:
+        raise RewriteError(f"probe {probe.name} supports maps {[x.value for x in probe.maps]}")
+    if sample < 1 or (sample > 1 and not probe.sampled):
+        raise RewriteError(f"probe {probe.name} takes no sampling rate {sample}")
+    if any(PREFIX in line or "gtop_buf" in line for line in module.lines):
+        raise RewriteError("module already contains gtop_ names (already instrumented?)")
+    pattern = re.compile(kernel) if kernel else None
+    targets = [f for f in module.kernels if pattern is None or pattern.search(f.name)]
+    if not targets:
+        names = ", ".join(f.name for f in module.kernels) or "none"
+        raise RewriteError(f"no kernel matches {kernel!r} (kernels: {names})")
+    if len(targets) > 255:
+        raise RewriteError("more than 255 kernels in one module")
+    plan = _Plan(module, probe, level, map_kind, sample, {**maps.REGISTERS, **probe.registers})
+    infos = [plan.kernel(fn, kid) for kid, fn in enumerate(targets)]
+    header = {
+        "probe": probe.name,
+        "level": level.value,
+        "map": map_kind.value,
+        "sample": sample,
+        "record_size": probe.record.itemsize,
+        "kernels": [asdict(k) for k in infos],
+    }
+    out: list[str] = []
+    for idx, line in enumerate(module.lines):
+        if idx == module.header_end:
+            out.append(HEADER + json.dumps(header, separators=(",", ":")))
+            out.extend(maps.global_decls())
+        out.extend(plan.before.get(idx, ()))
+        out.append(line)
+        out.extend(plan.after.get(idx, ()))
+    text = "\n".join(out) + "\n"
+    return Instrumented(
+        text, probe.name, level.value, map_kind.value, sample, probe.record.itemsize, infos
+    )
+
+
+@dataclass
+class _Plan:
+    """The lines to insert before/after original line indices, kernel by kernel."""
+
+    module: Module
+    probe: Probe
+    level: Level
+    map_kind: MapKind
+    sample: int
+    declared: dict[str, str]
+    before: dict[int, list[str]] = field(default_factory=dict)
+    after: dict[int, list[str]] = field(default_factory=dict)
+
+    def kernel(self, fn: Function, kid: int) -> KernelInfo:
+        """Plan one kernel's sites; ``kid`` is the id its records carry."""
+        sites: dict[str, int] = {}
+        classes: list[str] = []
+        head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
+        if self.map_kind is MapKind.RING:
+            head += self._render(maps.ring_entry())
+        for tp in self.probe.tracepoints:
+            if tp.at == ENTRY:
+                head += self._render(tp.snippet(Site(kid, self.level, self.map_kind, self.sample)))
+                sites[ENTRY] = 1
+                continue
+            for st in fn.instructions():
+                assert st.instr is not None
+                if tp.at == EXIT:
+                    hit = st.instr.root in _EXITS
+                else:
+                    hit = re.search(tp.at, st.instr.opcode) is not None
+                if not hit:
+                    continue
+                cls = self._class(st, classes, fn.name)
+                site = Site(kid, self.level, self.map_kind, self.sample, st.instr, cls)
+                try:
+                    code = _guard(st) + tp.snippet(site)
+                except SiteError as e:
+                    raise RewriteError(f"line {st.first + 1}: {fn.name}: {e}") from None
+                self._place(st, tp.after, self._render(code), fn.name)
+                label = tp.name or tp.at
+                sites[label] = sites.get(label, 0) + 1
+        self.after.setdefault(fn.open, []).extend(head)
+        return KernelInfo(fn.name, kid, sites, classes)
+
+    def _class(self, st: Statement, classes: list[str], kernel: str) -> int:
+        """Index of the site's instruction class (-1: none), numbered per kernel."""
+        key = self.probe.classify(st.instr) if self.probe.classify and st.instr else None
+        if key is None:
+            return -1
+        if key not in classes:
+            if len(classes) == self.probe.max_classes:
+                raise RewriteError(
+                    f"line {st.first + 1}: kernel {kernel} has more than "
+                    f"{self.probe.max_classes} {self.probe.name} classes"
+                )
+            classes.append(key)
+        return classes.index(key)
+
+    def _render(self, code: str) -> list[str]:
+        verify(code, self.declared, self.module.shared_names)
+        return ["\t" + line.strip() for line in code.splitlines() if line.strip()]
+
+    def _place(self, st: Statement, is_after: bool, lines: list[str], kernel: str) -> None:
+        line = st.last if is_after else st.first
+        if not (st.alone_last if is_after else st.alone_first):
+            raise RewriteError(f"line {line + 1}: {kernel}: {st.code[:40]!r} shares its line")
+        (self.after if is_after else self.before).setdefault(line, []).extend(lines)
+
+
+def _guard(st: Statement) -> str:
+    ins = st.instr
+    assert ins is not None
+    if ins.guard is None:
+        return "mov.pred %gtop_g, 1;\n"
+    return f"{'not' if ins.negated else 'mov'}.pred %gtop_g, {ins.guard};\n"

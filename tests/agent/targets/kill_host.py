@@ -1,0 +1,14 @@
+"""Test helper: a gtop stand-in that attaches to a pid, says so, then waits to be killed."""
+
+import sys
+import time
+
+from gtop.collectors.agent_link import AgentLink
+from gtop.collectors.attach import attach
+from gtop.pipeline.hub import Hub
+
+link = AgentLink(Hub()).start()
+attach(int(sys.argv[1]), link)
+link.wait(int(sys.argv[1]), ("tracing",), 10)
+print("attached", link.status()[int(sys.argv[1])].state, flush=True)
+time.sleep(600)

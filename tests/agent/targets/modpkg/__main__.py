@@ -1,0 +1,14 @@
+"""Test target run as ``python -m modpkg``: reports whether the agent module is loaded."""
+
+import sys
+
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "agent?":
+        print("agent", "gtop.agent.runtime" in sys.modules, flush=True)
+    elif line.strip() == "path?":
+        print("path", any("gtop-agent-" in p for p in sys.path), flush=True)
+    elif line.strip() == "custom?":
+        print("custom", getattr(sys, "user_sitecustomize_ran", False), flush=True)
+    elif line.strip() == "exit":
+        break

@@ -1,0 +1,165 @@
+"""Attach for real on CPU: ptrace injection into running CPython targets, and every
+failure case giving one clear line while the target runs on."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+from agent_helpers import TARGETS, script, start_target
+
+from gtop.collectors import attach as attach_mod
+from gtop.collectors.attach import AttachError, Target, attach, check_ptrace, inspect
+
+needs_hypno = pytest.mark.skipif(find_spec("hypno") is None, reason="needs hypno")
+PYENV = Path.home() / ".pyenv" / "versions"
+
+
+def other_pythons() -> list[str]:
+    """CPython 3.10-3.13 interpreters on this machine besides the running one."""
+    found = []
+    for minor in (10, 12, 13):
+        hits = sorted(PYENV.glob(f"3.{minor}.*/bin/python3"))
+        if hits:
+            found.append(str(hits[-1]))
+    return found
+
+
+@needs_hypno
+@pytest.mark.parametrize("python", [sys.executable, *other_pythons()])
+def test_attach_runs_agent_in_target_which_runs_on(processes, link_factory, python):
+    target = start_target(processes, script("idle.py", python))
+    link, _ = link_factory()
+    t0 = time.monotonic()
+    status = attach(target.pid, link)
+    assert time.monotonic() - t0 < 5
+    # a CPU-only process: the agent is in and waits for CUDA, without loading it
+    assert status.state == "waiting_cuda"
+    assert status.argv == (str(TARGETS / "idle.py"),)
+    maps = Path(f"/proc/{target.pid}/maps").read_text()
+    assert "libcuda" not in maps and "libcupti" not in maps
+    link.stop()
+    assert link.status()[target.pid].state == "detached"
+    assert target.readline().startswith("tick")
+    assert target.proc.poll() is None
+
+
+@needs_hypno
+def test_attach_again_after_detach(processes, link_factory):
+    target = start_target(processes, script("idle.py"))
+    for _ in range(3):
+        link, _ = link_factory()
+        assert attach(target.pid, link).state == "waiting_cuda"
+        link.stop()
+    assert target.readline().startswith("tick")
+
+
+@needs_hypno
+def test_gtop_sigkilled_while_attached_target_stops_tracing_and_runs_on(processes, fake_libs):
+    target = start_target(processes, script("fake_gpu.py"), fake_libs)
+    assert target.ask("init") == "ok"
+    host = subprocess.Popen(
+        [sys.executable, str(TARGETS / "kill_host.py"), str(target.pid)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{Path(__file__).parents[2]}:" + os.environ.get("PYTHONPATH", ""),
+        },
+    )
+    processes.append(host)
+    assert host.stdout.readline().split() == ["attached", "tracing"]
+    assert target.ask("mask") != "mask 0"
+    host.send_signal(signal.SIGKILL)
+    host.wait(10)
+    deadline = time.monotonic() + 5
+    while target.ask("mask") != "mask 0" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert target.ask("mask") == "mask 0"
+    assert target.ask("launch 100 k").startswith("launched")
+
+
+def test_missing_pid(link_factory):
+    link, _ = link_factory()
+    with pytest.raises(AttachError, match=r"pid 4194999 does not exist; check the pid"):
+        attach(4194999, link)
+
+
+def test_not_python(processes, link_factory):
+    proc = subprocess.Popen(["sleep", "30"])
+    processes.append(proc)
+    link, _ = link_factory()
+    with pytest.raises(AttachError, match=r"\(sleep\) is not a Python process"):
+        attach(proc.pid, link)
+    assert proc.poll() is None
+
+
+@pytest.mark.skipif(not list(PYENV.glob("3.9.*/bin/python3")), reason="no Python 3.9 here")
+def test_python_too_old(processes, link_factory):
+    python = str(sorted(PYENV.glob("3.9.*/bin/python3"))[-1])
+    target = start_target(processes, script("idle.py", python))
+    link, _ = link_factory()
+    with pytest.raises(AttachError, match=r"runs Python 3\.9: the agent needs 3\.10\+"):
+        attach(target.pid, link)
+
+
+@pytest.mark.parametrize(
+    ("scope", "euid", "target_uid", "message"),
+    [
+        (1, 1000, 1000, r"ptrace_scope=1\): run gtop as root, or `sudo sysctl"),
+        (2, 1000, 1000, r"ptrace_scope=2\)"),
+        (3, 0, 1000, r"ptrace is disabled on this machine \(kernel.yama.ptrace_scope=3"),
+        (0, 1000, 1001, r"belongs to uid 1001, gtop runs as uid 1000: run gtop as that user"),
+    ],
+)
+def test_ptrace_refusals_name_cause_and_fix(monkeypatch, scope, euid, target_uid, message):
+    monkeypatch.setattr(attach_mod, "yama_scope", lambda: scope)
+    monkeypatch.setattr(attach_mod, "has_cap_sys_ptrace", lambda: False)
+    monkeypatch.setattr(attach_mod.os, "geteuid", lambda: euid)
+    with pytest.raises(AttachError, match=message):
+        check_ptrace(Target(123, target_uid, "/usr/bin/python3.12", (3, 12)))
+
+
+def test_ptrace_allowed_for_same_user_with_scope_zero(monkeypatch):
+    monkeypatch.setattr(attach_mod, "yama_scope", lambda: 0)
+    monkeypatch.setattr(attach_mod.os, "geteuid", lambda: 1000)
+    check_ptrace(Target(123, 1000, "/usr/bin/python3.12", (3, 12)))
+
+
+def test_inspect_reads_python_version(processes):
+    target = start_target(processes, script("idle.py"))
+    assert inspect(target.pid).python == sys.version_info[:2]
+
+
+def test_injector_failure_is_one_line(processes, link_factory, monkeypatch):
+    target = start_target(processes, script("idle.py"))
+    link, _ = link_factory()
+    monkeypatch.setattr(
+        attach_mod,
+        "INJECTOR",
+        "raise SystemExit('pyinjector.InjectorError: ptrace(PTRACE_ATTACH) failed: "
+        "Operation not permitted')",
+    )
+    with pytest.raises(AttachError, match=r"ptrace of pid \d+ refused .* CAP_SYS_PTRACE"):
+        attach(target.pid, link)
+    assert target.readline().startswith("tick")
+
+
+def test_doctor_reports_each_requirement():
+    lines = {name: (ok, detail) for name, ok, detail in attach_mod.doctor()}
+    assert set(lines) == {"attach (hypno)", "ptrace", "libcupti"}
+    assert lines["attach (hypno)"][0] is (find_spec("hypno") is not None)
+    assert "ptrace_scope" in lines["ptrace"][1]
+
+
+def test_status_summary_line():
+    from gtop.collectors.agent_link import AgentStatus
+
+    line = AgentStatus(1, "tracing", kinds=("kernel",), cupti_version=130001, records=5).summary()
+    assert line == "agent tracing | kernel | CUPTI 13.0 | 5 records | 0 dropped"

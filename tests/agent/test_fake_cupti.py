@@ -1,0 +1,183 @@
+"""The whole agent path on CPU: real agent, real link, a fake libcupti playing the GPU.
+
+The fake (fake_cupti.c) writes CUPTI 13.0 kernel and memcpy records into the buffers the
+agent lends it and hands them back through the agent's C-callable callbacks, so these
+tests cover launch, buffer transport, name resolution, clock mapping, drop accounting,
+detach and the exit of the target without a GPU.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from agent_helpers import script, start_target
+
+from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
+from gtop.pipeline.layouts import CopyKind
+
+KERNEL_NAME = "_Z6saxpyifPfS_"
+
+
+def launch_fake(processes, fake_libs, link, **env):
+    return start_target(processes, script("fake_gpu.py"), {**fake_libs, **env}, link)
+
+
+CALLBACKS = pytest.mark.parametrize(
+    ("options", "callbacks"), [({}, "c"), ({"shim": None}, "python")], ids=["c", "python"]
+)
+
+
+@CALLBACKS
+def test_launch_traces_every_kernel_with_names_and_monotonic_times(
+    processes, fake_libs, link_factory, options, callbacks
+):
+    link, got = link_factory(options=options)
+    target = launch_fake(processes, fake_libs, link)
+    assert link.wait(target.pid, ("waiting_cuda",), 10) is not None
+    assert target.ask("init") == "ok"
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+
+    _, t0, t1 = target.ask(f"launch 2000 {KERNEL_NAME}").split()
+    kernels = got.wait("kernel", 2000)
+    memcpys = got.wait("memcpy", 200)
+
+    assert len(kernels) == 2000 and len(memcpys) == 200
+    assert (kernels["t_ns"] >= int(t0)).all() and (kernels["t_ns"] <= int(t1)).all()
+    assert (kernels["end_ns"] - kernels["t_ns"] == 1000).all()
+    assert (kernels["pid"] == target.pid).all()
+    assert (kernels["stream"] == 7).all() and (kernels["registers"] == 32).all()
+    assert tuple(kernels[0][["grid_x", "grid_y", "grid_z"]]) == (1, 2, 3)
+    assert kernels["block_x"][0] == 128 and kernels["dynamic_smem"][0] == 256
+    assert len(np.unique(kernels["correlation"])) == 2000
+    assert (memcpys["copy_kind"] == CopyKind.HTOD).all() and (memcpys["bytes"] == 4096).all()
+
+    name_key = str(kernels["name_id"][0])
+    assert got.named("kernel_name") == {name_key: {"name": KERNEL_NAME, "pid": target.pid}}
+
+    status = link.status()[target.pid]
+    assert status.callbacks == callbacks
+    assert status.records_by_kind == {CONCURRENT_KERNEL: 2000, MEMCPY: 200}
+    assert status.dropped == 0 and status.undecoded_bytes == 0
+
+
+@CALLBACKS
+def test_slow_reader_drops_are_counted_exactly(
+    processes, fake_libs, link_factory, options, callbacks
+):
+    # one 4 KiB buffer: CUPTI must drop whatever arrives while it is in flight
+    link, got = link_factory(options={"buffers": 1, "buffer_bytes": 4096, **options})
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    for _ in range(20):
+        target.ask(f"launch 500 {KERNEL_NAME}")
+    target.send("exit")
+    target.proc.wait(10)
+    assert link.wait(target.pid, ("exited",), 10) is not None
+
+    status = link.status()[target.pid]
+    produced = 20 * 500 + 20 * 50
+    assert status.dropped > 0 and status.declined > 0
+    assert status.records + status.dropped == produced
+    rows = got.wait("kernel", produced, timeout=0.5)
+    assert len(rows) == status.records_by_kind[CONCURRENT_KERNEL]
+    assert link.hub.source_drops["cupti"] == status.dropped
+
+
+def test_target_exit_keeps_data_and_marks_exited(processes, fake_libs, link_factory):
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    target.send("exit")
+    assert target.proc.wait(10) == 0
+    status = link.wait(target.pid, ("exited",), 10)
+    assert status is not None and status.records == 11  # final buffer delivered at exit
+    assert len(got.wait("kernel", 10)) == 10
+
+
+def test_detach_disables_tracing_and_target_runs_on(processes, fake_libs, link_factory):
+    link, _ = link_factory()
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    assert target.ask("mask") != "mask 0"
+    link.stop()
+    assert link.status()[target.pid].state == "detached"
+    assert target.ask("mask") == "mask 0"
+    assert target.ask(f"launch 10 {KERNEL_NAME}").startswith("launched")
+
+
+def test_another_cupti_subscriber_is_reported(processes, fake_libs, link_factory):
+    link, _ = link_factory()
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_BUSY="1")
+    target.ask("init")
+    status = link.wait(target.pid, ("other_subscriber",), 10)
+    assert status is not None and "torch.profiler" in status.message
+    assert target.ask("mask") == "mask 0"
+
+
+def test_control_channel_changes_kinds_live(processes, fake_libs, link_factory):
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    link.set_kinds(["memcpy"])
+    deadline = time.monotonic() + 5
+    while target.ask("mask") != f"mask {1 << MEMCPY}" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    target.ask(f"launch 100 {KERNEL_NAME}")
+    assert len(got.wait("memcpy", 10)) == 10
+    assert len(got.wait("kernel", 1, timeout=0.5)) == 0
+
+
+def test_torch_profiler_running_in_target_is_reported(processes, fake_libs, link_factory, tmp_path):
+    # a stand-in torch whose profiler reports itself enabled, as torch.profiler does
+    fake = tmp_path / "torch"
+    (fake / "_C").mkdir(parents=True)
+    (fake / "__init__.py").write_text("from torch import _C\n")
+    (fake / "_C" / "__init__.py").write_text(
+        "class _autograd:\n    @staticmethod\n    def _profiler_enabled():\n        return True\n"
+    )
+    link, _ = link_factory()
+    target = start_target(
+        processes,
+        [
+            *script("fake_gpu.py")[:1],
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import torch; "
+            f"sys.argv = [{script('fake_gpu.py')[1]!r}]; "
+            f"exec(open({script('fake_gpu.py')[1]!r}).read())",
+        ],
+        fake_libs,
+        link,
+    )
+    target.ask("init")
+    status = link.wait(target.pid, ("other_subscriber",), 10)
+    assert status is not None and "torch.profiler" in status.message
+    assert target.ask("mask") == "mask 0"
+
+
+def test_a_kind_cupti_refuses_is_left_out_and_reported(processes, fake_libs, link_factory):
+    link, got = link_factory(mode="kernel,marker")
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_NO_MARKER="1")
+    target.ask("init")
+    status = link.wait(target.pid, ("tracing",), 10)
+    assert status is not None and status.kinds == ("kernel",)
+    assert status.message.startswith("marker: cuptiActivityEnable(12) failed")
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    assert len(got.wait("kernel", 10)) == 10
+
+
+def test_records_stuck_behind_a_busy_gpu_are_forced_out(processes, fake_libs, link_factory):
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_BUSY_GPU="1")
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    t0 = time.monotonic()
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    assert len(got.wait("kernel", 10, timeout=5)) == 10
+    assert time.monotonic() - t0 < 2.0  # forced after a second without buffers

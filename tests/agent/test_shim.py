@@ -1,0 +1,103 @@
+"""The C buffer callbacks (cupti_shim.c), as committed in shim_blob, driven directly."""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import re
+import shutil
+
+import pytest
+
+from gtop.agent import shim_blob
+
+pytestmark = pytest.mark.skipif(platform.machine() != shim_blob.ARCH, reason="x86-64 blob")
+
+
+@pytest.fixture
+def shim(tmp_path):
+    path = tmp_path / "shim.so"
+    path.write_bytes(shim_blob.shim_bytes())
+    lib = ctypes.CDLL(str(path))
+    lib.gtop_shim_setup.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    lib.gtop_shim_take.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
+    lib.gtop_shim_give.argtypes = [ctypes.c_void_p]
+    lib.gtop_shim_completed.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_size_t,
+    ]
+    lib.gtop_shim_declined.restype = ctypes.c_uint64
+    return lib
+
+
+def request(lib) -> tuple[int | None, int]:
+    buf, size, most = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t(7)
+    lib.gtop_shim_requested(ctypes.byref(buf), ctypes.byref(size), ctypes.byref(most))
+    assert most.value == 0
+    return buf.value, size.value
+
+
+def take(lib) -> list[tuple[int, int, int]]:
+    bufs, valid, dropped = (ctypes.c_void_p * 8)(), (ctypes.c_size_t * 8)(), (ctypes.c_size_t * 8)()
+    n = lib.gtop_shim_take(bufs, valid, dropped, 8)
+    return [(bufs[i], valid[i], dropped[i]) for i in range(n)]
+
+
+def test_lends_bounded_zeroed_buffers_and_declines_beyond(shim):
+    assert shim.gtop_shim_setup(4096, 2, None) == 0
+    a, size = request(shim)
+    b, _ = request(shim)
+    assert a and b and a != b and size == 4096
+    assert ctypes.string_at(a, 4096) == bytes(4096)
+    assert request(shim) == (None, 0) and shim.gtop_shim_declined() == 1
+    shim.gtop_shim_completed(None, 0, a, 4096, 100)
+    shim.gtop_shim_completed(None, 0, b, 4096, 200)
+    assert take(shim) == [(a, 100, 0), (b, 200, 0)]
+    assert take(shim) == []
+    shim.gtop_shim_give(a)
+    assert request(shim) == (a, 4096)
+    shim.gtop_shim_give(a)
+    shim.gtop_shim_give(b)
+    assert shim.gtop_shim_trim() == 0
+
+
+def test_reads_cuptis_drop_count_on_each_buffer(shim):
+    calls = []
+    proto = ctypes.CFUNCTYPE(
+        ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_size_t)
+    )
+
+    def dropped(ctx, stream, out):
+        calls.append(stream)
+        out[0] = 5
+        return 0
+
+    fn = proto(dropped)
+    assert shim.gtop_shim_setup(4096, 1, ctypes.cast(fn, ctypes.c_void_p)) == 0
+    a, _ = request(shim)
+    shim.gtop_shim_completed(None, 3, a, 4096, 8)
+    assert take(shim) == [(a, 8, 5)] and calls == [3]
+    shim.gtop_shim_give(a)
+    shim.gtop_shim_trim()
+
+
+def test_rejects_bad_settings(shim):
+    assert shim.gtop_shim_setup(4096, 0, None) != 0
+    assert shim.gtop_shim_setup(16, 2, None) != 0
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_blob_exports_what_the_source_defines():
+    from gen_shim_blob import build
+
+    def exports(blob: bytes) -> set[str]:
+        return {s for s in dir_symbols(blob) if s.startswith("gtop_shim_")}
+
+    assert exports(build()) == exports(shim_blob.shim_bytes())
+
+
+def dir_symbols(blob: bytes) -> set[str]:
+    return {s.decode() for s in re.findall(rb"gtop_shim_\w+", blob)}

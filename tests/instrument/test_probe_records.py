@@ -1,0 +1,226 @@
+"""The code the rewriter emits, executed by a warp interpreter: the records it writes,
+decoded with the probe's own layout, hold what the probe promises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gtop.instrument import ptx
+from gtop.instrument.probe import Level, MapKind
+from gtop.instrument.probes import PROBES
+from gtop.instrument.rewrite import instrument
+
+from .warp_sim import BUF_BASE, Device, Warp, run
+
+HEAD = """\
+.version 8.7
+.target sm_90a
+.address_size 64
+
+.visible .entry k()
+{
+\t.reg .pred %p<10>;
+\t.reg .b32 %r<16>;
+\t.reg .f32 %f<16>;
+\t.reg .b64 %rd<4>;
+"""
+MMA = (
+    "\tmma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+    "{%f1,%f2,%f3,%f4}, {%r3,%r4}, {%r5}, {%f1,%f2,%f3,%f4};"
+)
+
+
+def blocks(body: str, probe: str, **options) -> list[str]:
+    """The code the rewriter inserted into the kernel, entry first, then one snippet per
+    site in order (each site's snippet starts by setting its guard ``%gtop_g``)."""
+    text = instrument(ptx.parse(HEAD + body + "}\n"), PROBES[probe], **options).text
+    lines = text.splitlines()
+    lines = lines[lines.index("{") + 1 :]
+    runs: list[list[str]] = [[]]
+    for line in lines:
+        inserted = "gtop" in line
+        guard = line.strip().startswith(("mov.pred %gtop_g", "not.pred %gtop_g"))
+        if (guard or not inserted) and runs[-1]:
+            runs.append([])
+        if inserted and not line.strip().startswith(".reg"):
+            runs[-1].append(line)
+    return ["\n".join(r) for r in runs if r]
+
+
+def decode(probe: str, dev: Device, ring: bool = True) -> tuple[np.ndarray, int]:
+    return dev.decode(PROBES[probe].record, ring)
+
+
+@pytest.mark.parametrize("map_kind", [MapKind.ARRAY, MapKind.RING])
+def test_block_sched_one_record_per_warp(map_kind: MapKind) -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=map_kind)
+    dev = Device(capacity=64, record_size=32)
+    warps = [
+        Warp(ctaid=(3, 1, 0), nctaid=(4, 2, 1), warp=w, smid=7 + w, clock=100, globaltimer=10**9)
+        for w in range(4)
+    ]
+    for w in warps:
+        run(entry, w, dev)
+    for i, w in enumerate(warps):
+        w.clock, w.globaltimer = 100 + 50 * (i + 1), 10**9 + 1000 * (i + 1)
+        run(exit_, w, dev)
+    rec, drops = decode("block_sched", dev, ring=map_kind is MapKind.RING)
+    assert drops == 0 and len(rec) == 4
+    assert rec["start_ns"].tolist() == [10**9] * 4
+    assert rec["end_ns"].tolist() == [10**9 + 1000 * (i + 1) for i in range(4)]
+    assert rec["clocks"].tolist() == [50, 100, 150, 200]
+    assert rec["block"].tolist() == [1 * 4 + 3] * 4  # ctaid.y * nctaid.x + ctaid.x
+    assert rec["warp"].tolist() == [0, 1, 2, 3] and rec["smid"].tolist() == [7, 8, 9, 10]
+    assert (rec["kernel"] == 0).all()
+
+
+def test_block_sched_predicated_exit_writes_from_the_lowest_exiting_lane() -> None:
+    entry, at_pred, at_ret = blocks("\t@%p9 ret;\n\tret;\n", "block_sched", map_kind=MapKind.RING)
+    dev = Device(capacity=4, record_size=32)
+    w = Warp(active=tuple(range(5, 32)), warp=2)
+    run(entry, w, dev)
+    run(at_pred, w, dev, guard={lane: lane >= 20 for lane in range(32)})
+    rec, _ = decode("block_sched", dev)
+    assert len(rec) == 1 and rec["warp"][0] == 2
+    w.active = tuple(range(5, 20))  # lanes 20.. left; the rest leave at the plain ret
+    run(at_ret, w, dev)
+    rec, _ = decode("block_sched", dev)
+    assert len(rec) == 2  # one record per exit group of the warp
+
+
+def test_thread_level_ring_claims_one_slot_per_lane_and_counts_drops() -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD, map_kind=MapKind.RING)
+    dev = Device(capacity=40, record_size=32)
+    for wid in range(2):
+        w = Warp(warp=wid)
+        run(entry, w, dev)
+        run(exit_, w, dev)
+    rec, drops = decode("block_sched", dev)
+    assert len(rec) == 40 and drops == 24
+    assert dev.read(dev.globals["gtop_overflow"], 4) == 0  # rings count drops by slot
+
+
+def test_ring_stripes_keep_each_sm_in_its_own_region() -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD, map_kind=MapKind.RING)
+    dev = Device(capacity=4 * 40, record_size=32, stripes=4)
+    for wid, sm in enumerate([1, 6, 1, 2]):  # SM 6 maps to stripe 2, as SM 2 does
+        w = Warp(warp=wid, smid=sm)
+        run(entry, w, dev)
+        run(exit_, w, dev)
+    assert dev.slots().tolist() == [0, 64, 64, 0]
+    rec, drops = decode("block_sched", dev)
+    assert drops == 2 * (64 - 40) and len(rec) == 80
+    assert sorted(set(rec["smid"].tolist())) == [1, 2, 6]
+
+
+def test_array_map_indexes_by_block_and_warp() -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=MapKind.ARRAY)
+    dev = Device(capacity=2 * 4, record_size=32)
+    for block in (1, 0):
+        for wid in (3, 0):
+            w = Warp(ctaid=(block, 0, 0), nctaid=(2, 1, 1), warp=wid, globaltimer=5)
+            run(entry, w, dev)
+            run(exit_, w, dev)
+    raw = np.frombuffer(bytes(dev.mem[BUF_BASE : BUF_BASE + 8 * 32]), PROBES["block_sched"].record)
+    assert [(int(r["block"]), int(r["warp"])) for r in raw[[0, 3, 4, 7]]] == [
+        (0, 0),
+        (0, 3),
+        (1, 0),
+        (1, 3),
+    ]
+    rec, drops = decode("block_sched", dev, ring=False)
+    assert len(rec) == 4 and drops == 0
+
+
+def test_disarmed_probe_writes_and_counts_nothing() -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", level=Level.THREAD, map_kind=MapKind.RING)
+    dev = Device(capacity=8, record_size=32)
+    dev.write(dev.globals["gtop_cap"], 4, 0)
+    w = Warp()
+    run(entry, w, dev)
+    run(exit_, w, dev)
+    assert dev.slots().tolist() == [0]
+    assert not any(dev.mem[BUF_BASE:])
+
+
+def test_tensorop_counts_and_times_each_class() -> None:
+    body = f"{MMA}\n{MMA}\n\twgmma.wait_group.sync.aligned 0;\n\tret;\n"
+    entry, *sites, exit_ = blocks(body, "tensorop")
+    assert len(sites) == 6  # before/after each mma, before/after the wait
+    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
+    w = Warp(warp=1, smid=3)
+    run(entry, w, dev)
+    for clock, code in zip([1000, 1010, 1100, 1130, 1200, 1500], sites, strict=True):
+        w.clock = clock
+        run(code, w, dev)
+    w.clock, w.globaltimer = 2000, 777_000
+    run(exit_, w, dev)
+    (rec,), drops = decode("tensorop", dev, ring=False)
+    assert drops == 0
+    assert rec["count"][0] == 2 and rec["cycles"][0] == 10 + 30
+    assert (rec["count"][1:] == 0).all()
+    assert (rec["first_clock"], rec["last_clock"]) == (1000, 1500)
+    assert (rec["wait_cycles"], rec["wait_count"]) == (300, 1)
+    assert (rec["exit_clock"], rec["exit_ns"], rec["warp"], rec["smid"]) == (2000, 777_000, 1, 3)
+
+
+@pytest.mark.parametrize("level", [Level.THREAD, Level.WARP])
+def test_mem_trace_records_address_width_and_direction(level: Level) -> None:
+    body = "\tld.global.v2.u32 {%r1, %r2}, [%rd1+8];\n\tst.global.u16 [%rd1], %r1;\n\tret;\n"
+    entry, load, store = blocks(body, "mem_trace", level=level)
+    dev = Device(capacity=128, record_size=32)
+    w = Warp(smid=5, clock=40, globaltimer=9000)
+    for lane in range(32):
+        w.regs[lane]["%rd1"] = 0x7000_0000 + 64 * lane
+    for code in (entry, load, store):
+        run(code, w, dev)
+    rec, drops = decode("mem_trace", dev)
+    n = 32 if level is Level.THREAD else 1
+    assert drops == 0 and len(rec) == 2 * n
+    loads, stores = rec[:n], rec[n:]
+    assert loads["addr"].tolist() == [0x7000_0000 + 64 * lane + 8 for lane in range(n)]
+    assert stores["addr"].tolist() == [0x7000_0000 + 64 * lane for lane in range(n)]
+    assert (loads["width"] == 8).all() and (stores["width"] == 2).all()
+    assert (loads["is_store"] == 0).all() and (stores["is_store"] == 1).all()
+    assert (
+        (rec["smid"] == 5).all() and (rec["time_ns"] == 9000).all() and (rec["clock"] == 40).all()
+    )
+
+
+def test_mem_trace_sampling_keeps_one_in_n_spread_over_threads() -> None:
+    body = "\tld.global.u32 %r1, [%rd1];\n" * 3 + "\tret;\n"
+    entry, *sites = blocks(body, "mem_trace", sample=8)
+    dev = Device(capacity=4096, record_size=32)
+    for wid in range(4):
+        w = Warp(warp=wid)
+        for lane in range(32):
+            w.regs[lane]["%rd1"] = 4 * (32 * wid + lane)
+        run(entry, w, dev)
+        for code in sites:
+            run(code, w, dev)
+    rec, _ = decode("mem_trace", dev)
+    assert len(rec) == 3 * 128 // 8  # exactly 3 in 8 threads keep one of their 3 accesses
+    assert len(np.unique(rec["addr"])) == len(rec)
+
+
+def test_mem_trace_keeps_generic_accesses_only_when_they_hit_global_memory() -> None:
+    body = "\tld.u32 %r1, [%rd1];\n\tld.param.u32 %r2, [%rd1];\n\tret;\n"
+    entry, generic = blocks(body, "mem_trace")  # ld.param is not a site
+    dev = Device(capacity=64, record_size=32)
+    w = Warp()
+    for lane in range(32):  # even lanes point at global memory, odd ones at a local window
+        w.regs[lane]["%rd1"] = (0x7000_0000 if lane % 2 == 0 else 0x100) + 4 * lane
+    run(entry, w, dev)
+    run(generic, w, dev)
+    rec, _ = decode("mem_trace", dev)
+    assert rec["addr"].tolist() == [0x7000_0000 + 4 * lane for lane in range(0, 32, 2)]
+
+
+def test_tensorop_warps_without_tensor_ops_write_nothing() -> None:
+    entry, *_, exit_ = blocks(f"{MMA}\n\tret;\n", "tensorop")
+    dev = Device(capacity=8, record_size=PROBES["tensorop"].record.itemsize)
+    w = Warp(warp=2)
+    run(entry, w, dev)  # the mma sites are skipped: this warp never issues one
+    run(exit_, w, dev)
+    assert not any(dev.mem[BUF_BASE:])

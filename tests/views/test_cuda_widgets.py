@@ -1,0 +1,175 @@
+"""Pilot tests (80x24) of the kernel table, API table and stream timeline."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+from gtop.analysis.cuda_activity import api_summary, kernel_summary
+from gtop.pipeline import layouts
+from gtop.pipeline.layouts import ApiClass, CopyKind
+from gtop.views.api_table import ApiTable
+from gtop.views.kernel_table import KernelTable
+from gtop.views.stream_timeline import StreamTimeline, busy_fraction, cells
+
+NAMES = {
+    1: "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEE"
+    "viT0_T1_",
+    2: "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn",
+    3: "triton_poi_fused_add_0",
+}
+
+
+def kernel_rows():
+    k = layouts.KERNEL.empty(6)
+    k["name_id"] = [1, 1, 1, 2, 2, 3]
+    k["t_ns"] = 0
+    k["end_ns"] = [10, 10, 10, 500, 700, 5]
+    k["stream"], k["grid_x"], k["block_x"] = 7, 64, 256
+    return kernel_summary(k, NAMES)
+
+
+class One(App):
+    def __init__(self, widget) -> None:
+        super().__init__()
+        self.widget = widget
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
+
+
+def names_on_screen(table: KernelTable) -> list[str]:
+    return [r.short for r in table.shown]
+
+
+def test_kernel_table_sorts_filters_and_expands():
+    asyncio.run(_kernel_table_sorts_filters_and_expands())
+
+
+async def _kernel_table_sorts_filters_and_expands():
+    table = KernelTable()
+    async with One(table).run_test(size=(80, 24)) as pilot:
+        table.set_rows(kernel_rows())
+        data = table.query_one(DataTable)
+        data.focus()
+        await pilot.pause()
+        assert data.row_count == 3
+        assert names_on_screen(table)[0].startswith("ampere_bf16")  # by total time
+        await pilot.press("s")  # count
+        assert names_on_screen(table)[0] == "native::vectorized_elementwise_kernel<…>"
+        await pilot.press("r")
+        assert names_on_screen(table)[0] == "triton_poi_fused_add_0"
+        await pilot.press("f")
+        assert str(data.get_row_at(2)[0]).startswith("void at::native::vectorized_elementwise")
+        await pilot.press("slash")
+        await pilot.press(*"triton")
+        assert names_on_screen(table) == ["triton_poi_fused_add_0"]
+        await pilot.press("escape")
+        assert data.row_count == 3
+
+
+def test_kernel_table_posts_selection():
+    asyncio.run(_kernel_table_posts_selection())
+
+
+async def _kernel_table_posts_selection():
+    table = KernelTable()
+    picked = []
+
+    class Watch(One):
+        def on_kernel_table_selected(self, message: KernelTable.Selected) -> None:
+            picked.append(message.row.name)
+
+    async with Watch(table).run_test(size=(80, 24)) as pilot:
+        table.set_rows(kernel_rows())
+        await pilot.pause()
+        table.query_one(DataTable).focus()
+        await pilot.press("enter")
+        await pilot.pause()
+    assert picked == [NAMES[2]]
+
+
+def api_rows():
+    a = layouts.API.empty(3)
+    a["t_ns"], a["end_ns"] = [0, 10, 0], [5, 15, 1_000_000_000]
+    a["pid"], a["tid"], a["domain"] = 1, [100, 100, 200], 0
+    a["cbid"] = [211, 211, 165]
+    a["api_class"] = [ApiClass.LAUNCH, ApiClass.LAUNCH, ApiClass.SYNC]
+    return api_summary(a)
+
+
+def test_api_table_rows_and_sort():
+    asyncio.run(_api_table_rows_and_sort())
+
+
+async def _api_table_rows_and_sort():
+    table = ApiTable()
+    async with One(table).run_test(size=(80, 24)) as pilot:
+        table.set_rows(api_rows())
+        table.query_one(DataTable).focus()
+        await pilot.pause()
+        assert [r.name for r in table.shown] == ["cudaDeviceSynchronize", "cudaLaunchKernel"]
+        await pilot.press("s")  # calls
+        assert table.shown[0].name == "cudaLaunchKernel"
+        row = table.query_one(DataTable).get_row_at(0)
+        assert row[0] == "100" and row[3] == "2/s"
+
+
+def test_api_table_explains_an_empty_table():
+    asyncio.run(_api_table_explains_an_empty_table())
+
+
+async def _api_table_explains_an_empty_table():
+    table = ApiTable()
+    async with One(table).run_test(size=(80, 24)):
+        assert "full mode" in str(table.border_subtitle)
+
+
+def activity():
+    k = layouts.KERNEL.empty(2)
+    k["pid"], k["stream"] = 1, [7, 7]
+    k["t_ns"], k["end_ns"] = [0, 500_000_000], [250_000_000, 1_000_000_000]
+    m = layouts.MEMCPY.empty(1)
+    m["pid"], m["stream"], m["copy_kind"] = 1, 13, CopyKind.HTOD
+    m["t_ns"], m["end_ns"] = 0, 100_000_000
+    return k, m, layouts.MEMSET.empty(0)
+
+
+def test_timeline_draws_one_row_per_stream_with_busy_share():
+    asyncio.run(_timeline_draws_one_row_per_stream_with_busy_share())
+
+
+async def _timeline_draws_one_row_per_stream_with_busy_share():
+    timeline = StreamTimeline()
+    async with One(timeline).run_test(size=(80, 24)) as pilot:
+        timeline.set_activity(*activity(), now_ns=1_000_000_000)
+        timeline.focus()
+        await pilot.pause()
+        lines = str(timeline.render()).splitlines()
+        assert lines[0].startswith("s7") and lines[1].startswith("s13")
+        assert "█" in lines[0] and "·" in lines[0] and lines[0].rstrip().endswith("75%")
+        assert "▒" in lines[1] and lines[1].rstrip().endswith("10%")
+        await pilot.press("minus")
+        assert timeline.window_ns == 2_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("starts", "ends", "expected"),
+    [
+        ([0], [10], [True] + [False] * 9),
+        ([0, 50], [100, 60], [True] * 10),
+        ([95], [300], [False] * 9 + [True]),
+        ([-50], [-10], [False] * 10),
+    ],
+)
+def test_cells(starts, ends, expected):
+    got = cells(0, 100, 10, np.array(starts), np.array(ends))
+    assert got.tolist() == expected
+
+
+def test_busy_fraction_counts_overlap_once():
+    assert busy_fraction(0, 100, np.array([0, 10, 60]), np.array([50, 20, 70])) == 0.6
