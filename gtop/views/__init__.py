@@ -1,1 +1,11 @@
-"""gtop.views."""
+"""gtop's terminal UI (Textual). Views read the model; they never collect.
+
+* :mod:`gtop.views.app` — :class:`GtopApp` and :func:`run_app`: polls the source on a
+  timer, applies to the :class:`~gtop.pipeline.model.Model`, redraws on a new generation.
+* Screens (:mod:`~gtop.views.screen` is their base: body, replay time bar, status line,
+  footer): :mod:`~gtop.views.overview` (GPU panels + process table) and
+  :mod:`~gtop.views.process_screen` (one process, with tabs).
+* Adding a tab to the process screen: see :mod:`gtop.views.panels`.
+* One widget per module; pure helpers in :mod:`~gtop.views.fmt`,
+  :mod:`~gtop.views.sparkline` and :mod:`~gtop.views.processes`.
+"""

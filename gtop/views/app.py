@@ -1,0 +1,365 @@
+"""The gtop terminal UI over any :class:`~gtop.pipeline.source.Source`, live or replayed.
+
+A timer polls the source on the UI thread (``poll`` never blocks), applies the update to
+the :class:`~gtop.pipeline.model.Model`, and redraws the current screen only when the
+model's ``generation`` changed. The one slow operation, starting or finalising a
+recording, runs in a thread worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from textual import work
+from textual.actions import SkipAction
+from textual.app import App
+from textual.binding import Binding
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+from textual.widgets import Input
+
+from gtop.collectors.live import default_recording_path
+from gtop.pipeline.model import Model
+from gtop.pipeline.source import Source
+from gtop.recordings.recorder import Recorder
+from gtop.recordings.replay import SPEEDS
+from gtop.views.commands import Command, GtopCommands
+from gtop.views.help_screen import HelpScreen, keys_of
+from gtop.views.overview import OverviewScreen
+from gtop.views.process_screen import ProcessScreen
+from gtop.views.process_table import ProcessTable
+from gtop.views.processes import COLUMNS, process_rows
+from gtop.views.screen import GtopScreen
+from gtop.views.status_line import Status
+from gtop.views.time_bar import Playback, TimeBar
+
+
+class Replayable(Protocol):
+    """The controls of a replayed source (:class:`~gtop.recordings.replay.ReplaySource`)."""
+
+    speed: float
+    paused: bool
+    t_start: int
+    t_end: int
+    meta: dict[str, Any]
+
+    @property
+    def position_s(self) -> float: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def at_end(self) -> bool: ...
+    def toggle_pause(self) -> None: ...
+    def faster(self) -> None: ...
+    def slower(self) -> None: ...
+    def seek(self, t_ns: int) -> None: ...
+    def step(self, seconds: float) -> None: ...
+
+
+class Recordable(Protocol):
+    """A live source that can record what it collects (:class:`LiveSource`)."""
+
+    pid: int | None
+    recorder: Recorder | None
+
+    def start_recording(self, path: Path) -> Recorder: ...
+    def stop_recording(self) -> Path | None: ...
+
+
+REPLAY_ACTIONS = frozenset({"step", "seek", "seek_edge", "slower", "faster", "seek_fraction"})
+SEEK_S = 5.0
+"""How far ←/→ (h/l) move in a replay."""
+
+
+class GtopApp(App[int]):
+    """gtop's UI.
+
+    Args:
+        source: where data comes from; started on mount and stopped on exit.
+        no_color: no colours at all (as with ``NO_COLOR``); shapes and words still read.
+        refresh_s: how often the source is polled and the screen may redraw.
+        start_pid: open this process's screen first (Esc goes to the overview).
+    """
+
+    TITLE = "gtop"
+    COMMANDS = App.COMMANDS | {GtopCommands}
+
+    BINDINGS = [
+        # Replay keys stay out of the footer: the time bar lists them. They are not
+        # priority bindings, so a focused widget that uses arrows (an input, tabs,
+        # a zoomable timeline) keeps them; h/l always reach the app.
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("space", "pause", "Pause"),
+        Binding("R", "record", "Record"),
+        Binding("comma", "step(-1)", "Back one sample", show=False),
+        Binding("full_stop", "step(1)", "Forward one sample", show=False),
+        Binding("left,h", "seek(-1)", "Back 5 s", show=False),
+        Binding("right,l", "seek(1)", "Forward 5 s", show=False),
+        Binding("home", "seek_edge(0)", "To the start", show=False),
+        Binding("end", "seek_edge(1)", "To the end", show=False),
+        Binding("minus", "slower", "Slower replay", show=False),
+        Binding("plus,equals_sign", "faster", "Faster replay", show=False),
+    ]
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        no_color: bool = False,
+        refresh_s: float = 0.5,
+        start_pid: int | None = None,
+    ) -> None:
+        if no_color:
+            os.environ["NO_COLOR"] = "1"  # Textual reads it in App.__init__
+        super().__init__()
+        self.source = source
+        self.replay = None if source.live else cast(Replayable, source)
+        """The replay controls, or None when live."""
+        self.recordable = cast(Recordable, source) if hasattr(source, "start_recording") else None
+        """The recording controls, or None (replays cannot record)."""
+        self.model = Model()
+        self.refresh_s = refresh_s
+        self.start_pid = start_pid
+        self.display_paused = False
+        """Live only: keep collecting but stop redrawing."""
+        self.recording_busy = False
+        """A recording is being started or finalised (R is greyed meanwhile)."""
+        self.shown: tuple[int, GtopScreen] | None = None
+        """The model generation and screen last drawn (None: redraw at the next tick)."""
+        self.sub_title = source.title
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def get_default_screen(self) -> OverviewScreen:
+        return OverviewScreen(
+            self.model,
+            replay=not self.source.live,
+            no_gpu_reason=self.source.meta.get("nvml_error"),
+        )
+
+    def on_mount(self) -> None:
+        self.source.start()
+        self.call_after_refresh(self.tick)
+        self.set_interval(self.refresh_s, self.tick)
+        if self.start_pid is not None:
+            self.open_process(self.start_pid)
+
+    def on_unmount(self) -> None:
+        self.source.stop()
+
+    def tick(self) -> None:
+        """Poll the source, apply, redraw what changed."""
+        update = self.source.poll()
+        if update.reset or update.batches or update.entities:
+            self.model.apply(update, self.source.now_ns())
+        screen = self.screen_stack[-1] if self.screen_stack else None
+        if not isinstance(screen, GtopScreen) or not screen.is_mounted:
+            return
+        if not self.display_paused and self.shown != (self.model.generation, screen):
+            self.shown = (self.model.generation, screen)
+            screen.show(self.model)
+        screen.show_chrome(self.status(), self.playback())
+
+    def status(self) -> Status:
+        recorder = self.recordable.recorder if self.recordable else None
+        trouble = []
+        for st in self.source.statuses():
+            if st.errors:
+                trouble.append(f"{st.name}: {st.errors} errors ({st.last_error})")
+            elif not st.ok:
+                trouble.append(f"{st.name}: {st.detail}")
+        if recorder is not None and recorder.error:
+            trouble.append(recorder.error)
+        paused = self.replay.paused if self.replay else self.display_paused
+        return Status(
+            live=self.source.live,
+            title=self.source.title,
+            paused=paused,
+            recording=f"{recorder.path.name} {recorder.rows():,} rows" if recorder else None,
+            drops={**self.source.drops(), **self.model.drops()},
+            trouble=tuple(trouble),
+        )
+
+    def playback(self) -> Playback | None:
+        rp = self.replay
+        if rp is None:
+            return None
+        return Playback(rp.position_s, rp.duration_s, rp.speed, rp.paused, rp.at_end)
+
+    def redraw(self) -> None:
+        """Apply what the source has now and redraw (after a control changed state)."""
+        self.shown = None
+        self.tick()
+
+    # --- navigation ---------------------------------------------------------------------
+
+    def open_process(self, pid: int) -> None:
+        self.push_screen(ProcessScreen(self.model, pid, replay=not self.source.live))
+
+    def on_process_table_chosen(self, message: ProcessTable.Chosen) -> None:
+        self.open_process(message.pid)
+
+    def on_time_bar_seek(self, message: TimeBar.Seek) -> None:
+        self.action_seek_fraction(message.fraction)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(keys_of(self.screen.active_bindings, self.get_key_display)))
+
+    # --- controls -----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # (no screen while the app shuts down: the footer may still ask)
+        typing = bool(self.screen_stack) and isinstance(self.screen_stack[-1].focused, Input)
+        if action in REPLAY_ACTIONS:
+            return self.replay is not None and not typing
+        if action == "record":
+            return None if self.recordable is None or self.recording_busy else True
+        return True
+
+    def action_pause(self) -> None:
+        """Live: freeze the display (collection goes on). Replay: pause playback."""
+        if self.replay is None:
+            self.display_paused = not self.display_paused
+        else:
+            self.replay.toggle_pause()
+        self.redraw()
+
+    def action_step(self, direction: int) -> None:
+        """Move one sampling interval back or forward (and pause there)."""
+        rp = self._replay()
+        rp.paused = True
+        rp.step(direction * float(rp.meta.get("interval_s") or 0.5))
+        self.redraw()
+
+    def action_seek(self, direction: int) -> None:
+        self._replay().step(direction * SEEK_S)
+        self.redraw()
+
+    def action_seek_edge(self, end: int) -> None:
+        rp = self._replay()
+        rp.seek(rp.t_end if end else rp.t_start)
+        self.redraw()
+
+    def action_seek_fraction(self, fraction: float) -> None:
+        rp = self._replay()
+        rp.seek(rp.t_start + int(fraction * (rp.t_end - rp.t_start)))
+        self.redraw()
+
+    def action_slower(self) -> None:
+        self._replay().slower()
+        self.redraw()
+
+    def action_faster(self) -> None:
+        self._replay().faster()
+        self.redraw()
+
+    def _set_speed(self, speed: float) -> None:
+        self._replay().speed = speed
+        self.redraw()
+
+    def _replay(self) -> Replayable:
+        """The replay controls (replay actions are disabled when live, via check_action).
+
+        Raises:
+            SkipAction: the source is live.
+        """
+        if self.replay is None:
+            raise SkipAction()
+        return self.replay
+
+    def action_record(self) -> None:
+        """Start recording to ``gtop-<host>-<pid>-<time>.gtop`` in the current directory,
+        or stop and finalise the recording."""
+        if self.recordable is None:
+            return
+        self.recording_busy = True
+        self.refresh_bindings()
+        self._toggle_recording(self.recordable)
+
+    @work(thread=True, exclusive=True, group="recording")
+    def _toggle_recording(self, src: Recordable) -> None:
+        """Runs on a worker thread: opening or finalising the file touches the disk."""
+        severity: SeverityLevel = "information"
+        try:
+            if src.recorder is None:
+                path = src.start_recording(default_recording_path(src.pid)).path
+                message = f"recording to {path}"
+            else:
+                rows = src.recorder.rows()
+                message = f"recorded {rows:,} rows to {src.stop_recording()}"
+        except (OSError, RuntimeError, sqlite3.Error) as exc:
+            message, severity = f"recording failed: {exc}", "error"
+        self.call_from_thread(self._recording_toggled, message, severity)
+
+    def _recording_toggled(self, message: str, severity: SeverityLevel) -> None:
+        self.recording_busy = False
+        self.refresh_bindings()
+        self.notify(message, severity=severity)
+        self.redraw()
+
+    # --- command palette ----------------------------------------------------------------
+
+    def palette_commands(self, screen: Screen) -> list[Command]:
+        """Commands for the palette opened over ``screen``, in the current state."""
+        cmds = [Command("Show keys", "every key and what it does", self.action_help)]
+        if isinstance(screen, OverviewScreen):
+            table = screen.table
+            for col in COLUMNS:
+                cmds.append(
+                    Command(
+                        f"Sort processes by {col.label}",
+                        "s cycles columns, S reverses",
+                        lambda key=col.key: setattr(table, "sort_key", key),
+                    )
+                )
+            cmds.append(
+                Command("Filter processes", "by command, user or pid (/)", screen.action_filter)
+            )
+        if self.recordable is not None:
+            rec = "Stop recording" if self.recordable.recorder else "Start recording"
+            cmds.append(Command(rec, "R", self.action_record))
+        if self.replay is None:
+            cmds.append(Command("Pause / resume display", "space", self.action_pause))
+        else:
+            cmds.append(Command("Play / pause replay", "space", self.action_pause))
+            cmds.append(Command("Seek to start", "home", lambda: self.action_seek_edge(0)))
+            cmds.append(Command("Seek to end", "end", lambda: self.action_seek_edge(1)))
+            for frac in (0.25, 0.5, 0.75):
+                cmds.append(
+                    Command(
+                        f"Seek to {frac:.0%}",
+                        "of the recording",
+                        lambda f=frac: self.action_seek_fraction(f),
+                    )
+                )
+            for speed in SPEEDS:
+                cmds.append(
+                    Command(
+                        f"Replay speed ×{speed:g}",
+                        "- and + step",
+                        lambda s=speed: self._set_speed(s),
+                    )
+                )
+        for row in process_rows(self.model):
+            cmds.append(
+                Command(
+                    f"Go to process {row.pid} {row.command[:50]}",
+                    row.user,
+                    lambda p=row.pid: self.open_process(p),
+                )
+            )
+        return cmds
+
+
+def run_app(source: Source, **kw: Any) -> int:
+    """Run the UI until the user quits; returns the exit status (0).
+
+    Keyword arguments are those of :class:`GtopApp`.
+    """
+    app = GtopApp(source, **kw)
+    app.run()
+    return app.return_code or 0

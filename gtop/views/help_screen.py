@@ -1,0 +1,83 @@
+"""The `?` screen: every key that works where the user pressed `?`, from BINDINGS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import ActiveBinding, Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+
+@dataclass(frozen=True)
+class KeyHelp:
+    """One key: how it is shown, what it does, whether it works right now."""
+
+    key: str
+    description: str
+    enabled: bool
+
+
+def keys_of(
+    active_bindings: dict[str, ActiveBinding], display: Callable[[Binding], str]
+) -> list[KeyHelp]:
+    """A screen's ``active_bindings``, one entry per action, app-wide keys first
+    (then the screen's, then the focused widget's).
+
+    Keys bound to the same action and description are joined (``←/h``).
+    """
+    merged: dict[tuple[str, str], list[str]] = {}
+    enabled: dict[tuple[str, str], bool] = {}
+    by_node: dict[int, list[ActiveBinding]] = {}
+    for active in active_bindings.values():
+        by_node.setdefault(id(active.node), []).append(active)
+    groups = sorted(by_node.values(), key=lambda g: len(g[0].node.ancestors_with_self))
+    for active in (a for group in groups for a in group):
+        binding = active.binding
+        if not binding.description:
+            continue
+        ident = (binding.action, binding.description)
+        merged.setdefault(ident, []).append(display(binding))
+        enabled[ident] = enabled.get(ident, False) or active.enabled
+    return [
+        KeyHelp("/".join(keys), desc, enabled[(action, desc)])
+        for (action, desc), keys in merged.items()
+    ]
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys in a table; greyed rows do not apply here (e.g. live-only keys in a replay)."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical {
+        width: 64; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    HelpScreen DataTable { height: auto; max-height: 18; }
+    HelpScreen Static { color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "dismiss", "Close", show=False),
+        Binding("question_mark", "dismiss", "Close", show=False),
+        Binding("q", "dismiss", "Close", show=False),
+    ]
+
+    def __init__(self, keys: list[KeyHelp]) -> None:
+        super().__init__()
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "gtop keys"
+            yield Static("(n/a) = not available here · Esc closes")
+            table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
+            table.add_columns("key", "action")
+            for item in self.keys:
+                desc = item.description if item.enabled else f"{item.description} (n/a)"
+                table.add_row(item.key, desc)
+            yield table

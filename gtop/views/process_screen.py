@@ -1,0 +1,63 @@
+"""One process: identity, its resource history, and the registered panels as tabs."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import TabbedContent, TabPane
+
+from gtop.pipeline.model import Model
+from gtop.views.panels import ModelView, process_panels
+from gtop.views.process_summary import ProcessSummary
+from gtop.views.screen import GtopScreen
+
+
+class ProcessScreen(GtopScreen):
+    """Focus on ``pid``; Esc or Backspace goes back."""
+
+    DEFAULT_CSS = """
+    ProcessScreen TabbedContent { height: 1fr; }
+    ProcessScreen TabPane { padding: 0; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("backspace", "back", "Back", show=False),
+        Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+    ]
+
+    def __init__(self, model: Model, pid: int, *, replay: bool) -> None:
+        super().__init__(model, replay=replay)
+        self.pid = pid
+        self._panels: dict[str, ModelView] = {}
+        self.summary = ProcessSummary(pid)
+        self.tabs = TabbedContent()
+
+    def compose_body(self) -> ComposeResult:
+        yield self.summary
+        with self.tabs:
+            for i, spec in enumerate(process_panels()):
+                panel = spec.factory(self.pid)
+                self._panels[f"panel-{i}"] = panel
+                with TabPane(spec.title, id=f"panel-{i}"):
+                    yield panel
+
+    def show(self, model: Model) -> None:
+        self.summary.show(model)
+        active = self.tabs.active
+        if active in self._panels:
+            self._panels[active].show(model)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        panel = self._panels.get(event.pane.id or "")
+        if panel is not None:
+            panel.show(self.model)
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_tab(self, step: int) -> None:
+        """Open the next (``step`` = 1) or previous (-1) tab."""
+        ids = list(self._panels)
+        self.tabs.active = ids[(ids.index(self.tabs.active) + step) % len(ids)]

@@ -1,0 +1,68 @@
+"""One line: live or replay, paused, recording state, drops and collector trouble."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+
+@dataclass(frozen=True)
+class Status:
+    """What the status line shows (built by the app from its source and model)."""
+
+    live: bool
+    title: str
+    paused: bool = False
+    recording: str | None = None
+    """``"file.gtop 1,234 rows"`` while recording, else None."""
+    drops: dict[str, int] = field(default_factory=dict)
+    """Rows lost, by stream: always shown when non-zero."""
+    trouble: tuple[str, ...] = ()
+    """Collector errors and notes, e.g. ``"nvml: no NVIDIA driver found"``."""
+
+
+class StatusLine(Widget):
+    """Drops come right after the mode so that they survive truncation at 80 columns."""
+
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; padding: 0 1; }
+    StatusLine > .status-line--mode { text-style: bold; }
+    StatusLine > .status-line--rec { color: $error; text-style: bold; }
+    StatusLine > .status-line--warn { color: $warning; text-style: bold; }
+    StatusLine > .status-line--muted { color: $text-muted; }
+    """
+
+    COMPONENT_CLASSES = {
+        "status-line--mode",
+        "status-line--rec",
+        "status-line--warn",
+        "status-line--muted",
+    }
+
+    status: reactive[Status | None] = reactive(None, layout=False)
+    """The current status; the line is blank until the first one."""
+
+    def render(self) -> Text:
+        st = self.status
+        if st is None:
+            return Text()
+
+        def style(name: str) -> object:
+            return self.get_component_rich_style(f"status-line--{name}", partial=True)
+
+        parts: list[Text] = [Text(("● LIVE " if st.live else "▶ ") + st.title, style=style("mode"))]
+        if st.paused:
+            parts.append(Text("⏸ PAUSED", style=style("warn")))
+        if st.recording:
+            parts.append(Text(f"⏺ REC {st.recording}", style=style("rec")))
+        if st.drops:
+            lost = ", ".join(f"{k} {v:,}" for k, v in sorted(st.drops.items()))
+            parts.append(Text(f"⚠ drops: {lost}", style=style("warn")))
+        parts.extend(Text(t, style=style("muted")) for t in st.trouble)
+        out = Text(" │ ").join(parts)
+        out.no_wrap = True
+        out.overflow = "ellipsis"
+        return out

@@ -1,0 +1,131 @@
+"""gtop in a real terminal: tmux at 80×24, driven with send-keys and read with
+capture-pane. tmux is required (CI installs it); a missing tmux fails these tests."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXIT_MARK = "gtop-exit="
+
+
+class Terminal:
+    """One tmux server of our own (its own socket), one 80×24 window running ``command``."""
+
+    def __init__(self, name: str) -> None:
+        tmux = shutil.which("tmux")
+        if tmux is None:
+            pytest.fail("tmux is not installed: the terminal tests need it (apt-get install tmux)")
+        self.base = [tmux, "-L", name]
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run(
+            [*self.base, *args], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    def start(self, argv: list[str], env: str = "") -> None:
+        command = " ".join(argv)
+        shell = f"cd {REPO} && {env} {command}; echo {EXIT_MARK}$?; sleep 60"
+        self.tmux("new-session", "-d", "-s", "t", "-x", "80", "-y", "24", shell)
+
+    def screen(self, colors: bool = False) -> str:
+        return self.tmux("capture-pane", "-p", *(["-e"] if colors else []), "-t", "t")
+
+    def wait_for(self, check: Callable[[str], bool], timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if check(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"terminal never showed what was expected:\n{text}")
+            time.sleep(0.2)
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def close(self) -> None:
+        subprocess.run([*self.base, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def terminal(request: pytest.FixtureRequest) -> Iterator[Terminal]:
+    term = Terminal(f"gtop-test-{request.node.name}-{time.monotonic_ns()}")
+    try:
+        yield term
+    finally:
+        term.close()
+
+
+GREYS_256 = {0, 7, 8, 15, 16, 59, 102, 145, 188, 231, *range(232, 256)}
+
+
+def grey(sgr: str) -> bool:
+    """True if an SGR parameter string sets no colour, or only a grey (256 or RGB)."""
+    parts = [int(p) for p in sgr.split(";") if p]
+    i = 0
+    while i < len(parts):
+        if parts[i] in (38, 48) and parts[i + 1 : i + 2] == [5]:
+            if parts[i + 2] not in GREYS_256:
+                return False
+            i += 3
+        elif parts[i] in (38, 48) and parts[i + 1 : i + 2] == [2]:
+            if len(set(parts[i + 2 : i + 5])) != 1:
+                return False
+            i += 5
+        elif 30 <= parts[i] <= 37 or 40 <= parts[i] <= 47 or 90 <= parts[i] <= 107:
+            if parts[i] % 10 not in (0, 7):
+                return False
+            i += 1
+        else:
+            i += 1
+    return True
+
+
+def quit_cleanly(term: Terminal) -> None:
+    term.keys("q")
+    screen = term.wait_for(lambda s: EXIT_MARK in s)
+    assert f"{EXIT_MARK}0" in screen
+    assert "Traceback" not in screen
+
+
+def test_demo_shows_the_recorded_gpu(terminal: Terminal) -> None:
+    terminal.start([sys.executable, "-m", "gtop", "demo"])
+    screen = terminal.wait_for(lambda s: "NVIDIA H200" in s and "PID" in s)
+    assert "util" in screen and "mem" in screen
+    assert "replay idle_busy_idle.gtop" in screen
+    terminal.keys("space")
+    terminal.wait_for(lambda s: "PAUSE" in s)
+    quit_cleanly(terminal)
+
+
+def test_demo_without_color(terminal: Terminal) -> None:
+    terminal.start([sys.executable, "-m", "gtop", "demo", "--no-color"])
+    terminal.wait_for(lambda s: "NVIDIA H200" in s)
+    colors = set(re.findall(r"\x1b\[([0-9;]*)m", terminal.screen(colors=True)))
+    hues = {c for c in colors if not grey(c)}
+    assert not hues, f"coloured SGR sequences with --no-color: {sorted(hues)}"
+    quit_cleanly(terminal)
+
+
+def test_live_pid_shows_its_host_data(terminal: Terminal) -> None:
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        terminal.start([sys.executable, "-m", "gtop", "--pid", str(target.pid)])
+        terminal.wait_for(lambda s: f"PID {target.pid}" in s and "RSS" in s and "LIVE" in s)
+        terminal.wait_for(lambda s: "sleep(120)" in s)  # its command line, from /proc
+        terminal.keys("Escape")
+        terminal.wait_for(lambda s: "No GPU data" in s)
+        quit_cleanly(terminal)
+    finally:
+        target.kill()
+        target.wait()
