@@ -314,7 +314,10 @@ def _open_recording(path: Path):  # -> Recording
 def _run_ui(source, config: Config) -> int:
     from gtop.views.app import run_app
 
-    return run_app(source, no_color=config.no_color, start_pid=config.pid)
+    start_pid = config.pid if config.pid is not None else getattr(source, "pid", None)
+    return run_app(
+        source, no_color=config.no_color, start_pid=start_pid, refresh_s=min(0.5, config.interval_s)
+    )
 
 
 def cmd_top(config: Config) -> int:
