@@ -27,10 +27,12 @@ for step in $steps; do
             timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
             python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
     host) (cd benchmarks && python3 host_gpu_check.py "$OUT/host" --seconds 20)
-          python3 -m gtop record --force --agent-mode full --interval 0.25 \
-            -o "$OUT/host/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
-            --seconds 15 --data-dir /tmp/slow-loader
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
+    slow-loader) python3 -m gtop record --force --agent-mode full --interval 0.25 \
+            -o "$OUT/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
+            --seconds 12 --data-dir /tmp/slow-loader ;;
+    io-case) python3 benchmarks/constructed_shares.py --out "$OUT/io" --cases io --seconds 6
+             mv "$OUT"/io/constructed-io.* "$OUT"/ ;;
     attribution) python3 benchmarks/constructed_shares.py --out "$OUT/attr" --seconds 8
                  python3 benchmarks/realistic_breakdown.py --out "$OUT/attr" --seconds 10
                  rm -f "$OUT"/attr/gtop-io-*
