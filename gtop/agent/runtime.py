@@ -44,6 +44,8 @@ CLOCK_INTERVAL_S = 1.0
 POLL_S = 0.05
 SEND_TIMEOUT_S = 10.0
 EXIT_JOIN_S = 3.0
+DRAIN_S = 1.0
+"""After the last buffer, how long to keep answering gtop's name requests."""
 
 _lock = threading.Lock()
 _session: Session | None = None
@@ -128,6 +130,8 @@ class Session(threading.Thread):
         self.refused = ""
         """Kinds CUPTI would not enable, and why."""
         self.reader = wire.FrameReader()
+        self.drained = False
+        """gtop has answered the DRAIN frame (every name it needs is resolved)."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -270,6 +274,7 @@ class Session(threading.Thread):
             try:
                 self._ship(items)
                 items = []
+                self._drain()
             except BaseException:
                 self.connected = False
         for item in items:
@@ -279,6 +284,20 @@ class Session(threading.Thread):
         if self.options.get("finalize", True):
             _quietly(cupti.finalize)
         pool.trim()
+
+    def _drain(self) -> None:
+        """Answer gtop's name requests for the last buffers before CUPTI is finalised.
+
+        Kernel names first seen in the final buffers (kernels first launched late, or
+        from a thread whose buffer CUPTI returns only at the end) would otherwise never
+        be resolved: their pointers are only readable here, and only until
+        ``cuptiFinalize``. Bounded by :data:`DRAIN_S`; an older gtop that does not
+        answer costs exactly that.
+        """
+        self._send(wire.json_frame(wire.DRAIN, {}))
+        deadline = time.monotonic() + DRAIN_S
+        while not self.drained and (left := deadline - time.monotonic()) > 0:
+            self._service(min(POLL_S, left))
 
     def _close(self) -> None:
         if self.sock is not None:
@@ -356,6 +375,8 @@ class Session(threading.Thread):
         op = msg.get("op")
         if op == "detach":
             self.stop_requested.set()
+        elif op == "drained":
+            self.drained = True
         elif op == "resolve":
             names = {str(p): read_cstring(int(p)) for p in msg.get("pointers", [])}
             self._send(wire.json_frame(wire.NAMES, {"names": names}))

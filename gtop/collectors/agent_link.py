@@ -277,6 +277,10 @@ class AgentLink:
             self._update(conn, state="error", message=f"protocol error: {exc}")
             self._close(sel, conn)
             return
+        self._ask_names(conn)
+
+    def _ask_names(self, conn: _Conn) -> None:
+        """Ask the agent to resolve the name pointers first seen in its buffers."""
         pending = self._names.take_pending(conn.status.pid)
         if pending:
             self._send(conn, wire.json_frame(wire.CONTROL, {"op": "resolve", "pointers": pending}))
@@ -284,6 +288,11 @@ class AgentLink:
     def _handle(self, conn: _Conn, kind: int, payload: bytes) -> None:
         if kind == wire.BUFFER:
             self._buffer(conn, payload)
+        elif kind == wire.DRAIN:
+            # every buffer before this frame is decoded: ask for the last names, then
+            # let the agent finalise CUPTI (the agent answers in order)
+            self._ask_names(conn)
+            self._send(conn, wire.json_frame(wire.CONTROL, {"op": "drained"}))
         elif kind == wire.HELLO:
             hello = wire.decode_json(payload)
             py = ".".join(str(v) for v in hello.get("python", []))

@@ -99,6 +99,32 @@ def test_target_exit_keeps_data_and_marks_exited(processes, fake_libs, link_fact
     assert len(got.wait("kernel", 10)) == 10
 
 
+@pytest.mark.parametrize("leave", ["exit", "detach"])
+def test_names_first_seen_in_the_last_buffer_are_resolved(
+    processes, fake_libs, link_factory, leave
+):
+    # The H200 run lost the names of kernels whose records arrived only in the final
+    # buffers: the agent finalised CUPTI and left before gtop's name request came.
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    got.wait("kernel", 10)
+    target.ask("launch 3 late_kernel")  # only in the buffer delivered on the way out
+    if leave == "exit":
+        target.send("exit")
+        assert target.proc.wait(10) == 0
+        assert link.wait(target.pid, ("exited",), 10) is not None
+    else:
+        link.stop()
+    kernels = got.wait("kernel", 13)
+    got.poll()
+    names = {v["name"] for v in got.named("kernel_name").values()}
+    assert names == {KERNEL_NAME, "late_kernel"}
+    assert len(kernels) == 13
+
+
 def test_detach_disables_tracing_and_target_runs_on(processes, fake_libs, link_factory):
     link, _ = link_factory()
     target = launch_fake(processes, fake_libs, link)
