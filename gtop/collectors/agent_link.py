@@ -37,7 +37,7 @@ import gtop
 from gtop.agent import bootstrap, shim_blob, wire
 from gtop.agent.modes import kinds_for
 from gtop.collectors.cupti_clock import ClockTracker
-from gtop.collectors.cupti_decode import Decoder, NameTable
+from gtop.collectors.cupti_decode import Decoded, Decoder, NameTable
 from gtop.pipeline.hub import Entity, Hub
 
 RECV_BYTES = 1 << 20
@@ -241,7 +241,7 @@ class AgentLink:
                     if key.fileobj is self._listener:
                         self._accept(sel)
                     else:
-                        self._receive(sel, key.data)
+                        self._receive_guarded(sel, key.data)
         finally:
             for conn in list(self._conns.values()):
                 self._close(sel, conn)
@@ -259,6 +259,14 @@ class AgentLink:
         self._conns[pid] = conn
         sel.register(sock, selectors.EVENT_READ, conn)
         self._update(conn)
+
+    def _receive_guarded(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        """:meth:`_receive`; whatever one agent sends can only end that agent's link."""
+        try:
+            self._receive(sel, conn)
+        except Exception as exc:  # shown as the agent's state, as data
+            self._update(conn, state="error", message=f"link: {type(exc).__name__}: {exc}")
+            self._close(sel, conn)
 
     def _receive(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
         try:
@@ -333,10 +341,11 @@ class AgentLink:
         raw = memoryview(payload)[wire.BUFFER_HEAD.size :]
         try:
             decoded = conn.decoder.decode(raw, conn.clock.current)
-        except (ValueError, TypeError, OverflowError, IndexError):
-            # A buffer we cannot decode is lost data, counted and shown; the link lives on.
+        except Exception:
+            # A buffer we cannot decode is lost data, counted and shown (its bytes as
+            # undecoded, its drop count still added below); the link lives on.
             self.hub.count_source_drops("cupti buffers undecodable", 1)
-            return
+            decoded = Decoded(undecoded_bytes=len(raw))
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
         if dropped:

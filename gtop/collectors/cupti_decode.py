@@ -214,6 +214,17 @@ def api_class(kind: int, cbid: np.ndarray) -> np.ndarray:
     return np.where(cbid < len(table), table[np.minimum(cbid, len(table) - 1)], ApiClass.OTHER)
 
 
+def _thread_ids(a: np.ndarray) -> np.ndarray:
+    """Thread id of each OVERHEAD/MARKER record (int64; -1 when its object is a process).
+
+    ``object_tid`` is uint32: mixed with -1 it must be widened first. Depending on the
+    numpy version, ``np.where(mask, uint32_array, -1)`` either raises OverflowError (it
+    killed the link on the GPU machine) or silently gives 4294967295.
+    """
+    threaded = a["object_kind"] == rec.OBJECT_THREAD
+    return np.where(threaded, a["object_tid"].astype(np.int64), np.int64(-1))
+
+
 class NameTable:
     """Stable ids for name pointers, per process, shared by every agent connection.
 
@@ -358,8 +369,7 @@ class Decoder:
             b = layouts.OVERHEAD.empty(len(a))
             b["t_ns"], b["end_ns"] = t(a["start"]), t(a["end"])
             b["pid"] = self.pid
-            threaded = a["object_kind"] == rec.OBJECT_THREAD
-            b["tid"] = np.where(threaded, a["object_tid"].astype(np.int64), -1)
+            b["tid"] = _thread_ids(a)
             b["overhead_kind"] = a["overhead_kind"]
             return layouts.OVERHEAD.name, b
         if kind == rec.MARKER:
@@ -377,7 +387,7 @@ class Decoder:
         ts = t(a["timestamp"])
         name_ids = self.names.ids(self.pid, "marker_name", a["name"])
         domain_ids = self.names.ids(self.pid, "marker_name", a["domain"])
-        tids = np.where(a["object_kind"] == rec.OBJECT_THREAD, a["object_tid"], -1)
+        tids = _thread_ids(a)
         rows = []
         for i, flags in enumerate(a["flags"].tolist()):
             mid = int(a["id"][i])

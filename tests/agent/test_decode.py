@@ -197,3 +197,45 @@ def test_records_without_end_are_counted_incomplete():
     out = Decoder(1, NameTable()).decode(buf, CLOCK)
     assert out.incomplete == 2
     assert sorted(out.batches["kernel"]["end_ns"].tolist())[0] == -1
+
+
+def _field_values(kind: int) -> st.SearchStrategy[dict[str, int]]:
+    """Any value each field's type can hold, edges weighted in (0, max, min, -1)."""
+    out = {}
+    for name, (fmt, _) in rec.FIELDS[kind].items():
+        info = np.iinfo(np.dtype(fmt))
+        edges = st.sampled_from(sorted({0, 1, int(info.max), int(info.min), max(-1, info.min)}))
+        out[name] = st.one_of(edges, st.integers(int(info.min), int(info.max)))
+    return st.fixed_dictionaries(out)
+
+
+RECORD = st.sampled_from(sorted(rec.FIELDS)).flatmap(
+    lambda kind: st.tuples(st.just(kind), _field_values(kind))
+)
+
+
+@given(st.lists(RECORD, min_size=1, max_size=40))
+def test_decode_never_raises_on_any_field_values(records):
+    """Real buffers carry unsigned ids next to -1 markers, unknown enum values (object,
+    overhead, copy and sync kinds), zero end times and wild pointers: none may raise."""
+    import warnings
+
+    buf = b"".join(record(kind, **values) for kind, values in records)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow/cast warnings too
+        out = Decoder(3, NameTable()).decode(buf, CLOCK)
+    assert sum(out.records.values()) == len(records) and out.undecoded_bytes == 0
+    gpu = [out.batches[s] for s in ("kernel", "memcpy", "memset") if s in out.batches]
+    assert out.incomplete == sum(int((b["end_ns"] < 0).sum()) for b in gpu)
+
+
+@pytest.mark.parametrize("kind", [rec.OVERHEAD, rec.MARKER])
+def test_thread_id_is_minus_one_for_process_objects(kind):
+    # object_tid is uint32: -1 must not wrap to 4294967295 (or raise, on other numpys)
+    base = {"flags": rec.MARKER_INSTANT} if kind == rec.MARKER else {}
+    buf = record(kind, object_kind=1, object_tid=0xFFFFFFFF, **base) + record(
+        kind, object_kind=rec.OBJECT_THREAD, object_tid=4_000_000, **base
+    )
+    out = Decoder(3, NameTable()).decode(buf, CLOCK).batches
+    stream = "overhead" if kind == rec.OVERHEAD else "marker"
+    assert sorted(out[stream]["tid"].tolist()) == [-1, 4_000_000]
