@@ -3,10 +3,13 @@ collect what the agent link received, describe the machine, print tables."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gtop.collectors.agent_link import AgentLink
+from gtop.collectors.agent_link import REFUSALS, AgentLink
 from gtop.collectors.attach import launch_with_agent
 from gtop.pipeline.hub import Entity, Hub, Subscription
 
@@ -33,20 +36,45 @@ class Run:
     batches: dict[str, list[np.ndarray]] = field(default_factory=dict)
     entities: list[Entity] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # stdout is read on a thread, so that every read has a deadline even when the
+        # workload hangs without printing
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, name="workload-stdout", daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            for line in self.proc.stdout:
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self._lines.put(None)
+
     def read(self, tag: str, timeout: float = 300.0) -> dict:
-        """Read stdout lines until one starting with ``tag``; return its JSON payload."""
+        """Read stdout lines until one starting with ``tag``; return its JSON payload.
+
+        Raises:
+            RuntimeError: the workload exited, or printed no such line within ``timeout``
+                (the workload is killed then).
+        """
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"workload exited ({self.proc.wait()}) before {tag!r}")
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                self.drain()
+                continue
+            if line is None:
+                self._lines.put(None)
+                raise RuntimeError(f"workload exited ({self.proc.wait(10)}) before {tag!r}")
             word, _, rest = line.strip().partition(" ")
             payload = json.loads(rest) if rest.startswith("{") else {}
             self.lines.append((word, payload))
             self.drain()
             if word == tag:
                 return payload
-        raise RuntimeError(f"no {tag!r} line within {timeout} s")
+        self.proc.kill()
+        raise RuntimeError(f"no {tag!r} line within {timeout:.0f} s: workload killed")
 
     def send(self, text: str) -> None:
         self.proc.stdin.write(text + "\n")
@@ -65,16 +93,23 @@ class Run:
         got = self.batches.get(stream)
         return np.concatenate(got) if got else np.empty(0)
 
-    def finish(self) -> None:
+    def finish(self, timeout: float = 60.0) -> None:
+        """Close the workload's stdin, wait for it to exit (killed after ``timeout``),
+        let the link take its last buffers, then stop the link."""
         if self.proc.poll() is None:
-            self.proc.stdin.close()
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
             try:
-                self.proc.wait(60)
+                self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        self.drain()
+                self.proc.wait(10)
         if self.link is not None:
+            # the agent ships its last buffers on the way out: wait until the link has
+            # read them all (the connection closes after them), then collect
+            self.link.wait(self.proc.pid, ("exited", "detached", *REFUSALS), 10)
             self.link.stop()
+        self.drain()
 
 
 def start(
