@@ -112,6 +112,29 @@ class Run:
         self.drain()
 
 
+def _cpu_sets() -> tuple[set[int], set[int]] | None:
+    """(workload CPUs, benchmark CPUs): workloads always run on the same cores, apart
+    from gtop's decoding in this process, so runs differ less (``GTOP_BENCH_NO_PIN=1``
+    turns it off; machines under 8 cores are not pinned)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if len(cpus) < 8 or os.environ.get("GTOP_BENCH_NO_PIN"):
+        return None
+    half = len(cpus) // 2
+    return set(cpus[1:half]), set(cpus[half:])
+
+
+CPU_SETS = _cpu_sets()
+
+
+def pin_benchmark() -> None:
+    """Keep this process (gtop's link and decoding) off the workloads' cores."""
+    if CPU_SETS is not None:
+        os.sched_setaffinity(0, CPU_SETS[1])
+
+
 def start(
     workload: str,
     args: list[str],
@@ -123,11 +146,19 @@ def start(
     cmd = [sys.executable, str(WORKLOADS / f"{workload}.py"), *args]
     pipes: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
     if gtop_mode is None:
-        return Run(subprocess.Popen(cmd, **pipes))
+        return Run(_pinned(subprocess.Popen(cmd, **pipes)))
     hub = Hub(ring_rows=1 << 24)
     sub = hub.subscribe()
     link = AgentLink(hub, mode=gtop_mode, options=options).start()
-    return Run(launch_with_agent(cmd, link, **pipes), link, sub)
+    return Run(_pinned(launch_with_agent(cmd, link, **pipes)), link, sub)
+
+
+def _pinned(proc: subprocess.Popen) -> subprocess.Popen:
+    """Pin a just-started workload (before it starts its threads, which inherit it)."""
+    if CPU_SETS is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(proc.pid, CPU_SETS[0])
+    return proc
 
 
 def attach_link(run: Run, mode: str = "default") -> float:
