@@ -94,7 +94,11 @@ def test_target_exits_while_attached(processes, link_factory):
     target.send("exit")
     assert target.proc.wait(20) == 0
     assert link.wait(target.pid, ("exited",), 10) is not None
-    assert len(got.wait("kernel", 60)) >= 60
+    kernels = got.wait("kernel", 60)
+    assert len(kernels) >= 60
+    # names first seen in the buffers delivered on the way out are resolved too
+    named = {int(k) for k in got.named("kernel_name")}
+    assert set(kernels["name_id"].tolist()) <= named
 
 
 def test_gtop_sigkilled_while_attached(processes, link_factory):
