@@ -229,6 +229,22 @@ def test_decode_never_raises_on_any_field_values(records):
     assert out.incomplete == sum(int((b["end_ns"] < 0).sum()) for b in gpu)
 
 
+@given(st.lists(RECORD, min_size=1, max_size=40))
+def test_summaries_of_any_decoded_records_never_raise(records):
+    """The kernel, copy and API tables take whatever the decoder gives them."""
+    from gtop.analysis.cuda_activity import api_summary, kernel_summary, memcpy_summary
+
+    buf = b"".join(record(kind, **values) for kind, values in records)
+    out = Decoder(3, NameTable()).decode(buf, CLOCK).batches
+    if "kernel" in out:
+        rows = kernel_summary(out["kernel"], {})
+        assert sum(r.count for r in rows) <= len(out["kernel"])
+    if "memcpy" in out:
+        memcpy_summary(out["memcpy"])
+    if "api" in out:
+        api_summary(out["api"])
+
+
 @pytest.mark.parametrize("kind", [rec.OVERHEAD, rec.MARKER])
 def test_thread_id_is_minus_one_for_process_objects(kind):
     # object_tid is uint32: -1 must not wrap to 4294967295 (or raise, on other numpys)
