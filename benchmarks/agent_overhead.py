@@ -143,8 +143,9 @@ def overhead(results: dict, workload: str, seconds: float, rounds: int) -> None:
         results,
         f"{workload}: gtop costs less than torch.profiler",
         gtop > prof,
-        f"gtop {gtop:.4f} vs torch.profiler {prof:.4f} of baseline (noise: 'none' runs "
-        f"spread {spread:.2%})",
+        f"gtop {gtop:.4f} vs torch.profiler {prof:.4f} of baseline; difference "
+        f"{gtop - prof:+.2%} {'>' if abs(gtop - prof) > spread else '<='} the noise "
+        f"('none' runs spread {spread:.2%})",
     )
     if workload == "train_loop":
         check(
