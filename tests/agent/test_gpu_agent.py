@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from agent_helpers import TARGETS, script, start_target
+from agent_helpers import TARGETS, Target, script, start_target
 
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
 from gtop.collectors.attach import AttachError, attach
@@ -113,7 +113,7 @@ def test_gtop_sigkilled_while_attached(processes, link_factory):
         },
     )
     processes.append(host)
-    assert host.stdout.readline().split() == ["attached", "tracing"]
+    assert Target(host).readline(60).split() == ["attached", "tracing"]
     host.send_signal(signal.SIGKILL)
     host.wait(10)
     steps(target, 20)  # runs on
