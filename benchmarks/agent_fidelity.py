@@ -63,7 +63,14 @@ def names_and_counts(results: dict) -> None:
     kernels = kernels[(kernels["t_ns"] >= res["t0_ns"]) & (kernels["end_ns"] <= res["t1_ns"])]
     rows = kernel_summary(kernels, names_from_entities(run.entities))
     st = run.link.status()[run.proc.pid]
-    ours = {demangle(r.name): {"count": r.count, "mean_us": r.mean_ns / 1e3} for r in rows}
+    # keyed like torch.profiler's (demangled names; kernels of one name merged)
+    ours: dict[str, dict] = {}
+    for r in rows:
+        o = ours.setdefault(demangle(r.name), {"count": 0, "total_us": 0.0})
+        o["count"] += r.count
+        o["total_us"] += r.total_ns / 1e3
+    for o in ours.values():
+        o["mean_us"] = o["total_us"] / o["count"]
     unnamed = sorted(k for k in ours if k.startswith("<kernel"))
     ours_counts = Counter({k: v["count"] for k, v in ours.items()})
     their_counts = Counter({k: v["count"] for k, v in theirs.items()})
