@@ -36,7 +36,7 @@ WORKLOADS = {
     # the same number of kernels, so CUPTI's fixed cost per kernel is ~4x smaller
     # relative to the step; ~25 GB of GPU memory
     "train_loop": ["--batch", "256", "--seq", "256", "--warmup", "5", "--warmup-seconds", "4"],
-    "tiny_kernels": ["--ops", "100", "--warmup", "50", "--warmup-seconds", "3"],
+    "tiny_kernels": ["--ops", "100", "--warmup", "50", "--warmup-seconds", "2"],
 }
 MODES = ("none", "gtop", "torch.profiler", "gtop-full")
 RUN_TIMEOUT_S = 240

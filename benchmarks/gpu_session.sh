@@ -35,12 +35,12 @@ for step in $steps; do
             timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
             python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
-    agent-tests) limit 600 python3 -m pytest -m gpu -q -p no:cacheprovider \
-                   -o faulthandler_timeout=240 tests/agent >"$OUT/agent_tests.txt" 2>&1
+    agent-tests) limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
+                   -o faulthandler_timeout=120 tests/agent >"$OUT/agent_tests.txt" 2>&1
                  tail -40 "$OUT/agent_tests.txt" ;;
-    agent-overhead) limit 900 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" ;;
-    agent-fidelity) limit 600 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
-    agent-fixture) limit 300 python3 benchmarks/record_cuda_fixture.py "$OUT/cuda_fixture"
+    agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" ;;
+    agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    agent-fixture) limit 120 python3 benchmarks/record_cuda_fixture.py "$OUT/cuda_fixture"
                    tar -cf "$OUT/fixture.tar" -C "$OUT" cuda_fixture ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
