@@ -46,7 +46,9 @@ def main() -> None:
     body()  # eager pass: initialises whatever torch initialises lazily
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):  # captured, not run: no kernel records
+    # captured, not run: no kernel records. thread_local: the agent's thread may call
+    # CUPTI (flushes) while this thread captures
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         body()
     for _ in range(WARM_REPLAYS):
         graph.replay()
