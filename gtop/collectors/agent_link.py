@@ -20,6 +20,7 @@ under ``"cupti"``) = records CUPTI produced.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -91,12 +92,15 @@ class AgentStatus:
         return " | ".join(parts)
 
 
+_sessions = itertools.count(1 << 32)  # above any pid
+
+
 class _Conn:
     def __init__(self, sock: socket.socket, pid: int, names: NameTable) -> None:
         self.sock = sock
         self.send_lock = threading.Lock()
         self.reader = wire.FrameReader()
-        self.decoder = Decoder(pid, names)
+        self.decoder = Decoder(pid, names, session=next(_sessions))
         self.clock = ClockTracker()
         self.status = AgentStatus(pid)
 
@@ -289,7 +293,7 @@ class AgentLink:
 
     def _ask_names(self, conn: _Conn) -> None:
         """Ask the agent to resolve the name pointers first seen in its buffers."""
-        pending = self._names.take_pending(conn.status.pid)
+        pending = self._names.take_pending(conn.decoder.session)
         if pending:
             self._send(conn, wire.json_frame(wire.CONTROL, {"op": "resolve", "pointers": pending}))
 
@@ -328,7 +332,8 @@ class AgentLink:
                 )
         elif kind == wire.NAMES:
             names = wire.decode_json(payload).get("names", {})
-            resolved = self._names.resolved(conn.status.pid, {int(k): v for k, v in names.items()})
+            names = {int(k): v for k, v in names.items()}
+            resolved = self._names.resolved(conn.decoder.session, names)
             now = time.monotonic_ns()
             for entity_kind, name_id, name in resolved:
                 value = {"name": name, "pid": conn.status.pid}

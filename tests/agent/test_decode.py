@@ -108,6 +108,16 @@ def test_kernel_fields_and_clock_mapping():
     assert {kind for kind, _, _ in resolved} == {"kernel_name"}
 
 
+def test_each_session_has_its_own_name_ids():
+    # after cuptiFinalize, CUPTI may reuse a name pointer for another kernel
+    names = NameTable()
+    one = Decoder(9, names, session=100).decode(kernel(0, name=0x5000), CLOCK)
+    two = Decoder(9, names, session=101).decode(kernel(0, name=0x5000), CLOCK)
+    a, b = one.batches["kernel"], two.batches["kernel"]
+    assert a["pid"][0] == b["pid"][0] == 9 and a["name_id"][0] != b["name_id"][0]
+    assert names.take_pending(100) == [0x5000] == names.take_pending(101)
+
+
 def test_name_ids_are_per_process():
     names = NameTable()
     a = names.ids(1, "kernel_name", np.array([5, 5, 0], dtype=np.uint64))
