@@ -44,7 +44,7 @@ CLOCK_INTERVAL_S = 1.0
 POLL_S = 0.05
 SEND_TIMEOUT_S = 10.0
 EXIT_JOIN_S = 3.0
-DRAIN_S = 1.0
+DRAIN_S = 1.5
 """After the last buffer, how long to keep answering gtop's name requests."""
 
 _lock = threading.Lock()

@@ -192,7 +192,7 @@ class AgentLink:
         self._thread.start()
         return self
 
-    def stop(self, detach: bool = True, timeout: float = 2.0) -> None:
+    def stop(self, detach: bool = True, timeout: float = 3.0) -> None:
         """Ask every agent to detach (tracing off, target at full speed), then close."""
         if detach:
             for conn in list(self._conns.values()):
