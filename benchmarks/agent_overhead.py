@@ -110,6 +110,7 @@ def overhead(results: dict, workload: str, seconds: float, rounds: int) -> None:
             "relative_per_round": rel,
             "records_per_s": float(np.mean([x.get("records_per_s", 0.0) for x in mine])),
             "dropped": int(sum(x.get("dropped", 0) for x in mine)),
+            "incomplete": int(sum(x.get("incomplete", 0) for x in mine)),
             "gpu_busy": float(np.mean([x.get("gpu_busy", np.nan) for x in mine])),
         }
     for x in runs:
@@ -129,7 +130,16 @@ def overhead(results: dict, workload: str, seconds: float, rounds: int) -> None:
         f"{workload}: steps/s, mean of {rounds} interleaved rounds, relative to no profiler "
         f"({base:.2f} steps/s; 'none' runs spread {spread:.2%}, widest spread of one mode's "
         f"rounds {noise:.2%})",
-        ["mode", "steps/s", "relative", "per round", "records/s", "dropped", "GPU busy"],
+        [
+            "mode",
+            "steps/s",
+            "relative",
+            "per round",
+            "records/s",
+            "dropped",
+            "incomplete",
+            "GPU busy",
+        ],
         [
             [
                 m,
@@ -138,6 +148,7 @@ def overhead(results: dict, workload: str, seconds: float, rounds: int) -> None:
                 " ".join(f"{v:.3f}" for v in s["relative_per_round"]),
                 s["records_per_s"] if m.startswith("gtop") else "",
                 s["dropped"] if m.startswith("gtop") else "",
+                s["incomplete"] if m.startswith("gtop") else "",
                 f"{s['gpu_busy']:.1%}" if m.startswith("gtop") else "",
             ]
             for m, s in summary.items()
