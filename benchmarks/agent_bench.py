@@ -208,3 +208,12 @@ def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
 def check(results: dict[str, Any], name: str, ok: bool, detail: str) -> None:
     results.setdefault("checks", {})[name] = {"pass": bool(ok), "detail": detail}
     print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}")
+
+
+def run_section(results: dict[str, Any], title: str, fn: Any) -> None:
+    """Run one part of a benchmark; an exception fails that part (as a check, with the
+    reason) instead of ending the whole benchmark."""
+    try:
+        fn()
+    except Exception as exc:
+        check(results, f"{title}: ran to the end", False, f"{type(exc).__name__}: {exc}")

@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from agent_bench import attach_link, check, machine, start, table
+from agent_bench import attach_link, check, machine, run_section, start, table
 
 from gtop.agent.cupti import CONCURRENT_KERNEL
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
@@ -200,11 +200,20 @@ def main() -> int:
     p.add_argument("out")
     args = p.parse_args()
     results: dict = {"machine": machine()}
-    names_and_counts(results)
-    first_row_after_attach(results)
-    accounting(results, "default buffers", {})
-    accounting(results, "small pool, forced drops", {"buffers": 2, "buffer_bytes": 1 << 18})
-    forced = results["accounting"]["small pool, forced drops"]["dropped"]
+    sections = [
+        ("names and counts", lambda: names_and_counts(results)),
+        ("attach", lambda: first_row_after_attach(results)),
+        ("accounting, default buffers", lambda: accounting(results, "default buffers", {})),
+        (
+            "accounting, small pool",
+            lambda: accounting(
+                results, "small pool, forced drops", {"buffers": 2, "buffer_bytes": 1 << 18}
+            ),
+        ),
+    ]
+    for title, section in sections:
+        run_section(results, title, section)
+    forced = results.get("accounting", {}).get("small pool, forced drops", {}).get("dropped", 0)
     check(results, "the small pool really dropped records", forced > 0, f"{forced} dropped")
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)

@@ -29,7 +29,7 @@ import json
 import time
 
 import numpy as np
-from agent_bench import attach_link, check, machine, pin_benchmark, start, table
+from agent_bench import attach_link, check, machine, pin_benchmark, run_section, start, table
 
 WORKLOADS = {
     # batch 256 x seq 256: ~4x the work per step of the first H200 run (batch 64), with
@@ -212,6 +212,23 @@ def detach_phases(workload: str, phase_s: float) -> dict:
     }
 
 
+def detach(results: dict, workload: str, args: argparse.Namespace) -> None:
+    d = detach_phases(workload, args.phase)
+    results["detach"][workload] = d
+    ratio = d["after"] / d["before"]
+    table(
+        f"{workload}: clean detach (steps/s, 0.5 s samples, 1 s after each change left out)",
+        ["attach s", "before", "attached", "after", "after/before", "before spread"],
+        [[d["attach_s"], d["before"], d["attached"], d["after"], ratio, d["before_spread"]]],
+    )
+    check(
+        results,
+        f"{workload}: steps/s back to baseline after detach",
+        abs(ratio - 1) <= 0.03,
+        f"after/before {ratio:.4f} (samples before detach spread {d['before_spread']:.2%})",
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("out")
@@ -223,21 +240,12 @@ def main() -> int:
     pin_benchmark()
     results: dict = {"machine": machine(), "runs": {}, "detach": {}}
     for workload in args.workloads:
-        overhead(results, workload, args.seconds, args.rounds)
-        d = detach_phases(workload, args.phase)
-        results["detach"][workload] = d
-        ratio = d["after"] / d["before"]
-        table(
-            f"{workload}: clean detach (steps/s, 0.5 s samples, 1 s after each change left out)",
-            ["attach s", "before", "attached", "after", "after/before", "before spread"],
-            [[d["attach_s"], d["before"], d["attached"], d["after"], ratio, d["before_spread"]]],
-        )
-        check(
+        run_section(
             results,
-            f"{workload}: steps/s back to baseline after detach",
-            abs(ratio - 1) <= 0.03,
-            f"after/before {ratio:.4f} (samples before detach spread {d['before_spread']:.2%})",
+            f"{workload} overhead",
+            lambda w=workload: overhead(results, w, args.seconds, args.rounds),
         )
+        run_section(results, f"{workload} detach", lambda w=workload: detach(results, w, args))
         with open(args.out, "w") as f:  # partial results survive a later failure
             json.dump(results, f, indent=1)
     with open(args.out, "w") as f:
