@@ -87,6 +87,21 @@ def test_slow_reader_drops_are_counted_exactly(
     assert link.hub.source_drops["cupti"] == status.dropped
 
 
+def test_default_pool_accounts_for_every_record_at_a_high_rate(processes, fake_libs, link_factory):
+    link, got = link_factory(mode="kernel")
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    for _ in range(10):
+        target.ask(f"launch 20000 {KERNEL_NAME}")
+    target.send("exit")
+    assert target.proc.wait(20) == 0
+    status = link.wait(target.pid, ("exited",), 20)
+    assert status is not None
+    assert status.records + status.dropped == 200_000
+    assert len(got.wait("kernel", status.records, timeout=5)) == status.records
+
+
 def test_target_exit_keeps_data_and_marks_exited(processes, fake_libs, link_factory):
     link, got = link_factory()
     target = launch_fake(processes, fake_libs, link)
