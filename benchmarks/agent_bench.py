@@ -3,10 +3,13 @@ collect what the agent link received, describe the machine, print tables."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gtop.collectors.agent_link import AgentLink
+from gtop.collectors.agent_link import REFUSALS, AgentLink
 from gtop.collectors.attach import launch_with_agent
 from gtop.pipeline.hub import Entity, Hub, Subscription
 
@@ -33,20 +36,45 @@ class Run:
     batches: dict[str, list[np.ndarray]] = field(default_factory=dict)
     entities: list[Entity] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # stdout is read on a thread, so that every read has a deadline even when the
+        # workload hangs without printing
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, name="workload-stdout", daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            for line in self.proc.stdout:
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self._lines.put(None)
+
     def read(self, tag: str, timeout: float = 300.0) -> dict:
-        """Read stdout lines until one starting with ``tag``; return its JSON payload."""
+        """Read stdout lines until one starting with ``tag``; return its JSON payload.
+
+        Raises:
+            RuntimeError: the workload exited, or printed no such line within ``timeout``
+                (the workload is killed then).
+        """
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"workload exited ({self.proc.wait()}) before {tag!r}")
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                self.drain()
+                continue
+            if line is None:
+                self._lines.put(None)
+                raise RuntimeError(f"workload exited ({self.proc.wait(10)}) before {tag!r}")
             word, _, rest = line.strip().partition(" ")
             payload = json.loads(rest) if rest.startswith("{") else {}
             self.lines.append((word, payload))
             self.drain()
             if word == tag:
                 return payload
-        raise RuntimeError(f"no {tag!r} line within {timeout} s")
+        self.proc.kill()
+        raise RuntimeError(f"no {tag!r} line within {timeout:.0f} s: workload killed")
 
     def send(self, text: str) -> None:
         self.proc.stdin.write(text + "\n")
@@ -65,16 +93,46 @@ class Run:
         got = self.batches.get(stream)
         return np.concatenate(got) if got else np.empty(0)
 
-    def finish(self) -> None:
+    def finish(self, timeout: float = 60.0) -> None:
+        """Close the workload's stdin, wait for it to exit (killed after ``timeout``),
+        let the link take its last buffers, then stop the link."""
         if self.proc.poll() is None:
-            self.proc.stdin.close()
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
             try:
-                self.proc.wait(60)
+                self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        self.drain()
+                self.proc.wait(10)
         if self.link is not None:
+            # the agent ships its last buffers on the way out: wait until the link has
+            # read them all (the connection closes after them), then collect
+            self.link.wait(self.proc.pid, ("exited", "detached", *REFUSALS), 10)
             self.link.stop()
+        self.drain()
+
+
+def _cpu_sets() -> tuple[set[int], set[int]] | None:
+    """(workload CPUs, benchmark CPUs): workloads always run on the same cores, apart
+    from gtop's decoding in this process, so runs differ less (``GTOP_BENCH_NO_PIN=1``
+    turns it off; machines under 8 cores are not pinned)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if len(cpus) < 8 or os.environ.get("GTOP_BENCH_NO_PIN"):
+        return None
+    half = len(cpus) // 2
+    return set(cpus[1:half]), set(cpus[half:])
+
+
+CPU_SETS = _cpu_sets()
+
+
+def pin_benchmark() -> None:
+    """Keep this process (gtop's link and decoding) off the workloads' cores."""
+    if CPU_SETS is not None:
+        os.sched_setaffinity(0, CPU_SETS[1])
 
 
 def start(
@@ -88,11 +146,19 @@ def start(
     cmd = [sys.executable, str(WORKLOADS / f"{workload}.py"), *args]
     pipes: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
     if gtop_mode is None:
-        return Run(subprocess.Popen(cmd, **pipes))
+        return Run(_pinned(subprocess.Popen(cmd, **pipes)))
     hub = Hub(ring_rows=1 << 24)
     sub = hub.subscribe()
     link = AgentLink(hub, mode=gtop_mode, options=options).start()
-    return Run(launch_with_agent(cmd, link, **pipes), link, sub)
+    return Run(_pinned(launch_with_agent(cmd, link, **pipes)), link, sub)
+
+
+def _pinned(proc: subprocess.Popen) -> subprocess.Popen:
+    """Pin a just-started workload (before it starts its threads, which inherit it)."""
+    if CPU_SETS is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(proc.pid, CPU_SETS[0])
+    return proc
 
 
 def attach_link(run: Run, mode: str = "default") -> float:
@@ -142,3 +208,12 @@ def table(title: str, header: list[str], rows: list[list[Any]]) -> None:
 def check(results: dict[str, Any], name: str, ok: bool, detail: str) -> None:
     results.setdefault("checks", {})[name] = {"pass": bool(ok), "detail": detail}
     print(f"[{'PASS' if ok else 'FAIL'}] {name}: {detail}")
+
+
+def run_section(results: dict[str, Any], title: str, fn: Any) -> None:
+    """Run one part of a benchmark; an exception fails that part (as a check, with the
+    reason) instead of ending the whole benchmark."""
+    try:
+        fn()
+    except Exception as exc:
+        check(results, f"{title}: ran to the end", False, f"{type(exc).__name__}: {exc}")

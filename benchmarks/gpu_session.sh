@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One batch of GPU-machine work: install carried wheels, check the machine, run the
 # GPU tests, capture recordings and benchmarks. Results go to $OUT.
-#   bash benchmarks/gpu_session.sh [STEP...]   (default: every step)
+#   bash benchmarks/gpu_session.sh [STEP...]   (default: doctor record)
+# Agent steps (issue 3): agent-tests agent-overhead agent-fidelity agent-fixture; each
+# runs under a time limit (timeout(1)), so no step can hang the session.
 set -u
 OUT=${OUT:-/tmp/gtop-out}
 mkdir -p "$OUT"
@@ -14,6 +16,15 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl || exit 1
 fi
 steps=${*:-"doctor record"}
+status=0
+# run CMD... under a limit of $1 seconds; a failure or a timeout is said and counted
+limit() {
+  local secs=$1; shift
+  timeout -k 15 "$secs" "$@"
+  local rc=$?
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "TIMEOUT after ${secs}s: $*"; fi
+  [ $rc -eq 0 ] || status=1
+}
 for step in $steps; do
   echo "=== $step $(date +%T)"
   case $step in
@@ -38,6 +49,14 @@ for step in $steps; do
                  rm -f "$OUT"/attr/gtop-io-*
                  tar -cf "$OUT/attr.tar" -C "$OUT" attr && rm -rf "$OUT/attr" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
-    *) echo "unknown step $step" ;;
+    agent-tests) limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
+                   -o faulthandler_timeout=120 tests/agent >"$OUT/agent_tests.txt" 2>&1
+                 tail -40 "$OUT/agent_tests.txt" ;;
+    agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" ;;
+    agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    agent-fixture) limit 120 python3 benchmarks/record_cuda_fixture.py "$OUT/cuda_fixture"
+                   tar -cf "$OUT/fixture.tar" -C "$OUT" cuda_fixture ;;
+    *) echo "unknown step $step"; status=1 ;;
   esac
 done
+exit $status

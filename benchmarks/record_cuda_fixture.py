@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -51,9 +50,10 @@ def main() -> int:
         str(args.steps),
     ]
     run = start("train_loop", cmd, gtop_mode="full")
-    result = run.read("result")
-    time.sleep(1.5)
-    run.finish()
+    try:
+        result = run.read("result", timeout=240)
+    finally:
+        run.finish()  # waits for the exit, the last buffers and their names
     status = run.link.status()[run.proc.pid]
     arrays = {s: np.concatenate(b) for s, b in run.batches.items()}
     np.savez_compressed(out / "cuda_activity.npz", **arrays)
@@ -76,14 +76,22 @@ def main() -> int:
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     size = sum(f.stat().st_size for f in out.iterdir())
     print(json.dumps(meta["rows"]), f"{size / 1e6:.2f} MB in {out}")
-    ok = (
-        len(arrays.get("kernel", [])) > 0
-        and len(arrays.get("api", [])) > 0
-        and status.dropped == 0
-        and size < LIMIT
-    )
-    print("PASS" if ok else "FAIL: need kernels, API records, no drops, < 3 MB")
-    return 0 if ok else 1
+    named = {int(e["key"]) for e in entities if e["kind"] == "kernel_name"}
+    kernel_ids = set(arrays["kernel"]["name_id"].tolist()) if "kernel" in arrays else set()
+    problems = [
+        text
+        for bad, text in (
+            (not len(arrays.get("kernel", [])), "no kernel records"),
+            (not len(arrays.get("api", [])), "no API records"),
+            (status.dropped, f"{status.dropped} records dropped"),
+            (kernel_ids - named, f"{len(kernel_ids - named)} kernel names unresolved"),
+            (size >= LIMIT, f"{size / 1e6:.2f} MB >= {LIMIT / 1e6:.1f} MB"),
+            (status.state != "exited", f"agent state {status.state!r}: {status.message}"),
+        )
+        if bad
+    ]
+    print("PASS: fixture complete" if not problems else f"FAIL: {'; '.join(problems)}")
+    return 0 if not problems else 1
 
 
 if __name__ == "__main__":

@@ -23,6 +23,12 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--seconds", type=float, default=5.0, help="measured duration")
     p.add_argument("--steps", type=int, default=0, help="run exactly this many steps instead")
     p.add_argument("--warmup", type=int, default=5, help="steps before 'ready'")
+    p.add_argument(
+        "--warmup-seconds",
+        type=float,
+        default=0.0,
+        help="and keep warming up at least this long (CPU and GPU clocks settle)",
+    )
     p.add_argument("--report-every", type=float, default=0.0, help="print rate lines")
     p.add_argument("--wait-go", action="store_true", help="wait for 'go' on stdin")
     p.add_argument(
@@ -58,6 +64,10 @@ def run(args: argparse.Namespace, step: Callable[[], None], kernels_per_step: in
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    warm_until = time.monotonic() + args.warmup_seconds
+    while time.monotonic() < warm_until:
+        step()
+        torch.cuda.synchronize()
     say("ready")
     if args.wait_go:
         sys.stdin.readline()

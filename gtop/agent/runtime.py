@@ -38,12 +38,25 @@ from gtop.agent.modes import kinds_for
 from gtop.agent.native import cuda_initialised, read_cstring
 
 FLUSH_INTERVAL_S = 0.25
-STALE_S = 1.0
-"""Without a returned buffer for this long, the next flush is forced."""
+CUDA_POLL_S = 0.25
+"""How often to look whether the process has initialised CUDA yet."""
+STALE_S = 1.5
+"""Without a returned buffer for this long, the next flush is forced. A forced flush
+returns the kernels still queued on a busy GPU without end times (counted as
+incomplete), so it is the last resort: buffers small enough to fill up come back
+complete on their own."""
+BUFFER_BYTES = 1 << 20
+BUFFERS = 32
+"""The pool: 32 MB in all. 1 MB buffers (~4800 kernel records) fill and come back
+complete within a second from ~5k kernels/s up (a GPU-bound training step), where 4 MB
+ones needed forced flushes; 32 of them hold ~0.5 s of records at 300k records/s."""
 CLOCK_INTERVAL_S = 1.0
-POLL_S = 0.05
+POLL_S = 0.1
+"""How often the agent thread wakes (each wake takes the GIL from the target briefly)."""
 SEND_TIMEOUT_S = 10.0
 EXIT_JOIN_S = 3.0
+DRAIN_S = 1.5
+"""After the last buffer, how long to keep answering gtop's name requests."""
 
 _lock = threading.Lock()
 _session: Session | None = None
@@ -102,8 +115,8 @@ def _cupti_and_pool(options: dict[str, Any]) -> tuple[Cupti, ShimPool | BufferPo
         _pool = make_pool(
             _cupti,
             options.get("shim"),
-            options.get("buffer_bytes", 4 << 20),
-            options.get("buffers", 8),
+            options.get("buffer_bytes", BUFFER_BYTES),
+            options.get("buffers", BUFFERS),
         )
     return _cupti, _pool
 
@@ -128,6 +141,8 @@ class Session(threading.Thread):
         self.refused = ""
         """Kinds CUPTI would not enable, and why."""
         self.reader = wire.FrameReader()
+        self.drained = False
+        """gtop has answered the DRAIN frame (every name it needs is resolved)."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -179,7 +194,7 @@ class Session(threading.Thread):
         if not cuda_initialised():
             self._report("waiting_cuda", "waiting for the process to initialise CUDA")
             while not cuda_initialised():
-                self._service(POLL_S * 5)
+                self._service(CUDA_POLL_S)
                 if self.stop_requested.is_set():
                     return
         try:
@@ -199,18 +214,22 @@ class Session(threading.Thread):
             record_sizes=sizes,
         )
         self._send_clock(5)  # several samples first, for a quick first fit
+        interval = self.options.get("flush_interval", FLUSH_INTERVAL_S)
         next_flush = last_buffer = time.monotonic()
         next_clock = next_flush + CLOCK_INTERVAL_S
         while not self.stop_requested.is_set():
             self._service(POLL_S)
             now = time.monotonic()
             if now >= next_flush:
+                # Buffers that fill up come back by themselves: flush (a call into CUPTI
+                # that takes its locks) only when none has come back for an interval.
                 # A plain flush returns only buffers whose records are all complete; a
                 # GPU that is never idle may keep one from completing, so after a while
                 # without any buffer, force one out (its in-flight records come back
                 # without end times, and are counted as incomplete).
-                cupti.flush(forced=now - last_buffer >= STALE_S)
-                next_flush = now + self.options.get("flush_interval", FLUSH_INTERVAL_S)
+                if now - last_buffer >= interval:
+                    cupti.flush(forced=now - last_buffer >= STALE_S)
+                next_flush = now + interval
             items = self.pool.completed()
             if items:
                 last_buffer = now
@@ -270,6 +289,7 @@ class Session(threading.Thread):
             try:
                 self._ship(items)
                 items = []
+                self._drain()
             except BaseException:
                 self.connected = False
         for item in items:
@@ -279,6 +299,20 @@ class Session(threading.Thread):
         if self.options.get("finalize", True):
             _quietly(cupti.finalize)
         pool.trim()
+
+    def _drain(self) -> None:
+        """Answer gtop's name requests for the last buffers before CUPTI is finalised.
+
+        Kernel names first seen in the final buffers (kernels first launched late, or
+        from a thread whose buffer CUPTI returns only at the end) would otherwise never
+        be resolved: their pointers are only readable here, and only until
+        ``cuptiFinalize``. Bounded by :data:`DRAIN_S`; an older gtop that does not
+        answer costs exactly that.
+        """
+        self._send(wire.json_frame(wire.DRAIN, {}))
+        deadline = time.monotonic() + DRAIN_S
+        while not self.drained and (left := deadline - time.monotonic()) > 0:
+            self._service(min(POLL_S, left))
 
     def _close(self) -> None:
         if self.sock is not None:
@@ -356,6 +390,8 @@ class Session(threading.Thread):
         op = msg.get("op")
         if op == "detach":
             self.stop_requested.set()
+        elif op == "drained":
+            self.drained = True
         elif op == "resolve":
             names = {str(p): read_cstring(int(p)) for p in msg.get("pointers", [])}
             self._send(wire.json_frame(wire.NAMES, {"names": names}))

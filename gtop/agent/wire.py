@@ -29,8 +29,11 @@ BUFFER = 2  # BUFFER_HEAD + raw activity records
 NAMES = 3  # {"names": {pointer (decimal str): name}}
 CLOCK = 4  # {"samples": [[mono_before, cupti, mono_after], ...]}
 STATE = 5  # {"state": str, "message": str, ...}
+DRAIN = 6  # {}: the last buffer has been sent; gtop answers with its pending resolves,
+#            then {"op": "drained"}, while the names are still readable (before CUPTI
+#            is finalised)
 # gtop -> agent
-CONTROL = 16  # {"op": "enable" | "resolve" | "detach", ...}
+CONTROL = 16  # {"op": "kinds" | "resolve" | "detach" | "drained", ...}
 
 
 class ProtocolError(Exception):

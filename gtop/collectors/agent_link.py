@@ -20,6 +20,7 @@ under ``"cupti"``) = records CUPTI produced.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -37,7 +38,7 @@ import gtop
 from gtop.agent import bootstrap, shim_blob, wire
 from gtop.agent.modes import kinds_for
 from gtop.collectors.cupti_clock import ClockTracker
-from gtop.collectors.cupti_decode import Decoder, NameTable
+from gtop.collectors.cupti_decode import Decoded, Decoder, NameTable
 from gtop.pipeline.hub import Entity, Hub
 
 RECV_BYTES = 1 << 20
@@ -91,12 +92,15 @@ class AgentStatus:
         return " | ".join(parts)
 
 
+_sessions = itertools.count(1 << 32)  # above any pid
+
+
 class _Conn:
     def __init__(self, sock: socket.socket, pid: int, names: NameTable) -> None:
         self.sock = sock
         self.send_lock = threading.Lock()
         self.reader = wire.FrameReader()
-        self.decoder = Decoder(pid, names)
+        self.decoder = Decoder(pid, names, session=next(_sessions))
         self.clock = ClockTracker()
         self.status = AgentStatus(pid)
 
@@ -188,7 +192,7 @@ class AgentLink:
         self._thread.start()
         return self
 
-    def stop(self, detach: bool = True, timeout: float = 2.0) -> None:
+    def stop(self, detach: bool = True, timeout: float = 3.0) -> None:
         """Ask every agent to detach (tracing off, target at full speed), then close."""
         if detach:
             for conn in list(self._conns.values()):
@@ -241,7 +245,7 @@ class AgentLink:
                     if key.fileobj is self._listener:
                         self._accept(sel)
                     else:
-                        self._receive(sel, key.data)
+                        self._receive_guarded(sel, key.data)
         finally:
             for conn in list(self._conns.values()):
                 self._close(sel, conn)
@@ -260,6 +264,14 @@ class AgentLink:
         sel.register(sock, selectors.EVENT_READ, conn)
         self._update(conn)
 
+    def _receive_guarded(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        """:meth:`_receive`; whatever one agent sends can only end that agent's link."""
+        try:
+            self._receive(sel, conn)
+        except Exception as exc:  # shown as the agent's state, as data
+            self._update(conn, state="error", message=f"link: {type(exc).__name__}: {exc}")
+            self._close(sel, conn)
+
     def _receive(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
         try:
             data = conn.sock.recv(RECV_BYTES, socket.MSG_DONTWAIT)
@@ -277,13 +289,22 @@ class AgentLink:
             self._update(conn, state="error", message=f"protocol error: {exc}")
             self._close(sel, conn)
             return
-        pending = self._names.take_pending(conn.status.pid)
+        self._ask_names(conn)
+
+    def _ask_names(self, conn: _Conn) -> None:
+        """Ask the agent to resolve the name pointers first seen in its buffers."""
+        pending = self._names.take_pending(conn.decoder.session)
         if pending:
             self._send(conn, wire.json_frame(wire.CONTROL, {"op": "resolve", "pointers": pending}))
 
     def _handle(self, conn: _Conn, kind: int, payload: bytes) -> None:
         if kind == wire.BUFFER:
             self._buffer(conn, payload)
+        elif kind == wire.DRAIN:
+            # every buffer before this frame is decoded: ask for the last names, then
+            # let the agent finalise CUPTI (the agent answers in order)
+            self._ask_names(conn)
+            self._send(conn, wire.json_frame(wire.CONTROL, {"op": "drained"}))
         elif kind == wire.HELLO:
             hello = wire.decode_json(payload)
             py = ".".join(str(v) for v in hello.get("python", []))
@@ -311,7 +332,8 @@ class AgentLink:
                 )
         elif kind == wire.NAMES:
             names = wire.decode_json(payload).get("names", {})
-            resolved = self._names.resolved(conn.status.pid, {int(k): v for k, v in names.items()})
+            names = {int(k): v for k, v in names.items()}
+            resolved = self._names.resolved(conn.decoder.session, names)
             now = time.monotonic_ns()
             for entity_kind, name_id, name in resolved:
                 value = {"name": name, "pid": conn.status.pid}
@@ -324,10 +346,11 @@ class AgentLink:
         raw = memoryview(payload)[wire.BUFFER_HEAD.size :]
         try:
             decoded = conn.decoder.decode(raw, conn.clock.current)
-        except (ValueError, TypeError, OverflowError, IndexError):
-            # A buffer we cannot decode is lost data, counted and shown; the link lives on.
+        except Exception:
+            # A buffer we cannot decode is lost data, counted and shown (its bytes as
+            # undecoded, its drop count still added below); the link lives on.
             self.hub.count_source_drops("cupti buffers undecodable", 1)
-            return
+            decoded = Decoded(undecoded_bytes=len(raw))
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
         if dropped:

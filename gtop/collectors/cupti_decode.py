@@ -214,8 +214,20 @@ def api_class(kind: int, cbid: np.ndarray) -> np.ndarray:
     return np.where(cbid < len(table), table[np.minimum(cbid, len(table) - 1)], ApiClass.OTHER)
 
 
+def _thread_ids(a: np.ndarray) -> np.ndarray:
+    """Thread id of each OVERHEAD/MARKER record (int64; -1 when its object is a process).
+
+    ``object_tid`` is uint32: mixed with -1 it must be widened first. Depending on the
+    numpy version, ``np.where(mask, uint32_array, -1)`` either raises OverflowError (it
+    killed the link on the GPU machine) or silently gives 4294967295.
+    """
+    threaded = a["object_kind"] == rec.OBJECT_THREAD
+    return np.where(threaded, a["object_tid"].astype(np.int64), np.int64(-1))
+
+
 class NameTable:
-    """Stable ids for name pointers, per process, shared by every agent connection.
+    """Stable ids for name pointers, per owner (a process, or one agent session of it),
+    shared by every agent connection. The ``pid`` arguments name that owner.
 
     Ids are unique across processes and name kinds (``kernel_name``, ``marker_name``).
     """
@@ -269,9 +281,13 @@ class Decoded:
 class Decoder:
     """Decodes the buffers of one process's agent."""
 
-    def __init__(self, pid: int, names: NameTable) -> None:
+    def __init__(self, pid: int, names: NameTable, session: int | None = None) -> None:
         self.pid = pid
         self.names = names
+        self.session = pid if session is None else session
+        """Owner of this decoder's name pointers in ``names``: one per agent session,
+        because CUPTI frees its name strings when a session finalises it (a pointer may
+        hold another name in the next session, and a pid may be reused)."""
         self.sizes = dict(RECORD_SIZES)
         self.clock: ClockFit | None = None
         self._open_markers: dict[int, tuple[int, int, int, int]] = {}
@@ -318,7 +334,7 @@ class Decoder:
                 a["static_shared_memory"],
                 a["dynamic_shared_memory"],
             )
-            b["name_id"] = self.names.ids(self.pid, "kernel_name", a["name"])
+            b["name_id"] = self.names.ids(self.session, "kernel_name", a["name"])
             b["graph_id"], b["graph_node_id"] = a["graph_id"], a["graph_node_id"]
             return layouts.KERNEL.name, b
         if kind == rec.MEMCPY:
@@ -358,8 +374,7 @@ class Decoder:
             b = layouts.OVERHEAD.empty(len(a))
             b["t_ns"], b["end_ns"] = t(a["start"]), t(a["end"])
             b["pid"] = self.pid
-            threaded = a["object_kind"] == rec.OBJECT_THREAD
-            b["tid"] = np.where(threaded, a["object_tid"].astype(np.int64), -1)
+            b["tid"] = _thread_ids(a)
             b["overhead_kind"] = a["overhead_kind"]
             return layouts.OVERHEAD.name, b
         if kind == rec.MARKER:
@@ -375,9 +390,9 @@ class Decoder:
     def _markers(self, a: np.ndarray, t: Callable) -> np.ndarray:
         """Pair NVTX start/end records by id; instants become zero-length rows."""
         ts = t(a["timestamp"])
-        name_ids = self.names.ids(self.pid, "marker_name", a["name"])
-        domain_ids = self.names.ids(self.pid, "marker_name", a["domain"])
-        tids = np.where(a["object_kind"] == rec.OBJECT_THREAD, a["object_tid"], -1)
+        name_ids = self.names.ids(self.session, "marker_name", a["name"])
+        domain_ids = self.names.ids(self.session, "marker_name", a["domain"])
+        tids = _thread_ids(a)
         rows = []
         for i, flags in enumerate(a["flags"].tolist()):
             mid = int(a["id"][i])

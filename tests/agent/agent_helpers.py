@@ -4,8 +4,10 @@ subscription received."""
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,16 +28,27 @@ class Target:
     def __init__(self, proc: subprocess.Popen) -> None:
         self.proc = proc
         self.pid = proc.pid
+        # read on a thread, so that readline's timeout holds even if the target hangs
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            for line in self.proc.stdout:
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
+        self._lines.put(None)
 
     def readline(self, timeout: float = 10.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line:
-                return line.strip()
-            if self.proc.poll() is not None:
-                break
-        raise AssertionError(f"target said nothing (exit code {self.proc.poll()})")
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"target said nothing within {timeout} s") from None
+        if line is None:
+            self._lines.put(None)
+            raise AssertionError(f"target said nothing (exit code {self.proc.poll()})")
+        return line.strip()
 
     def send(self, command: str) -> None:
         self.proc.stdin.write(command + "\n")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from agent_helpers import TARGETS, script, start_target
+from agent_helpers import Target as TargetProcess
 
 from gtop.collectors import attach as attach_mod
 from gtop.collectors.attach import AttachError, Target, attach, check_ptrace, inspect
@@ -74,7 +75,7 @@ def test_gtop_sigkilled_while_attached_target_stops_tracing_and_runs_on(processe
         },
     )
     processes.append(host)
-    assert host.stdout.readline().split() == ["attached", "tracing"]
+    assert TargetProcess(host).readline(60).split() == ["attached", "tracing"]
     assert target.ask("mask") != "mask 0"
     host.send_signal(signal.SIGKILL)
     host.wait(10)

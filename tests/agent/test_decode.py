@@ -108,6 +108,16 @@ def test_kernel_fields_and_clock_mapping():
     assert {kind for kind, _, _ in resolved} == {"kernel_name"}
 
 
+def test_each_session_has_its_own_name_ids():
+    # after cuptiFinalize, CUPTI may reuse a name pointer for another kernel
+    names = NameTable()
+    one = Decoder(9, names, session=100).decode(kernel(0, name=0x5000), CLOCK)
+    two = Decoder(9, names, session=101).decode(kernel(0, name=0x5000), CLOCK)
+    a, b = one.batches["kernel"], two.batches["kernel"]
+    assert a["pid"][0] == b["pid"][0] == 9 and a["name_id"][0] != b["name_id"][0]
+    assert names.take_pending(100) == [0x5000] == names.take_pending(101)
+
+
 def test_name_ids_are_per_process():
     names = NameTable()
     a = names.ids(1, "kernel_name", np.array([5, 5, 0], dtype=np.uint64))
@@ -197,3 +207,61 @@ def test_records_without_end_are_counted_incomplete():
     out = Decoder(1, NameTable()).decode(buf, CLOCK)
     assert out.incomplete == 2
     assert sorted(out.batches["kernel"]["end_ns"].tolist())[0] == -1
+
+
+def _field_values(kind: int) -> st.SearchStrategy[dict[str, int]]:
+    """Any value each field's type can hold, edges weighted in (0, max, min, -1)."""
+    out = {}
+    for name, (fmt, _) in rec.FIELDS[kind].items():
+        info = np.iinfo(np.dtype(fmt))
+        edges = st.sampled_from(sorted({0, 1, int(info.max), int(info.min), max(-1, info.min)}))
+        out[name] = st.one_of(edges, st.integers(int(info.min), int(info.max)))
+    return st.fixed_dictionaries(out)
+
+
+RECORD = st.sampled_from(sorted(rec.FIELDS)).flatmap(
+    lambda kind: st.tuples(st.just(kind), _field_values(kind))
+)
+
+
+@given(st.lists(RECORD, min_size=1, max_size=40))
+def test_decode_never_raises_on_any_field_values(records):
+    """Real buffers carry unsigned ids next to -1 markers, unknown enum values (object,
+    overhead, copy and sync kinds), zero end times and wild pointers: none may raise."""
+    import warnings
+
+    buf = b"".join(record(kind, **values) for kind, values in records)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow/cast warnings too
+        out = Decoder(3, NameTable()).decode(buf, CLOCK)
+    assert sum(out.records.values()) == len(records) and out.undecoded_bytes == 0
+    gpu = [out.batches[s] for s in ("kernel", "memcpy", "memset") if s in out.batches]
+    assert out.incomplete == sum(int((b["end_ns"] < 0).sum()) for b in gpu)
+
+
+@given(st.lists(RECORD, min_size=1, max_size=40))
+def test_summaries_of_any_decoded_records_never_raise(records):
+    """The kernel, copy and API tables take whatever the decoder gives them."""
+    from gtop.analysis.cuda_activity import api_summary, kernel_summary, memcpy_summary
+
+    buf = b"".join(record(kind, **values) for kind, values in records)
+    out = Decoder(3, NameTable()).decode(buf, CLOCK).batches
+    if "kernel" in out:
+        rows = kernel_summary(out["kernel"], {})
+        assert sum(r.count for r in rows) <= len(out["kernel"])
+    if "memcpy" in out:
+        memcpy_summary(out["memcpy"])
+    if "api" in out:
+        api_summary(out["api"])
+
+
+@pytest.mark.parametrize("kind", [rec.OVERHEAD, rec.MARKER])
+def test_thread_id_is_minus_one_for_process_objects(kind):
+    # object_tid is uint32: -1 must not wrap to 4294967295 (or raise, on other numpys)
+    base = {"flags": rec.MARKER_INSTANT} if kind == rec.MARKER else {}
+    buf = record(kind, object_kind=1, object_tid=0xFFFFFFFF, **base) + record(
+        kind, object_kind=rec.OBJECT_THREAD, object_tid=4_000_000, **base
+    )
+    out = Decoder(3, NameTable()).decode(buf, CLOCK).batches
+    stream = "overhead" if kind == rec.OVERHEAD else "marker"
+    assert sorted(out[stream]["tid"].tolist()) == [-1, 4_000_000]

@@ -15,6 +15,7 @@ import pytest
 from agent_helpers import script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
+from gtop.agent.runtime import STALE_S
 from gtop.pipeline.layouts import CopyKind
 
 KERNEL_NAME = "_Z6saxpyifPfS_"
@@ -86,6 +87,21 @@ def test_slow_reader_drops_are_counted_exactly(
     assert link.hub.source_drops["cupti"] == status.dropped
 
 
+def test_default_pool_accounts_for_every_record_at_a_high_rate(processes, fake_libs, link_factory):
+    link, got = link_factory(mode="kernel")
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    for _ in range(10):
+        target.ask(f"launch 20000 {KERNEL_NAME}")
+    target.send("exit")
+    assert target.proc.wait(20) == 0
+    status = link.wait(target.pid, ("exited",), 20)
+    assert status is not None
+    assert status.records + status.dropped == 200_000
+    assert len(got.wait("kernel", status.records, timeout=5)) == status.records
+
+
 def test_target_exit_keeps_data_and_marks_exited(processes, fake_libs, link_factory):
     link, got = link_factory()
     target = launch_fake(processes, fake_libs, link)
@@ -97,6 +113,32 @@ def test_target_exit_keeps_data_and_marks_exited(processes, fake_libs, link_fact
     status = link.wait(target.pid, ("exited",), 10)
     assert status is not None and status.records == 11  # final buffer delivered at exit
     assert len(got.wait("kernel", 10)) == 10
+
+
+@pytest.mark.parametrize("leave", ["exit", "detach"])
+def test_names_first_seen_in_the_last_buffer_are_resolved(
+    processes, fake_libs, link_factory, leave
+):
+    # The H200 run lost the names of kernels whose records arrived only in the final
+    # buffers: the agent finalised CUPTI and left before gtop's name request came.
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link)
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    target.ask(f"launch 10 {KERNEL_NAME}")
+    got.wait("kernel", 10)
+    target.ask("launch 3 late_kernel")  # only in the buffer delivered on the way out
+    if leave == "exit":
+        target.send("exit")
+        assert target.proc.wait(10) == 0
+        assert link.wait(target.pid, ("exited",), 10) is not None
+    else:
+        link.stop()
+    kernels = got.wait("kernel", 13)
+    got.poll()
+    names = {v["name"] for v in got.named("kernel_name").values()}
+    assert names == {KERNEL_NAME, "late_kernel"}
+    assert len(kernels) == 13
 
 
 def test_detach_disables_tracing_and_target_runs_on(processes, fake_libs, link_factory):
@@ -180,4 +222,5 @@ def test_records_stuck_behind_a_busy_gpu_are_forced_out(processes, fake_libs, li
     t0 = time.monotonic()
     target.ask(f"launch 10 {KERNEL_NAME}")
     assert len(got.wait("kernel", 10, timeout=5)) == 10
-    assert time.monotonic() - t0 < 2.0  # forced after a second without buffers
+    # forced once STALE_S passed without buffers (plus one flush interval and a poll)
+    assert time.monotonic() - t0 < STALE_S + 1.0

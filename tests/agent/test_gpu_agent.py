@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from agent_helpers import TARGETS, script, start_target
+from agent_helpers import TARGETS, Target, script, start_target
 
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
 from gtop.collectors.attach import AttachError, attach
@@ -94,7 +94,11 @@ def test_target_exits_while_attached(processes, link_factory):
     target.send("exit")
     assert target.proc.wait(20) == 0
     assert link.wait(target.pid, ("exited",), 10) is not None
-    assert len(got.wait("kernel", 60)) >= 60
+    kernels = got.wait("kernel", 60)
+    assert len(kernels) >= 60
+    # names first seen in the buffers delivered on the way out are resolved too
+    named = {int(k) for k in got.named("kernel_name")}
+    assert set(kernels["name_id"].tolist()) <= named
 
 
 def test_gtop_sigkilled_while_attached(processes, link_factory):
@@ -109,7 +113,7 @@ def test_gtop_sigkilled_while_attached(processes, link_factory):
         },
     )
     processes.append(host)
-    assert host.stdout.readline().split() == ["attached", "tracing"]
+    assert Target(host).readline(60).split() == ["attached", "tracing"]
     host.send_signal(signal.SIGKILL)
     host.wait(10)
     steps(target, 20)  # runs on
