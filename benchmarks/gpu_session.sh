@@ -39,7 +39,7 @@ for step in $steps; do
             python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
     host) (cd benchmarks && python3 host_gpu_check.py "$OUT/host" --seconds 20)
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
-    slow-loader) python3 -m gtop record --force --agent-mode full --interval 0.25 \
+    slow-loader) mkdir -p /tmp/slow-loader; python3 -m gtop record --force --agent-mode full --interval 0.25 \
             -o "$OUT/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
             --seconds 12 --data-dir /tmp/slow-loader ;;
     io-case) python3 benchmarks/constructed_shares.py --out "$OUT/io" --cases io --seconds 6
