@@ -51,6 +51,7 @@ class Site:
     sample: int
     instr: Instruction | None = None  # None at kernel entry
     cls: int = -1  # index of the instruction's class (see Probe.classify), else -1
+    ntid: tuple[int, int, int] | None = None  # the kernel's .reqntid block shape, if any
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,8 @@ class _Plan:
             head += self._render(maps.ring_entry())
         for tp in self.probe.tracepoints:
             if tp.at == ENTRY:
-                head += self._render(tp.snippet(Site(kid, self.level, self.map_kind, self.sample)))
+                site = Site(kid, self.level, self.map_kind, self.sample, ntid=fn.reqntid)
+                head += self._render(tp.snippet(site))
                 sites[ENTRY] = 1
                 continue
             for st in fn.instructions():
@@ -145,7 +146,7 @@ class _Plan:
                 if not hit:
                     continue
                 cls = self._class(st, classes, fn.name)
-                site = Site(kid, self.level, self.map_kind, self.sample, st.instr, cls)
+                site = Site(kid, self.level, self.map_kind, self.sample, st.instr, cls, fn.reqntid)
                 try:
                     code = _guard(st) + tp.snippet(site)
                 except SiteError as e:

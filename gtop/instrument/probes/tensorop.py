@@ -120,10 +120,10 @@ def _exit(site: Site) -> str:
         "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
         "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
         "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
-        + maps.ids()
+        + maps.ids(site)
         + maps.writer(site.level)
-        + "@%gtop_lead mov.u64 %gtop_tc_t, %globaltimer;\n"
-        + "@%gtop_lead mov.u64 %gtop_tc_u, %clock64;\n"
+        + "mov.u64 %gtop_tc_t, %globaltimer;\n"
+        + "mov.u64 %gtop_tc_u, %clock64;\n"
         + maps.slot(site, RECORD)
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
         + maps.store(RECORD, values)
