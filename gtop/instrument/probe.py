@@ -80,3 +80,6 @@ class Probe:
     classify: Callable[[Instruction], str | None] | None = None
     max_classes: int = 0
     sampled: bool = False  # honours Site.sample (1-in-N)
+    # Records come only from instruction sites (not entry/exit alone): a kernel with no
+    # matching instruction gets no code at all, not even its entry and exit snippets.
+    needs_sites: bool = False

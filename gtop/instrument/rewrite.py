@@ -128,6 +128,8 @@ class _Plan:
         """Plan one kernel's sites; ``kid`` is the id its records carry."""
         sites: dict[str, int] = {}
         classes: list[str] = []
+        if self.probe.needs_sites and not self._has_sites(fn):
+            return KernelInfo(fn.name, kid, sites, classes)  # nothing it could record
         head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
         if self.map_kind is MapKind.RING:
             head += self._render(maps.ring_entry())
@@ -156,6 +158,18 @@ class _Plan:
                 sites[label] = sites.get(label, 0) + 1
         self.after.setdefault(fn.open, []).extend(head)
         return KernelInfo(fn.name, kid, sites, classes)
+
+    def _has_sites(self, fn: Function) -> bool:
+        """Whether an instruction of ``fn`` matches one of the probe's opcode tracepoints."""
+        patterns = [
+            re.compile(tp.at) for tp in self.probe.tracepoints if tp.at not in (ENTRY, EXIT)
+        ]
+        return any(
+            p.search(st.instr.opcode)
+            for st in fn.instructions()
+            if st.instr is not None
+            for p in patterns
+        )
 
     def _class(self, st: Statement, classes: list[str], kernel: str) -> int:
         """Index of the site's instruction class (-1: none), numbered per kernel."""

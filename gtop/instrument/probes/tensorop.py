@@ -3,7 +3,8 @@
 Counted sites: ``mma.sync``, ``wmma.mma.sync`` and Hopper's ``wgmma.mma_async``. Each site
 is timed by ``%clock64`` around its issue; ``wgmma.wait_group`` sites are timed too (the
 cycles a warp waits for its asynchronous wgmma results). One record per warp at kernel
-exit, only from warps that issued any (in a fixed slot per (block, warp) by default). A
+exit, only from warps that issued any (in a fixed slot per (block, warp) by default); a
+kernel without any tensor-core instruction gets no probe code at all. A
 kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the instrumented
 module's header, in index order. Timeline: ``first_clock``/``last_clock``
 are mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
@@ -160,6 +161,7 @@ PROBE = Probe(
     maps=(MapKind.ARRAY, MapKind.RING),
     classify=classify,
     max_classes=MAX_CLASSES,
+    needs_sites=True,  # a kernel without tensor-core instructions runs untouched
 )
 
 
