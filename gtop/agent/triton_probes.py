@@ -200,10 +200,12 @@ class TritonProbes:
                 if state.pending is not None:
                     continue
                 try:
-                    if state.retired is not None and not state.retired.passed():
+                    if state.retired is None:  # never disarmed: leak rather than free
+                        self._closing.remove(state)  # memory a launch may still write
                         continue
-                    if state.retired is not None:
-                        state.retired.close()
+                    if not state.retired.passed():
+                        continue
+                    state.retired.close()
                     state.buffers.close()
                 except Exception as e:
                     self._note(f"{state.name}: cannot free probe buffers: {e!r}")
