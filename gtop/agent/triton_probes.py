@@ -150,11 +150,14 @@ class TritonProbes:
         with self._lock:
             self._selections.append(selection)
             self._install()
-            for kernel_cache in _jit_caches(selection):
-                for key, kernel in list(kernel_cache.items()):
-                    if _handle(kernel) not in self._instrumented:
-                        self._saved.append(_Saved(kernel_cache, key, kernel))
-                        del kernel_cache[key]
+            try:
+                for kernel_cache in _jit_caches(selection):
+                    for key, kernel in list(kernel_cache.items()):
+                        if _handle(kernel) not in self._instrumented:
+                            self._saved.append(_Saved(kernel_cache, key, kernel))
+                            del kernel_cache[key]
+            except Exception as e:  # already-compiled kernels stay unprobed
+                self._note(f"cannot evict compiled kernels: {type(e).__name__}: {e}")
             self._note(_clear_inductor_caches())
 
     def disable(self, pattern: str | None = None) -> None:

@@ -156,3 +156,23 @@ def test_triton_compile_runs_the_wrapped_ptx_stage(manager: TritonProbes, kernel
     assert counts["ptx_stage"] == 1 and counts["instrumented"] == 1, manager.diagnose()
     manager.disable()
     assert "// gtop-probe" not in tk.compile_kernel(entry).asm["ptx"]
+
+
+class _Hostile:
+    """Like some torch objects after torch.compile: reading ``__class__`` raises."""
+
+    @property
+    def __class__(self):
+        raise RuntimeError("lazy object exploded")
+
+
+def test_kernel_cache_scan_survives_objects_that_raise_on_class(manager: TritonProbes) -> None:
+    """isinstance() reads ``__class__``; a RuntimeError there failed enable() and, in
+    the fixture's close(), the torch.compile test's teardown (FAILED + ERROR on the H200)."""
+    hostile = _Hostile()
+    with pytest.raises(RuntimeError):
+        isinstance(hostile, int)
+    manager.enable(Selection("^nothing$", "block_sched"))
+    manager.disable()
+    assert not manager.errors, manager.diagnose()
+    del hostile
