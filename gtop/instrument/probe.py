@@ -52,6 +52,9 @@ class Site:
     instr: Instruction | None = None  # None at kernel entry
     cls: int = -1  # index of the instruction's class (see Probe.classify), else -1
     ntid: tuple[int, int, int] | None = None  # the kernel's .reqntid block shape, if any
+    # an unguarded site of the same tracepoint ran earlier in this basic block (whenever
+    # this site runs, that one ran first)
+    follows: bool = False
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,8 @@ def _entry(site: Site) -> str:
 
 
 def _before(site: Site) -> str:
+    if site.follows:  # an earlier site of this basic block already set first_clock
+        return "mov.u64 %gtop_tc_t, %clock64;\n"
     return (
         "mov.u64 %gtop_tc_t, %clock64;\n"
         "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_first, 0, %gtop_g;\n"
