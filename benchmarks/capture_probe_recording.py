@@ -14,6 +14,7 @@ Exits non-zero if the file would exceed ``--max-bytes`` or a check fails.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import io
 import json
 import math
@@ -89,7 +90,11 @@ def main() -> int:
     parser.add_argument("out")
     parser.add_argument("--max-bytes", type=int, default=3_000_000)
     parser.add_argument("--mem-records", type=int, default=15_000, help="mem_trace records kept")
+    parser.add_argument(
+        "--watchdog", type=float, default=540, help="dump all stacks and exit after S seconds"
+    )
     args = parser.parse_args()
+    faulthandler.dump_traceback_later(args.watchdog, exit=True)  # never hang silently
     torch.zeros(1, device="cuda")
     from cuda.bindings import driver
 

@@ -15,11 +15,13 @@ Prints a Markdown table beside Neutrino's published 1.04x (lightweight) and 7.12
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import platform
 import statistics
 import sys
 import time
+import traceback
 
 import torch
 from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
@@ -55,6 +57,8 @@ def measure(reps: int) -> list[dict]:
             row = measure_one(w, reps)
         except Exception as e:  # one shot on the GPU machine: report and go on
             row = {"kernel": w.name, "error": f"{type(e).__name__}: {e}"}
+            row["traceback"] = traceback.format_exc()
+            print(row["traceback"], file=sys.stderr)
         row["seconds"] = time.perf_counter() - t_start
         results.append(row)
         print(f"  {w.name}: {row['seconds']:.1f}s {row.get('error', '')}", file=sys.stderr)
@@ -73,6 +77,7 @@ def measure_one(w: Workload, reps: int) -> dict:
         runs[_label(probe, sample)] = (module, bufs)
     times: dict[str, list[float]] = {name: [] for name in runs}
     drops: dict[str, float] = {}
+    counts: dict[str, tuple[int, int]] = {}  # records kept, dropped
     ok: dict[str, bool] = {}
     for rep in range(reps + 2):
         for name, (module, bufs) in runs.items():
@@ -91,6 +96,7 @@ def measure_one(w: Workload, reps: int) -> dict:
                 if bufs is not None:
                     rec, overflow = bufs.read()
                     drops[name] = overflow / max(len(rec) + overflow, 1)
+                    counts[name] = (len(rec), overflow)
     base_ms = statistics.median(times["original"])
     row = {"kernel": w.name, "warps": w.warps, "original_ms": base_ms, "probes": {}}
     for name in runs:
@@ -101,6 +107,8 @@ def measure_one(w: Workload, reps: int) -> dict:
             "median_ms": med,
             "slowdown": med / base_ms,
             "dropped_frac": drops[name],
+            "records_kept": counts[name][0],
+            "records_dropped": counts[name][1],
             "results_unchanged": ok[name],
         }
     for _, bufs in runs.values():
@@ -117,19 +125,27 @@ def table(results: list[dict]) -> str:
     ]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['kernel']} | error: {r['error'][:80]} |" + " |" * len(names))
+            lines.append(f"| {r['kernel']} | error (below) |" + " |" * len(names))
             continue
         cells = []
         for n in names:
             p = r["probes"][n]
             flag = "" if p["results_unchanged"] else " (CHANGED)"
-            drop = f" ({p['dropped_frac']:.0%} dropped)" if p["dropped_frac"] > 0 else ""
+            kept, dropped = p.get("records_kept", 0), p.get("records_dropped", 0)
+            if n.startswith("mem_trace") or dropped:
+                # the last rep's launch: records kept / dropped (ring full)
+                drop = f" ({kept} kept, {dropped} dropped)"
+            else:
+                drop = ""
             cells.append(f"{p['slowdown']:.3f}x{drop}{flag}")
         lines.append(f"| {r['kernel']} | {r['original_ms']:.3f} | " + " | ".join(cells) + " |")
     neutrino = NEUTRINO["lightweight"], NEUTRINO["mem_trace"]
     lines.append(
         f"| Neutrino (published) | | {neutrino[0]}x | {neutrino[0]}x | {neutrino[1]}x | | |"
     )
+    errors = [f"{r['kernel']}: {r['error']}" for r in results if "error" in r]
+    if errors:
+        lines += ["", "Errors (full text; tracebacks in the JSON):", *errors]
     return "\n".join(lines)
 
 
@@ -137,7 +153,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="JSON file to write")
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument(
+        "--watchdog", type=float, default=540, help="dump all stacks and exit after S seconds"
+    )
     args = parser.parse_args()
+    faulthandler.dump_traceback_later(args.watchdog, exit=True)  # never hang silently
     torch.zeros(1, device="cuda")
     results = measure(args.reps)
     md = table(results)

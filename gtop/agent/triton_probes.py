@@ -19,18 +19,27 @@ the probe; disabling puts the original compiled kernels back.
 torch.compile (Inductor) launches its kernels itself: they are probed when compiled
 while a selection is enabled, in this process (``compile_threads=1``) and through Triton's
 loader (``use_static_cuda_launcher=False``); toggling means recompiling
-(``torch._dynamo.reset()``). Everything fails open: a problem is appended to
-:attr:`TritonProbes.errors` and the original kernel runs.
+(``torch._dynamo.reset()``). Inductor keeps loaded kernel modules in memory, keyed by
+their source (``PyCodeCache``), so enabling and disabling clear those in-memory caches:
+otherwise a recompiled graph gets the kernels it had before the toggle. Everything fails
+open: a problem is appended to :attr:`TritonProbes.errors` and the original kernel runs.
+
+Triton 3.6 hands the launch hooks a ``LazyDict`` (``.data`` holds ``name``, ``function``
+and ``stream``; it has no ``__getitem__``). Every stage of the live path is counted per
+kernel in :attr:`TritonProbes.trace` (see :meth:`TritonProbes.diagnose`), so a run that
+collects nothing says which stage did not happen.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import re
+import sys
 import tempfile
 import threading
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +55,20 @@ if TYPE_CHECKING:
     from gtop.instrument.runtime import Fence, Pending, ProbeBuffers
 
 DEFAULT_CAPACITY = {"block_sched": 1 << 18, "tensorop": 1 << 18, "mem_trace": 1 << 20}
+
+# The stages of the live path, in order, as counted in TritonProbes.trace[kernel].
+STAGES = (
+    "ptx_stage",  # Triton ran our wrapped ptx stage for a selected kernel
+    "instrumented",  # the probe was inserted (else "not_instrumented", see errors)
+    "load_hook",  # kernel_load_end_hook fired for a selected kernel
+    "header_found",  # the loaded module's PTX carries the probe header
+    "bound",  # buffers allocated and bound through the module's globals
+    "launch",  # launch_enter_hook saw a bound CUfunction
+    "armed",  # the launch was due: counters reset, capacity set
+    "copy_queued",  # launch_exit_hook queued the copy-back on the side stream
+    "copy_done",  # the copy finished and was decoded
+    "records",  # records decoded (summed)
+)
 
 
 @dataclass(frozen=True)
@@ -102,16 +125,20 @@ class TritonProbes:
     def __init__(self, max_results: int = 256) -> None:
         self.errors: deque[str] = deque(maxlen=256)  # fail-open problems, newest last
         self.results: deque[Collected] = deque(maxlen=max_results)
+        # kernel name -> stage (see STAGES) -> count; "unbound_launch" counts launches of
+        # selected kernels whose CUfunction was never bound (loaded before enabling?)
+        self.trace: dict[str, Counter[str]] = {}
         self._selections: list[Selection] = []
         self._bound: dict[int, _Bound] = {}  # CUfunction handle -> state
         self._closing: list[_Bound] = []
         # CUfunction handles of loaded probed kernels (their CompiledKernel.hash equals the
         # original's: Triton's cache key does not see the probe).
         self._instrumented: set[int] = set()
+        self._headers: dict[str, dict] = {}  # kernel name -> header of its last rewrite
         self._saved: list[_Saved] = []
         self._lock = threading.RLock()
         self._cache_root = Path(tempfile.mkdtemp(prefix="gtop-triton-"))
-        self._user_cache_dir: str | None = None
+        self._user_cache: tuple[bool, Any, str | None] | None = None
         self._previous_stages: Any = None
         self._installed = False
 
@@ -123,34 +150,49 @@ class TritonProbes:
         with self._lock:
             self._selections.append(selection)
             self._install()
-            for kernel_cache in _jit_caches(selection):
-                for key, kernel in list(kernel_cache.items()):
-                    if _handle(kernel) not in self._instrumented:
-                        self._saved.append(_Saved(kernel_cache, key, kernel))
-                        del kernel_cache[key]
+            try:
+                for kernel_cache in _jit_caches(selection):
+                    for key, kernel in list(kernel_cache.items()):
+                        if _handle(kernel) not in self._instrumented:
+                            self._saved.append(_Saved(kernel_cache, key, kernel))
+                            del kernel_cache[key]
+            except Exception as e:  # already-compiled kernels stay unprobed
+                self._note(f"cannot evict compiled kernels: {type(e).__name__}: {e}")
+            self._note(_clear_inductor_caches())
 
     def disable(self, pattern: str | None = None) -> None:
         """Stop probing kernels selected by ``pattern`` (all when None) and restore the
-        original compiled kernels."""
+        original compiled kernels. Never raises: problems go to :attr:`errors`."""
         with self._lock:
             gone = [s for s in self._selections if pattern is None or s.pattern == pattern]
             self._selections = [s for s in self._selections if s not in gone]
             for handle, state in list(self._bound.items()):
                 if state.selection in gone:
-                    state.retired = state.buffers.retire(0)  # legacy stream: after all work
+                    try:
+                        state.retired = state.buffers.retire(0)  # legacy stream: after all
+                    except Exception as e:
+                        self._note(f"{state.name}: cannot retire probe buffers: {e!r}")
                     self._closing.append(self._bound.pop(handle))
-            for sel in gone:
-                for saved in [s for s in self._saved if sel.matches(_name(s.kernel))]:
-                    saved.kernel_cache[saved.key] = saved.kernel
-                    self._saved.remove(saved)
-                for kernel_cache in _jit_caches(sel):
-                    for key, kernel in list(kernel_cache.items()):
-                        if _handle(kernel) in self._instrumented:
-                            del kernel_cache[key]  # compiled while probed: recompile clean
-            if self._selections:
-                self._point_cache()
-            else:
-                self._uninstall()
+            try:
+                for sel in gone:
+                    for saved in [s for s in self._saved if sel.matches(_name(s.kernel))]:
+                        saved.kernel_cache[saved.key] = saved.kernel
+                        self._saved.remove(saved)
+                    for kernel_cache in _jit_caches(sel):
+                        for key, kernel in list(kernel_cache.items()):
+                            if _handle(kernel) in self._instrumented:
+                                del kernel_cache[key]  # compiled while probed: recompile
+            except Exception as e:
+                self._note(f"cannot restore the original kernels: {e!r}")
+            if gone:
+                self._note(_clear_inductor_caches())
+            try:
+                if self._selections:
+                    self._point_cache()
+                else:
+                    self._uninstall()
+            except Exception as e:
+                self._note(f"cannot restore Triton's hooks or cache dir: {e!r}")
 
     def poll(self) -> list[Collected]:
         """Records of probed launches whose copies have finished; never blocks."""
@@ -158,10 +200,19 @@ class TritonProbes:
             for state in [*self._bound.values(), *self._closing]:
                 self._collect(state)
             for state in self._closing[:]:
-                if state.pending is None and state.retired is not None and state.retired.passed():
+                if state.pending is not None:
+                    continue
+                try:
+                    if state.retired is None:  # never disarmed: leak rather than free
+                        self._closing.remove(state)  # memory a launch may still write
+                        continue
+                    if not state.retired.passed():
+                        continue
                     state.retired.close()
                     state.buffers.close()
-                    self._closing.remove(state)
+                except Exception as e:
+                    self._note(f"{state.name}: cannot free probe buffers: {e!r}")
+                self._closing.remove(state)
             out = list(self.results)
             self.results.clear()
             return out
@@ -170,7 +221,63 @@ class TritonProbes:
         """Disable everything (buffers still copying are freed by a last :meth:`poll`)."""
         self.disable()
 
+    def diagnose(self) -> str:
+        """Everything needed to tell why a probed kernel gave no records: the hooks'
+        state, the per-kernel stage counts (:data:`STAGES`) and the errors, untruncated."""
+        lines = [f"selections: {self._selections!r}", f"hooks: {self._hook_state()}"]
+        try:
+            import triton
+
+            lines.append(f"triton {triton.__version__}; cache dir {triton.knobs.cache.dir}")
+        except Exception as e:
+            lines.append(f"triton: {e!r}")
+        with self._lock:
+            lines.append(f"bound functions: {len(self._bound)}, closing: {len(self._closing)}")
+            for state in self._bound.values():
+                lines.append(
+                    f"  {state.name}: launches {state.launches} armed {state.armed} "
+                    f"pending {state.pending is not None} (launch {state.pending_launch})"
+                )
+            if not self.trace:
+                lines.append("trace: no stage happened for any selected kernel")
+            for name, counts in sorted(self.trace.items()):
+                stages = [f"{k}={counts.get(k, 0)}" for k in STAGES]
+                extra = [f"{k}={v}" for k, v in sorted(counts.items()) if k not in STAGES]
+                missing = next((k for k in STAGES[:-1] if not counts.get(k)), None)
+                lines.append(
+                    f"trace {name}: {' '.join(stages + extra)}"
+                    + (f"  <- first missing stage: {missing}" if missing else "")
+                )
+            lines.append(f"errors ({len(self.errors)}):")
+            lines += [f"  {e}" for e in self.errors]
+        return "\n".join(lines)
+
+    def _count(self, name: str, stage: str, n: int = 1) -> None:
+        counts = self.trace.get(name)
+        if counts is None:
+            counts = self.trace[name] = Counter()
+        counts[stage] += n
+
+    def _note(self, problem: str | None) -> None:
+        if problem:
+            self.errors.append(problem)
+
     # --- hooks -----------------------------------------------------------------------
+
+    def _hook_state(self) -> str:
+        try:
+            import triton
+
+            rt = triton.knobs.runtime
+            return (
+                f"installed={self._installed} "
+                f"stages={rt.add_stages_inspection_hook == self._stages} "
+                f"load_end={self._loaded in getattr(rt.kernel_load_end_hook, 'calls', ())} "
+                f"enter={self._enter in getattr(rt.launch_enter_hook, 'calls', ())} "
+                f"exit={self._exit in getattr(rt.launch_exit_hook, 'calls', ())}"
+            )
+        except Exception as e:
+            return repr(e)
 
     def _install(self) -> None:
         import triton
@@ -182,7 +289,13 @@ class TritonProbes:
             rt.kernel_load_end_hook.add(self._loaded)
             rt.launch_enter_hook.add(self._enter)
             rt.launch_exit_hook.add(self._exit)
-            self._user_cache_dir = triton.knobs.cache.dir
+            cache = triton.knobs.cache
+            # setting knobs.cache.dir also sets TRITON_CACHE_DIR: remember both
+            self._user_cache = (
+                "dir" in vars(cache),
+                vars(cache).get("dir"),
+                os.environ.get("TRITON_CACHE_DIR"),
+            )
             self._installed = True
         self._point_cache()
 
@@ -196,7 +309,16 @@ class TritonProbes:
         rt.kernel_load_end_hook.remove(self._loaded)
         rt.launch_enter_hook.remove(self._enter)
         rt.launch_exit_hook.remove(self._exit)
-        triton.knobs.cache.dir = self._user_cache_dir
+        if self._user_cache is not None:
+            had, value, env = self._user_cache
+            if had:
+                triton.knobs.cache.dir = value
+            else:
+                del triton.knobs.cache.dir
+            if env is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = env
         self._installed = False
 
     def _digest(self) -> str:
@@ -235,76 +357,105 @@ class TritonProbes:
         sel = self._selection(name)
         if sel is None:
             return text
+        self._count(name, "ptx_stage")
         try:
-            return instrument(
+            done = instrument(
                 ptx.parse(text),
                 get(sel.probe),
                 kernel=f"^{re.escape(name)}$",
                 level=Level(sel.level) if sel.level else None,
                 sample=sel.sample,
-            ).text
+            )
         except Exception as e:  # fail open: the original kernel is compiled
-            self.errors.append(f"{name}: not instrumented: {e}")
+            self._count(name, "not_instrumented")
+            self.errors.append(f"{name}: not instrumented: {type(e).__name__}: {e}")
             return text
+        self._count(name, "instrumented")
+        self._headers[name] = read_header(done.text) or {}
+        return done.text
 
     def _loaded(self, module: Any, function: Any, name: str, metadata_group: dict, hash: str):
         sel = self._selection(name)
         if sel is None:
             return
+        self._count(name, "load_hook")
         try:
             path = next((p for f, p in metadata_group.items() if str(f).endswith(".ptx")), None)
-            header = read_header(Path(path).read_text()) if path else None
-            if header is None:
-                self.errors.append(f"{name}: loaded without a probe")
+            # no .ptx kept (TRITON_STORE_BINARY_ONLY): the header of this process's rewrite
+            header = read_header(Path(path).read_text()) if path else self._headers.get(name)
+            if not header:
+                where = path or f"no .ptx in {sorted(metadata_group)}"
+                self.errors.append(f"{name}: loaded without a probe header ({where})")
                 return
+            self._count(name, "header_found")
             from gtop.instrument.runtime import ProbeBuffers
 
             capacity = sel.capacity or DEFAULT_CAPACITY[sel.probe]
             buffers = ProbeBuffers(int(module), header, capacity)
             buffers.arm(0, False)
         except Exception as e:
-            self.errors.append(f"{name}: cannot bind probe buffers: {e}")
+            self.errors.append(f"{name}: cannot bind probe buffers: {type(e).__name__}: {e}")
             return
         with self._lock:
             self._bound[int(function)] = _Bound(name, sel, header, buffers)
             self._instrumented.add(int(function))
+        self._count(name, "bound")
 
     def _enter(self, metadata: Any) -> None:
         try:
-            state = self._bound.get(int(metadata["function"]))
+            data = _launch_data(metadata)
+            state = self._bound.get(int(data["function"]))
             if state is None:
+                name = str(data.get("name", ""))
+                if self._selection(name) is not None:
+                    self._count(name, "unbound_launch")
                 return
             with self._lock:
+                self._count(state.name, "launch")
                 self._collect(state)
                 state.launches += 1
                 due = (state.launches - 1) % state.selection.every == 0
                 armed = due and state.pending is None
+                if due and not armed:
+                    self._count(state.name, "skipped_copy_pending")
                 if armed:  # disarmed otherwise: since loading, and after each probed launch
                     # fixed (block, warp) slots must not keep a previous launch's records
                     clear = not state.buffers.ring
-                    state.buffers.reset(int(metadata["stream"]), clear=clear)
+                    state.buffers.reset(int(data["stream"]), clear=clear)
+                    self._count(state.name, "armed")
                 state.armed = armed
         except Exception as e:
-            self.errors.append(f"launch: {e}")
+            self.errors.append(f"launch enter: {type(e).__name__}: {e}")
 
     def _exit(self, metadata: Any) -> None:
         try:
-            state = self._bound.get(int(metadata["function"]))
+            data = _launch_data(metadata)
+            state = self._bound.get(int(data["function"]))
             if state is None or not state.armed:
                 return
             with self._lock:
-                state.pending = state.buffers.copy_async(int(metadata["stream"]))
+                state.pending = state.buffers.copy_async(int(data["stream"]))
                 state.pending_launch = state.launches
-                state.buffers.arm(int(metadata["stream"]), False)
+                state.buffers.arm(int(data["stream"]), False)
                 state.armed = False
+                self._count(state.name, "copy_queued")
         except Exception as e:
-            self.errors.append(f"launch: {e}")
+            self.errors.append(f"launch exit: {type(e).__name__}: {e}")
 
     def _collect(self, state: _Bound) -> None:
-        if state.pending is None or not state.pending.ready():
+        try:
+            if state.pending is None or not state.pending.ready():
+                return
+            records, overflow = state.pending.result()
+        except Exception as e:
+            self.errors.append(f"{state.name}: copy-back failed: {type(e).__name__}: {e}")
+            state.pending = None
             return
-        records, overflow = state.pending.result()
         state.pending = None
+        self._count(state.name, "copy_done")
+        self._count(state.name, "records", len(records))
+        if overflow:
+            self._count(state.name, "dropped", overflow)
         self.results.append(
             Collected(
                 state.name,
@@ -315,6 +466,33 @@ class TritonProbes:
                 overflow,
             )
         )
+
+
+def _launch_data(metadata: Any) -> Any:
+    """The mapping behind a launch hook's argument: Triton 3.6 passes a ``LazyDict``
+    whose ``data`` holds ``name``/``function``/``stream`` (reading ``data`` does not run
+    the kernel's ``launch_metadata`` function); older Tritons pass a dict."""
+    data = getattr(metadata, "data", None)
+    return data if isinstance(data, dict) else metadata
+
+
+def _clear_inductor_caches() -> str | None:
+    """Forget Inductor's in-memory kernel modules (keyed by source), so the next
+    ``torch.compile`` loads, and so compiles, its Triton kernels again. Only when
+    torch's Inductor is already imported; returns a problem or None."""
+    if "torch._inductor.codecache" not in sys.modules:
+        return None
+    try:
+        from torch._inductor.codecache import PyCodeCache
+
+        PyCodeCache.cache_clear()
+        compiled = sys.modules.get("torch._inductor.async_compile")
+        cache = getattr(compiled, "CompiledTritonKernels", None)
+        if cache is not None:
+            cache.cache_clear()
+    except Exception as e:  # a torch without these caches: nothing to clear
+        return f"cannot clear Inductor's kernel caches: {type(e).__name__}: {e}"
+    return None
 
 
 def _handle(kernel: Any) -> int | None:
@@ -331,9 +509,14 @@ def _jit_caches(selection: Selection) -> list[dict]:
     function whose kernel name matches ``selection``."""
     from triton.runtime.jit import JITFunction
 
-    return [
-        caches[0]
-        for obj in gc.get_objects()
-        if isinstance(obj, JITFunction) and selection.matches(obj.fn.__name__)
-        for caches in list(obj.device_caches.values())
-    ]
+    out = []
+    for obj in gc.get_objects():
+        # type(), not isinstance(): some objects' __class__ is a property that warns/raises
+        if not issubclass(type(obj), JITFunction):
+            continue
+        try:
+            if selection.matches(obj.fn.__name__):
+                out += [caches[0] for caches in list(obj.device_caches.values())]
+        except Exception:  # a half-built JITFunction: nothing cached
+            continue
+    return out

@@ -70,9 +70,11 @@ def global_decls() -> list[str]:
     return out
 
 
-def ids() -> str:
-    """SM id, linear block id, linear thread id and warp-in-block id."""
-    return """\
+def ids(site: Site | None = None) -> str:
+    """SM id, linear block id, linear thread id and warp-in-block id. With the kernel's
+    ``.reqntid`` (``site.ntid``; Triton declares it) the block shape is a constant: a
+    1-D block's linear thread id is ``%tid.x``, and no ``%ntid`` is read."""
+    text = """\
 mov.u32 %gtop_smid, %smid;
 mov.u32 %gtop_x, %ctaid.z;
 mov.u32 %gtop_y, %nctaid.y;
@@ -81,6 +83,20 @@ mad.lo.u32 %gtop_blk, %gtop_x, %gtop_y, %gtop_z;
 mov.u32 %gtop_x, %nctaid.x;
 mov.u32 %gtop_y, %ctaid.x;
 mad.lo.u32 %gtop_blk, %gtop_blk, %gtop_x, %gtop_y;
+"""
+    ntid = site.ntid if site is not None else None
+    if ntid is not None and ntid[1:] == (1, 1):
+        text += "mov.u32 %gtop_tid, %tid.x;\n"
+    elif ntid is not None:
+        text += f"""\
+mov.u32 %gtop_x, %tid.z;
+mov.u32 %gtop_z, %tid.y;
+mad.lo.u32 %gtop_tid, %gtop_x, {ntid[1]}, %gtop_z;
+mov.u32 %gtop_y, %tid.x;
+mad.lo.u32 %gtop_tid, %gtop_tid, {ntid[0]}, %gtop_y;
+"""
+    else:
+        text += """\
 mov.u32 %gtop_x, %tid.z;
 mov.u32 %gtop_y, %ntid.y;
 mov.u32 %gtop_z, %tid.y;
@@ -88,8 +104,8 @@ mad.lo.u32 %gtop_tid, %gtop_x, %gtop_y, %gtop_z;
 mov.u32 %gtop_x, %ntid.x;
 mov.u32 %gtop_y, %tid.x;
 mad.lo.u32 %gtop_tid, %gtop_tid, %gtop_x, %gtop_y;
-shr.u32 %gtop_wid, %gtop_tid, 5;
 """
+    return text + "shr.u32 %gtop_wid, %gtop_tid, 5;\n"
 
 
 def writer(level: Level) -> str:
@@ -105,8 +121,11 @@ setp.eq.and.u32 %gtop_lead, %gtop_x, 0, %gtop_g;
 """
 
 
-def _per_block(level: Level) -> str:
-    """``%gtop_x`` = warps (or threads) per block; needs ids()."""
+def _per_block(level: Level, ntid: tuple[int, int, int] | None = None) -> str:
+    """``%gtop_x`` = warps (or threads) per block (a constant with ``.reqntid``)."""
+    if ntid is not None:
+        threads = ntid[0] * ntid[1] * ntid[2]
+        return f"mov.u32 %gtop_x, {(threads + 31) // 32 if level is Level.WARP else threads};\n"
     text = """\
 mov.u32 %gtop_x, %ntid.x;
 mov.u32 %gtop_y, %ntid.y;
@@ -168,7 +187,7 @@ mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_rbuf;
     return (
         "ld.global.u32 %gtop_cap, [gtop_cap];\n"
         "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
-        + _per_block(site.level)
+        + _per_block(site.level, site.ntid)
         + f"""\
 mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;

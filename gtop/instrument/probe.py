@@ -51,6 +51,10 @@ class Site:
     sample: int
     instr: Instruction | None = None  # None at kernel entry
     cls: int = -1  # index of the instruction's class (see Probe.classify), else -1
+    ntid: tuple[int, int, int] | None = None  # the kernel's .reqntid block shape, if any
+    # an unguarded site of the same tracepoint ran earlier in this basic block (whenever
+    # this site runs, that one ran first)
+    follows: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,3 +83,6 @@ class Probe:
     classify: Callable[[Instruction], str | None] | None = None
     max_classes: int = 0
     sampled: bool = False  # honours Site.sample (1-in-N)
+    # Records come only from instruction sites (not entry/exit alone): a kernel with no
+    # matching instruction gets no code at all, not even its entry and exit snippets.
+    needs_sites: bool = False

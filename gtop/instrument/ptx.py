@@ -107,6 +107,7 @@ class Function:
     open: int
     close: int
     statements: tuple[Statement, ...]
+    reqntid: tuple[int, int, int] | None = None  # the exact block shape, when declared
 
     def instructions(self) -> list[Statement]:
         return [s for s in self.statements if s.kind is Kind.INSTR]
@@ -306,6 +307,15 @@ def parse(text: str) -> Module:
     return Module(lines, tuple(functions), header_end, frozenset(shared))
 
 
+def _reqntid(tail: list[str]) -> tuple[int, int, int] | None:
+    """The ``.reqntid x[, y[, z]]`` of a function's directives (missing sizes are 1)."""
+    m = re.search(r"\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", " ".join(tail))
+    if not m:
+        return None
+    x, y, z = (int(v) if v else 1 for v in m.groups())
+    return (x, y, z)
+
+
 def _skip_block(code: list[str], i: int) -> int:
     """Skip a ``.section NAME { ... }`` debug block; returns the index after it."""
     depth = 0
@@ -383,5 +393,7 @@ def _function(
             d = _SHARED_DECL.search(s.code)
             if d:
                 shared.add(d.group(1))
-    functions.append(Function(m.group(2), m.group(1) == "entry", open_line, j, tuple(stmts)))
+    functions.append(
+        Function(m.group(2), m.group(1) == "entry", open_line, j, tuple(stmts), _reqntid(tail))
+    )
     return j + 1

@@ -13,11 +13,13 @@ from dataclasses import asdict, dataclass, field
 
 from gtop.instrument import maps
 from gtop.instrument.probe import ENTRY, EXIT, PREFIX, Level, MapKind, Probe, Site, SiteError
-from gtop.instrument.ptx import Function, Module, Statement
+from gtop.instrument.ptx import Function, Kind, Module, Statement
 from gtop.instrument.verify import verify
 
 HEADER = "// gtop-probe "
 _EXITS = {"ret", "exit"}
+# instructions after which control may not fall through to the next one
+_BLOCK_ENDS = {"bra", "brx", "ret", "exit", "call", "trap", "brkpt"}
 
 
 class RewriteError(ValueError):
@@ -128,24 +130,40 @@ class _Plan:
         """Plan one kernel's sites; ``kid`` is the id its records carry."""
         sites: dict[str, int] = {}
         classes: list[str] = []
+        if self.probe.needs_sites and not self._has_sites(fn):
+            return KernelInfo(fn.name, kid, sites, classes)  # nothing it could record
         head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
         if self.map_kind is MapKind.RING:
             head += self._render(maps.ring_entry())
         for tp in self.probe.tracepoints:
             if tp.at == ENTRY:
-                head += self._render(tp.snippet(Site(kid, self.level, self.map_kind, self.sample)))
+                site = Site(kid, self.level, self.map_kind, self.sample, ntid=fn.reqntid)
+                head += self._render(tp.snippet(site))
                 sites[ENTRY] = 1
                 continue
-            for st in fn.instructions():
+            targets = _branch_targets(fn)
+            follows = False  # an unguarded hit of tp earlier in the same basic block
+            for st in fn.statements:
+                if st.kind is Kind.LABEL and st.code.rstrip(":").strip() in targets:
+                    follows = False
+                if st.kind is not Kind.INSTR:
+                    continue
                 assert st.instr is not None
                 if tp.at == EXIT:
                     hit = st.instr.root in _EXITS
                 else:
                     hit = re.search(tp.at, st.instr.opcode) is not None
+                before = follows
+                if hit and st.instr.guard is None:
+                    follows = True
+                if st.instr.root in _BLOCK_ENDS:
+                    follows = False
                 if not hit:
                     continue
                 cls = self._class(st, classes, fn.name)
-                site = Site(kid, self.level, self.map_kind, self.sample, st.instr, cls)
+                site = Site(
+                    kid, self.level, self.map_kind, self.sample, st.instr, cls, fn.reqntid, before
+                )
                 try:
                     code = _guard(st) + tp.snippet(site)
                 except SiteError as e:
@@ -155,6 +173,18 @@ class _Plan:
                 sites[label] = sites.get(label, 0) + 1
         self.after.setdefault(fn.open, []).extend(head)
         return KernelInfo(fn.name, kid, sites, classes)
+
+    def _has_sites(self, fn: Function) -> bool:
+        """Whether an instruction of ``fn`` matches one of the probe's opcode tracepoints."""
+        patterns = [
+            re.compile(tp.at) for tp in self.probe.tracepoints if tp.at not in (ENTRY, EXIT)
+        ]
+        return any(
+            p.search(st.instr.opcode)
+            for st in fn.instructions()
+            if st.instr is not None
+            for p in patterns
+        )
 
     def _class(self, st: Statement, classes: list[str], kernel: str) -> int:
         """Index of the site's instruction class (-1: none), numbered per kernel."""
@@ -179,6 +209,16 @@ class _Plan:
         if not (st.alone_last if is_after else st.alone_first):
             raise RewriteError(f"line {line + 1}: {kernel}: {st.code[:40]!r} shares its line")
         (self.after if is_after else self.before).setdefault(line, []).extend(lines)
+
+
+def _branch_targets(fn: Function) -> set[str]:
+    """Names that instructions or directives of ``fn`` refer to: the labels control can
+    jump to (debug-only labels such as ``$L__tmp0`` are not among them)."""
+    words: set[str] = set()
+    for st in fn.statements:
+        if st.kind in (Kind.INSTR, Kind.DIRECTIVE):
+            words.update(re.findall(r"[$\w.]+", st.code))
+    return words
 
 
 def _guard(st: Statement) -> str:

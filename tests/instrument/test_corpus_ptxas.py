@@ -50,7 +50,10 @@ def test_probe_assembles(path: Path, variant: tuple, tmp_path: Path) -> None:
     kept = [line for line in result.text.splitlines() if "gtop" not in line]
     assert kept == original
     assert [k.name for k in result.kernels] == [f.name for f in module.kernels]
-    assert all(k.sites.get("exit", 0) >= 1 or name == "mem_trace" for k in result.kernels)
+    for k in result.kernels:
+        # mem_trace has no exit tracepoint; tensorop leaves kernels without mma untouched
+        skipped = name == "tensorop" and not k.sites and not k.classes
+        assert k.sites.get("exit", 0) >= 1 or name == "mem_trace" or skipped, k
 
 
 def test_tensorop_finds_hopper_wgmma() -> None:
@@ -66,4 +69,4 @@ def test_tensorop_classes_in_nvcc_kernels() -> None:
     kernels = {k.name: k for k in instrument(module, PROBES["tensorop"]).kernels}
     assert kernels["mma_bf16_tile"].classes == ["mma.m16n8k16.f32.bf16.bf16.f32"]
     assert kernels["wmma_gemm"].classes[0].startswith("wmma.m16n16k16")
-    assert kernels["saxpy"].classes == []
+    assert kernels["saxpy"].classes == [] and kernels["saxpy"].sites == {}

@@ -224,3 +224,39 @@ def test_tensorop_warps_without_tensor_ops_write_nothing() -> None:
     run(entry, w, dev)  # the mma sites are skipped: this warp never issues one
     run(exit_, w, dev)
     assert not any(dev.mem[BUF_BASE:])
+
+
+@pytest.mark.parametrize("ntid", [(128, 1, 1), (32, 2, 2)])
+def test_reqntid_kernels_index_like_any_other(ntid: tuple[int, int, int]) -> None:
+    """With ``.reqntid`` the block shape is a constant in the probe code (no %ntid reads;
+    %tid.x alone for a 1-D block): the records must not change."""
+    shape = ", ".join(map(str, ntid))
+    head = HEAD.replace(".visible .entry k()\n", f".visible .entry k()\n.reqntid {shape}\n")
+    assert head != HEAD
+
+    def records(with_reqntid: bool) -> np.ndarray:
+        text = (head if with_reqntid else HEAD) + "\tret;\n}\n"
+        code = instrument(ptx.parse(text), PROBES["block_sched"], map_kind=MapKind.ARRAY).text
+        assert ("%ntid" not in code) == with_reqntid
+        lines = code.splitlines()
+        body = [ln for ln in lines[lines.index("{") + 1 :] if "gtop" in ln and ".reg" not in ln]
+        split = next(i for i, ln in enumerate(body) if ln.strip().startswith("mov.pred %gtop_g"))
+        entry, exit_ = "\n".join(body[:split]), "\n".join(body[split:])
+        dev = Device(capacity=3 * 4, record_size=32)
+        for block in (2, 0):
+            for wid in (3, 1):
+                w = Warp(ctaid=(block, 0, 0), nctaid=(3, 1, 1), ntid=ntid, warp=wid, smid=5)
+                run(entry, w, dev)
+                run(exit_, w, dev)
+        raw = bytes(dev.mem[BUF_BASE : BUF_BASE + 12 * 32])
+        return np.frombuffer(raw, PROBES["block_sched"].record)
+
+    plain, fixed = records(False), records(True)
+    assert plain.tobytes() == fixed.tobytes()
+    written = fixed[fixed["smid"] == 5]
+    assert sorted((int(r["block"]), int(r["warp"])) for r in written) == [
+        (0, 1),
+        (0, 3),
+        (2, 1),
+        (2, 3),
+    ]

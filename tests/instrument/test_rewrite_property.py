@@ -106,11 +106,13 @@ def test_original_lines_survive_in_order(
 ) -> None:
     probe = ALL[which]
     module = ptx.parse(source)
-    out = instrument(module, probe, sample=sample if probe.sampled else 1).text
+    result = instrument(module, probe, sample=sample if probe.sampled else 1)
+    out = result.text
     kept = [line for line in out.splitlines() if "gtop" not in line]
     assert kept == source.splitlines()
     exits = sum(1 for s in module.kernels[0].instructions() if s.instr.root in ("ret", "exit"))
-    if probe.name in ("block_sched", "tensorop", "branches"):
+    untouched = probe.needs_sites and not result.kernels[0].sites  # nothing to record
+    if probe.name in ("block_sched", "tensorop", "branches") and not untouched:
         assert out.count("st.global") >= exits
     done = run_ptxas(out, tmp_path)
     assert done.returncode == 0, done.stderr + out

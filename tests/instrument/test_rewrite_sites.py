@@ -122,3 +122,40 @@ def test_access_widths(opcode: str, width: int) -> None:
     store = opcode.startswith("st")
     ins = parse_instruction(f"{opcode} {'[%rd1], %r1' if store else '%r1, [%rd1]'}", 1)
     assert access(ins) == ("[%rd1]", str(width), store)
+
+
+def test_first_clock_is_tracked_once_per_basic_block() -> None:
+    """tensorop sets first_clock at the first unguarded mma of a basic block only: the
+    later ones of the block cannot run first. A branch target or a guarded site starts
+    over; a debug-only label does not."""
+    from gtop.instrument import ptx as ptx_mod
+    from gtop.instrument.probes import PROBES
+    from gtop.instrument.rewrite import instrument as rewrite
+
+    mma = (
+        "\tmma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+        "{%f1,%f2,%f3,%f4}, {%r3,%r4}, {%r5}, {%f1,%f2,%f3,%f4};\n"
+    )
+    body = (
+        mma
+        + "$L__tmp0:\n"  # debug label: no branch refers to it
+        + mma
+        + "$L__BB0_1:\n"  # a branch target
+        + mma.replace("\tmma", "\t@%p1 mma")  # may not run: does not cover the next
+        + mma
+        + mma
+        + "\t@%p2 bra $L__BB0_1;\n"
+        + mma
+        + "\tret;\n"
+    )
+    text = (
+        ".version 8.7\n.target sm_90a\n.address_size 64\n\n.visible .entry k()\n{\n"
+        "\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n\t.reg .f32 %f<8>;\n" + body + "}\n"
+    )
+    out = rewrite(ptx_mod.parse(text), PROBES["tensorop"]).text
+    lines = out.splitlines()
+    sets = [i for i, ln in enumerate(lines) if "mov.u64 %gtop_tc_first, %gtop_tc_t" in ln]
+    mmas = [i for i, ln in enumerate(lines) if "mma.sync" in ln]
+    # which mma each first_clock update precedes
+    owners = [next(k for k, m in enumerate(mmas) if m > s) for s in sets]
+    assert owners == [0, 2, 3, 5]

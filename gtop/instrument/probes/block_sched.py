@@ -35,11 +35,12 @@ def _entry(site: Site) -> str:
 
 def _exit(site: Site) -> str:
     return (
-        maps.ids()
+        maps.ids(site)
         + maps.writer(site.level)
-        + "@%gtop_lead mov.u64 %gtop_bs_t1, %globaltimer;\n"
-        + "@%gtop_lead mov.u64 %gtop_bs_c1, %clock64;\n"
-        + "@%gtop_lead sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;\n"
+        # unpredicated: the probe's own registers, and a predicated read costs a select
+        + "mov.u64 %gtop_bs_t1, %globaltimer;\n"
+        + "mov.u64 %gtop_bs_c1, %clock64;\n"
+        + "sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;\n"
         + maps.slot(site, RECORD)
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
         + maps.store(

@@ -79,7 +79,7 @@ def _entry(site: Site) -> str:
     if site.sample == 1:
         return "mov.u32 %gtop_mt_n, 0;\n"
     return (
-        maps.ids()
+        maps.ids(site)
         + "mad.lo.u32 %gtop_x, %gtop_blk, 1024, %gtop_tid;\n"
         + "mul.lo.u32 %gtop_x, %gtop_x, 2654435761;\n"
         + f"rem.u32 %gtop_mt_n, %gtop_x, {site.sample};\n"

@@ -3,7 +3,8 @@
 Counted sites: ``mma.sync``, ``wmma.mma.sync`` and Hopper's ``wgmma.mma_async``. Each site
 is timed by ``%clock64`` around its issue; ``wgmma.wait_group`` sites are timed too (the
 cycles a warp waits for its asynchronous wgmma results). One record per warp at kernel
-exit, only from warps that issued any (in a fixed slot per (block, warp) by default). A
+exit, only from warps that issued any (in a fixed slot per (block, warp) by default); a
+kernel without any tensor-core instruction gets no probe code at all. A
 kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the instrumented
 module's header, in index order. Timeline: ``first_clock``/``last_clock``
 are mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
@@ -67,6 +68,8 @@ def _entry(site: Site) -> str:
 
 
 def _before(site: Site) -> str:
+    if site.follows:  # an earlier site of this basic block already set first_clock
+        return "mov.u64 %gtop_tc_t, %clock64;\n"
     return (
         "mov.u64 %gtop_tc_t, %clock64;\n"
         "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_first, 0, %gtop_g;\n"
@@ -120,10 +123,10 @@ def _exit(site: Site) -> str:
         "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
         "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
         "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
-        + maps.ids()
+        + maps.ids(site)
         + maps.writer(site.level)
-        + "@%gtop_lead mov.u64 %gtop_tc_t, %globaltimer;\n"
-        + "@%gtop_lead mov.u64 %gtop_tc_u, %clock64;\n"
+        + "mov.u64 %gtop_tc_t, %globaltimer;\n"
+        + "mov.u64 %gtop_tc_u, %clock64;\n"
         + maps.slot(site, RECORD)
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
         + maps.store(RECORD, values)
@@ -160,6 +163,7 @@ PROBE = Probe(
     maps=(MapKind.ARRAY, MapKind.RING),
     classify=classify,
     max_classes=MAX_CLASSES,
+    needs_sites=True,  # a kernel without tensor-core instructions runs untouched
 )
 
 
