@@ -51,6 +51,21 @@ for step in $steps; do
                  python3 benchmarks/realistic_breakdown.py --out "$OUT/attr" --seconds 10
                  rm -f "$OUT"/attr/gtop-io-*
                  tar -cf "$OUT/attr.tar" -C "$OUT" attr && rm -rf "$OUT/attr" ;;
+    final-recordings)  # the recordings committed under recordings/ (see README)
+          mkdir -p "$OUT/rec" /tmp/slow-loader
+          limit 200 python3 benchmarks/constructed_shares.py --out "$OUT/rec" --seconds 6
+          limit 200 python3 benchmarks/realistic_breakdown.py --out "$OUT/rec" --seconds 8
+          limit 60 python3 -m gtop record --force --agent-mode full --interval 0.25 \
+            -o "$OUT/rec/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
+            --seconds 10 --data-dir /tmp/slow-loader
+          limit 60 python3 -m gtop record --force --agent-mode full --interval 0.25 \
+            -o "$OUT/rec/train_loop_cupti.gtop" -- python3 benchmarks/workloads/train_loop.py \
+            --seconds 4 --batch 16
+          rm -f "$OUT"/rec/gtop-io-*; ls -la "$OUT/rec"
+          tar -cf "$OUT/constructed.tar" -C "$OUT/rec" $(cd "$OUT/rec" && ls constructed-*)
+          tar -cf "$OUT/realistic.tar" -C "$OUT/rec" $(cd "$OUT/rec" && ls decode-* loader-* realistic*)
+          tar -cf "$OUT/host_recordings.tar" -C "$OUT/rec" slow_loader.gtop train_loop_cupti.gtop
+          rm -rf "$OUT/rec" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
     agent-tests) limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
                    -o faulthandler_timeout=120 tests/agent >"$OUT/agent_tests.txt" 2>&1
