@@ -36,7 +36,7 @@ for step in $steps; do
             tar -cf "$OUT/triton_corpus.tar" tests/corpus/ptx/triton_*
             python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument 2>&1 | tail -30
             timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
-            python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
+            PYTHONPATH=. python3 benchmarks/capture_probe_recording.py "$OUT/probes_triton.gtop" --npz "$OUT/probes.npz" ;;
     host) (cd benchmarks && python3 host_gpu_check.py "$OUT/host" --seconds 20)
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
     slow-loader) mkdir -p /tmp/slow-loader; python3 -m gtop record --force --agent-mode full --interval 0.25 \

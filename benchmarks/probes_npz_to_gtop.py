@@ -45,10 +45,12 @@ def write_gtop(
     method: str,
     pid: int,
     extra: list[tuple[str, np.ndarray]] | None = None,
+    entities: list[Entity] | None = None,
 ) -> dict[str, int]:
     """Write one recording: a ``clock_fit`` entity, a ``device`` entity, and per
     ``<workload>.<probe>`` array a ``probe_launch`` entity and its stream rows (launch
-    numbers in time order). ``extra`` are more ``(stream, rows)`` batches (NVML samples).
+    numbers in time order). ``extra`` are more ``(stream, rows)`` batches and ``entities``
+    more entities (NVML samples and devices).
     Returns rows written per stream."""
     launches = []
     for name, records in arrays.items():
@@ -93,6 +95,8 @@ def write_gtop(
             writer.append(SPECS[probe].name, rows, SPECS[probe].doc)
         for stream, rows in extra or []:
             writer.append(stream, rows)
+        for entity in entities or []:
+            writer.add_entity(entity)
         writer.flush()
         rows_written = dict(writer.rows_written)
     finally:
