@@ -1,7 +1,7 @@
 """Process-screen tab: the process's probed kernel launches and what the probes saw.
 
-The top table lists probed launches (kernel, probe, launch geometry, records kept and
-dropped, sampling). The selected launch's kernel is shown in one of three views, picked
+The top table lists probed launches (kernel, probe, grid, records kept and dropped,
+sampling). The selected launch's kernel is shown in one of three views, picked
 by key: the per-SM block schedule (``s``), the tensor-op timeline (``t``) and the DMAT
 (``m``); ``+``/``-`` zoom and ``,``/``.`` pan the shown view's time axis and ``a`` switches
 the DMAT between %globaltimer and per-SM clock alignment while the launch table has the
@@ -32,7 +32,8 @@ from gtop.views.tensorop_view import TensorOpView
 
 VIEWS = {"block_sched": "schedule", "tensorop": "tensorops", "mem_trace": "dmat"}
 """Probe -> id of the view that draws it."""
-COLUMNS = ("#", "Kernel", "Probe", "Grid", "Block", "Records", "Dropped", "Sample")
+COLUMNS = ("#", "Kernel", "Probe", "Grid", "Records", "Dropped", "Sample")
+"""Launch geometry in full (grid and block) is on the line under the table."""
 EMPTY = (
     "No probed launches for this process. Probes work on Triton kernels (PyTorch "
     "built-in and cuBLAS kernels ship SASS only): select one in the Kernels tab and "
@@ -112,7 +113,6 @@ class ProbesTab(Vertical):
                 x.kernel,
                 x.probe,
                 _dims(x.grid),
-                _dims(x.block),
                 f"{x.records:,}",
                 Text(f"{x.dropped:,}", style="bold red" if x.dropped else ""),
                 f"1/{x.sample}" if x.sample > 1 else "all",
