@@ -86,7 +86,7 @@ class ProbeControl:
             self._active[kernel] = (probe, every, sample)
             self._next_clock = 0.0
             replaced = f" (replaces {current[0]})" if current and current[0] != probe else ""
-            when = "every launch" if every == 1 else f"every {every}th launch"
+            when = "every launch" if every == 1 else f"1 launch in {every}"
             message = f"on: probing {when} from the next compile{replaced}"
             return {**reply, "ok": True, "message": message}
         except Exception as e:  # unknown probe, no Triton, a hook that would not install
