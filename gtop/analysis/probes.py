@@ -8,6 +8,8 @@ probe, so the tab shows a kernel's schedule, tensor ops and DMAT from sibling la
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from gtop.instrument.streams import LAUNCH_KIND, ProbeLaunch, from_stream, stream_name
@@ -44,3 +46,20 @@ def sibling(found: list[ProbeLaunch], selected: ProbeLaunch, probe: str) -> Prob
     if not same:
         return None
     return min(same, key=lambda x: abs(x.t_start_ns - selected.t_start_ns))
+
+
+def control_states(model: Model, pid: int) -> dict[tuple[str, str], dict]:
+    """The latest answer to each probe request of ``pid``, by (kernel pattern, probe):
+    ``{"on", "ok", "message", ...}`` from the ``probe_control`` entities."""
+    out = {}
+    for v in model.entity_values("probe_control").values():
+        if int(v.get("pid", -1)) == pid:
+            out[(str(v.get("kernel", "")), str(v.get("probe", "")))] = v
+    return out
+
+
+def is_on(model: Model, pid: int, kernel: str, probe: str) -> bool:
+    """Whether ``probe`` is on for kernel ``kernel`` (exact name) of ``pid``: the agent
+    accepted turning it on and has not since accepted turning it off."""
+    state = control_states(model, pid).get((f"^{re.escape(kernel)}$", probe))
+    return bool(state and state.get("ok") and state.get("on"))

@@ -42,7 +42,8 @@ EMPTY = (
 
 
 def _dims(d: tuple[int, ...]) -> str:
-    return "×".join(str(int(x)) for x in d)
+    """``32×32×1``; ``?`` where the agent could not tell the launch geometry."""
+    return "×".join(str(int(x)) for x in d) if any(d) else "?"
 
 
 class ProbesTab(Vertical):
@@ -176,7 +177,7 @@ class ProbesTab(Vertical):
     def _draw(self) -> None:
         selected = self._launch()
         if selected is None or self._model is None:
-            self.info.update(EMPTY)
+            self.info.update(self._latest_answer() or EMPTY)
             return
         probe = next(p for p, v in VIEWS.items() if v == self.view)
         launch = data.sibling(self._launches, selected, probe)
@@ -200,6 +201,17 @@ class ProbesTab(Vertical):
         else:
             self.dmat.pointers = dict(launch.pointers) if launch else {}
             self.dmat.records = rows
+
+    def _latest_answer(self) -> Text | None:
+        """The agent's latest answer to a probe request, while no launch is listed."""
+        if self._model is None:
+            return None
+        states = data.control_states(self._model, self.pid)
+        if not states:
+            return None
+        last = list(states.values())[-1]
+        style = "" if last.get("ok") else "bold red"
+        return Text(f"{last.get('probe')} {last.get('kernel')}: {last.get('message')}", style)
 
     @staticmethod
     def _describe(selected: ProbeLaunch, launch: ProbeLaunch | None, probe: str) -> Text:

@@ -14,8 +14,9 @@ import pytest
 from textual.app import App, ComposeResult
 
 from gtop.analysis import probes as data
+from gtop.instrument.instrumentable import NO_PTX
 from gtop.instrument.streams import LAUNCH_KIND
-from gtop.pipeline.hub import Update
+from gtop.pipeline.hub import Entity, Update
 from gtop.pipeline.model import Model
 from gtop.recordings.reader import Recording
 from gtop.recordings.replay import ReplaySource
@@ -183,3 +184,30 @@ def test_records_of_every_launch_come_back_from_the_model(launch: int) -> None:
     x = next(x for x in data.launches(model, PID) if x.launch == launch)
     rows = data.records(model, x)
     assert rows is not None and len(rows) == x.records
+
+
+def test_probe_requests_show_until_launches_arrive() -> None:
+    async def run() -> None:
+        model = Model()
+        app = ProbesApp(model, pid=77)
+        async with app.run_test(size=(80, 24)) as pilot:
+            refused = {
+                "kernel": "^ampere_sgemm$",
+                "probe": "block_sched",
+                "on": True,
+                "ok": False,
+                "message": NO_PTX,
+                "pid": 77,
+            }
+            entity = Entity("probe_control", "77:block_sched:^ampere_sgemm$", 1, refused)
+            model.apply(Update(entities=[entity]), 1)
+            app.tab.show(model)
+            await pilot.pause()
+            assert NO_PTX in str(app.tab.info.render())
+            assert not data.is_on(model, 77, "ampere_sgemm", "block_sched")
+            ok = {**refused, "kernel": "^mm$", "ok": True, "message": "on: probing"}
+            model.apply(Update(entities=[Entity("probe_control", "77:b:mm", 2, ok)]), 2)
+            assert data.is_on(model, 77, "mm", "block_sched")
+            assert not data.is_on(model, 78, "mm", "block_sched")
+
+    _run(run())
