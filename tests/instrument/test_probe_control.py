@@ -226,4 +226,3 @@ def test_set_probe_sends_the_op_or_refuses(link_conn) -> None:
     link._handle(_conn, wire.PROBE_STATE, b'{"kernel":"k","probe":"tensorop","ok":true}')
     (ack,) = [e for e in sub.poll().entities if e.kind == "probe_control"]
     assert ack.key == "4321:tensorop:k" and ack.value["ok"]
-
