@@ -68,9 +68,9 @@ def test_real_recording_holds_every_probed_launch() -> None:
     with Recording(RECORDING) as rec:
         assert not rec.problems
         assert RECORDING.stat().st_size < 3_000_000
-        (fit,) = rec.entities("clock_fit")
-        assert fit.key == "globaltimer:0" and "method" in fit.value
         launches = [streams.ProbeLaunch.from_value(e.value) for e in rec.entities("probe_launch")]
+        (fit,) = rec.entities("clock_fit")
+        assert fit.key == streams.clock_key(launches[0].pid) and "method" in fit.value
         kinds = {(x.kernel, x.probe) for x in launches}
         assert kinds == {
             (k, p)

@@ -28,8 +28,15 @@ from gtop.views.probes_tab import EMPTY, ProbesTab
 panels._PANELS.pop("Probes", None)
 
 RECORDING = Path(__file__).resolve().parents[2] / "recordings" / "probes_triton.gtop"
-PID = 0
-"""The pid the converted capture files its launches under (the .npz had none)."""
+
+
+def _recorded_pid() -> int:
+    with Recording(RECORDING) as rec:
+        return int(rec.entities(LAUNCH_KIND)[0].value["pid"])
+
+
+PID = _recorded_pid()
+"""The pid the capture filed its launches under (0 in a capture converted from .npz)."""
 LARGE = (160, 48)
 
 
@@ -96,16 +103,16 @@ def test_selecting_a_launch_shows_its_probe_and_keys_switch_views() -> None:
         async with app.run_test(size=(80, 24)) as pilot:
             tab = app.tab
             await pilot.pause()
-            assert tab.table.row_count == 6 and tab.selected == "0:1"
+            assert tab.table.row_count == 6 and tab.selected == f"{PID}:1"
             assert tab.view == "schedule" and tab.schedule.schedule.blocks == 1024
             assert "matmul_kernel" in str(tab.info.render())
             await pilot.press("down")
-            assert (tab.selected, tab.view) == ("0:2", "tensorops")
+            assert (tab.selected, tab.view) == (f"{PID}:2", "tensorops")
             assert tab.tensorops.ops.span_ns > 0
             await pilot.press("s")  # the schedule of the same kernel, from its sibling launch
             assert tab.view == "schedule" and tab.schedule.schedule.blocks == 1024
             await pilot.press("down", "down")  # attention's block_sched launch
-            assert tab.selected == "0:4" and tab.schedule.schedule.blocks == 16 * 16
+            assert tab.selected == f"{PID}:4" and tab.schedule.schedule.blocks == 16 * 16
             await pilot.press("m")
             assert set(tab.dmat.pointers) == {"q", "k", "v", "o"}
             labels = {line[:5].strip() for line in tab.dmat.render().plain.splitlines()[1:-1]}
@@ -164,7 +171,7 @@ def test_new_launches_arrive_live_and_keep_the_selection() -> None:
             model.apply(Update(batches=full.batches, entities=full.entities), source.now_ns())
             tab.show(model)
             await pilot.pause()
-            assert tab.table.row_count == 6 and tab.selected == "0:2"
+            assert tab.table.row_count == 6 and tab.selected == f"{PID}:2"
 
     _run(run())
 
