@@ -1,6 +1,7 @@
 """Capture raw probe records of Triton matmul (wgmma) and flash-attention kernels.
 
-Usage: python benchmarks/capture_probe_recording.py OUT.npz [--max-bytes B] [--mem-records N]
+Usage: python benchmarks/capture_probe_recording.py OUT.gtop [--npz OUT.npz] [--max-bytes B]
+       [--mem-records N]
 
 For each kernel, runs block_sched, tensorop and mem_trace. mem_trace's 1-in-N rate is
 picked from a first pass so that about ``--mem-records`` accesses are kept (a ring that
@@ -8,7 +9,11 @@ overflows keeps only the earliest accesses, which would bias the DMAT). Writes o
 compressed .npz: ``<kernel>.<probe>`` arrays in the probes' record layouts and ``meta``
 (JSON: GPU, driver, SM count, per kernel: grid, block, warps, argument pointers,
 instrumented-module headers with tensor-op classes, overflow counts, sampling rates).
-Exits non-zero if the file would exceed ``--max-bytes`` or a check fails.
+Writes OUT.gtop (probe streams, ``probe_launch`` entities, a ``clock_fit`` of
+%globaltimer onto CLOCK_MONOTONIC sampled before and after the capture, and NVML ``gpu``
+samples while it ran, when NVML works) through probes_npz_to_gtop.write_gtop; with
+``--npz`` also the raw arrays as before. Exits non-zero if a file would exceed
+``--max-bytes`` or a check fails.
 """
 
 from __future__ import annotations
@@ -18,12 +23,16 @@ import faulthandler
 import io
 import json
 import math
+import os
 import sys
 
 import numpy as np
 import torch
 from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
+from probes_npz_to_gtop import write_gtop
 
+from gtop.collectors.cupti_clock import fit
+from gtop.instrument import clock
 from gtop.instrument.rewrite import read_header
 from gtop.instrument.runtime import ProbeBuffers
 
@@ -85,9 +94,23 @@ def capture(mem_records: int) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, meta
 
 
+def _nvml(hub):
+    """Start NVML sampling into ``hub``; None (and why, on stderr) where NVML fails."""
+    try:
+        from gtop.collectors.nvml import NvmlCollector
+
+        collector = NvmlCollector(hub, 0.1)
+        collector.start()
+        return collector
+    except Exception as e:
+        print(f"no NVML samples: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out")
+    parser.add_argument("out", help="the .gtop to write")
+    parser.add_argument("--npz", help="also write the raw arrays to this .npz")
     parser.add_argument("--max-bytes", type=int, default=3_000_000)
     parser.add_argument("--mem-records", type=int, default=15_000, help="mem_trace records kept")
     parser.add_argument(
@@ -98,20 +121,50 @@ def main() -> int:
     torch.zeros(1, device="cuda")
     from cuda.bindings import driver
 
+    from gtop.pipeline.hub import Hub
+
     driver.cuInit(0)
+    hub = Hub()
+    sub = hub.subscribe()
+    nvml = _nvml(hub)
+    samples = clock.samples()
     arrays, meta = capture(args.mem_records)
+    samples += clock.samples()
+    if nvml is not None:
+        nvml.stop()
+    gt_fit = fit(samples)
+    gaps = sorted(a - b for b, _g, a in samples)
     _, version = driver.cuDriverGetVersion()
     meta["driver_api"] = int(version)
     meta["command"] = " ".join(sys.argv)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, meta=np.array(json.dumps(meta)), **arrays)
-    size = buf.getbuffer().nbytes
+    meta["pid"] = os.getpid()
+    meta["clock_bracket_ns"] = {"min": gaps[0], "median": gaps[len(gaps) // 2]}
+    if args.npz:
+        buf = io.BytesIO()
+        np.savez_compressed(buf, meta=np.array(json.dumps(meta)), **arrays)
+        size = buf.getbuffer().nbytes
+        if size > args.max_bytes:
+            print(f"FAILED: {size} bytes > {args.max_bytes}", file=sys.stderr)
+            return 1
+        with open(args.npz, "wb") as f:
+            f.write(buf.getvalue())
+        print(f"wrote {args.npz} ({size} bytes)")
+    update = sub.poll()
+    rows = write_gtop(
+        args.out,
+        meta,
+        arrays,
+        gt_fit,
+        clock.METHOD,
+        os.getpid(),
+        extra=list(update.batches.items()),
+        entities=update.entities,
+    )
+    size = os.path.getsize(args.out)
+    print(f"wrote {args.out} ({size} bytes): {rows}; clock fit {gt_fit}, brackets {gaps[:3]}")
     if size > args.max_bytes:
         print(f"FAILED: {size} bytes > {args.max_bytes}", file=sys.stderr)
         return 1
-    with open(args.out, "wb") as f:
-        f.write(buf.getvalue())
-    print(f"wrote {args.out} ({size} bytes)")
     return 0
 
 

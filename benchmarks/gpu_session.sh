@@ -36,7 +36,7 @@ for step in $steps; do
             tar -cf "$OUT/triton_corpus.tar" tests/corpus/ptx/triton_*
             python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument 2>&1 | tail -30
             timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
-            python3 benchmarks/capture_probe_recording.py "$OUT/probes.npz" ;;
+            python3 benchmarks/capture_probe_recording.py "$OUT/probes_triton.gtop" --npz "$OUT/probes.npz" ;;
     probes-verify) limit 280 python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument \
                      >"$OUT/probe_tests.txt" 2>&1; tail -25 "$OUT/probe_tests.txt"
                    limit 300 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json" ;;
@@ -61,10 +61,12 @@ for step in $steps; do
           limit 60 python3 -m gtop record --force --agent-mode full --interval 0.25 \
             -o "$OUT/rec/train_loop_cupti.gtop" -- python3 benchmarks/workloads/train_loop.py \
             --seconds 4 --batch 16
+          limit 120 python3 benchmarks/capture_probe_recording.py "$OUT/rec/probes_triton.gtop"
           rm -f "$OUT"/rec/gtop-io-*; ls -la "$OUT/rec"
           tar -cf "$OUT/constructed.tar" -C "$OUT/rec" $(cd "$OUT/rec" && ls constructed-*)
           tar -cf "$OUT/realistic.tar" -C "$OUT/rec" $(cd "$OUT/rec" && ls decode-* loader-* realistic*)
-          tar -cf "$OUT/host_recordings.tar" -C "$OUT/rec" slow_loader.gtop train_loop_cupti.gtop
+          tar -cf "$OUT/host_recordings.tar" -C "$OUT/rec" slow_loader.gtop train_loop_cupti.gtop \
+            probes_triton.gtop
           rm -rf "$OUT/rec" ;;
     gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
     agent-tests) limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \

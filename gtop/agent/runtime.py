@@ -36,6 +36,7 @@ from gtop.agent.cupti import (
 )
 from gtop.agent.modes import kinds_for
 from gtop.agent.native import cuda_initialised, read_cstring
+from gtop.agent.probe_control import ProbeControl
 
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
@@ -143,6 +144,8 @@ class Session(threading.Thread):
         self.reader = wire.FrameReader()
         self.drained = False
         """gtop has answered the DRAIN frame (every name it needs is resolved)."""
+        self.probes = ProbeControl()
+        """PTX probes on Triton kernels, toggled by gtop's ``probe`` op."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -157,6 +160,7 @@ class Session(threading.Thread):
         except BaseException as exc:  # fail open, but say why
             self._report("error", f"{type(exc).__name__}: {exc}")
         finally:
+            _quietly(self.probes.close)
             self._stop_tracing()
             if self.exiting:
                 self._report("exited", "the process is exiting")
@@ -234,6 +238,8 @@ class Session(threading.Thread):
             if items:
                 last_buffer = now
                 self._ship(items)
+            for probe_frame in self.probes.poll():
+                self._send(probe_frame)
             if now >= next_clock:
                 self._send_clock(1)
                 next_clock = now + CLOCK_INTERVAL_S
@@ -395,6 +401,8 @@ class Session(threading.Thread):
         elif op == "resolve":
             names = {str(p): read_cstring(int(p)) for p in msg.get("pointers", [])}
             self._send(wire.json_frame(wire.NAMES, {"names": names}))
+        elif op == "probe":
+            self._send(wire.json_frame(wire.PROBE_STATE, self.probes.control(msg)))
         elif op == "kinds" and self.subscriber is not None:
             self._set_kinds(kinds_for(",".join(msg.get("kinds", ()))))
             self._report("tracing", self.refused, kinds=list(self.kinds))

@@ -32,8 +32,15 @@ STATE = 5  # {"state": str, "message": str, ...}
 DRAIN = 6  # {}: the last buffer has been sent; gtop answers with its pending resolves,
 #            then {"op": "drained"}, while the names are still readable (before CUPTI
 #            is finalised)
+PROBE = 7  # PROBE_HEAD + JSON {"kernel", "probe", "launch", "header", "overflow",
+#            "every", "sample", "gt_samples"} + the launch's raw probe records
+PROBE_STATE = 8  # {"kernel", "probe", "on", "ok", "message"}: answer to a "probe" op
 # gtop -> agent
-CONTROL = 16  # {"op": "kinds" | "resolve" | "detach" | "drained", ...}
+CONTROL = 16  # {"op": "kinds" | "resolve" | "detach" | "drained" | "probe", ...}
+#               probe: {"kernel": regex, "probe": name, "every": k, "on": bool}
+
+PROBE_HEAD = struct.Struct("<I")
+"""Length of the JSON part of a :data:`PROBE` frame."""
 
 
 class ProtocolError(Exception):
@@ -56,6 +63,27 @@ def decode_json(payload: bytes) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise ProtocolError("JSON payload is not an object")
     return obj
+
+
+def probe_frame(info: dict[str, Any], records: bytes) -> bytes:
+    """A :data:`PROBE` frame: ``info`` (JSON) and the records' raw bytes."""
+    text = json.dumps(info, separators=(",", ":")).encode()
+    return frame(PROBE, PROBE_HEAD.pack(len(text)) + text + records)
+
+
+def decode_probe(payload: bytes) -> tuple[dict[str, Any], memoryview]:
+    """``(info, raw records)`` of a :data:`PROBE` frame's payload.
+
+    Raises:
+        ProtocolError: the payload is shorter than its JSON part says.
+    """
+    if len(payload) < PROBE_HEAD.size:
+        raise ProtocolError("short probe frame")
+    (n,) = PROBE_HEAD.unpack_from(payload)
+    if len(payload) < PROBE_HEAD.size + n:
+        raise ProtocolError("probe frame shorter than its JSON part")
+    info = decode_json(payload[PROBE_HEAD.size : PROBE_HEAD.size + n])
+    return info, memoryview(payload)[PROBE_HEAD.size + n :]
 
 
 class FrameReader:

@@ -8,6 +8,11 @@ streams of a :class:`~gtop.pipeline.hub.Hub`. It publishes entities:
 
 * ``kernel_name`` / ``marker_name`` (key: name id): ``{"name", "pid"}``;
 * ``clock_fit`` (key ``cupti:<pid>``): see :mod:`gtop.collectors.cupti_clock`;
+* ``probe_launch`` (key ``<pid>:<launch>``) and ``clock_fit`` (key
+  ``globaltimer:<pid>``) with the ``probe_*`` streams for each probed launch an agent
+  ships (see :mod:`gtop.instrument.streams`), and ``probe_control`` (key
+  ``<pid>:<probe>:<kernel>``): ``{"kernel", "probe", "on", "ok", "message", "pid"}``, the
+  answer to :meth:`AgentLink.set_probe`;
 * ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
   state change. States: ``connected``, ``waiting_cuda``, ``tracing``, ``detached``,
   ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``.
@@ -24,6 +29,7 @@ import itertools
 import json
 import os
 import platform
+import re
 import selectors
 import shutil
 import socket
@@ -34,17 +40,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import gtop
 from gtop.agent import bootstrap, shim_blob, wire
 from gtop.agent.modes import kinds_for
-from gtop.collectors.cupti_clock import ClockTracker
+from gtop.collectors.cupti_clock import ClockFit, ClockTracker
 from gtop.collectors.cupti_decode import Decoded, Decoder, NameTable
+from gtop.instrument import clock as gt_clock
+from gtop.instrument import streams as probe_streams
+from gtop.instrument.instrumentable import refusal
+from gtop.instrument.probes import PROBES
 from gtop.pipeline.hub import Entity, Hub
 
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
 REFUSALS = ("no_cupti", "other_subscriber", "error")
+REALTIME_METHOD = "assumed: %globaltimer counts CLOCK_REALTIME ns (the agent sent no samples)"
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,9 @@ class _Conn:
         self.decoder = Decoder(pid, names, session=next(_sessions))
         self.clock = ClockTracker()
         self.status = AgentStatus(pid)
+        self.gt_clock = ClockTracker()
+        self.gt_assumed: ClockFit | None = None
+        self.probe_launches = 0
 
 
 class AgentLink:
@@ -234,6 +250,39 @@ class AgentLink:
             if pid is None or conn.status.pid == pid:
                 self._send(conn, wire.json_frame(wire.CONTROL, {"op": "kinds", "kinds": kinds}))
 
+    def set_probe(
+        self, pid: int, kernel: str, probe: str, every: int = 1, on: bool = True
+    ) -> str | None:
+        """Turn ``probe`` on or off for kernel ``kernel`` (its exact name) in ``pid``.
+
+        The agent's answer arrives as a ``probe_control`` entity; records as
+        ``probe_*`` streams. Returns a refusal without asking the agent when the kernel
+        cannot be probed (no PTX: PyTorch built-in and cuBLAS kernels) or no agent is
+        connected for ``pid``; None when the request was sent.
+
+        Raises:
+            KeyError: an unknown probe.
+        """
+        if probe not in PROBES:
+            raise KeyError(f"unknown probe {probe!r} (probes: {', '.join(PROBES)})")
+        why = refusal(kernel) if on else None
+        conn = self._conns.get(pid)
+        if why is None and conn is None:
+            why = "no agent in this process: start it with gtop run, or attach"
+        pattern = f"^{re.escape(kernel)}$"
+        if why is not None:
+            value = {"kernel": pattern, "probe": probe, "on": on, "ok": False, "message": why}
+            self._publish_probe_state(pid, value)
+            return why
+        msg = {"op": "probe", "kernel": pattern, "probe": probe, "every": every, "on": on}
+        self._send(conn, wire.json_frame(wire.CONTROL, msg))
+        return None
+
+    def _publish_probe_state(self, pid: int, value: dict[str, Any]) -> None:
+        key = f"{pid}:{value.get('probe')}:{value.get('kernel')}"
+        entity = Entity("probe_control", key, time.monotonic_ns(), {**value, "pid": pid})
+        self.hub.publish_entity(entity)
+
     # --- the thread -------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -330,6 +379,10 @@ class AgentLink:
                 self.hub.publish_entity(
                     Entity("clock_fit", f"cupti:{conn.status.pid}", fit.t_ns, fit.value())
                 )
+        elif kind == wire.PROBE:
+            self._probe(conn, payload)
+        elif kind == wire.PROBE_STATE:
+            self._publish_probe_state(conn.status.pid, wire.decode_json(payload))
         elif kind == wire.NAMES:
             names = wire.decode_json(payload).get("names", {})
             names = {int(k): v for k, v in names.items()}
@@ -376,6 +429,48 @@ class AgentLink:
                 else time.monotonic_ns(),
             ),
         )
+
+    def _probe(self, conn: _Conn, payload: bytes) -> None:
+        """One probed launch: records to the ``probe_*`` streams, its ``probe_launch``
+        entity, and the %globaltimer clock fit when the agent sent samples."""
+        info, raw = wire.decode_probe(payload)
+        probe = str(info.get("probe", ""))
+        if probe not in PROBES:
+            raise wire.ProtocolError(f"probe frame for unknown probe {probe!r}")
+        record = PROBES[probe].record
+        if len(raw) % record.itemsize:
+            raise wire.ProtocolError(f"{probe} records of {len(raw)} bytes")
+        records = np.frombuffer(raw, dtype=record)
+        pid = conn.status.pid
+        new_fit = conn.gt_clock.add(info.get("gt_samples") or [])
+        if new_fit is not None:
+            entity = probe_streams.clock_entity(pid, new_fit, gt_clock.METHOD)
+            self.hub.publish_entity(entity)
+        fit = conn.gt_clock.current if conn.gt_clock.fitted else conn.gt_assumed
+        if fit is None:
+            now = time.monotonic_ns()
+            fit = conn.gt_assumed = ClockFit(now - time.time_ns(), 1.0, 0, now)
+            entity = probe_streams.clock_entity(pid, fit, REALTIME_METHOD)
+            self.hub.publish_entity(entity)
+        conn.probe_launches += 1
+        launch = probe_streams.ProbeLaunch(
+            pid=pid,
+            launch=conn.probe_launches,
+            kernel=str(info.get("kernel", "")),
+            probe=probe,
+            grid=tuple(info.get("grid") or (0, 0, 0)),
+            block=tuple(info.get("block") or (0, 0, 0)),
+            sms=int(info.get("sms", -1)),
+            every=int(info.get("every", 1)),
+            sample=int(info.get("sample", 1)),
+            dropped=int(info.get("overflow", 0)),
+            header=dict(info.get("header") or {}),
+        )
+        entity, rows = probe_streams.launch_batch(launch, records, fit)
+        self.hub.publish(probe_streams.stream_name(probe), rows)
+        self.hub.publish_entity(entity)
+        if launch.dropped:
+            self.hub.count_source_drops(probe_streams.stream_name(probe), launch.dropped)
 
     def _send(self, conn: _Conn, data: bytes) -> None:
         """Send a control frame; a dead agent is noticed by the receiving side."""

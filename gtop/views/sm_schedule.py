@@ -37,7 +37,7 @@ class SmSchedule(ZoomPan):
     }
     """
 
-    schedule: reactive[Schedule | None] = reactive(None)
+    schedule: reactive[Schedule | None] = reactive(None, always_update=True)
     """The schedule to draw (the output of ``block_sched.analyse``); None shows a hint."""
 
     def __init__(self, schedule: Schedule | None = None, **kwargs) -> None:

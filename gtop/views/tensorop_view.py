@@ -25,7 +25,7 @@ class TensorOpView(ZoomPan):
     }
     """
 
-    ops: reactive[TensorOps | None] = reactive(None)
+    ops: reactive[TensorOps | None] = reactive(None, always_update=True)
     """What to draw; None shows a hint."""
 
     def __init__(self, ops: TensorOps | None = None, **kwargs) -> None:

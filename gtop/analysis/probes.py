@@ -1,0 +1,65 @@
+"""Probed launches and their records, read from the model (live and replay alike).
+
+Pure functions over a :class:`~gtop.pipeline.model.Model`: the ``probe_launch``
+entities of a process, the stream rows of one launch back in the probe's record layout,
+and the launch of the same kernel probed with another probe (one launch carries one
+probe, so the tab shows a kernel's schedule, tensor ops and DMAT from sibling launches).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gtop.instrument.streams import LAUNCH_KIND, ProbeLaunch, from_stream, stream_name
+from gtop.pipeline.model import Model
+
+
+def launches(model: Model, pid: int) -> list[ProbeLaunch]:
+    """Probed launches of ``pid``, oldest first."""
+    found = [
+        ProbeLaunch.from_value(v)
+        for v in model.entity_values(LAUNCH_KIND).values()
+        if int(v.get("pid", -1)) == pid
+    ]
+    return sorted(found, key=lambda x: (x.t_start_ns, x.launch))
+
+
+def records(model: Model, launch: ProbeLaunch) -> np.ndarray | None:
+    """The launch's records in its probe's own layout, or None while none are in the
+    model (not arrived yet, or aged out of its history)."""
+    hist = model.streams.get(stream_name(launch.probe))
+    if hist is None or launch.t_start_ns < 0:
+        return None
+    rows = hist.window(launch.t_start_ns, max(launch.t_end_ns, launch.t_start_ns))
+    rows = rows[(rows["pid"] == launch.pid) & (rows["launch"] == launch.launch)]
+    return from_stream(launch.probe, rows) if len(rows) else None
+
+
+def sibling(found: list[ProbeLaunch], selected: ProbeLaunch, probe: str) -> ProbeLaunch | None:
+    """``selected`` itself if it carries ``probe``, else the launch of the same kernel
+    with ``probe`` closest in time to it."""
+    if selected.probe == probe:
+        return selected
+    same = [x for x in found if x.kernel == selected.kernel and x.probe == probe]
+    if not same:
+        return None
+    return min(same, key=lambda x: abs(x.t_start_ns - selected.t_start_ns))
+
+
+def control_states(model: Model, pid: int) -> dict[tuple[str, str], dict]:
+    """The latest answer to each probe request of ``pid``, by (kernel pattern, probe):
+    ``{"on", "ok", "message", ...}`` from the ``probe_control`` entities."""
+    out = {}
+    for v in model.entity_values("probe_control").values():
+        if int(v.get("pid", -1)) == pid:
+            out[(str(v.get("kernel", "")), str(v.get("probe", "")))] = v
+    return out
+
+
+def is_on(model: Model, pid: int, kernel: str, probe: str) -> bool:
+    """Whether ``probe`` is on for kernel ``kernel`` (exact name) of ``pid``: the agent
+    accepted turning it on and has not since accepted turning it off."""
+    state = control_states(model, pid).get((f"^{re.escape(kernel)}$", probe))
+    return bool(state and state.get("ok") and state.get("on"))
