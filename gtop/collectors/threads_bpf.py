@@ -99,6 +99,7 @@ class BpfThreadCollector(ThreadCollector):
         self._cut: dict[int, int] = {}
         self._seeded: dict[int, int] = {}
         self._stack_cache: dict[tuple[int, int], int] = {}
+        self._reason_cache: dict[int, int] = {}
         self._syms: Symbolizer | None = None
         self._tracked: set[int] = set()
 
@@ -253,7 +254,7 @@ class BpfThreadCollector(ThreadCollector):
         cpu = ev["cpu_ns"].astype(np.int64)
         ran = np.where((cpu > 0) & (cpu < off - on), on + cpu, off)
         stacks = self._stack_ids(ev)
-        reason = blockreason.classify_syscalls(ev["syscall"])
+        reason = self._reasons(ev["syscall"], stacks)
         reason[(ev["flags"] & FLAG_GPU_WAIT) != 0] = BlockReason.GPU_WAIT
         out = THREAD_STATE.empty(4 * n)
         for k, (a, b, state) in enumerate(
@@ -270,6 +271,27 @@ class BpfThreadCollector(ThreadCollector):
             else:
                 rows["reason"] = BlockReason.NONE
         return out
+
+    def _reasons(self, syscalls: np.ndarray, stacks: np.ndarray) -> np.ndarray:
+        """Blocked reasons: by syscall, else (OTHER: a syscall not in the tables, or none)
+        by the kernel stack at switch-out."""
+        reason = blockreason.classify_syscalls(syscalls)
+        other = np.flatnonzero(reason == BlockReason.OTHER)
+        if len(other):
+            sids, inverse = np.unique(stacks[other], return_inverse=True)
+            by_stack = np.array(
+                [self._kernel_reason(int(sid)) for sid in sids.tolist()], dtype=np.uint8
+            )
+            reason[other] = by_stack[inverse.reshape(-1)]
+        return reason
+
+    def _kernel_reason(self, sid: int) -> int:
+        if sid < 0:
+            return BlockReason.OTHER
+        hit = self._reason_cache.get(sid)
+        if hit is None:
+            hit = self._reason_cache[sid] = blockreason.classify_kernel_stack(self._base[sid][1])
+        return hit
 
     def _in_progress(self, t_drain: int) -> np.ndarray:
         """Rows up to now for each thread's current state; later records start after them."""
