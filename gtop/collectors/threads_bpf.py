@@ -31,19 +31,37 @@ MAX_CPUS = 512
 FLAG_PREEMPTED, FLAG_SEEDED, FLAG_GPU_WAIT = 1, 2, 4
 MAX_STACK = 127
 CUDA_WAITS = {
+    # the runtime (torch's libcudart.so.13): it reaches the driver through cuGetProcAddress
+    # pointers, not libcuda's exported symbols, so only its own exports see its waits
+    "libcudart.so": [
+        "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",
+        "cudaThreadSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds",
+        "cudaMemcpy2D", "cudaMemcpy2D_ptds", "cudaMemcpy3D", "cudaMemcpy3D_ptds",
+        "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cudaMemcpyFromSymbol_ptds",
+        "cudaMemcpyToSymbol", "cudaMemcpyToSymbol_ptds",
+    ],
+    # the driver, called directly (ctypes, cuda-bindings) or by a statically linked
+    # runtime: every exported variant (_v2, per-thread-stream _ptsz/_ptds)
     "libcuda.so": [
-        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpy",
-        "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD",
-    ]
+        "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
+        "cuCtxSynchronize_v2", "cuEventSynchronize", "cuMemcpy", "cuMemcpy_ptds",
+        "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds", "cuMemcpyHtoD",
+        "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoD", "cuMemcpyDtoD_v2",
+        "cuMemcpyDtoD_v2_ptds", "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy3D_v2",
+        "cuMemcpy3D_v2_ptds", "cuMemcpyPeer", "cuMemcpyPeer_ptds",
+    ],
 }  # fmt: skip
-"""Blocking CUDA driver calls: time blocked inside them is ``BlockReason.GPU_WAIT``.
-The runtime (``cudaStreamSynchronize``, ...) calls these, so probing libcuda covers it."""
+"""Blocking CUDA calls, by library: time inside them is ``BlockReason.GPU_WAIT``, whether
+blocked, spinning on CPU, or yielding (runnable). Asynchronous calls (``cudaMemcpyAsync``,
+launches) return without waiting and are not probed; nor are queries
+(``cudaStreamQuery``), which return at once (a loop polling them shows as on-CPU).
+Names a library lacks are skipped; nested probed calls count once."""
 
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
     [("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
      ("pid", "<u4"), ("tid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"),
-     ("kstack", "<i4"), ("flags", "<u4")]
+     ("kstack", "<i4"), ("flags", "<u4"), ("gpu_enter_ns", "<u8"), ("gpu_exit_ns", "<u8")]
 )  # fmt: skip
 SAMPLE_EVENT = np.dtype(
     [("t_ns", "<u8"), ("pid", "<u4"), ("tid", "<u4"), ("ustack", "<i4"), ("kstack", "<i4"),
@@ -54,7 +72,8 @@ SAMPLE_EVENT = np.dtype(
 _STATE_FIELDS = [
     ("exec_ns", "<u8"), ("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"),
     ("pid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
-    ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"),
+    ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"), ("gpu_enter_ns", "<u8"),
+    ("gpu_exit_ns", "<u8"),
 ]  # fmt: skip
 _CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
 
@@ -241,6 +260,11 @@ class BpfThreadCollector(ThreadCollector):
         On-CPU time is the scheduler's CPU time for the stretch (as schedstat counts it);
         the rest of the stretch's wall time (a VM's stolen time) waited for a core, so it
         is reported as runnable, after the on-CPU part.
+
+        Time inside a probed GPU call (:data:`CUDA_WAITS`) has reason ``GPU_WAIT`` in
+        every state: blocked; on-CPU (a spinning synchronise; only the thread's latest
+        call within one on-CPU stretch is seen); and runnable after being preempted in it
+        (a yielding synchronise). Other on-CPU and runnable rows have reason ``NONE``.
         """
         n = len(ev)
         cut = np.zeros(n, np.int64)
@@ -254,22 +278,31 @@ class BpfThreadCollector(ThreadCollector):
         cpu = ev["cpu_ns"].astype(np.int64)
         ran = np.where((cpu > 0) & (cpu < off - on), on + cpu, off)
         stacks = self._stack_ids(ev)
+        in_sync = (ev["flags"] & FLAG_GPU_WAIT) != 0
         reason = self._reasons(ev["syscall"], stacks)
-        reason[(ev["flags"] & FLAG_GPU_WAIT) != 0] = BlockReason.GPU_WAIT
-        out = THREAD_STATE.empty(4 * n)
-        for k, (a, b, state) in enumerate(
-            [(on, ran, ThreadState.ON_CPU), (ran, off, ThreadState.RUNNABLE),
-             (off, wake, ThreadState.BLOCKED), (wake, t_in, ThreadState.RUNNABLE)]
+        reason[in_sync] = BlockReason.GPU_WAIT
+        # the on-CPU part inside a probed GPU call (spinning): [g0, g1) within [on, ran)
+        enter, exit_ = ev["gpu_enter_ns"].astype(np.int64), ev["gpu_exit_ns"].astype(np.int64)
+        g1 = np.where(in_sync, ran, np.where(exit_ > enter, np.minimum(exit_, ran), on))
+        g0 = np.clip(enter, on, ran)
+        g1 = np.clip(g1, g0, ran)
+        yielded = in_sync & ((ev["flags"] & FLAG_PREEMPTED) != 0)  # spin-yield in the call
+        waiting = np.where(yielded, BlockReason.GPU_WAIT, BlockReason.NONE)
+        out = THREAD_STATE.empty(6 * n)
+        for k, (a, b, state, why) in enumerate(
+            [(on, g0, ThreadState.ON_CPU, BlockReason.NONE),
+             (g0, g1, ThreadState.ON_CPU, BlockReason.GPU_WAIT),
+             (g1, ran, ThreadState.ON_CPU, BlockReason.NONE),
+             (ran, off, ThreadState.RUNNABLE, BlockReason.NONE),
+             (off, wake, ThreadState.BLOCKED, reason),
+             (wake, t_in, ThreadState.RUNNABLE, waiting)]
         ):  # fmt: skip
             rows = out[k * n : (k + 1) * n]
             rows["t_ns"], rows["end_ns"] = np.maximum(a, cut), np.maximum(b, cut)
             rows["pid"], rows["tid"], rows["state"] = ev["pid"], ev["tid"], state
-            if k >= 2:
+            rows["reason"] = why
+            if k >= 4:
                 rows["stack_id"] = stacks
-            if state == ThreadState.BLOCKED:
-                rows["reason"] = reason
-            else:
-                rows["reason"] = BlockReason.NONE
         return out
 
     def _reasons(self, syscalls: np.ndarray, stacks: np.ndarray) -> np.ndarray:
@@ -309,11 +342,13 @@ class BpfThreadCollector(ThreadCollector):
         raw = np.frombuffer(b"".join(states), _STATE_DTYPE)
         ev = np.zeros(len(raw), SWITCH_EVENT)
         for name in ("cpu_ns", "on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack",
-                     "flags"):  # fmt: skip
+                     "flags", "gpu_enter_ns", "gpu_exit_ns"):  # fmt: skip
             ev[name] = raw[name]
         ev["tid"] = tids
         ev["in_ns"] = now
         oncpu = raw["oncpu"] == 1
+        # a running thread's flags are from its last switch-out: in a GPU call is now
+        ev["flags"][oncpu] = np.where(raw["gpu_depth"][oncpu] > 0, FLAG_GPU_WAIT, 0)
         ev["off_ns"][oncpu] = now  # running: only the on-CPU part, up to now
         ev["wake_ns"][oncpu] = now
         ev["cpu_ns"][oncpu] = 0  # that stretch's CPU time is not known yet: wall time

@@ -137,6 +137,8 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 			e->ustack = s->ustack;
 			e->kstack = s->kstack;
 			e->flags = s->flags;
+			e->gpu_enter_ns = s->gpu_enter_ns;
+			e->gpu_exit_ns = s->gpu_exit_ns;
 			__sync_fetch_and_add(&switch_head[cpu], 1);
 		}
 	}
@@ -322,10 +324,12 @@ static __always_inline int gpu_wait(bool enter)
 	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, bpf_ktime_get_ns());
 	if (!s)
 		return 0;
-	if (enter)
-		s->gpu_depth++;
-	else if (s->gpu_depth)
-		s->gpu_depth--;
+	if (enter) {
+		if (!s->gpu_depth++)
+			s->gpu_enter_ns = bpf_ktime_get_ns();
+	} else if (s->gpu_depth && !--s->gpu_depth) {
+		s->gpu_exit_ns = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 
