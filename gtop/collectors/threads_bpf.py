@@ -34,11 +34,16 @@ CUDA_WAITS = {
     # the runtime (torch's libcudart.so.13): it reaches the driver through cuGetProcAddress
     # pointers, not libcuda's exported symbols, so only its own exports see its waits
     "libcudart.so": [
-        "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",
-        "cudaThreadSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds",
+        "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",  # and
+        "cudaThreadSynchronize",  # its pre-CUDA-13 alias
+        "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds",
         "cudaMemcpy2D", "cudaMemcpy2D_ptds", "cudaMemcpy3D", "cudaMemcpy3D_ptds",
         "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cudaMemcpyFromSymbol_ptds",
         "cudaMemcpyToSymbol", "cudaMemcpyToSymbol_ptds",
+        # returns only once the copy is done when the host side is pageable memory, as
+        # in torch's .item() (cudaMemcpyAsync to the stack, then cudaStreamSynchronize):
+        # that is where such a wait is spent
+        "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz",
     ],
     # the driver, called directly (ctypes, cuda-bindings) or by a statically linked
     # runtime: every exported variant (_v2, per-thread-stream _ptsz/_ptds)
@@ -48,12 +53,15 @@ CUDA_WAITS = {
         "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds", "cuMemcpyHtoD",
         "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoD", "cuMemcpyDtoD_v2",
         "cuMemcpyDtoD_v2_ptds", "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy3D_v2",
-        "cuMemcpy3D_v2_ptds", "cuMemcpyPeer", "cuMemcpyPeer_ptds",
+        "cuMemcpy3D_v2_ptds", "cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyDtoHAsync_v2",
+        "cuMemcpyDtoHAsync_v2_ptsz",
     ],
 }  # fmt: skip
 """Blocking CUDA calls, by library: time inside them is ``BlockReason.GPU_WAIT``, whether
-blocked, spinning on CPU, or yielding (runnable). Asynchronous calls (``cudaMemcpyAsync``,
-launches) return without waiting and are not probed; nor are queries
+blocked, spinning on CPU, or yielding (runnable). Launches and other asynchronous calls
+return without waiting and are not probed (a uprobe costs ~11 us a call), except the
+device-to-host async copies, which block when the host memory is pageable (their on-CPU
+microseconds when they do not block count as GPU_WAIT too); nor are queries
 (``cudaStreamQuery``), which return at once (a loop polling them shows as on-CPU).
 Names a library lacks are skipped; nested probed calls count once."""
 
@@ -199,6 +207,11 @@ class BpfThreadCollector(ThreadCollector):
                             self.status.detail["gpu_wait_probes"] = (
                                 int(self.status.detail.get("gpu_wait_probes", 0)) + 1
                             )
+                            # which libraries: no libcudart here means a static runtime
+                            # (or none), seen through libcuda's exports only
+                            libs = set(self.status.detail.get("gpu_wait_libs", []))
+                            libs.add(os.path.basename(path))
+                            self.status.detail["gpu_wait_libs"] = sorted(libs)
                     except BpfError as exc:
                         self.status.errors["uprobe"] = self.status.errors.get("uprobe", 0) + 1
                         self.status.last_error = str(exc)

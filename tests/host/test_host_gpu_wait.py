@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from host_harness import collect, target
 
+from gtop.collectors import symbols
 from gtop.collectors.threads_bpf import CUDA_WAITS, BpfThreadCollector
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
@@ -76,6 +77,7 @@ def test_runtime_and_driver_variants_are_probed(gpu_wait_run):
     _info, run = gpu_wait_run
     # cudaStreamSynchronize, cudaDeviceSynchronize, cuStreamSynchronize_ptsz
     assert run.collector.status.detail.get("gpu_wait_probes") == 3, run.collector.status
+    assert run.collector.status.detail["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"]
     assert "uprobe" not in run.collector.status.errors, run.collector.status.last_error
     assert "cudaStreamSynchronize" in CUDA_WAITS["libcudart.so"]
 
@@ -98,3 +100,15 @@ def test_spinning_inside_sync_calls_is_flagged_on_cpu(gpu_wait_run):
     app = _share(run, info["tid"], ThreadState.ON_CPU, BlockReason.NONE)
     assert spin > 0.08 and 0.12 < spin + yielded < 0.25, (spin, yielded, app)
     assert 0.08 < app < 0.30, (spin, yielded, app)
+
+
+REAL_CUDART = sorted(Path("/usr/local").glob("cuda*/lib*/libcudart.so.1[3-9]"))
+
+
+@pytest.mark.skipif(not REAL_CUDART, reason="no CUDA toolkit runtime installed")
+def test_the_real_runtime_exports_the_probed_calls():
+    """Every probed runtime name (bar cudaThreadSynchronize, gone in CUDA 13) is a
+    function of the installed libcudart, found through its versioned dynamic symbols."""
+    names = CUDA_WAITS["libcudart.so"]
+    found = symbols.function_offsets(str(REAL_CUDART[0]), names)
+    assert set(names) - set(found) <= {"cudaThreadSynchronize"}, set(names) - set(found)
