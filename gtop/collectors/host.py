@@ -105,6 +105,8 @@ class HostCollector(PollingCollector):
     def poll(self) -> None:
         t = time.monotonic_ns()
         wanted = set(self._pids_fn())
+        for pid in set(self._gone) - wanted:
+            del self._gone[pid]  # reaped: a process that reuses the pid is a new one
         for pid in set(self._procs) - wanted:
             proc = self._procs.pop(pid)
             if not _alive(proc):
