@@ -13,7 +13,8 @@
 #define SLOTS (1u << SLOT_BITS)
 #define TASK_REPORT_MAX 0x100
 #define E2BIG 7
-#define EEXIST 17 
+#define EEXIST 17
+#define PF_EXITING 0x00000004
 
 const volatile __u32 nr_cpus = 1;
 const volatile bool user_stacks = true;
@@ -95,10 +96,14 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 	__u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32;
 	struct thread_state *s;
 
-	if (prev_tid && is_tracked(prev_tgid)) {
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	if (prev_tid && is_tracked(prev_tgid) && (BPF_CORE_READ(cur, flags) & PF_EXITING)) {
+		/* an exiting thread (its last switch-outs, after sched_process_exit dropped its
+		 * state): not blocked, gone; report nothing more for it */
+		bpf_map_delete_elem(&threads, &prev_tid);
+	} else if (prev_tid && is_tracked(prev_tgid)) {
 		s = get_state(prev_tid, prev_tgid, now);
 		if (s) {
-			struct task_struct *cur = (void *)bpf_get_current_task();
 			__u64 exec = BPF_CORE_READ(cur, se.sum_exec_runtime);
 			s->cpu_ns = s->exec_ns && exec > s->exec_ns ? exec - s->exec_ns : 0;
 			s->exec_ns = exec;
