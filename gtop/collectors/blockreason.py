@@ -1,7 +1,9 @@
 """Classify why a blocked thread is blocked, from the syscall it sleeps in.
 
-Shared by every tier: the BPF and perf tiers see the syscall number at switch-out, the
-/proc tier reads ``/proc/TID/syscall`` (and ``wchan`` when no syscall is in progress).
+Shared by every tier: the BPF tier sees the syscall number at switch-out, the /proc tier
+reads ``/proc/TID/syscall`` (and ``wchan`` when no syscall is in progress). Where the
+syscall does not say (not in the tables, or none in progress), every tier falls back to
+the kernel stack it has (:func:`classify_kernel_stack`); the perf tier has only that.
 """
 
 from __future__ import annotations
@@ -16,33 +18,16 @@ from gtop.pipeline.layouts import BlockReason
 _X86_64: dict[BlockReason, tuple[int, ...]] = {
     # read write pread64 pwrite64 readv writev sendfile recvfrom sendto recvmsg sendmsg
     # accept fsync fdatasync preadv pwritev accept4 recvmmsg sendmmsg splice io_getevents
-    # io_uring_enter connect openat msync
+    # io_uring_enter connect openat msync;
+    # preadv2 pwritev2 (CPython's os.preadv/os.pwritev use them) copy_file_range
+    # sync_file_range fallocate sync syncfs io_pgetevents open creat openat2 truncate
+    # ftruncate unlink unlinkat rename renameat renameat2 stat fstat lstat newfstatat statx
+    # getdents getdents64
     BlockReason.IO: (
-        0,
-        1,
-        17,
-        18,
-        19,
-        20,
-        40,
-        44,
-        45,
-        47,
-        46,
-        43,
-        74,
-        75,
-        295,
-        296,
-        288,
-        299,
-        307,
-        275,
-        208,
-        426,
-        42,
-        257,
-        26,
+        0, 1, 17, 18, 19, 20, 40, 44, 45, 47, 46, 43, 74, 75, 295, 296, 288, 299, 307, 275,
+        208, 426, 42, 257, 26,
+        327, 328, 326, 277, 285, 162, 306, 333, 2, 85, 437, 76, 77, 87, 263, 82, 264, 316,
+        4, 5, 6, 262, 332, 78, 217,
     ),
     # futex futex_waitv flock semop semtimedop
     BlockReason.LOCK: (202, 449, 73, 65, 220),
@@ -50,40 +35,18 @@ _X86_64: dict[BlockReason, tuple[int, ...]] = {
     BlockReason.SLEEP: (35, 230, 34),
     # poll select ppoll pselect6 epoll_wait epoll_pwait epoll_pwait2
     BlockReason.POLL: (7, 23, 271, 270, 232, 281, 441),
-}
-# arm64 (asm-generic/unistd.h).
+}  # fmt: skip
+# arm64 (asm-generic/unistd.h), in the same order.
 _ARM64: dict[BlockReason, tuple[int, ...]] = {
     BlockReason.IO: (
-        63,
-        64,
-        67,
-        68,
-        65,
-        66,
-        71,
-        207,
-        206,
-        212,
-        211,
-        202,
-        82,
-        83,
-        69,
-        70,
-        242,
-        243,
-        269,
-        76,
-        4,
-        426,
-        203,
-        56,
-        227,
+        63, 64, 67, 68, 65, 66, 71, 207, 206, 212, 211, 202, 82, 83, 69, 70, 242, 243, 269,
+        76, 4, 426, 203, 56, 227,
+        286, 287, 285, 84, 47, 81, 267, 292, 437, 45, 46, 35, 38, 276, 80, 79, 291, 61,
     ),
     BlockReason.LOCK: (98, 449, 32, 193, 192),
     BlockReason.SLEEP: (101, 115),
     BlockReason.POLL: (73, 72, 22, 441),
-}
+}  # fmt: skip
 MAX_SYSCALL = 512
 
 # Kernel wait-channel function names, for threads blocked outside a syscall.
@@ -103,14 +66,17 @@ _WCHAN: dict[str, BlockReason] = {
 }
 
 
-# Kernel frames that say why a thread sleeps, for tiers without the syscall number (perf);
-# checked in this order, innermost frame first.
+# Kernel frames that say why a thread sleeps: for tiers without the syscall number (perf),
+# and for every tier when the syscall does not say (one not in the tables above, or none:
+# a page fault on a mapped file, a kernel thread). The innermost frame that matches wins;
+# within one frame the groups are tried in this order.
 _KERNEL_FRAMES: list[tuple[tuple[str, ...], BlockReason]] = [
-    (("futex_", "rwsem_down", "mutex_lock", "__lock_sock"), BlockReason.LOCK),
+    (("futex_", "rwsem_down", "mutex_lock", "__lock_sock", "percpu_rwsem_wait"), BlockReason.LOCK),
     (("nanosleep", "sys_pause"), BlockReason.SLEEP),
     (("do_epoll_wait", "ep_poll", "do_sys_poll", "do_select", "core_sys_select"), BlockReason.POLL),
     (("pipe_read", "pipe_write", "vfs_read", "vfs_write", "io_schedule", "sock_", "unix_stream",
-      "tcp_", "filemap_", "folio_wait", "blkdev_", "_file_read_iter", "do_fsync"),
+      "tcp_", "filemap_", "folio_wait", "wait_on_page", "blkdev_", "_file_read_iter",
+      "do_fsync", "bit_wait_io", "submit_bio_wait", "wait_for_completion_io", "io_cqring_wait"),
      BlockReason.IO),
 ]  # fmt: skip
 
@@ -136,16 +102,21 @@ def classify_syscalls(numbers: np.ndarray) -> np.ndarray:
     return out
 
 
-def classify(syscall: int, wchan: str = "") -> BlockReason:
-    """One blocked thread: by syscall number when in one, else by wait channel."""
-    if 0 <= syscall < MAX_SYSCALL:
+def classify(syscall: int, wchan: str = "", kernel: tuple[str, ...] = ()) -> BlockReason:
+    """One blocked thread: by syscall number when that says why, else by wait channel,
+    else by kernel stack (outermost first); ``OTHER`` when none of them does."""
+    if 0 <= syscall < MAX_SYSCALL and SYSCALL_REASON[syscall] != BlockReason.OTHER:
         return BlockReason(int(SYSCALL_REASON[syscall]))
-    return _WCHAN.get(wchan, BlockReason.OTHER)
+    if wchan in _WCHAN:
+        return _WCHAN[wchan]
+    return classify_kernel_stack((*kernel, wchan) if wchan else kernel)
 
 
 def classify_kernel_stack(frames: tuple[str, ...]) -> BlockReason:
-    """A blocked thread's reason from its kernel stack (outermost first)."""
-    for needles, reason in _KERNEL_FRAMES:
-        if any(n in f for f in frames for n in needles):
-            return reason
+    """A blocked thread's reason from its kernel stack (outermost first): the innermost
+    frame that says (``io_schedule*`` → IO, ``futex_*`` → LOCK, ...), else ``OTHER``."""
+    for frame in reversed(frames):
+        for needles, reason in _KERNEL_FRAMES:
+            if any(n in frame for n in needles):
+                return reason
     return BlockReason.OTHER

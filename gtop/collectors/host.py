@@ -84,7 +84,10 @@ class HostCollector(PollingCollector):
     """Samples the processes named by ``pids_fn`` each period; publishes ``proc_host``.
 
     A watched process that exits is published once as a ``"process"`` entity with
-    ``exited`` set, and dropped from sampling; its history stays.
+    ``exited`` set, and dropped from sampling; its history stays. It counts as exited
+    when it is a zombie (exited, not yet reaped: its parent may never reap it), and when
+    it leaves ``pids_fn()`` because it is gone (a reaped child vanishes from its parent's
+    descendants); one that leaves ``pids_fn()`` alive is just no longer sampled.
     """
 
     name = "host"
@@ -95,12 +98,19 @@ class HostCollector(PollingCollector):
         self._procs: dict[int, psutil.Process] = {}
         self._described: dict[int, dict[str, Any]] = {}
         self._io_prev: dict[int, tuple[int, int, int]] = {}
+        self._gone: dict[int, float | None] = {}
+        """Pids published as exited, with their create time: a zombie stays in its
+        parent's children until reaped, and a reused pid is a new process."""
 
     def poll(self) -> None:
         t = time.monotonic_ns()
         wanted = set(self._pids_fn())
+        for pid in set(self._gone) - wanted:
+            del self._gone[pid]  # reaped: a process that reuses the pid is a new one
         for pid in set(self._procs) - wanted:
-            del self._procs[pid]
+            proc = self._procs.pop(pid)
+            if not _alive(proc):
+                self._exited(pid, t)
         rows = layouts.PROC_HOST.empty(len(wanted))
         n = 0
         for pid in sorted(wanted):
@@ -109,6 +119,8 @@ class HostCollector(PollingCollector):
                 continue
             try:
                 with proc.oneshot():
+                    if proc.status() == psutil.STATUS_ZOMBIE:
+                        raise psutil.ZombieProcess(pid)
                     cpu = proc.cpu_percent(None)
                     rss = proc.memory_info().rss
                     threads = proc.num_threads()
@@ -133,12 +145,21 @@ class HostCollector(PollingCollector):
             return proc
         try:
             proc = psutil.Process(pid)
+            if pid in self._gone:
+                if proc.create_time() == self._gone[pid] or not _alive(proc):
+                    return None  # the exited one, still unreaped
+                del self._gone[pid]  # the pid was reused
+            zombie = proc.status() == psutil.STATUS_ZOMBIE
             proc.cpu_percent(None)  # primes the CPU counter; the first reading is 0
             info = describe(proc)
         except psutil.NoSuchProcess:
             self._exited(pid, t)
             return None
         except psutil.AccessDenied:
+            return None
+        if zombie:  # first seen after it exited: publish it once, as exited
+            self._described[pid] = info
+            self._exited(pid, t)
             return None
         self._procs[pid] = proc
         if self._described.get(pid) != info:
@@ -150,6 +171,8 @@ class HostCollector(PollingCollector):
         self._procs.pop(pid, None)
         self._io_prev.pop(pid, None)
         info = self._described.get(pid)
+        if info is not None:
+            self._gone[pid] = info.get("create_time")
         if info is not None and not info.get("exited"):
             info = {**info, "exited": True, "exit_t_ns": t}
             self._described[pid] = info
@@ -166,3 +189,13 @@ class HostCollector(PollingCollector):
             return None
         dt = (t - prev[0]) / 1e9
         return (io.read_bytes - prev[1]) / dt, (io.write_bytes - prev[2]) / dt
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Whether ``proc`` (the same process, not a reused pid) runs: not gone, not a zombie."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True

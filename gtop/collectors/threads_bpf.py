@@ -31,19 +31,45 @@ MAX_CPUS = 512
 FLAG_PREEMPTED, FLAG_SEEDED, FLAG_GPU_WAIT = 1, 2, 4
 MAX_STACK = 127
 CUDA_WAITS = {
+    # the runtime (torch's libcudart.so.13): it reaches the driver through cuGetProcAddress
+    # pointers, not libcuda's exported symbols, so only its own exports see its waits
+    "libcudart.so": [
+        "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",  # and
+        "cudaThreadSynchronize",  # its pre-CUDA-13 alias
+        "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds",
+        "cudaMemcpy2D", "cudaMemcpy2D_ptds", "cudaMemcpy3D", "cudaMemcpy3D_ptds",
+        "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cudaMemcpyFromSymbol_ptds",
+        "cudaMemcpyToSymbol", "cudaMemcpyToSymbol_ptds",
+        # returns only once the copy is done when the host side is pageable memory, as
+        # in torch's .item() (cudaMemcpyAsync to the stack, then cudaStreamSynchronize):
+        # that is where such a wait is spent
+        "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz",
+    ],
+    # the driver, called directly (ctypes, cuda-bindings) or by a statically linked
+    # runtime: every exported variant (_v2, per-thread-stream _ptsz/_ptds)
     "libcuda.so": [
-        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpy",
-        "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2", "cuMemcpyDtoH", "cuMemcpyHtoD",
-    ]
+        "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
+        "cuCtxSynchronize_v2", "cuEventSynchronize", "cuMemcpy", "cuMemcpy_ptds",
+        "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds", "cuMemcpyHtoD",
+        "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoD", "cuMemcpyDtoD_v2",
+        "cuMemcpyDtoD_v2_ptds", "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy3D_v2",
+        "cuMemcpy3D_v2_ptds", "cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyDtoHAsync_v2",
+        "cuMemcpyDtoHAsync_v2_ptsz",
+    ],
 }  # fmt: skip
-"""Blocking CUDA driver calls: time blocked inside them is ``BlockReason.GPU_WAIT``.
-The runtime (``cudaStreamSynchronize``, ...) calls these, so probing libcuda covers it."""
+"""Blocking CUDA calls, by library: time inside them is ``BlockReason.GPU_WAIT``, whether
+blocked, spinning on CPU, or yielding (runnable). Launches and other asynchronous calls
+return without waiting and are not probed (a uprobe costs ~11 us a call), except the
+device-to-host async copies, which block when the host memory is pageable (their on-CPU
+microseconds when they do not block count as GPU_WAIT too); nor are queries
+(``cudaStreamQuery``), which return at once (a loop polling them shows as on-CPU).
+Names a library lacks are skipped; nested probed calls count once."""
 
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
     [("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
      ("pid", "<u4"), ("tid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"),
-     ("kstack", "<i4"), ("flags", "<u4")]
+     ("kstack", "<i4"), ("flags", "<u4"), ("gpu_enter_ns", "<u8"), ("gpu_exit_ns", "<u8")]
 )  # fmt: skip
 SAMPLE_EVENT = np.dtype(
     [("t_ns", "<u8"), ("pid", "<u4"), ("tid", "<u4"), ("ustack", "<i4"), ("kstack", "<i4"),
@@ -54,7 +80,8 @@ SAMPLE_EVENT = np.dtype(
 _STATE_FIELDS = [
     ("exec_ns", "<u8"), ("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"),
     ("pid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
-    ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"),
+    ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"), ("gpu_enter_ns", "<u8"),
+    ("gpu_exit_ns", "<u8"),
 ]  # fmt: skip
 _CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
 
@@ -99,6 +126,7 @@ class BpfThreadCollector(ThreadCollector):
         self._cut: dict[int, int] = {}
         self._seeded: dict[int, int] = {}
         self._stack_cache: dict[tuple[int, int], int] = {}
+        self._reason_cache: dict[int, int] = {}
         self._syms: Symbolizer | None = None
         self._tracked: set[int] = set()
 
@@ -179,6 +207,11 @@ class BpfThreadCollector(ThreadCollector):
                             self.status.detail["gpu_wait_probes"] = (
                                 int(self.status.detail.get("gpu_wait_probes", 0)) + 1
                             )
+                            # which libraries: no libcudart here means a static runtime
+                            # (or none), seen through libcuda's exports only
+                            libs = set(self.status.detail.get("gpu_wait_libs", []))
+                            libs.add(os.path.basename(path))
+                            self.status.detail["gpu_wait_libs"] = sorted(libs)
                     except BpfError as exc:
                         self.status.errors["uprobe"] = self.status.errors.get("uprobe", 0) + 1
                         self.status.last_error = str(exc)
@@ -240,6 +273,11 @@ class BpfThreadCollector(ThreadCollector):
         On-CPU time is the scheduler's CPU time for the stretch (as schedstat counts it);
         the rest of the stretch's wall time (a VM's stolen time) waited for a core, so it
         is reported as runnable, after the on-CPU part.
+
+        Time inside a probed GPU call (:data:`CUDA_WAITS`) has reason ``GPU_WAIT`` in
+        every state: blocked; on-CPU (a spinning synchronise; only the thread's latest
+        call within one on-CPU stretch is seen); and runnable after being preempted in it
+        (a yielding synchronise). Other on-CPU and runnable rows have reason ``NONE``.
         """
         n = len(ev)
         cut = np.zeros(n, np.int64)
@@ -253,23 +291,53 @@ class BpfThreadCollector(ThreadCollector):
         cpu = ev["cpu_ns"].astype(np.int64)
         ran = np.where((cpu > 0) & (cpu < off - on), on + cpu, off)
         stacks = self._stack_ids(ev)
-        reason = blockreason.classify_syscalls(ev["syscall"])
-        reason[(ev["flags"] & FLAG_GPU_WAIT) != 0] = BlockReason.GPU_WAIT
-        out = THREAD_STATE.empty(4 * n)
-        for k, (a, b, state) in enumerate(
-            [(on, ran, ThreadState.ON_CPU), (ran, off, ThreadState.RUNNABLE),
-             (off, wake, ThreadState.BLOCKED), (wake, t_in, ThreadState.RUNNABLE)]
+        in_sync = (ev["flags"] & FLAG_GPU_WAIT) != 0
+        reason = self._reasons(ev["syscall"], stacks)
+        reason[in_sync] = BlockReason.GPU_WAIT
+        # the on-CPU part inside a probed GPU call (spinning): [g0, g1) within [on, ran)
+        enter, exit_ = ev["gpu_enter_ns"].astype(np.int64), ev["gpu_exit_ns"].astype(np.int64)
+        g1 = np.where(in_sync, ran, np.where(exit_ > enter, np.minimum(exit_, ran), on))
+        g0 = np.clip(enter, on, ran)
+        g1 = np.clip(g1, g0, ran)
+        yielded = in_sync & ((ev["flags"] & FLAG_PREEMPTED) != 0)  # spin-yield in the call
+        waiting = np.where(yielded, BlockReason.GPU_WAIT, BlockReason.NONE)
+        out = THREAD_STATE.empty(6 * n)
+        for k, (a, b, state, why) in enumerate(
+            [(on, g0, ThreadState.ON_CPU, BlockReason.NONE),
+             (g0, g1, ThreadState.ON_CPU, BlockReason.GPU_WAIT),
+             (g1, ran, ThreadState.ON_CPU, BlockReason.NONE),
+             (ran, off, ThreadState.RUNNABLE, BlockReason.NONE),
+             (off, wake, ThreadState.BLOCKED, reason),
+             (wake, t_in, ThreadState.RUNNABLE, waiting)]
         ):  # fmt: skip
             rows = out[k * n : (k + 1) * n]
             rows["t_ns"], rows["end_ns"] = np.maximum(a, cut), np.maximum(b, cut)
             rows["pid"], rows["tid"], rows["state"] = ev["pid"], ev["tid"], state
-            if k >= 2:
+            rows["reason"] = why
+            if k >= 4:
                 rows["stack_id"] = stacks
-            if state == ThreadState.BLOCKED:
-                rows["reason"] = reason
-            else:
-                rows["reason"] = BlockReason.NONE
         return out
+
+    def _reasons(self, syscalls: np.ndarray, stacks: np.ndarray) -> np.ndarray:
+        """Blocked reasons: by syscall, else (OTHER: a syscall not in the tables, or none)
+        by the kernel stack at switch-out."""
+        reason = blockreason.classify_syscalls(syscalls)
+        other = np.flatnonzero(reason == BlockReason.OTHER)
+        if len(other):
+            sids, inverse = np.unique(stacks[other], return_inverse=True)
+            by_stack = np.array(
+                [self._kernel_reason(int(sid)) for sid in sids.tolist()], dtype=np.uint8
+            )
+            reason[other] = by_stack[inverse.reshape(-1)]
+        return reason
+
+    def _kernel_reason(self, sid: int) -> int:
+        if sid < 0:
+            return BlockReason.OTHER
+        hit = self._reason_cache.get(sid)
+        if hit is None:
+            hit = self._reason_cache[sid] = blockreason.classify_kernel_stack(self._base[sid][1])
+        return hit
 
     def _in_progress(self, t_drain: int) -> np.ndarray:
         """Rows up to now for each thread's current state; later records start after them."""
@@ -287,11 +355,13 @@ class BpfThreadCollector(ThreadCollector):
         raw = np.frombuffer(b"".join(states), _STATE_DTYPE)
         ev = np.zeros(len(raw), SWITCH_EVENT)
         for name in ("cpu_ns", "on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack",
-                     "flags"):  # fmt: skip
+                     "flags", "gpu_enter_ns", "gpu_exit_ns"):  # fmt: skip
             ev[name] = raw[name]
         ev["tid"] = tids
         ev["in_ns"] = now
         oncpu = raw["oncpu"] == 1
+        # a running thread's flags are from its last switch-out: in a GPU call is now
+        ev["flags"][oncpu] = np.where(raw["gpu_depth"][oncpu] > 0, FLAG_GPU_WAIT, 0)
         ev["off_ns"][oncpu] = now  # running: only the on-CPU part, up to now
         ev["wake_ns"][oncpu] = now
         ev["cpu_ns"][oncpu] = 0  # that stretch's CPU time is not known yet: wall time

@@ -127,7 +127,7 @@ class PerfThreadCollector(ThreadCollector):
         th = _Thread(pid, on=blocked is None, since=now)
         if blocked is not None:
             syscall, kstack = blocked
-            th.state, th.reason = ThreadState.BLOCKED, blockreason.classify(syscall)
+            th.state, th.reason = ThreadState.BLOCKED, blockreason.classify(syscall, kernel=kstack)
             th.stack = self.base_stack((), kstack)
         return th
 

@@ -83,14 +83,14 @@ class ProcThreadCollector(ThreadCollector):
             stat = _pread(th.fds["stat"])
             state = stat[stat.rindex(")") + 2]
             blocked = state in "SDI"
+            # the kernel unwinds on every read: only blocked threads need their stack
+            has_stack = blocked and "stack" in th.fds
+            kstack = kernel_frames(_pread(th.fds["stack"])) if has_stack else ()
             if blocked:
                 sc = _pread(th.fds["syscall"]).split() if "syscall" in th.fds else []
                 nr = int(sc[0]) if sc and sc[0].lstrip("-").isdigit() else -1
                 wchan = _pread(th.fds["wchan"]) if "wchan" in th.fds else ""
-                reason = blockreason.classify(nr, wchan)
-            # the kernel unwinds on every read: only blocked threads need their stack
-            has_stack = blocked and "stack" in th.fds
-            kstack = kernel_frames(_pread(th.fds["stack"])) if has_stack else ()
+                reason = blockreason.classify(nr, wchan, kstack)
         except (OSError, ValueError, IndexError):
             self._drop(tid)  # the thread exited between two samples
             return

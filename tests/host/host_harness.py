@@ -32,9 +32,19 @@ def _die_with_parent() -> None:
 @contextlib.contextmanager
 def phases(*args: str, timeout: float = 20.0) -> Iterator[tuple[subprocess.Popen, dict]]:
     """Run the phases target; yield it with its READY info; kill its whole group after."""
+    with target(TARGET, *args, timeout=timeout) as got:
+        yield got
+
+
+@contextlib.contextmanager
+def target(
+    script: Path, *args: str, timeout: float = 20.0, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen, dict]]:
+    """Run a target script that prints ``READY {json}``; yield it with that info; kill its
+    whole process group after, even on failure."""
     proc = subprocess.Popen(
-        [sys.executable, str(TARGET), *args], stdout=subprocess.PIPE, start_new_session=True,
-        preexec_fn=_die_with_parent,
+        [sys.executable, str(script), *args], stdout=subprocess.PIPE, start_new_session=True,
+        preexec_fn=_die_with_parent, env=env,
     )  # fmt: skip
     try:
         ready, _, _ = select.select([proc.stdout], [], [], timeout)

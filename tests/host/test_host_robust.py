@@ -64,6 +64,31 @@ def test_threads_come_and_go(tier):
     assert (on["end_ns"] - on["t_ns"]).sum() > 0
 
 
+def test_bpf_exited_threads_are_not_reported_blocked():
+    """A thread's last switch-outs happen while it exits (do_exit → do_task_dead): it is
+    gone, not blocked, and must not be reported blocked until the tree is re-read."""
+    with phases("--churn") as (_proc, info):
+        hub = Hub()
+        sub = hub.subscribe()
+        col = BpfThreadCollector(hub, info["pid"], python_stacks=False)
+        col.start()
+        time.sleep(2.0)
+        col.stop()
+        upd = sub.poll()
+    rows = upd.batches.get(THREAD_STATE.name, THREAD_STATE.empty())
+    stacks = {int(e.key): e.value["frames"] for e in upd.entities if e.kind == "stack"}
+    known = {*info["workers"], info["stuck"], info["pid"]}
+    churned = rows[~np.isin(rows["tid"], list(known))]
+    assert len(np.unique(churned["tid"])) >= 10
+    blocked = churned[churned["state"] == ThreadState.BLOCKED]
+    dead = [
+        (int(r["tid"]), int(r["end_ns"] - r["t_ns"]))
+        for r in blocked
+        if "do_exit" in stacks.get(int(r["stack_id"]), ())
+    ]
+    assert not dead, dead[:5]
+
+
 @pytest.mark.parametrize("tier", TIERS)
 def test_target_execs(tier):
     with phases("--exec-after", "1.0") as (proc, info):

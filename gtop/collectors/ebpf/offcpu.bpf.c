@@ -13,7 +13,8 @@
 #define SLOTS (1u << SLOT_BITS)
 #define TASK_REPORT_MAX 0x100
 #define E2BIG 7
-#define EEXIST 17 
+#define EEXIST 17
+#define PF_EXITING 0x00000004
 
 const volatile __u32 nr_cpus = 1;
 const volatile bool user_stacks = true;
@@ -95,10 +96,14 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 	__u32 prev_tid = (__u32)prev_id, prev_tgid = prev_id >> 32;
 	struct thread_state *s;
 
-	if (prev_tid && is_tracked(prev_tgid)) {
+	struct task_struct *cur = (void *)bpf_get_current_task();
+	if (prev_tid && is_tracked(prev_tgid) && (BPF_CORE_READ(cur, flags) & PF_EXITING)) {
+		/* an exiting thread (its last switch-outs, after sched_process_exit dropped its
+		 * state): not blocked, gone; report nothing more for it */
+		bpf_map_delete_elem(&threads, &prev_tid);
+	} else if (prev_tid && is_tracked(prev_tgid)) {
 		s = get_state(prev_tid, prev_tgid, now);
 		if (s) {
-			struct task_struct *cur = (void *)bpf_get_current_task();
 			__u64 exec = BPF_CORE_READ(cur, se.sum_exec_runtime);
 			s->cpu_ns = s->exec_ns && exec > s->exec_ns ? exec - s->exec_ns : 0;
 			s->exec_ns = exec;
@@ -137,6 +142,8 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 			e->ustack = s->ustack;
 			e->kstack = s->kstack;
 			e->flags = s->flags;
+			e->gpu_enter_ns = s->gpu_enter_ns;
+			e->gpu_exit_ns = s->gpu_exit_ns;
 			__sync_fetch_and_add(&switch_head[cpu], 1);
 		}
 	}
@@ -322,10 +329,12 @@ static __always_inline int gpu_wait(bool enter)
 	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, bpf_ktime_get_ns());
 	if (!s)
 		return 0;
-	if (enter)
-		s->gpu_depth++;
-	else if (s->gpu_depth)
-		s->gpu_depth--;
+	if (enter) {
+		if (!s->gpu_depth++)
+			s->gpu_enter_ns = bpf_ktime_get_ns();
+	} else if (s->gpu_depth && !--s->gpu_depth) {
+		s->gpu_exit_ns = bpf_ktime_get_ns();
+	}
 	return 0;
 }
 

@@ -26,6 +26,12 @@ struct switch_event {
 	__s32 ustack;  /* stack map ids, negative errno when the map refused */
 	__s32 kstack;
 	__u32 flags;
+	/* the thread's latest probed GPU synchronisation call (outermost, nested ones count
+	 * once): entered at gpu_enter_ns, returned at gpu_exit_ns (0: never, or before the
+	 * latest entry when still inside it). Tells the on-CPU part of the stretch spent
+	 * inside the call (spinning) from the rest. */
+	__u64 gpu_enter_ns;
+	__u64 gpu_exit_ns;
 };
 
 /* One cpu-clock sample of a tracked thread. */
@@ -54,6 +60,8 @@ struct thread_state {
 	__u32 oncpu;
 	__u32 gpu_depth; /* nesting of probed GPU synchronisation calls in progress */
 	__u32 pad;
+	__u64 gpu_enter_ns; /* as in switch_event */
+	__u64 gpu_exit_ns;
 };
 
 #endif

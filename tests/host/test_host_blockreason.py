@@ -1,0 +1,153 @@
+"""Blocked-time reasons: syscall tables, the kernel-stack fallback, and every tier over a
+real uncached-read loop (O_DIRECT ``preadv2``, and page faults on a mapped file)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from host_harness import collect, target
+
+from gtop.collectors import blockreason
+from gtop.collectors.threads import open_thread_collector
+from gtop.pipeline.layouts import BlockReason, ThreadState
+
+DIRECT_IO = Path(__file__).parent / "targets" / "direct_io.py"
+TIERS = ["proc", "perf", "bpf", "bpf:raw", "bpf:tp"]
+
+# Kernel stacks recorded on the H200 (constructed.py --case io), outermost first.
+PREADV2_DIRECT = (
+    "preadv2", "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "x64_sys_call",
+    "__x64_sys_preadv2", "do_preadv", "vfs_readv", "do_iter_readv_writev",
+    "ext4_file_read_iter", "iomap_dio_rw", "__iomap_dio_rw", "blk_io_schedule",
+    "io_schedule_timeout", "schedule_timeout", "schedule", "__schedule",
+)  # fmt: skip
+UNLINK_DISCARD = (
+    "unlink", "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "x64_sys_call",
+    "__x64_sys_unlink", "do_unlinkat", "iput", "evict", "ext4_evict_inode", "ext4_truncate",
+    "blkdev_issue_discard", "submit_bio_wait", "wait_for_completion_io_timeout",
+    "io_schedule_timeout", "schedule_timeout", "schedule", "__schedule",
+)  # fmt: skip
+FUTEX = (
+    "pthread_cond_wait", "entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_futex",
+    "do_futex", "futex_wait", "__futex_wait", "futex_do_wait", "schedule", "__schedule",
+)  # fmt: skip
+UVM_RWSEM = (
+    "ioctl", "__x64_sys_ioctl", "uvm_ioctl", "down_write", "rwsem_down_write_slowpath",
+    "schedule_preempt_disabled", "schedule", "__schedule",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("frames", "reason"),
+    [(PREADV2_DIRECT, BlockReason.IO), (UNLINK_DISCARD, BlockReason.IO),
+     (FUTEX, BlockReason.LOCK), (UVM_RWSEM, BlockReason.LOCK),
+     (("clock_nanosleep", "hrtimer_nanosleep", "do_nanosleep", "schedule"), BlockReason.SLEEP),
+     (("__x64_sys_poll", "do_sys_poll", "poll_schedule_timeout.constprop.0", "schedule"),
+      BlockReason.POLL),
+     (("__x64_sys_wait4", "do_wait", "schedule"), BlockReason.OTHER), ((), BlockReason.OTHER)],
+)  # fmt: skip
+def test_kernel_stack_reason(frames, reason):
+    assert blockreason.classify_kernel_stack(frames) == reason
+
+
+def test_syscall_first_then_wchan_then_kernel_stack():
+    nr = {"x86_64": 327, "aarch64": 286}.get(os.uname().machine)
+    if nr is not None:
+        assert blockreason.classify(nr) == BlockReason.IO  # preadv2
+    assert blockreason.classify(-1, "", PREADV2_DIRECT) == BlockReason.IO
+    assert blockreason.classify(-1, "futex_wait_queue", PREADV2_DIRECT) == BlockReason.LOCK
+    assert blockreason.classify(-1, "io_schedule_timeout") == BlockReason.IO
+    assert blockreason.classify(500, "", UNLINK_DISCARD) == BlockReason.IO  # unknown syscall
+    assert blockreason.classify(-1) == BlockReason.OTHER
+
+
+HEADER = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+
+
+@pytest.mark.skipif(
+    os.uname().machine != "x86_64" or not HEADER.exists(), reason="needs x86-64 headers"
+)
+def test_x86_64_io_table_matches_the_kernel_header():
+    numbers = dict(
+        (m[0], int(m[1])) for m in re.findall(r"#define __NR_(\w+) (\d+)", HEADER.read_text())
+    )
+    io = ["read", "write", "pread64", "preadv", "preadv2", "pwritev2", "io_uring_enter",
+          "fsync", "fdatasync", "openat", "openat2", "unlink", "copy_file_range",
+          "statx"]  # fmt: skip
+    for name in io:
+        assert blockreason.classify(numbers[name]) == BlockReason.IO, name
+    others = [("futex", BlockReason.LOCK), ("clock_nanosleep", BlockReason.SLEEP),
+              ("epoll_wait", BlockReason.POLL), ("wait4", BlockReason.OTHER)]  # fmt: skip
+    for name, reason in others:
+        assert blockreason.classify(numbers[name]) == reason, name
+
+
+def _scratch_dir() -> str:
+    """A folder on a real filesystem (tmpfs refuses O_DIRECT and never blocks on I/O)."""
+    for folder in (os.environ.get("GTOP_IO_DIR", ""), "/var/tmp", "/tmp", str(Path.cwd())):
+        if folder and os.path.isdir(folder):
+            fs = subprocess.run(
+                ["stat", "-f", "-c", "%T", folder], capture_output=True, text=True
+            ).stdout.strip()
+            if fs not in ("tmpfs", "ramfs", ""):
+                return folder
+    pytest.skip("no disk-backed folder for the I/O target")
+
+
+@pytest.fixture(scope="module", params=TIERS)
+def io_run(request):
+    return _run(request.param, "direct")
+
+
+@pytest.fixture(scope="module", params=["proc", "perf", "bpf"])
+def fault_run(request):
+    return _run(request.param, "mmap")
+
+
+def _run(param: str, how: str):
+    tier, _, mode = param.partition(":")
+    kw = {"mode": mode} if mode else {}
+    if mode == "tp" and not os.path.exists("/sys/kernel/tracing/events/sched"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
+    with target(DIRECT_IO, _scratch_dir(), how) as (_proc, info):
+        run = collect(
+            lambda hub, pid: open_thread_collector(
+                hub, pid, tier=tier, python_stacks=False, **kw
+            ),
+            info["pid"], [info["tid"]], window_s=2.0, warmup_s=0.5,
+        )  # fmt: skip
+    return param, info, run
+
+
+def _blocked_by_reason(run, tid: int) -> dict[BlockReason, float]:
+    rows = run.intervals[
+        (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
+    ]
+    out: dict[BlockReason, float] = {}
+    for reason in BlockReason:
+        mine = rows[rows["reason"] == reason]
+        a, b = mine["t_ns"].clip(run.t0, run.t1), mine["end_ns"].clip(run.t0, run.t1)
+        if (b - a).sum():
+            out[reason] = float((b - a).sum()) / (run.t1 - run.t0)
+    return out
+
+
+def test_uncached_preadv_is_io_in_every_tier(io_run):
+    tier, info, run = io_run
+    shares = _blocked_by_reason(run, info["tid"])
+    blocked = sum(shares.values())
+    assert blocked > 0.1, (tier, info, shares)
+    assert shares.get(BlockReason.IO, 0.0) >= 0.9 * blocked, (tier, info, shares)
+
+
+def test_page_faults_on_a_dropped_mapping_are_io(fault_run):
+    """No syscall in progress: the reason comes from the kernel stack (filemap_fault...)."""
+    tier, info, run = fault_run
+    shares = _blocked_by_reason(run, info["tid"])
+    blocked = sum(shares.values())
+    assert blocked > 0.05, (tier, shares)
+    assert shares.get(BlockReason.IO, 0.0) >= 0.8 * blocked, (tier, shares)
