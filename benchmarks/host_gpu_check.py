@@ -46,6 +46,18 @@ def _has(folded: dict, root: tuple[str, ...], *needles: str) -> float:
     )
 
 
+GPU_SYNC_CALLS = (
+    "cuStreamSynchronize",
+    "cuCtxSynchronize",
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaEventSynchronize",
+    "cudaMemcpyAsync",
+    "cudaMemcpy",
+)
+"""Frames of the CUDA runtime and driver calls a thread waits on the GPU in."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
@@ -93,8 +105,7 @@ def main() -> None:
         # blocked inside a probed libcuda call (BPF uprobes: reason gpu_wait)
         "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize&cuda")
         + _has(folded, (*main_root, "off-CPU", "gpu_wait"))
-        + _has(folded, main_root, "cuStreamSynchronize")
-        + _has(folded, main_root, "cuCtxSynchronize"),
+        + sum(_has(folded, main_root, name) for name in GPU_SYNC_CALLS),
     }
     passed = {k: v > 0 for k, v in checks.items()}
     save(str(out / "slow_loader.npz"), cap)

@@ -145,8 +145,24 @@ def test_report_gpu_section_is_a_labelled_approximation_without_cupti(
 
 def test_command_after_double_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
-    config = parse_args(["record", "--force", "--agent-mode", "full", "--interval", "0.25",
-                         "-o", "x.gtop", "--", "python", "-c", "print(1)", "-o", "y"])
+    config = parse_args(
+        [
+            "record",
+            "--force",
+            "--agent-mode",
+            "full",
+            "--interval",
+            "0.25",
+            "-o",
+            "x.gtop",
+            "--",
+            "python",
+            "-c",
+            "print(1)",
+            "-o",
+            "y",
+        ]
+    )
     assert config.command == "record" and config.output == Path("x.gtop")
     assert config.agent_mode == "full" and config.overwrite
     assert config.cmd == ("python", "-c", "print(1)", "-o", "y")

@@ -140,9 +140,13 @@ def test_threads_report_from_the_real_run(tier_run):
 
 def test_on_cpu_samples_follow_on_cpu_time(tier_run):
     tier, info, run = tier_run
-    if tier == "proc":
-        pytest.skip("the /proc tier samples at its own period, not a cpu-clock")
     tid = info["workers"][0]
+    if tier == "proc":
+        # no cpu-clock here: samples come at the tier's own period, only while on-CPU
+        stuck = run.samples[run.samples["tid"] == info["stuck"]]
+        worker = run.samples[run.samples["tid"] == tid]
+        assert len(worker) > 0 and len(stuck) == 0
+        return
     mine = run.samples[
         (run.samples["tid"] == tid)
         & (run.samples["t_ns"] >= run.t0)
