@@ -18,6 +18,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import Level, Summary, Unit, UnitResult, stream_keys
+from gtop.analysis.host import LAUNCH_GAP_NS
 from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import Records, take_rows
 
@@ -44,6 +45,7 @@ def blocks(
     level: Level = "device",
     block_ns: int = BLOCK_NS,
     margin_ns: int = MARGIN_NS,
+    launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> Iterator[tuple[dict[Unit, UnitResult], Records]]:
     """The attribution of each block of ``[t0, t1)``, in order, with the rows it was made
     from (what :func:`~gtop.analysis.gpu_flame.fold` needs); every block holds every unit
@@ -57,7 +59,7 @@ def blocks(
     tables = vars(time_ordered(records))
     fed = dict.fromkeys(tables, 0)
     known = iv.unique_sorted(stream_keys(records.ops))
-    engine = AttributionEngine(block_ns, slack_ns=margin_ns)
+    engine = AttributionEngine(block_ns, slack_ns=margin_ns, launch_gap_ns=launch_gap_ns)
     for b in range(t0, t1, block_ns):
         e = min(b + block_ns, t1)
         upto = e + margin_ns
@@ -87,13 +89,14 @@ def attribute_range(
     level: Level = "device",
     block_ns: int = BLOCK_NS,
     margin_ns: int = MARGIN_NS,
+    launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> dict[Unit, Summary]:
     """The summed attribution of ``[t0, t1)`` per unit (see the module docstring).
 
     Every unit with ops anywhere in ``records`` covers every block (off-GPU where idle).
     """
     out: dict[Unit, Summary] = {}
-    for result, _ in blocks(records, t0, t1, level, block_ns, margin_ns):
+    for result, _ in blocks(records, t0, t1, level, block_ns, margin_ns, launch_gap_ns):
         for unit, res in result.items():
             out[unit] = out[unit].plus(res) if unit in out else res.summary()
     return out
