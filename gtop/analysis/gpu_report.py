@@ -80,9 +80,7 @@ def gpu_report(
         raise ValueError("block_ns must be a multiple of slice_ns")
     sums: dict[Unit, Summary] = {}
     folded: dict[Unit, Counter[str]] = {}
-    for result, rows in blocks(
-        records, t0, t1, "device", block_ns, launch_gap_ns=launch_gap_ns
-    ):
+    for result, rows in blocks(records, t0, t1, "device", block_ns, launch_gap_ns=launch_gap_ns):
         for unit, res in result.items():
             sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
             folded.setdefault(unit, Counter()).update(

@@ -68,9 +68,7 @@ class HostIndex:
     is not one.
     """
 
-    def __init__(
-        self, rec: Records, t0: int, t1: int, launch_gap_ns: int = LAUNCH_GAP_NS
-    ) -> None:
+    def __init__(self, rec: Records, t0: int, t1: int, launch_gap_ns: int = LAUNCH_GAP_NS) -> None:
         self.t0, self.t1 = t0, t1
         self.launch_gap_ns = launch_gap_ns
         states = take_rows(rec.states, (rec.states["end"] > t0) & (rec.states["t"] < t1))
