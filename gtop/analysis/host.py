@@ -120,34 +120,48 @@ class HostIndex:
         sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
         in_api = iv.union(apis["t"], a_end)
         in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
-        cuts = np.concatenate(
-            (
-                spans.starts,
-                spans.ends,
-                states["t"],
-                s_end,
-                in_api.starts,
-                in_api.ends,
-                in_sync.starts,
-                in_sync.ends,
-                gaps.starts,
-                gaps.ends,
+        if not len(spans):
+            none = np.empty(0, np.int64)
+            flag = np.empty(0, bool)
+            return Activity(
+                none, none, none.astype(np.uint8), none.astype(np.uint8), flag, flag, flag
             )
+        # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
+        # its ends in its own byte of a packed counter (the total after the last event
+        # at a time is exact, so fields never mix), states add +-(index + 1).
+        sets = (spans, in_api, in_sync, gaps)
+        times = np.concatenate(
+            [x for sp in sets for x in (sp.starts, sp.ends)] + [states["t"], s_end]
         )
-        if len(spans):
-            cuts = iv.unique_sorted(np.clip(cuts, spans.starts[0], spans.ends[-1]))
-        p, q = cuts[:-1], cuts[1:]
-        inside = iv.owner(spans, p) >= 0
-        p, q = p[inside], q[inside]
-        si = iv.owner(iv.Spans(states["t"], s_end), p)
+        times = np.clip(times, spans.starts[0], spans.ends[-1])
+        packed = np.concatenate(
+            [
+                np.full(len(sp), sign << (8 * k), np.int64)
+                for k, sp in enumerate(sets)
+                for sign in (1, -1)
+            ]
+            + [np.zeros(2 * len(states), np.int64)]
+        )
+        index = np.zeros(len(times), np.int64)
+        ns = len(states)
+        index[len(times) - 2 * ns : len(times) - ns] = np.arange(1, ns + 1)
+        index[len(times) - ns :] = -np.arange(1, ns + 1)
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
+        packed = np.cumsum(packed[order])[last[:-1]]
+        si = np.cumsum(index[order])[last[:-1]] - 1
+        p, q = times[last[:-1]], times[last[1:]]
+        inside = (packed & 0xFF) > 0
+        p, q, packed, si = p[inside], q[inside], packed[inside], si[inside]
         return Activity(
             p,
             q,
             iv.take(states["state"], si, UNKNOWN_STATE),
             iv.take(states["reason"], si, BlockReason.NONE),
-            iv.owner(in_api, p) >= 0,
-            iv.owner(in_sync, p) >= 0,
-            iv.owner(gaps, p) >= 0,
+            (packed >> 8) & 0xFF > 0,
+            (packed >> 16) & 0xFF > 0,
+            (packed >> 24) & 0xFF > 0,
         )
 
     def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -154,8 +154,10 @@ def canonical_order(keys: list[np.ndarray]) -> np.ndarray:
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (runs of equal values are dropped before sorting)."""
-    v = np.sort(values[run_heads(values)])
+    """Sorted distinct values (runs of equal values are dropped before sorting; the sort
+    is numpy's stable one, which merges already-sorted runs, as concatenated interval
+    endpoints are, about twice as fast as the default)."""
+    v = np.sort(values[run_heads(values)], kind="stable")
     return v[run_heads(v)]
 
 
