@@ -84,7 +84,7 @@ def gpu_report(
         for unit, res in result.items():
             sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
             folded.setdefault(unit, Counter()).update(
-                fold(res, rows, kernel_names, stacks, slice_ns)
+                fold(res, rows, kernel_names, stacks, slice_ns, on_gpu_leaves=False)
             )
     out = {}
     for unit in sorted(sums):
