@@ -292,7 +292,7 @@ class _Prepared:
         """Per op: end and tid of its API call (same pid and correlation), else -1."""
         api_end = np.full(len(ops), -1, np.int64)
         api_tid = np.full(len(ops), -1, np.int32)
-        apis = apis[apis["corr"] != 0]
+        apis = take_rows(apis, apis["corr"] != 0)
         if not len(apis) or not len(ops):
             return api_end, api_tid
         akey = (apis["pid"].astype(np.int64) << 32) | apis["corr"].astype(np.int64)
