@@ -52,6 +52,17 @@ def compare(
     return rows
 
 
+def load_workload(path: str) -> dict[str, Any]:
+    """A workload's result: a JSON file (as ``constructed_shares.py`` saves it), or the
+    workload's output, whose last line is the JSON line."""
+    with open(path) as f:
+        text = f.read().strip()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return json.loads(text.splitlines()[-1])
+
+
 ANALYSIS_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
 
 
@@ -74,13 +85,12 @@ def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workload", required=True, help="the workload's JSON line (a file)")
+    ap.add_argument("--workload", required=True, help="the workload's JSON (or its output)")
     given = ap.add_mutually_exclusive_group(required=True)
     given.add_argument("--measured", help="gtop's device entry (JSON file)")
     given.add_argument("--recording", help="a .gtop recording of the workload")
     args = ap.parse_args()
-    with open(args.workload) as f:
-        workload = json.loads(f.read().strip().splitlines()[-1])
+    workload = load_workload(args.workload)
     if args.recording:
         entry = measure(args.recording, workload["window_ns"])
     else:

@@ -6,7 +6,8 @@ Pairs: a batch-1 decode loop (launch-bound) eager vs CUDA Graphs, and a training
 with a CPU-bound DataLoader with 1 vs 8 workers. Each run is recorded with
 ``gtop record --agent-mode full`` to DIR/NAME.gtop; gtop's breakdown of GPU 0 over the
 workload's measured window is printed as shares (GAR and each off-GPU cause), with the
-cause gtop names as dominant, so the before/after movement can be read off.
+cause gtop names as dominant, so the before/after movement can be read off. The loader
+pair prints the GAR it predicts from its own calibration (GPU step vs CPU batch time).
 """
 
 from __future__ import annotations
@@ -84,15 +85,17 @@ def main() -> int:
         "G:STALL",
         "UNKNOWN",
     ]
-    print("| run | steps/s | GAR | " + " | ".join(causes) + " | dominant off-GPU |")
-    print("|---|---|---|" + "---|" * len(causes) + "---|")
+    print("| run | steps/s | predicted GAR | GAR | " + " | ".join(causes) + " | dominant off-GPU |")
+    print("|---|---|---|---|" + "---|" * len(causes) + "---|")
     for r in results:
         share = shares(r["entry"])
         top = max(r["entry"]["off"], key=lambda c: r["entry"]["off"][c])
         rate = r["workload"].get("steps_per_s") or r["workload"].get("tokens_per_s") or ""
         rate = f"{rate:.1f}" if isinstance(rate, float) else str(rate)
+        predicted = r["workload"].get("predicted_gar")
+        predicted = f"{predicted:.1%}" if isinstance(predicted, float) else ""
         print(
-            f"| {r['name']} | {rate} | {r['entry']['gar']:.1%} | "
+            f"| {r['name']} | {rate} | {predicted} | {r['entry']['gar']:.1%} | "
             + " | ".join(f"{share.get(c, 0):.1%}" for c in causes)
             + f" | {top} |"
         )

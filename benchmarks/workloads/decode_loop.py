@@ -3,10 +3,10 @@
 Every token runs one decode step (embedding, ``--layers`` blocks of attention over a
 static KV cache and an MLP, the output projection, argmax) as ~15 small kernels per
 layer, all launched from Python; the GPU finishes each faster than the host launches the
-next, so gtop should find the off-GPU time on the host side, in the launch path (H:CTRL,
-with the framework's own dispatch showing as H:APP). ``--graphs`` captures the step in
-a CUDA Graph and replays it (one launch per token): GAR must rise and the host share
-must fall.
+next, so gtop should find the off-GPU time on the host side, in the launch path: H:CTRL,
+the CUDA calls and the framework's per-op dispatch between them (launch gaps).
+``--graphs`` captures the step in a CUDA Graph and replays it (one launch per token):
+GAR must rise and the host share must fall.
 
 Shapes are static (the cache is preallocated, attention is masked by position), so the
 same step runs eagerly and under capture. Prints one JSON line at the end.
@@ -110,8 +110,8 @@ def main() -> None:
         (t0, t1),
         {
             "launch_bound": not args.graphs,
-            "cause": "host launch path: H:CTRL (and dispatch as H:APP)",
-            "fix": "--graphs: GAR up, H:CTRL + H:APP down",
+            "cause": "host launch path: H:CTRL (calls and per-op dispatch between them)",
+            "fix": "--graphs: GAR up, H:CTRL down",
         },
         tokens_per_s=tokens / ((t1 - t0) / 1e9),
         layers=args.layers,

@@ -26,7 +26,11 @@ this order (docs/attribution.md has worked examples):
 
    * inside a SYNC or QUERY class API call → ``H:WAIT_GPU`` (blocked or spinning);
    * inside another API call: on-CPU or state unknown → ``H:CTRL``;
-   * outside API calls: on-CPU → ``H:APP``; state unknown → ``UNKNOWN``;
+   * outside API calls: on-CPU → ``H:APP``, except in a *launch gap* → ``H:CTRL``;
+     state unknown → ``UNKNOWN``. A launch gap is a hole shorter than ``launch_gap_ns``
+     (default 100 µs, :data:`~gtop.analysis.host.LAUNCH_GAP_NS`) between two
+     consecutive launch-path calls (LAUNCH, MEMCPY, ALLOC, GRAPH_LAUNCH) of the thread:
+     the framework's per-op dispatch between launches is the host's launch path;
    * anywhere: blocked with reason GPU_WAIT → ``H:WAIT_GPU``, reason IO → ``H:IO``,
      any other reason (locks, sleeps, poll/select waits, ...) or runnable → ``OFF_CPU``.
 
@@ -57,7 +61,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import PANELS, Cause
-from gtop.analysis.host import HostIndex
+from gtop.analysis.host import LAUNCH_GAP_NS, HostIndex
 from gtop.analysis.records import OP_KERNEL, Records, take_rows
 
 NEVER = np.int64(-(2**62))
@@ -200,11 +204,13 @@ def attribute(
     t1: int,
     level: Level = "device",
     known: np.ndarray | None = None,
+    launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> dict[Unit, UnitResult]:
     """Attribute ``[t0, t1)`` for every unit of ``level`` with ops in the window.
 
     ``known`` (:func:`stream_keys` of streams seen before) adds the units they belong
     to: one without ops in the window is off-GPU throughout, charged to its main thread.
+    ``launch_gap_ns``: see rule 3 (0 turns launch gaps off).
 
     Raises:
         ValueError: ``t1 <= t0`` or an unknown level.
@@ -213,7 +219,7 @@ def attribute(
         raise ValueError("empty window")
     if level not in ("device", "process", "stream"):
         raise ValueError(f"unknown level {level!r}")
-    prep = _Prepared(records, t0, t1)
+    prep = _Prepared(records, t0, t1, launch_gap_ns)
     streams = stream_keys(prep.ops)
     everything = np.concatenate((streams, known if known is not None else streams[:0]))
     units = {}
@@ -248,7 +254,7 @@ def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
 class _Prepared:
     """Joins and orders the records of one window once, for all of its units."""
 
-    def __init__(self, rec: Records, t0: int, t1: int) -> None:
+    def __init__(self, rec: Records, t0: int, t1: int, launch_gap_ns: int) -> None:
         self.t0, self.t1 = t0, t1
         ops = rec.ops
         start = ops["t"]
@@ -279,14 +285,14 @@ class _Prepared:
         self.start, self.end, self.sub = start[order], end[order], sub[order]
         self.tid = api_tid[order]
         self.stream_index, self.elig = self._eligible(rec.waits)
-        self.host = HostIndex(rec, t0, t1)
+        self.host = HostIndex(rec, t0, t1, launch_gap_ns)
 
     @staticmethod
     def _join(ops: np.ndarray, apis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per op: end and tid of its API call (same pid and correlation), else -1."""
         api_end = np.full(len(ops), -1, np.int64)
         api_tid = np.full(len(ops), -1, np.int32)
-        apis = apis[apis["corr"] != 0]
+        apis = take_rows(apis, apis["corr"] != 0)
         if not len(apis) or not len(ops):
             return api_end, api_tid
         akey = (apis["pid"].astype(np.int64) << 32) | apis["corr"].astype(np.int64)

@@ -82,12 +82,15 @@ def fold(
     stacks: Mapping[int, Sequence[str]] | None = None,
     slice_ns: int = 1_000_000,
     max_stack_age_ns: int = 20_000_000,
+    on_gpu_leaves: bool = True,
 ) -> dict[str, int]:
     """Fold ``result``'s window into ``{stack: ns}`` (see the module docstring).
 
     ``records`` must be those ``result`` was computed from; ``kernel_names`` maps
     ``name_id`` to a name and ``stacks`` maps ``stack_id`` to frames, outermost first
-    (the ``"kernel_name"`` and ``"stack"`` entities).
+    (the ``"kernel_name"`` and ``"stack"`` entities). ``on_gpu_leaves=False`` leaves
+    the kernel or copy off ON_GPU stacks (``ON_GPU;G:COMP``), for callers that only
+    read the OFF_GPU ones; OFF_GPU stacks are the same either way.
     """
     kernel_names = kernel_names or {}
     stacks = stacks or {}
@@ -98,13 +101,14 @@ def fold(
     # -1 is no leaf. Strings are made once per distinct (cause, leaf), not per slice.
     leaf = np.full(len(cause), -1, np.int64)
 
-    ops = take_rows(records.ops, unit_mask(records.ops, result.unit))
-    keys = _op_keys(ops["kind"], ops["label"])
-    for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
-        mine = np.flatnonzero((ops["kind"] == OP_KERNEL) == is_kernel)
-        sl = cause == on_cause
-        row = _busiest_op(take_rows(ops, mine), edges)[sl]
-        leaf[sl] = iv.take(keys[mine], row, -1)
+    if on_gpu_leaves:
+        ops = take_rows(records.ops, unit_mask(records.ops, result.unit))
+        keys = _op_keys(ops["kind"], ops["label"])
+        for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
+            mine = np.flatnonzero((ops["kind"] == OP_KERNEL) == is_kernel)
+            sl = cause == on_cause
+            row = _busiest_op(take_rows(ops, mine), edges)[sl]
+            leaf[sl] = iv.take(keys[mine], row, -1)
 
     off = np.flatnonzero(cause >= Cause.H_CTRL)
     seg = slices.first_segment(part, cause[off], edges[off])

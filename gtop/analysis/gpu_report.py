@@ -29,6 +29,7 @@ from typing import Any
 from gtop.analysis.attribution import Summary, Unit
 from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
 from gtop.analysis.gpu_flame import fold
+from gtop.analysis.host import LAUNCH_GAP_NS
 from gtop.analysis.records import Records
 from gtop.analysis.replay import BLOCK_NS, blocks
 
@@ -67,6 +68,7 @@ def gpu_report(
     slice_ns: int = 1_000_000,
     top: int = 10,
     block_ns: int = BLOCK_NS,
+    launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> dict[str, dict[str, Any]]:
     """The ``gpu`` report section over ``[t0, t1)`` (see the module docstring), computed
     block by block (:mod:`gtop.analysis.replay`).
@@ -78,11 +80,11 @@ def gpu_report(
         raise ValueError("block_ns must be a multiple of slice_ns")
     sums: dict[Unit, Summary] = {}
     folded: dict[Unit, Counter[str]] = {}
-    for result, rows in blocks(records, t0, t1, "device", block_ns):
+    for result, rows in blocks(records, t0, t1, "device", block_ns, launch_gap_ns=launch_gap_ns):
         for unit, res in result.items():
             sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
             folded.setdefault(unit, Counter()).update(
-                fold(res, rows, kernel_names, stacks, slice_ns)
+                fold(res, rows, kernel_names, stacks, slice_ns, on_gpu_leaves=False)
             )
     out = {}
     for unit in sorted(sums):

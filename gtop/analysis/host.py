@@ -16,10 +16,24 @@ from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
 
 UNKNOWN_STATE = 255
 
+LAUNCH_GAP_NS = 100_000
+"""Default ``launch_gap_ns``: on-CPU time of a thread between two of its consecutive
+launch-path API calls (:data:`LAUNCH_PATH`) closer than this is part of the host's
+launch path (``H:CTRL``), not application code (``H:APP``). Eager frameworks spend
+~5-30 µs of CPU per op between launches (dispatcher, argument checks, Python op
+overhead), and a CUDA launch itself takes ~2-5 µs; 100 µs covers that path several
+times over while staying far below the application work worth naming (data preparation,
+Python loops, logging: milliseconds). At 100 µs per launch the GPU would have to be
+fed kernels slower than 10k/s for application code to hide inside this rule."""
+
+LAUNCH_PATH = (ApiClass.LAUNCH, ApiClass.MEMCPY, ApiClass.ALLOC, ApiClass.GRAPH_LAUNCH)
+"""API classes whose calls bound a launch gap (see :data:`LAUNCH_GAP_NS`)."""
+
 
 class Activity(NamedTuple):
     """A thread's pieces of time: state (255: unknown), block reason, and whether it was
-    inside a CUDA API call / a synchronising one."""
+    inside a CUDA API call / a synchronising one / a short gap between two launch-path
+    calls (:data:`LAUNCH_GAP_NS`)."""
 
     starts: np.ndarray
     ends: np.ndarray
@@ -27,6 +41,7 @@ class Activity(NamedTuple):
     reason: np.ndarray
     in_api: np.ndarray
     in_sync: np.ndarray
+    in_launch_gap: np.ndarray
 
 
 def _by_tid(rows: np.ndarray) -> np.ndarray:
@@ -46,10 +61,16 @@ class HostIndex:
 
     A thread's state records are made disjoint: where two overlap, the earlier one is cut
     where the later one starts (ties ordered by end, state, reason, stack).
+
+    ``launch_gap_ns``: the longest gap between two consecutive launch-path calls of a
+    thread that counts as launch path (:data:`LAUNCH_GAP_NS`; 0 turns the rule off).
+    Only calls overlapping ``[t0, t1)`` bound a gap, so a gap that crosses a window edge
+    is not one.
     """
 
-    def __init__(self, rec: Records, t0: int, t1: int) -> None:
+    def __init__(self, rec: Records, t0: int, t1: int, launch_gap_ns: int = LAUNCH_GAP_NS) -> None:
         self.t0, self.t1 = t0, t1
+        self.launch_gap_ns = launch_gap_ns
         states = take_rows(rec.states, (rec.states["end"] > t0) & (rec.states["t"] < t1))
         order = iv.canonical_order(
             [states["t"], states["end"], states["state"], states["reason"], states["stack_id"]]
@@ -77,43 +98,75 @@ class HostIndex:
     def thread_samples(self, tid: int) -> np.ndarray:
         return self.samples[_slice(self.samples, tid)]
 
+    def launch_gaps(self, tid: int) -> iv.Spans:
+        """The thread's launch gaps: holes shorter than ``launch_gap_ns`` between
+        consecutive pieces of the union of its launch-path calls (other calls inside a
+        hole do not break it)."""
+        apis = self.thread_apis(tid)
+        path = np.isin(apis["cls"], LAUNCH_PATH)
+        calls = iv.union(apis["t"][path], apis["end"][path])
+        if len(calls) < 2 or self.launch_gap_ns <= 0:
+            return iv.EMPTY
+        s, e = calls.ends[:-1], calls.starts[1:]
+        short = e - s < self.launch_gap_ns
+        return iv.Spans(s[short], e[short])
+
     def activity(self, tid: int, spans: iv.Spans) -> Activity:
         """What thread ``tid`` was doing over normal ``spans``, in pieces that tile them."""
         states, s_end = _overlapping(*self.thread_states(tid), spans)
+        gaps = self.launch_gaps(tid)
         apis = self.thread_apis(tid)
         apis, a_end = _overlapping(apis, apis["end"], spans)
         sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
         in_api = iv.union(apis["t"], a_end)
         in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
-        cuts = np.concatenate(
-            (
-                spans.starts,
-                spans.ends,
-                states["t"],
-                s_end,
-                in_api.starts,
-                in_api.ends,
-                in_sync.starts,
-                in_sync.ends,
+        if not len(spans):
+            none = np.empty(0, np.int64)
+            flag = np.empty(0, bool)
+            return Activity(
+                none, none, none.astype(np.uint8), none.astype(np.uint8), flag, flag, flag
             )
+        # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
+        # its ends in its own byte of a packed counter (the total after the last event
+        # at a time is exact, so fields never mix), states add +-(index + 1).
+        sets = (spans, in_api, in_sync, gaps)
+        times = np.concatenate(
+            [x for sp in sets for x in (sp.starts, sp.ends)] + [states["t"], s_end]
         )
-        if len(spans):
-            cuts = iv.unique_sorted(np.clip(cuts, spans.starts[0], spans.ends[-1]))
-        p, q = cuts[:-1], cuts[1:]
-        inside = iv.owner(spans, p) >= 0
-        p, q = p[inside], q[inside]
-        si = iv.owner(iv.Spans(states["t"], s_end), p)
+        times = np.clip(times, spans.starts[0], spans.ends[-1])
+        packed = np.concatenate(
+            [
+                np.full(len(sp), sign << (8 * k), np.int64)
+                for k, sp in enumerate(sets)
+                for sign in (1, -1)
+            ]
+            + [np.zeros(2 * len(states), np.int64)]
+        )
+        index = np.zeros(len(times), np.int64)
+        ns = len(states)
+        index[len(times) - 2 * ns : len(times) - ns] = np.arange(1, ns + 1)
+        index[len(times) - ns :] = -np.arange(1, ns + 1)
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
+        packed = np.cumsum(packed[order])[last[:-1]]
+        si = np.cumsum(index[order])[last[:-1]] - 1
+        p, q = times[last[:-1]], times[last[1:]]
+        inside = (packed & 0xFF) > 0
+        p, q, packed, si = p[inside], q[inside], packed[inside], si[inside]
         return Activity(
             p,
             q,
             iv.take(states["state"], si, UNKNOWN_STATE),
             iv.take(states["reason"], si, BlockReason.NONE),
-            iv.owner(in_api, p) >= 0,
-            iv.owner(in_sync, p) >= 0,
+            (packed >> 8) & 0xFF > 0,
+            (packed >> 16) & 0xFF > 0,
+            (packed >> 24) & 0xFF > 0,
         )
 
     def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3).
+        """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3; on-CPU
+        outside API calls is ``H:CTRL`` inside a launch gap, else ``H:APP``).
 
         Returns:
             ``(starts, ends, causes)`` tiling ``host``.
@@ -132,7 +185,13 @@ class HostIndex:
                 a.in_api,
                 a.state == ThreadState.ON_CPU,
             ],
-            [Cause.H_WAIT_GPU, blocked, Cause.OFF_CPU, Cause.H_CTRL, Cause.H_APP],
+            [
+                Cause.H_WAIT_GPU,
+                blocked,
+                Cause.OFF_CPU,
+                Cause.H_CTRL,
+                np.where(a.in_launch_gap, Cause.H_CTRL, Cause.H_APP),
+            ],
             Cause.UNKNOWN,
         ).astype(np.uint8)
         return a.starts, a.ends, cause

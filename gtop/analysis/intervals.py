@@ -122,8 +122,11 @@ def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
     dtype = np.result_type(values.dtype, np.min_scalar_type(fill))
     if not len(values):
         return np.full(len(index), fill, dtype)
-    got = values[np.maximum(index, 0)].astype(dtype, copy=False)
-    return np.where(index >= 0, got, dtype.type(fill))
+    got = np.take(values, index, mode="clip").astype(dtype, copy=False)
+    missing = index < 0
+    if missing.any():
+        got = np.where(missing, dtype.type(fill), got)
+    return got
 
 
 def clipped_total(starts: np.ndarray, ends: np.ndarray, t0: int, t1: int) -> int:
@@ -154,8 +157,10 @@ def canonical_order(keys: list[np.ndarray]) -> np.ndarray:
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (runs of equal values are dropped before sorting)."""
-    v = np.sort(values[run_heads(values)])
+    """Sorted distinct values (runs of equal values are dropped before sorting; the sort
+    is numpy's stable one, which merges already-sorted runs, as concatenated interval
+    endpoints are, about twice as fast as the default)."""
+    v = np.sort(values[run_heads(values)], kind="stable")
     return v[run_heads(v)]
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import Level, Unit, UnitResult, attribute, stream_keys
+from gtop.analysis.host import LAUNCH_GAP_NS
 from gtop.analysis.records import Records
 
 
@@ -31,15 +32,21 @@ class AttributionEngine:
         slack_ns: extra history kept beyond the window (see the module docstring).
         compact_rows: fed rows are merged and old rows dropped once more than this many
             (and more than are kept) have arrived since the last merge.
+        launch_gap_ns: see :func:`~gtop.analysis.attribution.attribute` (rule 3).
     """
 
     def __init__(
-        self, window_ns: int, slack_ns: int = 2_000_000_000, compact_rows: int = 1 << 16
+        self,
+        window_ns: int,
+        slack_ns: int = 2_000_000_000,
+        compact_rows: int = 1 << 16,
+        launch_gap_ns: int = LAUNCH_GAP_NS,
     ) -> None:
         if window_ns <= 0 or slack_ns < 0:
             raise ValueError("window_ns must be positive and slack_ns not negative")
         self.window_ns = window_ns
         self.slack_ns = slack_ns
+        self.launch_gap_ns = launch_gap_ns
         self._kept = Records()
         self._pending: list[Records] = []
         self._pending_rows = 0
@@ -127,4 +134,6 @@ class AttributionEngine:
         keys = stream_keys(rec.ops)
         if known is not None:
             keys = np.concatenate((keys, known))
-        return attribute(rec, t0, t1, level, known=iv.unique_sorted(keys))
+        return attribute(
+            rec, t0, t1, level, known=iv.unique_sorted(keys), launch_gap_ns=self.launch_gap_ns
+        )

@@ -65,6 +65,10 @@ def take_rows(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
     return raw[index].view(table.dtype)
 
 
+def _keep(table: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return table if bool(mask.all()) else take_rows(table, mask)
+
+
 def concat_rows(tables: list[np.ndarray]) -> np.ndarray:
     """Tables of one structured dtype, end to end (as raw records, see :func:`take_rows`)."""
     dtype = tables[0].dtype
@@ -150,13 +154,14 @@ class Records:
         )
 
     def keep_after(self, horizon: int) -> Records:
-        """Only the rows that end at or after ``horizon`` (instants: at or after it)."""
+        """Only the rows that end at or after ``horizon`` (instants: at or after it); a
+        table that loses no row is kept as it is, not copied."""
         return Records(
-            ops=take_rows(self.ops, self.ops["end"] >= horizon),
-            apis=take_rows(self.apis, self.apis["end"] >= horizon),
-            waits=take_rows(self.waits, self.waits["t"] >= horizon),
-            states=take_rows(self.states, self.states["end"] >= horizon),
-            samples=take_rows(self.samples, self.samples["t"] >= horizon),
+            ops=_keep(self.ops, self.ops["end"] >= horizon),
+            apis=_keep(self.apis, self.apis["end"] >= horizon),
+            waits=_keep(self.waits, self.waits["t"] >= horizon),
+            states=_keep(self.states, self.states["end"] >= horizon),
+            samples=_keep(self.samples, self.samples["t"] >= horizon),
         )
 
     def rows(self) -> int:

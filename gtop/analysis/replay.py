@@ -1,7 +1,7 @@
 """Attribution over a whole recorded range, block by block, in bounded memory.
 
-A range is cut into blocks of ``block_ns`` from ``t0``; the rows are fed in time order
-(by start) into an :class:`~gtop.analysis.live.AttributionEngine`, and each block is
+A range is cut into blocks of ``block_ns`` from ``t0``; the rows are fed by start time
+into an :class:`~gtop.analysis.live.AttributionEngine`, and each block is
 attributed once every row starting before ``block end + margin_ns`` is in, exactly as a
 live window of that length would be. The range's numbers are the blocks' numbers summed
 (:meth:`~gtop.analysis.attribution.Summary.plus`). Block edges are window edges: an
@@ -18,6 +18,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import Level, Summary, Unit, UnitResult, stream_keys
+from gtop.analysis.host import LAUNCH_GAP_NS
 from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import Records, take_rows
 
@@ -25,16 +26,33 @@ BLOCK_NS = 10_000_000_000
 MARGIN_NS = 1_000_000_000
 
 
-def time_ordered(records: Records) -> Records:
-    """``records`` with every table sorted by start time (cheap when nearly sorted)."""
+class _Feeder:
+    """The rows of one table by feed step: step ``k`` gets the rows starting in
+    ``[end_{k-1} + margin, end_k + margin)`` (step 0 everything before, the last step
+    nothing from ``t1 + margin`` on). Rows are bucketed by step with one small-integer
+    stable sort (rows within a step need no order: attribution does not depend on
+    it), and copied out step by step."""
 
-    def ordered(a: np.ndarray) -> np.ndarray:
-        t = a["t"]
-        if len(t) < 2 or bool(np.all(t[1:] >= t[:-1])):
-            return a
-        return take_rows(a, np.argsort(t, kind="stable"))
+    def __init__(self, table: np.ndarray, t0: int, t1: int, block_ns: int, margin_ns: int):
+        n_steps = -(-(t1 - t0) // block_ns)
+        t = table["t"]
+        step = np.clip((t - (t0 + margin_ns)) // block_ns, 0, n_steps - 1)
+        step[t >= t1 + margin_ns] = n_steps  # never fed
+        self.table = table
+        if len(step) < 2 or bool(np.all(step[1:] >= step[:-1])):
+            self.order = None
+            sorted_steps = step
+        else:
+            small = np.uint16 if n_steps < 2**16 else np.int64
+            self.order = np.argsort(step.astype(small), kind="stable")
+            sorted_steps = step[self.order]
+        self.bounds = np.searchsorted(sorted_steps, np.arange(n_steps + 1), side="left")
 
-    return Records(**{f.name: ordered(getattr(records, f.name)) for f in fields(Records)})
+    def rows(self, k: int) -> np.ndarray:
+        a, b = int(self.bounds[k]), int(self.bounds[k + 1])
+        if self.order is None:
+            return self.table[a:b]
+        return take_rows(self.table, self.order[a:b])
 
 
 def blocks(
@@ -44,6 +62,7 @@ def blocks(
     level: Level = "device",
     block_ns: int = BLOCK_NS,
     margin_ns: int = MARGIN_NS,
+    launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> Iterator[tuple[dict[Unit, UnitResult], Records]]:
     """The attribution of each block of ``[t0, t1)``, in order, with the rows it was made
     from (what :func:`~gtop.analysis.gpu_flame.fold` needs); every block holds every unit
@@ -54,19 +73,16 @@ def blocks(
     """
     if t1 <= t0 or block_ns <= 0:
         raise ValueError("empty range or block")
-    tables = vars(time_ordered(records))
-    fed = dict.fromkeys(tables, 0)
+    feeders = {
+        f.name: _Feeder(getattr(records, f.name), t0, t1, block_ns, margin_ns)
+        for f in fields(Records)
+    }
     known = iv.unique_sorted(stream_keys(records.ops))
-    engine = AttributionEngine(block_ns, slack_ns=margin_ns)
-    for b in range(t0, t1, block_ns):
+    engine = AttributionEngine(block_ns, slack_ns=margin_ns, launch_gap_ns=launch_gap_ns)
+    for k, b in enumerate(range(t0, t1, block_ns)):
         e = min(b + block_ns, t1)
-        upto = e + margin_ns
-        chunk = {}
-        for name, table in tables.items():
-            stop = int(np.searchsorted(table["t"], upto, side="left"))
-            chunk[name] = table[fed[name] : stop]
-            fed[name] = stop
-        engine.feed_records(Records(**chunk).keep_after(b), now=upto)
+        chunk = Records(**{name: feeder.rows(k) for name, feeder in feeders.items()})
+        engine.feed_records(chunk.keep_after(b), now=e + margin_ns)
         yield engine.attribute(b, e, level, known), engine.records()
 
 
@@ -87,13 +103,14 @@ def attribute_range(
     level: Level = "device",
     block_ns: int = BLOCK_NS,
     margin_ns: int = MARGIN_NS,
+    launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> dict[Unit, Summary]:
     """The summed attribution of ``[t0, t1)`` per unit (see the module docstring).
 
     Every unit with ops anywhere in ``records`` covers every block (off-GPU where idle).
     """
     out: dict[Unit, Summary] = {}
-    for result, _ in blocks(records, t0, t1, level, block_ns, margin_ns):
+    for result, _ in blocks(records, t0, t1, level, block_ns, margin_ns, launch_gap_ns):
         for unit, res in result.items():
             out[unit] = out[unit].plus(res) if unit in out else res.summary()
     return out

@@ -24,17 +24,6 @@ def edges(t0: int, t1: int, slice_ns: int) -> np.ndarray:
     return np.append(np.arange(t0, t1, slice_ns, dtype=np.int64), np.int64(t1))
 
 
-def _measure_before(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Total length of sorted disjoint ``[starts, ends)`` below each point."""
-    cum = np.concatenate(([0], np.cumsum(ends - starts)))
-    j = np.searchsorted(starts, points, side="right")  # the last interval starting <= point
-    out = np.zeros(len(points), np.int64)
-    hit = j > 0
-    k = j[hit] - 1
-    out[hit] = cum[k] + np.minimum(ends[k], points[hit]) - starts[k]
-    return out
-
-
 def occupancy(partition: Partition, slice_edges: np.ndarray) -> np.ndarray:
     """ns of each cause in each slice: shape ``(n_slices, len(Cause))``, int64."""
     return occupancy_of(partition.starts, partition.ends, partition.causes, len(Cause), slice_edges)
@@ -44,12 +33,33 @@ def occupancy_of(
     starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, n_codes: int, slice_edges: np.ndarray
 ) -> np.ndarray:
     """ns of each code in each slice, for sorted disjoint segments ``[starts, ends)``
-    labelled with ``codes`` in ``range(n_codes)``: shape ``(n_slices, n_codes)``."""
-    out = np.zeros((len(slice_edges) - 1, n_codes), np.int64)
-    for code in iv.unique_sorted(codes):
-        m = codes == code
-        out[:, code] = np.diff(_measure_before(starts[m], ends[m], slice_edges))
-    return out
+    labelled with ``codes`` in ``range(n_codes)``: shape ``(n_slices, n_codes)``.
+
+    One pass: each segment is cut at the slice edges it crosses (disjoint segments
+    cross at most one edge each, so there are few cuts) and the pieces are summed.
+    """
+    n = len(slice_edges) - 1
+    s = np.maximum(np.asarray(starts, np.int64), slice_edges[0])
+    e = np.minimum(np.asarray(ends, np.int64), slice_edges[-1])
+    keep = e > s
+    s, e, c = s[keep], e[keep], np.asarray(codes)[keep].astype(np.int64)
+    first = iv.last_at_or_before(slice_edges, s)
+    last = iv.last_at_or_before(slice_edges, e - 1)
+    # Whole segments into the slice they start in, then move what crosses edges.
+    flat = np.bincount(first * n_codes + c, weights=e - s, minlength=n * n_codes)
+    cross = np.flatnonzero(last > first)
+    if len(cross):
+        pieces = last[cross] - first[cross]
+        seg = np.repeat(cross, pieces)
+        k = first[seg] + 1 + np.arange(len(seg)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        part = np.minimum(e[seg], slice_edges[k + 1]) - slice_edges[k]
+        flat += np.bincount(k * n_codes + c[seg], weights=part, minlength=n * n_codes)
+        flat -= np.bincount(
+            first[cross] * n_codes + c[cross],
+            weights=e[cross] - slice_edges[first[cross] + 1],
+            minlength=n * n_codes,
+        )
+    return np.rint(flat).astype(np.int64).reshape(n, n_codes)
 
 
 def dominant(occ: np.ndarray) -> np.ndarray:

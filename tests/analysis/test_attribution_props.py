@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import attribute, unit_mask
 from gtop.analysis.causes import Cause
+from gtop.analysis.host import LAUNCH_GAP_NS
 from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import OP_KERNEL, Records
 from gtop.analysis.replay import attribute_range
@@ -115,13 +116,21 @@ def assert_same(a: dict, b: dict) -> None:
     st.integers(-50, T),
     st.integers(1, T + 100),
     st.sampled_from(["device", "process", "stream"]),
+    st.sampled_from([0, 30, LAUNCH_GAP_NS]),
 )
 def test_partition_tiles_each_window_exactly_once(
-    rec: Records, t0: int, length: int, level: str
+    rec: Records, t0: int, length: int, level: str, launch_gap_ns: int
 ) -> None:
     t1 = t0 + length
-    result = attribute(rec, t0, t1, level)
+    result = attribute(rec, t0, t1, level, launch_gap_ns=launch_gap_ns)
+    without_gaps = attribute(rec, t0, t1, level, launch_gap_ns=0)
     for unit, res in result.items():
+        # Launch gaps only move on-CPU time from H:APP to H:CTRL.
+        base = without_gaps[unit].totals
+        moved = int(res.totals[Cause.H_CTRL] - base[Cause.H_CTRL])
+        assert moved >= 0 and res.totals[Cause.H_APP] == base[Cause.H_APP] - moved
+        others = [c for c in Cause if c not in (Cause.H_CTRL, Cause.H_APP)]
+        assert res.totals[others].tolist() == base[others].tolist()
         p = res.partition
         assert len(p) > 0
         assert p.starts[0] == t0 and p.ends[-1] == t1
@@ -153,14 +162,15 @@ def test_row_order_does_not_matter(rec: Records, seed: int, level: str) -> None:
     st.integers(50, 2 * T),
     st.integers(0, 300),
     st.integers(0, 2**32),
+    st.sampled_from([0, 30, LAUNCH_GAP_NS]),
 )
 def test_chunked_feeding_equals_all_at_once(
-    rec: Records, n_chunks: int, window: int, slack: int, seed: int
+    rec: Records, n_chunks: int, window: int, slack: int, seed: int, launch_gap_ns: int
 ) -> None:
-    whole = AttributionEngine(window, slack)
+    whole = AttributionEngine(window, slack, launch_gap_ns=launch_gap_ns)
     whole.feed_records(rec)
     shuffled = permuted(rec, seed)
-    chunked = AttributionEngine(window, slack, compact_rows=1)
+    chunked = AttributionEngine(window, slack, compact_rows=1, launch_gap_ns=launch_gap_ns)
     pieces = {k: np.array_split(v, n_chunks) for k, v in vars(shuffled).items()}
     for i in range(n_chunks):
         chunked.feed_records(Records(**{k: parts[i] for k, parts in pieces.items()}))

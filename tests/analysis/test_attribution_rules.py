@@ -16,8 +16,17 @@ ON, RUN, BLK = ThreadState.ON_CPU, ThreadState.RUNNABLE, ThreadState.BLOCKED
 DEV0 = Unit("device", 0)
 
 
-def causes(rec: Records, t0: int = 0, t1: int = 100, unit: Unit = DEV0, level: str = "device"):
-    res = attribute(rec, t0, t1, level)[unit]
+def causes(
+    rec: Records,
+    t0: int = 0,
+    t1: int = 100,
+    unit: Unit = DEV0,
+    level: str = "device",
+    launch_gap_ns: int = 0,
+):
+    """Totals by label. Launch gaps are off unless asked for: these cases are a few ns
+    long, far below the default ``launch_gap_ns``."""
+    res = attribute(rec, t0, t1, level, launch_gap_ns=launch_gap_ns)[unit]
     return {LABELS[c]: int(n) for c, n in enumerate(res.totals) if n}
 
 
@@ -112,6 +121,75 @@ def two_kernels(gap_states: list, gap_apis: list = ()) -> Records:
 )
 def test_host_causes(name: str, rec: Records, expected: dict) -> None:
     assert causes(rec) == expected, name
+
+
+@pytest.mark.parametrize(
+    ("name", "rec", "launch_gap_ns", "expected"),
+    [
+        (
+            "short gap between launches is launch path",
+            two_kernels([state(40, 60, ON)], [api(36, 41, corr=3), api(55, 60, corr=2)]),
+            20,
+            {"G:COMP": 80, "H:CTRL": 20},
+        ),
+        (
+            "long gap between launches is app code",
+            two_kernels([state(40, 60, ON)], [api(36, 41, corr=3), api(55, 60, corr=2)]),
+            10,
+            {"G:COMP": 80, "H:CTRL": 6, "H:APP": 14},
+        ),
+        (
+            "the rule off",
+            two_kernels([state(40, 60, ON)], [api(36, 41, corr=3), api(55, 60, corr=2)]),
+            0,
+            {"G:COMP": 80, "H:CTRL": 6, "H:APP": 14},
+        ),
+        (
+            "a sync call does not bound a launch gap",
+            two_kernels(
+                [state(40, 60, ON)],
+                [api(38, 45, cls=ApiClass.SYNC), api(55, 60, corr=2)],
+            ),
+            1000,
+            {"G:COMP": 80, "H:WAIT_GPU": 5, "H:APP": 10, "H:CTRL": 5},
+        ),
+        (
+            "other calls inside a launch gap do not break it",
+            two_kernels(
+                [state(40, 60, ON)],
+                [api(36, 41, corr=3), api(45, 47, cls=ApiClass.OTHER), api(55, 60, corr=2)],
+            ),
+            20,
+            {"G:COMP": 80, "H:CTRL": 20},
+        ),
+        (
+            "blocked inside a launch gap stays off-CPU",
+            two_kernels(
+                [state(40, 45, ON), state(45, 50, BLK, reason=BlockReason.LOCK), state(50, 60, ON)],
+                [api(36, 41, corr=3), api(55, 60, corr=2)],
+            ),
+            20,
+            {"G:COMP": 80, "H:CTRL": 15, "OFF_CPU": 5},
+        ),
+        (
+            "no state data inside a launch gap stays unknown",
+            two_kernels([state(55, 60, ON)], [api(36, 41, corr=3), api(55, 60, corr=2)]),
+            20,
+            {"G:COMP": 80, "H:CTRL": 6, "UNKNOWN": 14},
+        ),
+        (
+            "a copy and a graph launch bound a launch gap too",
+            two_kernels(
+                [state(40, 60, ON)],
+                [api(36, 41, cls=ApiClass.MEMCPY), api(55, 60, corr=2, cls=ApiClass.GRAPH_LAUNCH)],
+            ),
+            20,
+            {"G:COMP": 80, "H:CTRL": 20},
+        ),
+    ],
+)
+def test_launch_gaps(name: str, rec: Records, launch_gap_ns: int, expected: dict) -> None:
+    assert causes(rec, launch_gap_ns=launch_gap_ns) == expected, name
 
 
 def test_compute_hides_an_overlapping_copy() -> None:

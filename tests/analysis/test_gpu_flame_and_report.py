@@ -132,3 +132,22 @@ def test_report_section(rec) -> None:
         {"stack": "OFF_GPU;H:APP;main;busy:loop", "seconds": pytest.approx(10e-9)},
         {"stack": "OFF_GPU;OFF_CPU;main;time.sleep", "seconds": pytest.approx(10e-9)},
     ]
+
+
+@pytest.mark.parametrize("slice_ns", [1, 5, 7])
+def test_fold_without_on_gpu_leaves_keeps_the_off_gpu_stacks(rec, slice_ns: int) -> None:
+    res = attribute(rec, 0, 60)[Unit("device", 0)]
+    full = fold(res, rec, NAMES, STACKS, slice_ns)
+    lean = fold(res, rec, NAMES, STACKS, slice_ns, on_gpu_leaves=False)
+    assert sum(full.values()) == sum(lean.values()) == 60
+    off = {k: v for k, v in full.items() if k.startswith("OFF_GPU;")}
+    assert {k: v for k, v in lean.items() if k.startswith("OFF_GPU;")} == off
+    assert all(k in ("ON_GPU;G:COMP", "ON_GPU;G:XFER") for k in lean if k.startswith("ON_GPU"))
+
+
+def test_occupancy_cuts_segments_at_slice_edges() -> None:
+    # Segments [0,7) code 1, [7,8) code 0, [10,31) code 2 over slices of 5 on [0,30).
+    occ = slices.occupancy_of(
+        np.array([0, 7, 10]), np.array([7, 8, 31]), np.array([1, 0, 2]), 3, slices.edges(0, 30, 5)
+    )
+    assert occ.tolist() == [[0, 5, 0], [1, 2, 0], [0, 0, 5], [0, 0, 5], [0, 0, 5], [0, 0, 5]]

@@ -47,3 +47,37 @@ def test_constructed_app_shares_pass_and_a_wrong_one_fails() -> None:
     assert all(r["ok"] for r in rows), rows
     assert not check.compare({"H:APP": 0.45}, entry)[0]["ok"]
     assert check.compare({"dominant": "H:APP"}, entry)[0]["ok"]
+
+
+def decode_eager_case(tokens: int = 20, ops: int = 40):
+    """What decode_loop.py records eagerly: per token, ``ops`` launches 4 µs long with
+    16 µs of framework dispatch (on-CPU) between them and 5 µs kernels, then a sync on
+    the sampled token and 300 µs of Python before the next token."""
+    kernels, apis, states = [], [], []
+    t, corr = 0, 0
+    for _ in range(tokens):
+        token_start = t
+        for _ in range(ops):
+            corr += 1
+            apis.append(api(t, t + 4_000, corr=corr))
+            kernels.append(kernel(t + 6_000, t + 11_000, corr=corr))
+            t += 20_000
+        apis.append(api(t, t + 10_000, cls=ApiClass.SYNC))
+        states += [
+            state(token_start, t, ThreadState.ON_CPU),
+            state(t, t + 10_000, ThreadState.BLOCKED, reason=BlockReason.GPU_WAIT),
+            state(t + 10_000, t + 310_000, ThreadState.ON_CPU),
+        ]
+        t += 310_000
+    return records(kernels=kernels, apis=apis, states=states), (0, t)
+
+
+def test_launch_bound_decode_is_h_ctrl_and_the_app_case_stays_h_app() -> None:
+    rec, (t0, t1) = decode_eager_case()
+    entry = unit_summary(attribute_range(rec, t0, t1)[Unit("device", 0)])
+    assert check.compare({"dominant": "H:CTRL"}, entry)[0]["ok"], entry["off"]
+    off = unit_summary(attribute_range(rec, t0, t1, launch_gap_ns=0)[Unit("device", 0)])
+    assert check.compare({"dominant": "H:APP"}, off)[0]["ok"], off["off"]
+    rec, (t0, t1) = app_case()
+    entry = unit_summary(attribute_range(rec, t0, t1)[Unit("device", 0)])
+    assert check.compare({"dominant": "H:APP"}, entry)[0]["ok"], entry["off"]
