@@ -77,7 +77,7 @@ def approximate(
     covered = iv.Spans(lo, hi)  # sorted and disjoint (touching), as sample times are
 
     host = HostIndex(records, t0, t1)
-    hs, he, hc = host.host_causes(tid, iv.Spans(np.array([t0]), np.array([t1])))
+    hs, he, hc, _ = host.host_causes(tid, iv.Spans(np.array([t0]), np.array([t1])))
     thread = Partition(hs, he, hc, *(np.full(len(hs), -1, d) for d in ("i4", "i2", "i8")))
     share = np.zeros((len(lo), len(Cause)))
     if len(lo):

@@ -100,8 +100,10 @@ class Partition:
 
     def totals(self) -> np.ndarray:
         """ns per :class:`Cause` (int64, indexed by cause)."""
+        length = self.ends - self.starts
         out = np.zeros(len(Cause), np.int64)
-        np.add.at(out, self.causes, self.ends - self.starts)
+        for c in iv.unique_sorted(self.causes).tolist():  # exact int64 sums, few causes
+            out[c] = length[self.causes == c].sum()
         return out
 
 
@@ -389,31 +391,37 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
     gap_kind = iv.take(ops["kind"].astype(np.int16), nxt, -1)
     gap_label = iv.take(ops["label"], nxt, -1)
 
+    # (starts, ends, causes, gap index or -1) of every segment; on-GPU ones have no gap.
     parts = [
-        (comp.starts, comp.ends, np.full(len(comp), Cause.G_COMP, np.uint8)),
-        (xfer.starts, xfer.ends, np.full(len(xfer), Cause.G_XFER, np.uint8)),
-        (queue.starts, queue.ends, np.full(len(queue), Cause.G_QUEUE, np.uint8)),
-        (stall.starts, stall.ends, np.full(len(stall), Cause.G_STALL, np.uint8)),
+        (comp.starts, comp.ends, Cause.G_COMP, None),
+        (xfer.starts, xfer.ends, Cause.G_XFER, None),
+        (queue.starts, queue.ends, Cause.G_QUEUE, iv.owner(gaps, queue.starts)),
+        (stall.starts, stall.ends, Cause.G_STALL, iv.owner(gaps, stall.starts)),
     ]
-    host_tid = gap_tid[iv.owner(gaps, host.starts)] if len(host) else np.empty(0, np.int64)
+    host_gap = iv.owner(gaps, host.starts) if len(host) else np.empty(0, np.int64)
+    host_tid = gap_tid[host_gap]
     for t in iv.unique_sorted(host_tid):
         mine = host_tid == t
-        parts.append(prep.host.host_causes(int(t), iv.Spans(host.starts[mine], host.ends[mine])))
+        hs, he, hc, span = prep.host.host_causes(
+            int(t), iv.Spans(host.starts[mine], host.ends[mine])
+        )
+        parts.append((hs, he, hc, host_gap[mine][span]))
     starts = np.concatenate([p[0] for p in parts])
     order = np.argsort(starts, kind="stable")
     starts = starts[order]
     ends = np.concatenate([p[1] for p in parts])[order]
-    causes = np.concatenate([p[2] for p in parts])[order]
-    g = iv.owner(gaps, starts)
-    host_side = (g >= 0) & (causes >= Cause.H_CTRL)
-    charged = host_side & ~np.isin(causes, (Cause.G_QUEUE, Cause.G_STALL))
+    causes = np.concatenate([np.broadcast_to(np.uint8(p[2]), len(p[0])) for p in parts])[order]
+    g = np.concatenate([np.full(len(p[0]), -1, np.int64) if p[3] is None else p[3] for p in parts])[
+        order
+    ]
+    charged = np.where(np.isin(causes, (Cause.G_QUEUE, Cause.G_STALL)), -1, g)
     partition = Partition(
         starts,
         ends,
         causes,
-        iv.take(gap_tid, np.where(charged, g, -1), -1).astype(np.int32),
-        iv.take(gap_kind, np.where(host_side, g, -1), -1).astype(np.int16),
-        iv.take(gap_label, np.where(host_side, g, -1), -1).astype(np.int64),
+        iv.take(gap_tid, charged, -1).astype(np.int32),
+        iv.take(gap_kind, g, -1).astype(np.int16),
+        iv.take(gap_label, g, -1).astype(np.int64),
     )
 
     threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)

@@ -42,6 +42,8 @@ class Activity(NamedTuple):
     in_api: np.ndarray
     in_sync: np.ndarray
     in_launch_gap: np.ndarray
+    span: np.ndarray
+    """Index of the span (of those asked about) each piece lies in."""
 
 
 def _by_tid(rows: np.ndarray) -> np.ndarray:
@@ -121,11 +123,8 @@ class HostIndex:
         in_api = iv.union(apis["t"], a_end)
         in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
         if not len(spans):
-            none = np.empty(0, np.int64)
-            flag = np.empty(0, bool)
-            return Activity(
-                none, none, none.astype(np.uint8), none.astype(np.uint8), flag, flag, flag
-            )
+            t, code, flag = np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, bool)
+            return Activity(t, t, code, code, flag, flag, flag, t)
         # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
         # its ends in its own byte of a packed counter (the total after the last event
         # at a time is exact, so fields never mix), states add +-(index + 1).
@@ -146,14 +145,17 @@ class HostIndex:
         ns = len(states)
         index[len(times) - 2 * ns : len(times) - ns] = np.arange(1, ns + 1)
         index[len(times) - ns :] = -np.arange(1, ns + 1)
+        span_start = np.zeros(len(times), np.int64)
+        span_start[: len(spans)] = 1
         order = np.argsort(times, kind="stable")
         times = times[order]
         last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
         packed = np.cumsum(packed[order])[last[:-1]]
         si = np.cumsum(index[order])[last[:-1]] - 1
+        span = np.cumsum(span_start[order])[last[:-1]] - 1
         p, q = times[last[:-1]], times[last[1:]]
         inside = (packed & 0xFF) > 0
-        p, q, packed, si = p[inside], q[inside], packed[inside], si[inside]
+        p, q, packed, si, span = p[inside], q[inside], packed[inside], si[inside], span[inside]
         return Activity(
             p,
             q,
@@ -162,14 +164,18 @@ class HostIndex:
             (packed >> 8) & 0xFF > 0,
             (packed >> 16) & 0xFF > 0,
             (packed >> 24) & 0xFF > 0,
+            span,
         )
 
-    def host_causes(self, tid: int, host: iv.Spans) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def host_causes(
+        self, tid: int, host: iv.Spans
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3; on-CPU
         outside API calls is ``H:CTRL`` inside a launch gap, else ``H:APP``).
 
         Returns:
-            ``(starts, ends, causes)`` tiling ``host``.
+            ``(starts, ends, causes, span)`` tiling ``host``; ``span``: the index of
+            the span of ``host`` each piece lies in.
         """
         a = self.activity(tid, host)
         blocked = np.select(
@@ -194,7 +200,7 @@ class HostIndex:
             ],
             Cause.UNKNOWN,
         ).astype(np.uint8)
-        return a.starts, a.ends, cause
+        return a.starts, a.ends, cause, a.span
 
     def thread_panels(self, tids: np.ndarray) -> tuple[int, int, int]:
         """(blocked, runnable, on-CPU) ns of the threads ``tids`` in the window."""

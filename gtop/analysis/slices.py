@@ -39,10 +39,13 @@ def occupancy_of(
     cross at most one edge each, so there are few cuts) and the pieces are summed.
     """
     n = len(slice_edges) - 1
-    s = np.maximum(np.asarray(starts, np.int64), slice_edges[0])
-    e = np.minimum(np.asarray(ends, np.int64), slice_edges[-1])
+    s, e, c = np.asarray(starts, np.int64), np.asarray(ends, np.int64), np.asarray(codes)
+    if len(s) and (s.min() < slice_edges[0] or e.max() > slice_edges[-1]):
+        s, e = np.maximum(s, slice_edges[0]), np.minimum(e, slice_edges[-1])
     keep = e > s
-    s, e, c = s[keep], e[keep], np.asarray(codes)[keep].astype(np.int64)
+    if not keep.all():
+        s, e, c = s[keep], e[keep], c[keep]
+    c = c.astype(np.int64)
     first = iv.last_at_or_before(slice_edges, s)
     last = iv.last_at_or_before(slice_edges, e - 1)
     # Whole segments into the slice they start in, then move what crosses edges.
