@@ -58,6 +58,43 @@ GPU_SYNC_CALLS = (
 """Frames of the CUDA runtime and driver calls a thread waits on the GPU in."""
 
 
+def loader_checks(folded: dict, main_root: tuple[str, ...]) -> dict[str, float]:
+    """Seconds found for each thing the flamegraph of the slow-loader loop must show."""
+    return {
+        "workers_read_files": _has(folded, ("worker",), "read_sample"),
+        "workers_cpu_transform": _has(folded, ("worker",), "on-CPU", "cpu_transform"),
+        # blocked in a file read: a filesystem's read path under vfs_read
+        "workers_io_kernel_frames": _has(
+            folded, ("worker",), "off-CPU", "vfs_read", "file_read_iter"
+        )
+        + _has(folded, ("worker",), "off-CPU", "vfs_read", "filemap_read"),
+        "main_waits_on_loader_queue": _has(folded, main_root, "off-CPU", "_get_data"),
+        # torch.cuda.synchronize() (Python frame), the driver's sync (native leaf), or time
+        # blocked inside a probed libcuda call (BPF uprobes: reason gpu_wait)
+        "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize&cuda")
+        + _has(folded, (*main_root, "off-CPU", "gpu_wait"))
+        + sum(_has(folded, main_root, name) for name in GPU_SYNC_CALLS),
+    }
+
+
+def folded_from_recording(path: str) -> tuple[dict, tuple[str, ...]]:
+    """The same folded stacks, from a ``.gtop`` recording of the slow-loader loop (made
+    with ``gtop record -- python workloads/slow_loader_train.py``), and the main root."""
+    from gtop.recordings.reader import Recording
+
+    with Recording(path) as rec:
+        intervals, samples = rec.read("thread_state"), rec.read("cpu_sample")
+        stacks = {int(e.key): e.value for e in rec.entities("stack")}
+        threads = {int(e.key): e.value for e in rec.entities("thread")}
+        target = int(rec.meta["target"]["pid"])
+    prefix = {
+        tid: ("main" if v.get("pid") == target else "worker", f"{v.get('name', '')} {tid}")
+        for tid, v in threads.items()
+    }
+    folded = fold(intervals, samples, stacks, prefix=prefix)
+    return folded, prefix[target]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
@@ -92,21 +129,7 @@ def main() -> None:
     prefix = {tid: (role.get(tid, "?"), f"{names.get(tid, '')} {tid}") for tid in names}
     folded = fold(cap["intervals"], cap["samples"], stacks, prefix=prefix)
     main_root = ("main", f"{names.get(info['pid'], '')} {info['pid']}")
-    checks = {
-        "workers_read_files": _has(folded, ("worker",), "read_sample"),
-        "workers_cpu_transform": _has(folded, ("worker",), "on-CPU", "cpu_transform"),
-        # blocked in a file read: a filesystem's read path under vfs_read
-        "workers_io_kernel_frames": _has(
-            folded, ("worker",), "off-CPU", "vfs_read", "file_read_iter"
-        )
-        + _has(folded, ("worker",), "off-CPU", "vfs_read", "filemap_read"),
-        "main_waits_on_loader_queue": _has(folded, main_root, "off-CPU", "_get_data"),
-        # torch.cuda.synchronize() (Python frame), the driver's sync (native leaf), or time
-        # blocked inside a probed libcuda call (BPF uprobes: reason gpu_wait)
-        "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize&cuda")
-        + _has(folded, (*main_root, "off-CPU", "gpu_wait"))
-        + sum(_has(folded, main_root, name) for name in GPU_SYNC_CALLS),
-    }
+    checks = loader_checks(folded, main_root)
     passed = {k: v > 0 for k, v in checks.items()}
     save(str(out / "slow_loader.npz"), cap)
     (out / "slow_loader.folded").write_text(folded_text(folded))
