@@ -2,7 +2,7 @@
 # One batch of GPU-machine work: install carried wheels, check the machine, run the
 # GPU tests, capture recordings and benchmarks. Results go to $OUT.
 #   bash benchmarks/gpu_session.sh [STEP...]   (default: doctor record)
-# Agent steps (issue 3): agent-tests agent-overhead agent-fidelity agent-fixture; each
+# Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.
 set -u
 OUT=${OUT:-/tmp/gtop-out}
@@ -74,8 +74,6 @@ for step in $steps; do
                  tail -40 "$OUT/agent_tests.txt" ;;
     agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
-    agent-fixture) limit 120 python3 benchmarks/record_cuda_fixture.py "$OUT/cuda_fixture"
-                   tar -cf "$OUT/fixture.tar" -C "$OUT" cuda_fixture ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done
