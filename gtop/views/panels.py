@@ -35,6 +35,8 @@ PANEL_MODULES: tuple[str, ...] = (
     "gtop.views.kernels_tab",
     "gtop.views.streams_tab",
     "gtop.views.threads_tab",
+    "gtop.views.gpu_time_tab",
+    "gtop.views.swimlanes_tab",
 )
 """Modules that register process panels when imported."""
 
