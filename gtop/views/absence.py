@@ -69,7 +69,7 @@ def api_reason(model: Model, pid: int, agent_error: str | None = None) -> str | 
     if agent is not None and agent.get("state") == "tracing":
         kinds = agent.get("kinds") or []
         if not any(k in kinds for k in API_KINDS):
-            return "no CUDA API calls: API tracing is off (the agent's cheap default; use full mode)"
+            return "no CUDA API calls: API tracing is off (the agent's default; use full mode)"
         return "no CUDA API calls recently: the process made none"
     return f"no CUDA API calls: {agent_reason(model, pid, agent_error)}"
 

@@ -124,13 +124,11 @@ class KernelsTab(WorkerPanel):
         self._layout()
         if self._model is not None:
             self.show(self._model)
-        target = self.api if show_api else self.kernels
-        table = target.query("DataTable")
-        if table:
-            table.first().focus()
 
     def action_toggle_api(self) -> None:
         self.show_api = not self.show_api
+        target = self.api if self.show_api else self.kernels
+        self.call_after_refresh(target.query_one("DataTable").focus)
 
 
 register_process_panel("Kernels", KernelsTab, order=30)

@@ -52,9 +52,9 @@ class StreamsTab(Vertical):
     def show(self, model: Model) -> None:
         self._model = model
         source = getattr(self.app, "source", None)
-        why = absence.cuda_reason(model, self.pid, (getattr(source, "meta", None) or {}).get(
-            "agent_error"
-        ))
+        why = absence.cuda_reason(
+            model, self.pid, (getattr(source, "meta", None) or {}).get("agent_error")
+        )
         self.note.update(why or "")
         self.note.display = why is not None
         self.timeline.display = why is None

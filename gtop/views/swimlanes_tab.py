@@ -56,9 +56,6 @@ class SwimlanesTab(WorkerPanel):
         yield self.note
         yield self.lanes
 
-    def on_mount(self) -> None:
-        self.lanes.focus()
-
     def reason(self, model: Model) -> str | None:
         cuda = absence.cuda_reason(model, self.pid, self.agent_error())
         host = absence.threads_reason(model, self.pid)

@@ -72,13 +72,9 @@ class ThreadsTab(WorkerPanel):
         intervals = _mine(model, layouts.THREAD_STATE.name, self.pid, layouts.THREAD_STATE.empty())
         samples = _mine(model, layouts.CPU_SAMPLE.name, self.pid, layouts.CPU_SAMPLE.empty())
         stacks = dict(model.entity_values("stack"))
-        names = {
-            int(k): str(v.get("name", "")) for k, v in model.entity_values("thread").items()
-        }
+        names = {int(k): str(v.get("name", "")) for k, v in model.entity_values("thread").items()}
         t1 = model.now_ns
-        return _Snap(
-            intervals, samples, stacks, names, t1 - int(WINDOW_S * 1e9), t1, self.mode
-        )
+        return _Snap(intervals, samples, stacks, names, t1 - int(WINDOW_S * 1e9), t1, self.mode)
 
     def compute(self, snap: _Snap) -> tuple[_Snap, dict[Path, float]]:
         rows = threads.clip(snap.intervals, snap.t0, snap.t1)

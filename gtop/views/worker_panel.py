@@ -10,6 +10,7 @@ piles up however fast data arrives. A tab with no data shows one line saying why
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from textual import work
@@ -100,10 +101,8 @@ class WorkerPanel(Vertical):
             result: Any = self.compute(snap)
         except Exception as exc:  # shown in the note, never raised into the UI
             result = exc
-        try:
+        with contextlib.suppress(RuntimeError):  # the app is shutting down
             self.app.call_from_thread(self._done, result)
-        except RuntimeError:  # the app is shutting down
-            pass
 
     def _done(self, result: Any) -> None:
         self.busy = False
