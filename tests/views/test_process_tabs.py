@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Tabs
 
 from gtop.analysis.attribution import attribute
 from gtop.analysis.cuda_activity import KernelStats, names_from_entities
@@ -49,16 +49,27 @@ async def open_tab(pilot: Pilot, title: str) -> object:
     await pilot.pause()
     if isinstance(panel, WorkerPanel):
         await settle_panel(pilot, panel)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # focus moves into the tab after a refresh
+        focused = screen.focused
+        if focused is not None and (focused is panel or panel in focused.ancestors):
+            break
+        if isinstance(focused, Tabs):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
     return panel
 
 
 async def settle_panel(pilot: Pilot, panel: WorkerPanel) -> None:
+    """Wait until the panel's worker has applied its last result (and no rerun is due)."""
     deadline = time.monotonic() + 20
-    while (panel.busy or not panel.computed) and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        if panel.computed and not panel.busy and not panel._again:
+            break
         await pilot.pause(0.02)
-    await pilot.app.workers.wait_for_complete()
     await pilot.pause()
-    assert not panel.busy
+    assert not panel.busy and not panel._again
 
 
 def recorded(path: Path, stream: str, upto_s: float) -> np.ndarray:
