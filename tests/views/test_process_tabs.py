@@ -38,14 +38,20 @@ IDLE_PID = 466
 async def open_tab(pilot: Pilot, title: str) -> object:
     """Open the process screen's tab ``title`` and return its panel, drawn."""
     app = pilot.app
-    while not isinstance(app.screen, ProcessScreen) or app.shown is None:
+    while not isinstance(app.screen, ProcessScreen) or app.shown != (
+        app.model.generation,
+        app.screen,
+    ):
         await pilot.pause(0.02)
+    await pilot.pause()
     screen = app.screen
     ids = [pane.id for pane in screen.query("TabPane")]
     titles = [str(tab.label.plain) for tab in screen.query("Tab")]
     pane = ids[titles.index(title)]
     screen.tabs.active = pane
     panel = screen._panels[pane]
+    while screen.tabs.active != pane:
+        await pilot.pause(0.02)
     await pilot.pause()
     if isinstance(panel, WorkerPanel):
         await settle_panel(pilot, panel)
