@@ -26,7 +26,7 @@ from gtop.views.streams_tab import StreamsTab
 from gtop.views.swimlanes_tab import SwimlanesTab
 from gtop.views.threads_tab import ThreadsTab
 from gtop.views.worker_panel import WorkerPanel
-from tests.views.conftest import FIXTURES, SIZE, AppFactory
+from tests.views.conftest import FIXTURES, SIZE, AppFactory, load_frame_benchmark
 
 CONSTRUCTED_IO = FIXTURES / "constructed-io.gtop"
 """Real H200 recording (issue 5 case c): 5.6 ms kernels separated by 5 ms file reads."""
@@ -295,3 +295,11 @@ def test_a_frame_stays_cheap_at_100k_kernels_per_second() -> None:
     elapsed = time.perf_counter() - start
     assert data.kernels[IO_PID].rows({})[0].count == n // 50
     assert elapsed < 0.3, elapsed
+
+
+def test_frame_benchmark_cupti_case_is_cheap() -> None:
+    """benchmarks/ui_frame_time.py's CUPTI case: every step of a frame stays well under a
+    10 fps frame budget at 100k kernel records/s (generous bounds for a busy CI VM)."""
+    costs = load_frame_benchmark().cupti_frame_cost(seconds=3)
+    for step, ms in costs.items():
+        assert float(np.median(ms)) < 50, (step, ms)
