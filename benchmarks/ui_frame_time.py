@@ -119,6 +119,45 @@ def summary(ms: list[float], parts: int) -> str:
     return " / ".join(f"{v:.1f}" for v in stats[:parts])
 
 
+def cupti_frame_cost(
+    rate: int = 100_000, seconds: int = 12, fps: int = FPS, pid: int = 7
+) -> dict[str, list[float]]:
+    """Per-frame cost of the process screen's CUPTI aggregation at ``rate`` kernel records/s.
+
+    Synthetic kernel batches (one per frame) go through ``Model.apply`` with the tabs'
+    :class:`~gtop.views.session_data.SessionData` listening (kernel totals and the
+    attribution engine, incremental), then the Kernels tab's per-frame work
+    (``KernelStats.rows``) and the GPU time tab's UI-thread snapshot. Attribution itself
+    runs on a worker thread and is not part of a frame. Returns ms per frame by step.
+    """
+    from gtop.pipeline import layouts
+    from gtop.pipeline.hub import Update
+    from gtop.pipeline.model import Model
+    from gtop.views.session_data import session_of
+
+    model = Model()
+    data = session_of(model)
+    per_frame = rate // fps
+    out: dict[str, list[float]] = {"apply": [], "kernel rows": [], "engine snapshot": []}
+    for frame in range(seconds * fps):
+        rows = layouts.KERNEL.empty(per_frame)
+        t0 = frame * 1_000_000_000 // fps
+        rows["t_ns"] = t0 + np.arange(per_frame, dtype=np.int64) * (1_000_000_000 // rate)
+        rows["end_ns"] = rows["t_ns"] + 5_000
+        rows["pid"], rows["device"], rows["stream"] = pid, 0, 7
+        rows["name_id"] = np.arange(per_frame) % 40
+        start = time.perf_counter()
+        model.apply(Update(batches={"kernel": rows}), int(rows["t_ns"][-1]))
+        mid = time.perf_counter()
+        data.kernels[pid].rows({})
+        end = time.perf_counter()
+        data.snapshot()
+        out["apply"].append((mid - start) * 1e3)
+        out["kernel rows"].append((end - mid) * 1e3)
+        out["engine snapshot"].append((time.perf_counter() - end) * 1e3)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=100)
@@ -156,6 +195,11 @@ def main() -> None:
                 f"{summary(ticks, 2)} | {summary(walls, 3)} | {summary(cpus, 2)} | "
                 f"{summary(idle, 1)} |"
             )
+    print()
+    print("| CUPTI aggregation at 100k kernel records/s, per frame | ms (median / p95) |")
+    print("|---|---|")
+    for step, ms in cupti_frame_cost().items():
+        print(f"| {step} | {summary(ms, 2)} |")
 
 
 if __name__ == "__main__":

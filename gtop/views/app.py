@@ -33,6 +33,7 @@ from gtop.views.process_screen import ProcessScreen
 from gtop.views.process_table import ProcessTable
 from gtop.views.processes import COLUMNS, process_rows
 from gtop.views.screen import GtopScreen
+from gtop.views.session_data import session_of
 from gtop.views.status_line import Status
 from gtop.views.time_bar import Playback, TimeBar
 
@@ -122,6 +123,7 @@ class GtopApp(App[int]):
         self.recordable = cast(Recordable, source) if hasattr(source, "start_recording") else None
         """The recording controls, or None (replays cannot record)."""
         self.model = Model()
+        session_of(self.model)  # the process tabs' aggregates start with the session
         self.refresh_s = refresh_s
         self.start_pid = start_pid
         self.display_paused = False

@@ -31,7 +31,7 @@ class GpuRibbon(Widget, can_focus=True):
     """False when the states come from the NVML-only approximation: labelled as such."""
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the causes apart)."""
-    show_legend: reactive[bool] = reactive(True)
+    show_legend: reactive[bool] = reactive(True, layout=True)
     """Whether the legend lines are drawn."""
 
     def render(self) -> Text:

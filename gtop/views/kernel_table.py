@@ -124,6 +124,12 @@ class KernelTable(Widget):
         if self.is_mounted:
             self._redraw()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Escape belongs to the screen (back) unless a filter is open or set."""
+        if action == "clear_filter":
+            return self.has_class("-filtering") or bool(self.filter_text)
+        return True
+
     def action_cycle_sort(self) -> None:
         self.sort_index = (self.sort_index + 1) % len(SORTS)
         self.descending = SORTS[self.sort_index][0] != "short"

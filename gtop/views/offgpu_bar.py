@@ -30,11 +30,11 @@ class OffGpuBar(Widget, can_focus=True):
     """
     BINDINGS = [Binding("s", "toggle_sort", "Sort by size")]
 
-    summary: reactive[dict[str, Any] | None] = reactive(None)
+    summary: reactive[dict[str, Any] | None] = reactive(None, layout=True)
     """The unit's numbers; None before any data."""
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the causes apart)."""
-    by_size: reactive[bool] = reactive(False)
+    by_size: reactive[bool] = reactive(False, layout=True)
     """List causes largest first instead of in cause order."""
 
     def render(self) -> Text:

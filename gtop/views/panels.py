@@ -32,6 +32,11 @@ from gtop.pipeline.model import Model
 PANEL_MODULES: tuple[str, ...] = (
     "gtop.views.process_gpus",
     "gtop.views.process_children",
+    "gtop.views.kernels_tab",
+    "gtop.views.streams_tab",
+    "gtop.views.threads_tab",
+    "gtop.views.gpu_time_tab",
+    "gtop.views.swimlanes_tab",
 )
 """Modules that register process panels when imported."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import TabbedContent, TabPane
+from textual.widget import Widget
+from textual.widgets import TabbedContent, TabPane, Tabs
 
 from gtop.pipeline.model import Model
 from gtop.views.panels import ModelView, process_panels
@@ -53,6 +54,17 @@ class ProcessScreen(GtopScreen):
         panel = self._panels.get(event.pane.id or "")
         if panel is not None:
             panel.show(self.model)
+            self.call_after_refresh(self._focus_in, panel)
+
+    def _focus_in(self, panel: ModelView) -> None:
+        """Keys go to the open tab: focus its first focusable widget (never a hidden one)."""
+        if not isinstance(panel, Widget):
+            return
+        for widget in (panel, *panel.query("*")):
+            if widget.focusable:
+                widget.focus()
+                return
+        self.tabs.query_one(Tabs).focus()
 
     def action_back(self) -> None:
         self.dismiss()

@@ -40,7 +40,7 @@ class Swimlanes(Widget, can_focus=True):
         Binding("0", "reset", "Whole window"),
     ]
 
-    lanes: reactive[tuple[Lane, ...]] = reactive(tuple)
+    lanes: reactive[tuple[Lane, ...]] = reactive(tuple, always_update=True)
     """The rows: stream lanes first, then thread lanes (:func:`build_lanes`)."""
     t0: reactive[int] = reactive(0)
     """Start of the data window (ns); ``0`` on the axis."""

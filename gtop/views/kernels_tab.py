@@ -1,0 +1,134 @@
+"""Process-screen tab "Kernels": the focused process's kernels, and its CUDA API calls.
+
+Kernel totals come from :class:`~gtop.views.session_data.SessionData`, aggregated batch
+by batch as they arrive (since the session began, or since the last replay seek); the
+API table sums the calls of the last :data:`API_WINDOW_S` seconds on a worker thread.
+``a`` switches between the two; Enter on a kernel shows its full demangled name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from gtop.analysis.cuda_activity import ApiRow, KernelRow, api_summary, names_from_entities
+from gtop.pipeline import layouts
+from gtop.pipeline.model import Model
+from gtop.views import absence
+from gtop.views.api_table import ApiTable
+from gtop.views.kernel_table import KernelTable
+from gtop.views.panels import register_process_panel
+from gtop.views.session_data import session_of
+from gtop.views.worker_panel import WorkerPanel
+
+API_WINDOW_S = 10.0
+"""The API table covers this many recent seconds (calls/s and % wall are over it)."""
+
+
+@dataclass(frozen=True)
+class _Snap:
+    api: np.ndarray
+    span_ns: int
+
+
+class KernelsTab(WorkerPanel):
+    """Kernel table (sortable, filterable, Enter: full name) or API table (``a``)."""
+
+    DEFAULT_CSS = """
+    KernelsTab > #kernel-detail { height: auto; max-height: 4; padding: 0 1; }
+    """
+
+    BINDINGS = [Binding("a", "toggle_api", "Kernels/API")]
+
+    show_api: reactive[bool] = reactive(False)
+    """Show the API table instead of the kernel table."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.kernels = KernelTable()
+        self.detail = Static("", id="kernel-detail")
+        self.api = ApiTable()
+        self._drawn: tuple[int, int, int] | None = None
+        self._detail_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.kernels
+        yield self.detail
+        yield self.api
+
+    def on_mount(self) -> None:
+        self._layout()
+
+    def set_empty(self, empty: bool) -> None:
+        super().set_empty(empty)
+        self._layout()
+
+    def _layout(self) -> None:
+        shown = not self._empty
+        self.detail.display = shown and bool(self._detail_text) and not self.show_api
+        self.api.display = shown and self.show_api
+        self.kernels.display = shown and not self.show_api
+
+    def reason(self, model: Model) -> str | None:
+        if self.show_api:
+            return absence.api_reason(model, self.pid, self.agent_error())
+        data = session_of(model)
+        if data.kernels.get(self.pid) is None:
+            return absence.cuda_reason(model, self.pid, self.agent_error()) or (
+                "no kernels yet: the process ran only copies or memsets"
+            )
+        return None
+
+    def show(self, model: Model) -> None:
+        data = session_of(model)
+        stats = data.kernels.get(self.pid)
+        if stats is not None:
+            key = (data.generation, data.batches, id(stats))
+            if key != self._drawn:
+                self._drawn = key
+                names = names_from_entities(model.entities.get("kernel_name", {}).values())
+                self.kernels.set_rows(stats.rows(names))
+        super().show(model)
+
+    def snapshot(self, model: Model) -> _Snap | None:
+        if not self.show_api:
+            return None
+        rows = model.window(layouts.API.name, API_WINDOW_S)
+        rows = rows[rows["pid"] == self.pid] if rows is not None else layouts.API.empty(0)
+        return _Snap(rows, int(API_WINDOW_S * 1e9))
+
+    def compute(self, snap: _Snap | None) -> list[ApiRow] | None:
+        return None if snap is None else api_summary(snap.api, snap.span_ns)
+
+    def apply(self, result: list[ApiRow] | None) -> None:
+        if result is not None:
+            self.api.set_rows(result)
+
+    def on_kernel_table_selected(self, message: KernelTable.Selected) -> None:
+        self.show_full_name(message.row)
+
+    def show_full_name(self, row: KernelRow) -> None:
+        """Show ``row``'s full demangled name under the table (Enter again hides it)."""
+        text = row.demangled
+        self._detail_text = "" if self._detail_text == text else text
+        self.detail.update(self._detail_text)
+        self._layout()
+
+    def watch_show_api(self, show_api: bool) -> None:
+        self._layout()
+        if self._model is not None:
+            self.show(self._model)
+
+    def action_toggle_api(self) -> None:
+        self.show_api = not self.show_api
+        target = self.api if self.show_api else self.kernels
+        self.call_after_refresh(target.query_one("DataTable").focus)
+
+
+register_process_panel("Kernels", KernelsTab, order=30)

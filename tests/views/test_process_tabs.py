@@ -1,0 +1,305 @@
+"""Pilot tests of the process screen's analysis tabs at 80x24, over real recordings:
+fixtures/constructed-io.gtop (H200, CUPTI kernels/API, thread states, stacks) and
+recordings/idle_busy_idle.gtop (NVML only)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Tabs
+
+from gtop.analysis.attribution import attribute
+from gtop.analysis.cuda_activity import KernelStats, names_from_entities
+from gtop.analysis.records import Records
+from gtop.pipeline import layouts
+from gtop.pipeline.hub import Update
+from gtop.pipeline.model import Model
+from gtop.recordings.reader import Recording
+from gtop.views.gpu_time_tab import GpuTimeTab
+from gtop.views.kernels_tab import KernelsTab
+from gtop.views.process_screen import ProcessScreen
+from gtop.views.session_data import LAG_NS, WINDOW_NS, session_of
+from gtop.views.streams_tab import StreamsTab
+from gtop.views.swimlanes_tab import SwimlanesTab
+from gtop.views.threads_tab import ThreadsTab
+from gtop.views.worker_panel import WorkerPanel
+from tests.views.conftest import FIXTURES, SIZE, AppFactory, load_frame_benchmark
+
+CONSTRUCTED_IO = FIXTURES / "constructed-io.gtop"
+"""Real H200 recording (issue 5 case c): 5.6 ms kernels separated by 5 ms file reads."""
+IO_PID = 2042
+IO_AT_S = 8.0
+IDLE_PID = 466
+
+
+async def open_tab(pilot: Pilot, title: str) -> object:
+    """Open the process screen's tab ``title`` and return its panel, drawn."""
+    app = pilot.app
+    while not isinstance(app.screen, ProcessScreen) or app.shown != (
+        app.model.generation,
+        app.screen,
+    ):
+        await pilot.pause(0.02)
+    await pilot.pause()
+    screen = app.screen
+    ids = [pane.id for pane in screen.query("TabPane")]
+    titles = [str(tab.label.plain) for tab in screen.query("Tab")]
+    pane = ids[titles.index(title)]
+    screen.tabs.active = pane
+    panel = screen._panels[pane]
+    while screen.tabs.active != pane:
+        await pilot.pause(0.02)
+    await pilot.pause()
+    if isinstance(panel, WorkerPanel):
+        await settle_panel(pilot, panel)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # focus moves into the tab after a refresh
+        focused = screen.focused
+        if focused is not None and (focused is panel or panel in focused.ancestors):
+            break
+        if isinstance(focused, Tabs):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+    return panel
+
+
+async def settle_panel(pilot: Pilot, panel: WorkerPanel) -> None:
+    """Wait until the panel's worker has applied its last result (and no rerun is due)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if panel.computed and not panel.busy and not panel._again:
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
+    assert not panel.busy and not panel._again
+
+
+def recorded(path: Path, stream: str, upto_s: float) -> np.ndarray:
+    with Recording(path) as rec:
+        t0, _ = rec.time_range()
+        return rec.read(stream, t0, t0 + int(upto_s * 1e9) + 1)
+
+
+async def test_kernels_tab_sums_the_recording(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        expected = KernelStats()
+        expected.add(recorded(CONSTRUCTED_IO, "kernel", IO_AT_S))
+        names = names_from_entities(app.model.entities["kernel_name"].values())
+        want = expected.rows(names)
+        got = tab.kernels.shown
+        assert [(r.name, r.count, r.total_ns) for r in got] == [
+            (r.name, r.count, r.total_ns) for r in want
+        ]
+        assert got[0].short.startswith("nvjet_sm90")
+        table = tab.kernels.query_one(DataTable)
+        table.focus()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert tab.detail.display and "distribution_elementwise_grid_stride_kernel" in str(
+            tab.detail.render()
+        )
+        assert str(tab.detail.render()).startswith("void at::native::")
+        await pilot.press("s")  # sort by count
+        assert tab.kernels.shown[0].count == max(r.count for r in want)
+
+
+async def test_kernels_tab_api_view(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        tab.kernels.query_one(DataTable).focus()
+        await pilot.press("a")
+        await settle_panel(pilot, tab)
+        rows = tab.api.shown
+        assert rows and tab.api.display and not tab.kernels.display
+        assert {r.tid for r in rows} >= {IO_PID}
+        assert any(r.name.startswith("cuda") or r.name.startswith("cu") for r in rows)
+        await pilot.press("a")
+        await pilot.pause()
+        assert tab.kernels.display and not tab.api.display
+
+
+async def test_streams_tab(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Streams")
+        assert isinstance(tab, StreamsTab)
+        lines = str(tab.timeline.render()).splitlines()
+        assert lines[0].startswith("s13") and "█" in lines[0]
+        assert not tab.note.display
+        tab.timeline.focus()
+        await pilot.press("minus")
+        await pilot.pause()
+        assert tab.timeline.window_ns == 2_000_000_000
+
+
+async def test_threads_tab_bars_and_flamegraph_modes(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Threads")
+        assert isinstance(tab, ThreadsTab)
+        assert IO_PID in tab.bars._tids()
+        roots = {k[0] for k in tab.flame.folded}
+        assert roots == {"off-CPU", "on-CPU"}
+        tab.flame.focus()
+        await pilot.press("o")
+        await settle_panel(pilot, tab)
+        assert tab.mode == "off-CPU" and {k[0] for k in tab.flame.folded} == {"off-CPU"}
+        await pilot.press("o")
+        await settle_panel(pilot, tab)
+        assert {k[0] for k in tab.flame.folded} == {"on-CPU"}
+        await pilot.press("o")
+        await settle_panel(pilot, tab)
+        assert any(k[:2] == ("off-CPU", "io") for k in tab.flame.folded)  # the file reads
+
+
+async def test_gpu_time_tab_matches_the_analysis(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "GPU time")
+        assert isinstance(tab, GpuTimeTab)
+        shown = tab.last
+        assert shown is not None and shown.result.exact
+        assert "exact" in str(tab.note.render())
+        # the same window attributed straight from the recording's rows
+        with Recording(CONSTRUCTED_IO) as rec:
+            t_start, _ = rec.time_range()
+            t_at = t_start + int(IO_AT_S * 1e9)
+            data = {s: rec.read(s, t_at - 120 * 10**9, t_at + 1) for s in rec.streams}
+        records = Records.from_streams(data)
+        watermark = session_of(app.model).engine.watermark
+        assert watermark == records.latest()
+        t1 = watermark - LAG_NS
+        direct = attribute(records, t1 - WINDOW_NS, t1, "process")
+        unit = next(u for u in direct if u.pid == IO_PID)
+        assert np.array_equal(direct[unit].totals, shown.result.totals)
+        assert shown.result.totals.sum() == WINDOW_NS
+        assert len(shown.ribbon) == WINDOW_NS // 100_000_000
+        assert {k[0] for k in shown.folded} <= {"ON_GPU", "OFF_GPU"}
+        assert any(k[:2] == ("OFF_GPU", "H:IO") for k in shown.folded)
+        bar = tab.bar.summary
+        assert bar is not None
+        total = sum(bar["on"].values()) + sum(bar["off"].values())
+        assert abs(total - bar["duration_s"]) < 1e-6
+
+
+async def test_gpu_time_tab_without_cupti_is_approximate(
+    replay_app: AppFactory, idle_busy_idle: Path
+) -> None:
+    app = replay_app(idle_busy_idle, at_s=20.0, start_pid=IDLE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "GPU time")
+        assert isinstance(tab, GpuTimeTab)
+        assert tab.last is not None and not tab.last.result.exact
+        note = str(tab.note.render())
+        assert note.startswith("APPROXIMATE") and "agent is not attached" in note
+        assert tab.bar.summary is not None and tab.bar.summary["exact"] is False
+        assert "APPROXIMATE" in str(tab.ribbon.render())
+        assert 0.6 < tab.last.result.gar < 0.9  # matmuls from about 12.5 s on
+
+
+async def test_tabs_without_data_say_why(replay_app: AppFactory, idle_busy_idle: Path) -> None:
+    app = replay_app(idle_busy_idle, at_s=14.0, start_pid=IDLE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        for title in ("Kernels", "Streams", "Swimlanes"):
+            tab = await open_tab(pilot, title)
+            note = str(tab.note.render())
+            assert note.startswith("no CUDA activity: the in-process agent is not attached")
+            assert "`gtop run`" in note and tab.note.display
+        tab = await open_tab(pilot, "Threads")
+        assert str(tab.note.render()).startswith("no thread states")
+        assert not tab.flame.display and not tab.bars.display
+
+
+async def test_swimlanes_tab_zoom_holds_the_view(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Swimlanes")
+        assert isinstance(tab, SwimlanesTab)
+        labels = [lane.label for lane in tab.lanes.lanes]
+        assert labels[0] == "GPU0 s13" and f"T{IO_PID}" in labels
+        tab.lanes.focus()
+        await pilot.press("plus", "right", "right")
+        span = tab.lanes.view_span
+        assert span < tab.lanes.t1 - tab.lanes.t0
+        tab.show(app.model)
+        await settle_panel(pilot, tab)
+        assert tab.lanes.view_span == span and "held" in str(tab.note.render())
+        assert f"T{IO_PID}: " in str(tab.lanes.render())  # the cursor readout
+        await pilot.press("0")
+        tab.show(app.model)
+        await settle_panel(pilot, tab)
+        assert not tab.zoomed()
+
+
+async def test_seek_resets_and_numbers_stay_consistent(replay_app: AppFactory) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "GPU time")
+        assert isinstance(tab, GpuTimeTab) and tab.last is not None
+        before = tab.last.result.totals.copy()
+        kernels_before = session_of(app.model).kernels[IO_PID].rows({})
+        generation = session_of(app.model).generation
+        rp = app.replay
+        assert rp is not None
+        rp.seek(rp.t_start + int(11 * 1e9))
+        app.redraw()
+        await settle_panel(pilot, tab)
+        assert session_of(app.model).generation == generation + 1
+        assert not np.array_equal(tab.last.result.totals, before)
+        rp.seek(rp.t_start + int(IO_AT_S * 1e9))
+        app.redraw()
+        await settle_panel(pilot, tab)
+        while tab.busy or tab._again:
+            await settle_panel(pilot, tab)
+        assert np.array_equal(tab.last.result.totals, before)
+        assert session_of(app.model).kernels[IO_PID].rows({}) == kernels_before
+
+
+def test_session_data_is_incremental_and_chunking_does_not_matter() -> None:
+    kernels = recorded(CONSTRUCTED_IO, "kernel", 20.0)
+    whole, chunked = Model(), Model()
+    whole.apply(Update(batches={"kernel": kernels}), int(kernels["t_ns"][-1]))
+    a, b = session_of(whole), session_of(chunked)  # b listens before any data
+    for part in np.array_split(kernels, 17):
+        chunked.apply(Update(batches={"kernel": part}), int(part["t_ns"][-1]))
+    assert a.kernels[IO_PID].rows({}) == b.kernels[IO_PID].rows({})
+    assert b.batches == 17
+    wa, wb = a.engine.watermark, b.engine.watermark
+    assert wa == wb
+    chunked.apply(Update(reset=True), 0)
+    assert b.kernels == {} and b.engine.watermark is None and b.generation == 1
+
+
+def test_a_frame_stays_cheap_at_100k_kernels_per_second() -> None:
+    """One second of 100k kernel records, in 10 batches: aggregating costs < 0.3 s."""
+    base = recorded(CONSTRUCTED_IO, "kernel", 20.0)
+    model = Model()
+    data = session_of(model)
+    n = 100_000
+    rows = np.resize(base, n).copy()
+    rows["t_ns"] = np.arange(n, dtype=np.int64) * 10_000
+    rows["end_ns"] = rows["t_ns"] + 5_000
+    rows["name_id"] = np.arange(n) % 50
+    start = time.perf_counter()
+    for part in np.array_split(rows, 10):
+        model.apply(Update(batches={layouts.KERNEL.name: part}), int(part["t_ns"][-1]))
+    elapsed = time.perf_counter() - start
+    assert data.kernels[IO_PID].rows({})[0].count == n // 50
+    assert elapsed < 0.3, elapsed
+
+
+def test_frame_benchmark_cupti_case_is_cheap() -> None:
+    """benchmarks/ui_frame_time.py's CUPTI case: every step of a frame stays well under a
+    10 fps frame budget at 100k kernel records/s (generous bounds for a busy CI VM)."""
+    costs = load_frame_benchmark().cupti_frame_cost(seconds=3)
+    for step, ms in costs.items():
+        assert float(np.median(ms)) < 50, (step, ms)
