@@ -37,6 +37,7 @@ PANEL_MODULES: tuple[str, ...] = (
     "gtop.views.threads_tab",
     "gtop.views.gpu_time_tab",
     "gtop.views.swimlanes_tab",
+    "gtop.views.probes_tab",
 )
 """Modules that register process panels when imported."""
 

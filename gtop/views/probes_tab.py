@@ -227,4 +227,4 @@ class ProbesTab(Vertical):
         return text
 
 
-register_process_panel("Probes", ProbesTab, order=60)
+register_process_panel("Probes", ProbesTab, order=80)
