@@ -3,7 +3,10 @@
 Kernel totals come from :class:`~gtop.views.session_data.SessionData`, aggregated batch
 by batch as they arrive (since the session began, or since the last replay seek); the
 API table sums the calls of the last :data:`API_WINDOW_S` seconds on a worker thread.
-``a`` switches between the two; Enter on a kernel shows its full demangled name.
+``a`` switches between the two; Enter on a kernel shows its full demangled name (and why
+it cannot be probed, for kernels without PTX); ``b``/``t``/``m`` toggle the
+block_sched/tensorop/mem_trace probe for the selected kernel in a live process with the
+agent (greyed in replay).
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
+from gtop.analysis import probes
 from gtop.analysis.cuda_activity import ApiRow, KernelRow, api_summary, names_from_entities
+from gtop.collectors.agent_link import AgentLink
+from gtop.instrument.instrumentable import refusal
 from gtop.pipeline import layouts
 from gtop.pipeline.model import Model
 from gtop.views import absence
@@ -43,7 +50,12 @@ class KernelsTab(WorkerPanel):
     KernelsTab > #kernel-detail { height: auto; max-height: 4; padding: 0 1; }
     """
 
-    BINDINGS = [Binding("a", "toggle_api", "Kernels/API")]
+    BINDINGS = [
+        Binding("a", "toggle_api", "Kernels/API"),
+        Binding("b", "probe('block_sched')", "block_sched"),
+        Binding("t", "probe('tensorop')", "tensorop"),
+        Binding("m", "probe('mem_trace')", "mem_trace"),
+    ]
 
     show_api: reactive[bool] = reactive(False)
     """Show the API table instead of the kernel table."""
@@ -114,8 +126,10 @@ class KernelsTab(WorkerPanel):
         self.show_full_name(message.row)
 
     def show_full_name(self, row: KernelRow) -> None:
-        """Show ``row``'s full demangled name under the table (Enter again hides it)."""
-        text = row.demangled
+        """Show ``row``'s full demangled name under the table (Enter again hides it),
+        and, for a kernel that cannot be probed, why."""
+        why = refusal(row.name)
+        text = row.demangled + (f"\nnot instrumentable: {why}" if why else "")
         self._detail_text = "" if self._detail_text == text else text
         self.detail.update(self._detail_text)
         self._layout()
@@ -129,6 +143,42 @@ class KernelsTab(WorkerPanel):
         self.show_api = not self.show_api
         target = self.api if self.show_api else self.kernels
         self.call_after_refresh(target.query_one("DataTable").focus)
+
+    # --- probes (live, through the agent) ----------------------------------------------
+
+    def _link(self) -> AgentLink | None:
+        return getattr(getattr(self.app, "source", None), "link", None)
+
+    def _selected(self) -> KernelRow | None:
+        shown = self.kernels.shown
+        row = self.kernels.query_one(DataTable).cursor_row
+        return shown[row] if 0 <= row < len(shown) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "probe" and (self._link() is None or self.show_api):
+            return None  # greyed: probes need a live process with the agent
+        return True
+
+    def action_probe(self, probe: str) -> None:
+        """Toggle ``probe`` for the selected kernel (its next launches get instrumented)."""
+        row, link = self._selected(), self._link()
+        if row is None or link is None or self._model is None:
+            return
+        why = refusal(row.name)
+        if why:
+            self.notify(f"{row.short}: not instrumentable: {why}", severity="warning")
+            return
+        on = not probes.is_on(self._model, self.pid, row.name, probe)
+        self._send_probe(link, row, probe, on)
+
+    @work(thread=True, group="probe-control")
+    def _send_probe(self, link: AgentLink, row: KernelRow, probe: str, on: bool) -> None:
+        why = link.set_probe(self.pid, row.name, probe, 1, on)
+        state = "on" if on else "off"
+        message = why or f"{probe} {state} for {row.short} (from its next launch)"
+        self.app.call_from_thread(
+            self.notify, message, severity="warning" if why else "information"
+        )
 
 
 register_process_panel("Kernels", KernelsTab, order=30)

@@ -303,3 +303,19 @@ def test_frame_benchmark_cupti_case_is_cheap() -> None:
     costs = load_frame_benchmark().cupti_frame_cost(seconds=3)
     for step, ms in costs.items():
         assert float(np.median(ms)) < 50, (step, ms)
+
+
+async def test_kernels_tab_probe_keys_grey_in_replay_and_explain_no_ptx(
+    replay_app: AppFactory,
+) -> None:
+    app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        for probe in ("block_sched", "tensorop", "mem_trace"):
+            assert tab.check_action("probe", (probe,)) is None  # replay: no live agent
+        table = tab.kernels.query_one(DataTable)
+        table.focus()
+        await pilot.press("enter")  # the first row: a cuBLAS (nvjet) kernel
+        await pilot.pause()
+        assert "not instrumentable: no PTX" in str(tab.detail.render())
