@@ -8,14 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import triton
+from triton.compiler.compiler import LazyDict
 
-triton = pytest.importorskip("triton")
-
-from triton.compiler.compiler import LazyDict  # noqa: E402
-
-from gtop.agent import triton_probes  # noqa: E402
-from gtop.agent.triton_probes import Selection, TritonProbes, _launch_data  # noqa: E402
-from gtop.instrument.probes import block_sched  # noqa: E402
+from gtop.agent import triton_probes
+from gtop.agent.triton_probes import Selection, TritonProbes, _launch_data
+from gtop.instrument.probes import block_sched
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "ptx"
 
