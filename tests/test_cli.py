@@ -170,3 +170,21 @@ def test_command_after_double_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     for argv in (["run"], ["record", "-o", "x", "--pid", "3", "--", "python"], ["--", "ls"]):
         with pytest.raises(SystemExit):
             parse_args(argv)
+
+
+def test_report_on_real_cupti_recording() -> None:
+    """A training loop recorded with the agent on an H200: kernels, copies, API, threads,
+    and an exact on-/off-GPU breakdown."""
+    path = Path(__file__).parent.parent / "recordings" / "train_loop_cupti.gtop"
+    report = json.loads(gtop("report", "--json", str(path)).stdout)
+    kernels = report["kernels"]
+    assert len(kernels) > 10
+    top = kernels[0]
+    assert {"name", "count", "total_ns", "mean_ns", "max_ns"} <= set(top)
+    assert all(k["count"] > 0 and k["max_ns"] >= k["mean_ns"] > 0 for k in kernels)
+    assert report["api"] and report["threads"]
+    gpu = report["gpu"]["0"]
+    assert gpu["exact"] is True
+    total = sum(gpu["on"].values()) + sum(gpu["off"].values())
+    assert abs(total - gpu["duration_s"]) <= 0.005 * gpu["duration_s"]
+    assert not [k for k in report["drops"] if report["drops"][k]]
