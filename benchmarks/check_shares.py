@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -81,6 +83,27 @@ def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict
     records = Records.from_streams({k: v for k, v in batches.items() if len(v)})
     summary = attribute_range(records, t0, t1)[Unit("device", device)]
     return unit_summary(summary)
+
+
+def record_workload(script: str, args: list[str], recording: Path) -> dict[str, Any]:
+    """Run ``benchmarks/workloads/SCRIPT ARGS`` under ``gtop record --agent-mode full``
+    into ``recording`` and return the workload's JSON line (window, expected shares).
+
+    Raises:
+        RuntimeError: gtop or the workload failed, or the workload printed no JSON line.
+    """
+    here = Path(__file__).resolve().parent
+    cmd = [sys.executable, "-m", "gtop", "record", "--force", "--agent-mode", "full",
+           "--interval", "0.25", "-o", str(recording), "--",
+           sys.executable, str(here / "workloads" / script), *args]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("{") and "window_ns" in x]
+    if done.returncode or not lines:
+        raise RuntimeError(
+            f"{recording.name}: gtop record failed ({done.returncode}): "
+            f"{done.stderr[-2000:]}\n{done.stdout[-2000:]}"
+        )
+    return json.loads(lines[-1])
 
 
 def main() -> None:

@@ -16,43 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from check_shares import compare, measure
+from check_shares import compare, measure, record_workload
 
 HERE = Path(__file__).resolve().parent
 
 
 def run_case(case: str, out: Path, seconds: float) -> dict:
     recording = out / f"constructed-{case}.gtop"
-    cmd = [
-        sys.executable,
-        "-m",
-        "gtop",
-        "record",
-        "--force",
-        "--agent-mode",
-        "full",
-        "--interval",
-        "0.25",
-        "-o",
-        str(recording),
-        "--",
-        sys.executable,
-        str(HERE / "workloads" / "constructed.py"),
-        "--case",
-        case,
-        "--seconds",
-        str(seconds),
-        "--io-dir",
-        str(out),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    lines = [x for x in done.stdout.splitlines() if x.startswith("{") and "window_ns" in x]
-    if done.returncode or not lines:
-        raise RuntimeError(
-            f"{case}: gtop record failed ({done.returncode}): "
-            f"{done.stderr[-2000:]}\n{done.stdout[-2000:]}"
-        )
-    workload = json.loads(lines[-1])
+    args = ["--case", case, "--seconds", str(seconds), "--io-dir", str(out)]
+    workload = record_workload("constructed.py", args, recording)
     (out / f"constructed-{case}.json").write_text(json.dumps(workload, indent=1))
     entry = measure(str(recording), workload["window_ns"])
     return {

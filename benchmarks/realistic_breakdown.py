@@ -18,7 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from check_shares import measure, shares
+from check_shares import measure, record_workload, shares
+
+from gtop.analysis.causes import LABELS
 
 HERE = Path(__file__).resolve().parent
 RUNS = {
@@ -31,30 +33,7 @@ RUNS = {
 
 def record(name: str, args: list[str], out: Path, seconds: float) -> dict:
     recording = out / f"{name}.gtop"
-    cmd = [
-        sys.executable,
-        "-m",
-        "gtop",
-        "record",
-        "--force",
-        "--agent-mode",
-        "full",
-        "--interval",
-        "0.25",
-        "-o",
-        str(recording),
-        "--",
-        sys.executable,
-        str(HERE / "workloads" / args[0]),
-        *args[1:],
-        "--seconds",
-        str(seconds),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    lines = [x for x in done.stdout.splitlines() if x.startswith("{") and "window_ns" in x]
-    if done.returncode or not lines:
-        raise RuntimeError(f"{name}: failed ({done.returncode}): {done.stderr[-2000:]}")
-    workload = json.loads(lines[-1])
+    workload = record_workload(args[0], [*args[1:], "--seconds", str(seconds)], recording)
     entry = measure(str(recording), workload["window_ns"])
     return {"name": name, "workload": workload, "entry": entry}
 
@@ -73,18 +52,7 @@ def main() -> int:
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             print(f"{name}: FAILED {exc}", file=sys.stderr)
     (args.out / "realistic_breakdown.json").write_text(json.dumps(results, indent=1))
-    causes = [
-        "G:COMP",
-        "G:XFER",
-        "H:CTRL",
-        "H:APP",
-        "H:WAIT_GPU",
-        "H:IO",
-        "OFF_CPU",
-        "G:QUEUE",
-        "G:STALL",
-        "UNKNOWN",
-    ]
+    causes = list(LABELS)
     print("| run | steps/s | predicted GAR | GAR | " + " | ".join(causes) + " | dominant off-GPU |")
     print("|---|---|---|---|" + "---|" * len(causes) + "---|")
     for r in results:
