@@ -18,8 +18,6 @@ from pathlib import Path
 
 from check_shares import compare, measure, record_workload
 
-HERE = Path(__file__).resolve().parent
-
 
 def run_case(case: str, out: Path, seconds: float) -> dict:
     recording = out / f"constructed-{case}.gtop"

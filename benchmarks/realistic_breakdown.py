@@ -22,7 +22,6 @@ from check_shares import measure, record_workload, shares
 
 from gtop.analysis.causes import LABELS
 
-HERE = Path(__file__).resolve().parent
 RUNS = {
     "decode-eager": ["decode_loop.py"],
     "decode-graphs": ["decode_loop.py", "--graphs"],
