@@ -183,9 +183,12 @@ class HostIndex:
             [Cause.H_IO, Cause.H_WAIT_GPU],
             Cause.OFF_CPU,
         )
+        # Collectors mark on-CPU or runnable time spent inside a CUDA synchronising call
+        # (uprobes on libcudart/libcuda) with reason GPU_WAIT: spinning in a sync.
+        spinning = (a.state != ThreadState.BLOCKED) & (a.reason == BlockReason.GPU_WAIT)
         cause = np.select(
             [
-                a.in_sync,
+                a.in_sync | spinning,
                 a.state == ThreadState.BLOCKED,
                 a.state == ThreadState.RUNNABLE,
                 a.in_api,

@@ -253,7 +253,7 @@ THREAD_STATE = _spec(
         ("pid", "<i4"),
         ("tid", "<i4"),
         ("state", "<u1"),  # ThreadState
-        ("reason", "<u1"),  # BlockReason (BLOCKED only)
+        ("reason", "<u1"),  # BlockReason; on-CPU/runnable rows: GPU_WAIT inside a sync call
         ("stack_id", "<i4"),  # entity kind "stack", -1 unknown
     ],
 )

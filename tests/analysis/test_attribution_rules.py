@@ -116,6 +116,16 @@ def two_kernels(gap_states: list, gap_apis: list = ()) -> Records:
             ),
             {"G:COMP": 80, "H:CTRL": 20},
         ),
+        (
+            "spinning in a sync call seen by uprobes only (no API data)",
+            two_kernels([state(40, 50, ON, reason=BlockReason.GPU_WAIT), state(50, 60, ON)]),
+            {"G:COMP": 80, "H:WAIT_GPU": 10, "H:APP": 10},
+        ),
+        (
+            "runnable while yielding inside a sync call",
+            two_kernels([state(40, 60, RUN, reason=BlockReason.GPU_WAIT)]),
+            {"G:COMP": 80, "H:WAIT_GPU": 20},
+        ),
         ("no host data", two_kernels([]), {"G:COMP": 80, "UNKNOWN": 20}),
     ],
 )
