@@ -105,7 +105,7 @@ class BpfThreadCollector(ThreadCollector):
 
     def __init__(
         self, hub, pid: int, *, sample_hz: int = 99, mode: str = "auto",
-        user_stacks: bool = True, stack_entries: int = 16384,
+        user_stacks: bool = True, stack_entries: int = 32768,
         gpu_waits: dict[str, list[str]] | None = None, **kw,
     ) -> None:  # fmt: skip
         super().__init__(hub, pid, **kw)
