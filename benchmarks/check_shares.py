@@ -65,9 +65,6 @@ def load_workload(path: str) -> dict[str, Any]:
         return json.loads(text.splitlines()[-1])
 
 
-ANALYSIS_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
-
-
 def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict[str, Any]:
     """gtop's breakdown of ``device`` over ``window_ns`` in a ``.gtop`` recording: the
     entry :func:`compare` reads (same shape as a ``gtop report --json`` gpu entry)."""
@@ -75,11 +72,12 @@ def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict
     from gtop.analysis.gpu_report import unit_summary
     from gtop.analysis.records import Records
     from gtop.analysis.replay import attribute_range
+    from gtop.analysis.report import ATTRIBUTION_STREAMS
     from gtop.recordings.reader import Recording
 
     t0, t1 = (int(t) for t in window_ns)
     with Recording(recording) as rec:
-        batches = {n: rec.read(n) for n in ANALYSIS_STREAMS if n in rec.streams}
+        batches = {n: rec.read(n) for n in ATTRIBUTION_STREAMS if n in rec.streams}
     records = Records.from_streams({k: v for k, v in batches.items() if len(v)})
     summary = attribute_range(records, t0, t1)[Unit("device", device)]
     return unit_summary(summary)

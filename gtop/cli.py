@@ -405,22 +405,8 @@ def cmd_record(config: Config) -> int:
     return 0
 
 
-REPORT_STREAMS = (
-    "gpu",
-    "proc_gpu",
-    "proc_host",
-    "kernel",
-    "memcpy",
-    "memset",
-    "api",
-    "sync",
-    "thread_state",
-    "cpu_sample",
-)
-
-
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report
+    from gtop.analysis.report import REPORT_STREAMS, build_report
     from gtop.analysis.report_text import format_report
 
     assert config.file is not None

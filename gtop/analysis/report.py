@@ -17,6 +17,11 @@ from gtop.pipeline.hub import Entity
 
 MIB = 1 << 20
 
+ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
+"""What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
+REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", *ATTRIBUTION_STREAMS)
+"""Every stream :func:`build_report` reads."""
+
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
     """mean/min/max/p50/p95 of the valid (non-NaN, non-negative-marker) values."""
