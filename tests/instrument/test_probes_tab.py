@@ -20,12 +20,7 @@ from gtop.pipeline.hub import Entity, Update
 from gtop.pipeline.model import Model
 from gtop.recordings.reader import Recording
 from gtop.recordings.replay import ReplaySource
-from gtop.views import panels
 from gtop.views.probes_tab import EMPTY, ProbesTab
-
-# Importing the tab registers it; whether the process screen shows it is PANEL_MODULES'
-# decision, so this import must not add a tab to other tests' screens.
-panels._PANELS.pop("Probes", None)
 
 RECORDING = Path(__file__).resolve().parents[2] / "recordings" / "probes_triton.gtop"
 
