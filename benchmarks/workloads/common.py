@@ -39,16 +39,23 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 
 def dump_profile(prof: object, path: str) -> None:
-    """torch.profiler's kernels: {name: {"count", "total_us"}} (copies and memsets left out)."""
+    """torch.profiler's kernels: {name: {"count", "total_us", "durations_us"}}, each
+    kernel's durations in launch order (copies and memsets left out)."""
     from torch.autograd import DeviceType
 
-    kernels: dict[str, dict[str, float]] = {}
+    events: dict[str, list[tuple[float, float]]] = {}
     for e in prof.events():  # type: ignore[attr-defined]
         if e.device_type != DeviceType.CUDA or e.name.startswith(("Memcpy", "Memset")):
             continue
-        k = kernels.setdefault(e.name, {"count": 0, "total_us": 0.0})
-        k["count"] += 1
-        k["total_us"] += e.time_range.elapsed_us()
+        events.setdefault(e.name, []).append((e.time_range.start, e.time_range.elapsed_us()))
+    kernels = {
+        name: {
+            "count": len(ev),
+            "total_us": float(sum(d for _, d in ev)),
+            "durations_us": [d for _, d in sorted(ev)],
+        }
+        for name, ev in events.items()
+    }
     with open(path, "w") as f:
         json.dump(kernels, f)
 
