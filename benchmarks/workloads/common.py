@@ -5,7 +5,9 @@ Protocol (stdout, one line each): ``ready`` once warmed up; then, with ``--wait-
 the workload waits for ``go`` on stdin; ``rate {"t_ns":..., "steps_per_s":...}`` every
 ``--report-every`` seconds; finally ``result {...}`` with ``steps``, ``seconds``,
 ``steps_per_s``, ``kernels`` (launched in the measured region, when the workload knows),
-and ``t0_ns``/``t1_ns`` (CLOCK_MONOTONIC, GPU synchronised at both ends).
+``t0_ns``/``t1_ns`` (CLOCK_MONOTONIC, GPU synchronised at both ends), ``pinning`` (where
+:func:`pin_threads` put the threads) and ``threads`` (the launching thread's CPU share and
+context switches in the measured region, and the other threads' CPU share).
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import resource
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -60,6 +65,52 @@ def dump_profile(prof: object, path: str) -> None:
         json.dump(kernels, f)
 
 
+PIN_ENV = "GTOP_BENCH_PIN"
+
+
+def pin_threads() -> dict | None:
+    """Put this (the launching) thread alone on the core the benchmark chose and every
+    other thread of the process (the agent's or the profiler's, CUDA's) on the others,
+    as ``GTOP_BENCH_PIN`` (``main=C;rest=C,C``) says; called once measuring starts, when
+    every mode has started its threads. Returns what was done, or None."""
+    spec = dict(part.split("=", 1) for part in os.environ.get(PIN_ENV, "").split(";") if part)
+    if "main" not in spec:
+        return None
+    main = {int(spec["main"])}
+    rest = {int(c) for c in spec.get("rest", "").split(",") if c} or main
+    me = threading.get_native_id()
+    moved = 0
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(int(tid), main if int(tid) == me else rest)
+            moved += int(tid) != me
+    return {"main": sorted(main), "rest": sorted(rest), "other_threads": moved}
+
+
+class ThreadClock:
+    """CPU time and involuntary context switches of the calling thread, and the CPU
+    time of the whole process, between start() and stop(): where a launch-bound loop's
+    time went (descheduled, or shared with the process's other threads)."""
+
+    def start(self) -> None:
+        self._t = resource.getrusage(resource.RUSAGE_THREAD)
+        self._p = resource.getrusage(resource.RUSAGE_SELF)
+        self._wall = time.monotonic()
+
+    def stop(self) -> dict:
+        t = resource.getrusage(resource.RUSAGE_THREAD)
+        p = resource.getrusage(resource.RUSAGE_SELF)
+        wall = time.monotonic() - self._wall
+        main_cpu = t.ru_utime + t.ru_stime - self._t.ru_utime - self._t.ru_stime
+        all_cpu = p.ru_utime + p.ru_stime - self._p.ru_utime - self._p.ru_stime
+        return {
+            "main_cpu_share": main_cpu / wall,
+            "other_threads_cpu_share": (all_cpu - main_cpu) / wall,
+            "main_involuntary_switches": t.ru_nivcsw - self._t.ru_nivcsw,
+            "main_voluntary_switches": t.ru_nvcsw - self._t.ru_nvcsw,
+        }
+
+
 def say(tag: str, payload: dict | None = None) -> None:
     print(tag if payload is None else f"{tag} {json.dumps(payload)}", flush=True)
 
@@ -84,7 +135,10 @@ def run(args: argparse.Namespace, step: Callable[[], None], kernels_per_step: in
 
         profiler = profile(activities=[ProfilerActivity.CUDA])
     with profiler:
+        pinning = pin_threads()
         torch.cuda.synchronize()
+        clock = ThreadClock()
+        clock.start()
         t0 = last = time.monotonic_ns()
         steps = last_steps = 0
         while True:
@@ -102,6 +156,7 @@ def run(args: argparse.Namespace, step: Callable[[], None], kernels_per_step: in
                 break
         torch.cuda.synchronize()
         t1 = time.monotonic_ns()
+        threads = clock.stop()
     if args.torch_profiler and args.profile_out:
         dump_profile(profiler, args.profile_out)
     say(
@@ -113,5 +168,7 @@ def run(args: argparse.Namespace, step: Callable[[], None], kernels_per_step: in
             "kernels": steps * kernels_per_step,
             "t0_ns": t0,
             "t1_ns": t1,
+            "pinning": pinning,
+            "threads": threads,
         },
     )
