@@ -112,27 +112,87 @@ class Run:
         self.drain()
 
 
-def _cpu_sets() -> tuple[set[int], set[int]] | None:
-    """(workload CPUs, benchmark CPUs): workloads always run on the same cores, apart
-    from gtop's decoding in this process, so runs differ less (``GTOP_BENCH_NO_PIN=1``
-    turns it off; machines under 8 cores are not pinned)."""
+PIN_ENV = "GTOP_BENCH_PIN"
+"""Tells a workload where to put its threads once measuring: ``main=C;rest=C,C,...``."""
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """Where everything runs: the workload's launching (main) thread alone on ``main``
+    with the hyperthread siblings of its core left idle, the workload's other threads
+    (the agent's or torch.profiler's, CUDA's) on ``rest``, and this process (gtop's
+    link, which receives and decodes every record) on ``bench``: whole physical cores,
+    none shared with the workload, so decoding never takes a hyperthread of the core
+    that launches."""
+
+    main: int
+    rest: tuple[int, ...]
+    bench: tuple[int, ...]
+
+    @property
+    def workload(self) -> set[int]:
+        return {self.main, *self.rest}
+
+    def env(self) -> str:
+        return f"main={self.main};rest={','.join(map(str, self.rest))}"
+
+
+def _core_groups(cpus: list[int]) -> list[list[int]]:
+    """The CPUs grouped by physical core (hyperthread siblings together), in order."""
+    groups: dict[str, list[int]] = {}
+    for cpu in cpus:
+        try:
+            path = f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+            with open(path) as f:
+                key = f.read().strip()
+        except OSError:
+            key = str(cpu)
+        groups.setdefault(key, []).append(cpu)
+    return sorted(groups.values())
+
+
+def _cpu_plan() -> CpuPlan | None:
+    """The plan, or None (``GTOP_BENCH_NO_PIN=1``, or fewer than 4 physical cores).
+
+    The first core is left to the system; of the others, the first third (at least
+    two) go to the workload, the rest to this process.
+    """
     try:
         cpus = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return None
-    if len(cpus) < 8 or os.environ.get("GTOP_BENCH_NO_PIN"):
+    groups = _core_groups(cpus)
+    if len(groups) < 4 or os.environ.get("GTOP_BENCH_NO_PIN"):
         return None
-    half = len(cpus) // 2
-    return set(cpus[1:half]), set(cpus[half:])
+    usable = groups[1:]
+    n_work = max(2, len(usable) // 3)
+    work, bench = usable[:n_work], usable[n_work:]
+    main = work[0][0]
+    rest = tuple(c for g in work[1:] for c in g)
+    return CpuPlan(main, rest, tuple(c for g in bench for c in g))
 
 
-CPU_SETS = _cpu_sets()
+CPU_PLAN = _cpu_plan()
 
 
 def pin_benchmark() -> None:
-    """Keep this process (gtop's link and decoding) off the workloads' cores."""
-    if CPU_SETS is not None:
-        os.sched_setaffinity(0, CPU_SETS[1])
+    """Keep this process (gtop's link and decoding) off the workloads' cores, and tell
+    the workloads (through the environment they inherit) where to put their threads."""
+    if CPU_PLAN is not None:
+        os.sched_setaffinity(0, CPU_PLAN.bench)
+        os.environ[PIN_ENV] = CPU_PLAN.env()
+
+
+def describe_pinning() -> dict[str, Any]:
+    if CPU_PLAN is None:
+        return {"pinned": False, "cpus": sorted(os.sched_getaffinity(0))}
+    return {
+        "pinned": True,
+        "main": CPU_PLAN.main,
+        "rest": list(CPU_PLAN.rest),
+        "bench": list(CPU_PLAN.bench),
+        "cores": _core_groups(sorted({CPU_PLAN.main, *CPU_PLAN.rest, *CPU_PLAN.bench})),
+    }
 
 
 def start(
@@ -154,10 +214,11 @@ def start(
 
 
 def _pinned(proc: subprocess.Popen) -> subprocess.Popen:
-    """Pin a just-started workload (before it starts its threads, which inherit it)."""
-    if CPU_SETS is not None:
+    """Pin a just-started workload to its cores (its threads inherit them; once it
+    measures, it puts its main thread alone on ``CPU_PLAN.main``)."""
+    if CPU_PLAN is not None:
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(proc.pid, CPU_SETS[0])
+            os.sched_setaffinity(proc.pid, CPU_PLAN.workload)
     return proc
 
 

@@ -73,7 +73,9 @@ for step in $steps; do
     agent-tests) limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
                    -o faulthandler_timeout=120 tests/agent >"$OUT/agent_tests.txt" 2>&1
                  tail -40 "$OUT/agent_tests.txt" ;;
-    agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" ;;
+    # rounds stop early to end within --budget seconds (AGENT_OVERHEAD_BUDGET, 460 s)
+    agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" \
+                      --budget "${AGENT_OVERHEAD_BUDGET:-460}" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac

@@ -134,6 +134,7 @@ class ShimPool:
         lib.gtop_shim_take.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
         lib.gtop_shim_give.argtypes = [ctypes.c_void_p]
         lib.gtop_shim_declined.restype = ctypes.c_uint64
+        lib.gtop_shim_ship.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         dropped = ctypes.cast(cupti.lib.cuptiActivityGetNumDroppedRecords, ctypes.c_void_p)
         if lib.gtop_shim_setup(size, count, dropped) != 0:
             raise OSError("cupti shim rejected its settings")
@@ -153,6 +154,17 @@ class ShimPool:
 
     def view(self, item: Completed) -> memoryview:
         return memoryview((ctypes.c_ubyte * item.valid).from_address(item.address))
+
+    def ship(self, fd: int, timeout: float) -> int:
+        """Send every returned buffer to the socket ``fd`` as a BUFFER frame, re-zero it
+        and lend it again, all in C (ctypes releases the GIL for the whole call).
+
+        Returns:
+            The number of frames sent, or -1 when the socket failed or stayed full for
+            ``timeout`` seconds (a frame may be cut: the connection is unusable). Every
+            buffer is lent again either way; ``fd`` -1 only recycles them.
+        """
+        return int(self.lib.gtop_shim_ship(fd, max(1, int(timeout * 1000)), None))
 
     def release(self, item: Completed) -> None:
         if item.address:

@@ -3,15 +3,24 @@
  * CUPTI asks for buffers on whichever thread launches work, possibly while holding its
  * own locks; a Python callback there must take the GIL, and a thread holding the GIL
  * that waits for those locks would deadlock the target. These callbacks only take a
- * private mutex. The agent's Python thread collects full buffers with gtop_shim_take()
- * and lends them back with gtop_shim_give().
+ * private mutex. The agent's Python thread ships full buffers to gtop with
+ * gtop_shim_ship(), which writes, re-zeroes and lends them again in C: ctypes releases
+ * the GIL for the whole call, so shipping ~25 MB/s of records costs the target's Python
+ * threads one GIL handover per agent wake-up, not several per buffer.
+ * (gtop_shim_take() and gtop_shim_give() do the same steps one by one.)
  *
  * Built into gtop/agent/shim_blob.py by tests/agent/gen_shim_blob.py.
  */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 
 #define MAX_BUFFERS 256
 
@@ -109,3 +118,95 @@ int gtop_shim_trim(void) {
 }
 
 uint64_t gtop_shim_declined(void) { return declined; }
+
+/* One BUFFER frame as gtop/agent/wire.py frames it: HEADER (type, reserved, payload
+ * length) and BUFFER_HEAD (dropped, declined), little-endian like the x86-64 host. */
+#define FRAME_BUFFER 2
+struct frame_head {
+  uint32_t type, reserved, length;
+  uint64_t dropped, declined;
+} __attribute__((packed));
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write every byte of iov to fd (which may be non-blocking), waiting at most until
+ * deadline (CLOCK_MONOTONIC ms) for room; 0 on success, -1 on error or timeout. */
+static int send_all(int fd, struct iovec *iov, int n, int64_t deadline) {
+  while (n > 0) {
+    struct msghdr msg;
+    ssize_t sent;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (sent < 0) {
+      struct pollfd p;
+      int64_t left = deadline - now_ms();
+      if (errno == EINTR) continue;
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) || left <= 0) return -1;
+      p.fd = fd;
+      p.events = POLLOUT;
+      p.revents = 0;
+      if (poll(&p, 1, (int)left) < 0 && errno != EINTR) return -1;
+      continue;
+    }
+    while (n > 0 && (size_t)sent >= iov->iov_len) {
+      sent -= iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (uint8_t *)iov->iov_base + sent;
+      iov->iov_len -= sent;
+    }
+  }
+  return 0;
+}
+
+/* Ship every returned buffer to gtop's socket fd as a BUFFER frame, oldest first, then
+ * zero its used part (CUPTI was promised zeroed buffers) and lend it again. A buffer
+ * gets at most timeout_ms to go out. Returns the number of frames sent, or -1 when the
+ * socket failed or stayed full (the connection is then unusable: a frame may be cut
+ * short); every buffer taken is lent again either way. fd < 0 sends nothing and only
+ * recycles (returns -1). *bytes_sent (if not NULL) is the payload bytes sent. */
+int gtop_shim_ship(int fd, int timeout_ms, uint64_t *bytes_sent) {
+  uint8_t *bufs[MAX_BUFFERS];
+  size_t valid[MAX_BUFFERS], dropped[MAX_BUFFERS];
+  uint64_t declined_now, total = 0;
+  int n, i, sent = 0, failed = fd < 0;
+  n = gtop_shim_take(bufs, valid, dropped, MAX_BUFFERS);
+  pthread_mutex_lock(&mu);
+  declined_now = declined;
+  pthread_mutex_unlock(&mu);
+  for (i = 0; i < n; i++) {
+    if (!failed) {
+      struct frame_head head;
+      struct iovec iov[2];
+      head.type = FRAME_BUFFER;
+      head.reserved = 0;
+      head.length = (uint32_t)(16 + (bufs[i] ? valid[i] : 0));
+      head.dropped = dropped[i];
+      head.declined = declined_now;
+      iov[0].iov_base = &head;
+      iov[0].iov_len = sizeof head;
+      iov[1].iov_base = bufs[i];
+      iov[1].iov_len = bufs[i] ? valid[i] : 0;
+      if (send_all(fd, iov, iov[1].iov_len ? 2 : 1, now_ms() + timeout_ms) == 0) {
+        sent++;
+        total += iov[1].iov_len;
+      } else {
+        failed = 1;
+      }
+    }
+    if (bufs[i]) {
+      memset(bufs[i], 0, valid[i]);
+      gtop_shim_give(bufs[i]);
+    }
+  }
+  if (bytes_sent) *bytes_sent = total;
+  return failed ? -1 : sent;
+}

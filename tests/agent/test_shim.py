@@ -101,3 +101,85 @@ def test_blob_exports_what_the_source_defines():
 
 def dir_symbols(blob: bytes) -> set[str]:
     return {s.decode() for s in re.findall(rb"gtop_shim_\w+", blob)}
+
+
+def ship_lib(shim):
+    shim.gtop_shim_ship.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    return shim
+
+
+def read_frames(sock, count: int) -> list[tuple[int, int, int, int, bytes]]:
+    """``count`` BUFFER frames: (type, length, dropped, declined, records)."""
+    import struct
+
+    data = b""
+    out = []
+    while len(out) < count:
+        data += sock.recv(1 << 20)
+        while len(data) >= 28:
+            kind, _, length = struct.unpack_from("<III", data)
+            if len(data) < 12 + length:
+                break
+            dropped, declined = struct.unpack_from("<QQ", data, 12)
+            out.append((kind, length, dropped, declined, data[28 : 12 + length]))
+            data = data[12 + length :]
+    return out
+
+
+def test_ship_sends_frames_rezeroes_and_lends_again(shim):
+    import socket
+
+    lib = ship_lib(shim)
+    assert lib.gtop_shim_setup(4096, 2, None) == 0
+    a, _ = request(lib)
+    b, _ = request(lib)
+    assert request(lib) == (None, 0)  # one declined request
+    ctypes.memset(a, 0xAB, 100)
+    ctypes.memset(b, 0xCD, 4096)
+    lib.gtop_shim_completed(None, 0, a, 4096, 100)
+    lib.gtop_shim_completed(None, 0, b, 4096, 4096)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours, theirs:
+        ours.settimeout(5)  # non-blocking underneath, as the agent's socket is
+        sent = ctypes.c_uint64()
+        assert lib.gtop_shim_ship(ours.fileno(), 1000, ctypes.byref(sent)) == 2
+        assert sent.value == 100 + 4096
+        frames = read_frames(theirs, 2)
+    assert frames == [(2, 116, 0, 1, b"\xab" * 100), (2, 4112, 0, 1, b"\xcd" * 4096)]
+    # both are zeroed and lent again
+    got = {request(lib)[0], request(lib)[0]}
+    assert got == {a, b}
+    assert ctypes.string_at(a, 4096) == bytes(4096) == ctypes.string_at(b, 4096)
+    lib.gtop_shim_give(a)
+    lib.gtop_shim_give(b)
+    lib.gtop_shim_trim()
+
+
+def test_ship_to_a_full_or_closed_socket_fails_and_still_recycles(shim):
+    import socket
+
+    lib = ship_lib(shim)
+    assert lib.gtop_shim_setup(1 << 20, 4, None) == 0
+    bufs = [request(lib)[0] for _ in range(4)]
+    for buf in bufs:
+        ctypes.memset(buf, 1, 1 << 20)
+        lib.gtop_shim_completed(None, 0, buf, 1 << 20, 1 << 20)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours, theirs:
+        ours.setblocking(False)
+        assert lib.gtop_shim_ship(ours.fileno(), 50, None) == -1  # nobody reads: times out
+    assert sorted(request(lib)[0] for _ in range(4)) == sorted(bufs)
+    assert all(ctypes.string_at(b, 1 << 20) == bytes(1 << 20) for b in bufs)
+    for buf in bufs:
+        lib.gtop_shim_completed(None, 0, buf, 1 << 20, 10)
+    assert lib.gtop_shim_ship(-1, 0, None) == -1  # recycle only
+    assert sorted(request(lib)[0] for _ in range(4)) == sorted(bufs)
+    lib.gtop_shim_completed(None, 0, bufs[0], 1 << 20, 10)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    theirs.close()
+    with ours:
+        assert lib.gtop_shim_ship(ours.fileno(), 1000, None) == -1  # EPIPE, no SIGPIPE
+    assert request(lib)[0] == bufs[0]
+    for buf in bufs:
+        lib.gtop_shim_give(buf)
+    lib.gtop_shim_trim()
