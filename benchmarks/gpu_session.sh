@@ -44,7 +44,7 @@ for step in $steps; do
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
     slow-loader) mkdir -p /tmp/slow-loader; python3 -m gtop record --force --agent-mode full --interval 0.25 \
             -o "$OUT/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
-            --seconds 12 --data-dir /tmp/slow-loader ;;
+            --seconds 12 --data-dir /tmp/slow-loader --gpu-ms 30 ;;
     io-case) python3 benchmarks/constructed_shares.py --out "$OUT/io" --cases io --seconds 6
              mv "$OUT"/io/constructed-io.* "$OUT"/ ;;
     attribution) python3 benchmarks/constructed_shares.py --out "$OUT/attr" --seconds 8
@@ -57,7 +57,7 @@ for step in $steps; do
           limit 200 python3 benchmarks/realistic_breakdown.py --out "$OUT/rec" --seconds 8
           limit 60 python3 -m gtop record --force --agent-mode full --interval 0.25 \
             -o "$OUT/rec/slow_loader.gtop" -- python3 benchmarks/workloads/slow_loader_train.py \
-            --seconds 10 --data-dir /tmp/slow-loader
+            --seconds 10 --data-dir /tmp/slow-loader --gpu-ms 30
           limit 60 python3 -m gtop record --force --agent-mode full --interval 0.25 \
             -o "$OUT/rec/train_loop_cupti.gtop" -- python3 benchmarks/workloads/train_loop.py \
             --seconds 4 --batch 16

@@ -5,7 +5,8 @@
 Runs ``workloads/slow_loader_train.py``, attaches the host-thread collector to it (its
 DataLoader workers are child processes, followed automatically), and checks that the
 flamegraph shows (1) the workers' file reads and CPU transforms and (2) the main thread's
-waits on the loader queue and on GPU synchronisation, with Python frames. Writes
+waits on the loader queue and on GPU synchronisation, with Python frames (the GPU
+waits need a step whose GPU work outlasts the launches: the workload's ``--gpu-ms``). Writes
 ``OUT_DIR/host_gpu_check.json`` (checks, tier, status, per-thread report),
 ``OUT_DIR/slow_loader.npz`` (the capture, see host_capture.py) and
 ``OUT_DIR/slow_loader.folded`` (flamegraph.pl text). Exits 1 when a check fails.
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from host_capture import capture, save
 
-from gtop.analysis.threads import fold, folded_text, threads_report
+from gtop.analysis.threads import carry_python, fold, folded_text, threads_report
 
 WORKLOAD = Path(__file__).parent / "workloads" / "slow_loader_train.py"
 
@@ -74,6 +75,13 @@ def loader_checks(folded: dict, main_root: tuple[str, ...]) -> dict[str, float]:
         "main_waits_on_gpu_sync": _has(folded, main_root, "synchronize&cuda")
         + _has(folded, (*main_root, "off-CPU", "gpu_wait"))
         + sum(_has(folded, main_root, name) for name in GPU_SYNC_CALLS),
+        # the same waits with the Python frames of the call that waited: time inside a
+        # probed GPU call (on or off CPU) under train_step, or torch.cuda.synchronize
+        "main_gpu_sync_python_frames": _has(
+            folded, (*main_root, "off-CPU", "gpu_wait"), "train_step"
+        )
+        + _has(folded, (*main_root, "on-CPU", "gpu_wait"), "train_step")
+        + _has(folded, main_root, "synchronize&cuda", "train_step"),
     }
 
 
@@ -91,6 +99,8 @@ def folded_from_recording(path: str) -> tuple[dict, tuple[str, ...]]:
         tid: ("main" if v.get("pid") == target else "worker", f"{v.get('name', '')} {tid}")
         for tid, v in threads.items()
     }
+    # recorded before the collector carried Python frames across waits: carry them here
+    intervals, stacks = carry_python(intervals, stacks)
     folded = fold(intervals, samples, stacks, prefix=prefix)
     return folded, prefix[target]
 
@@ -101,13 +111,15 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--tier", default="auto")
     ap.add_argument("--device", default="cuda", help="cpu: dry run (the GPU-sync check fails)")
+    ap.add_argument("--gpu-ms", type=float, default=30.0, help="the workload's GPU work per step")
     args = ap.parse_args()
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # sample files go under OUT_DIR (a disk, unlike a tmpfs /tmp), removed even on failure
     data = tempfile.TemporaryDirectory(dir=out)
     cmd = [sys.executable, str(WORKLOAD), "--seconds", str(args.seconds + 30),
-           "--device", args.device, "--data-dir", data.name]  # fmt: skip
+           "--device", args.device, "--data-dir", data.name,
+           "--gpu-ms", str(args.gpu_ms)]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 90)

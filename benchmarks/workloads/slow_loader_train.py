@@ -3,9 +3,13 @@
 Each sample is read from its own file, decoded and put through CPU-heavy transforms, in
 two worker processes; the model is small, so the main thread mostly waits on the loader
 queue, then synchronises with the GPU every step (``loss.item()`` and an explicit
-``torch.cuda.synchronize()``). Prints ``READY <json>`` once the first batch trained.
+``torch.cuda.synchronize()``). ``--gpu-ms`` adds that much GPU work (chained matmuls,
+calibrated at start) to each step, so that the synchronisation really waits: without it
+the small model is done before the host gets there and each sync returns in microseconds.
+Prints ``READY <json>`` once the first batch trained.
 
-    python benchmarks/workloads/slow_loader_train.py --seconds 30 [--workers 2] [--device cpu]
+    python benchmarks/workloads/slow_loader_train.py --seconds 30 [--workers 2] [--gpu-ms 30]
+        [--device cpu]
 """
 
 from __future__ import annotations
@@ -67,12 +71,35 @@ def make_files(root: str, n: int) -> None:
             os.fsync(f.fileno())  # clean pages can be dropped from the cache before reads
 
 
-def train_step(model, opt, x, y, device: str) -> float:
+def gpu_work(a: torch.Tensor, reps: int) -> None:
+    """``reps`` chained matmuls on the GPU (queued; the caller's sync waits for them)."""
+    for _ in range(reps):
+        a = a @ a
+        a = a / a.norm()
+
+
+def calibrate(device: str, gpu_ms: float) -> tuple[torch.Tensor | None, int]:
+    """A square matrix and how many matmuls of it take ``gpu_ms`` on this GPU."""
+    if device != "cuda" or gpu_ms <= 0:
+        return None, 0
+    a = torch.randn(4096, 4096, device=device) / 64
+    gpu_work(a, 3)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    gpu_work(a, 10)
+    end.record()
+    end.synchronize()
+    return a, max(1, round(gpu_ms / (start.elapsed_time(end) / 10)))
+
+
+def train_step(model, opt, x, y, device: str, extra=(None, 0)) -> float:
     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
     loss = torch.nn.functional.cross_entropy(model(x), y)
     opt.zero_grad()
     loss.backward()
     opt.step()
+    if extra[1]:
+        gpu_work(*extra)
     if device == "cuda":
         torch.cuda.synchronize()
     return loss.item()
@@ -83,6 +110,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--samples", type=int, default=512)
+    ap.add_argument("--gpu-ms", type=float, default=0.0, help="extra GPU work per step")
     ap.add_argument("--device", default="cuda", help="cpu: a dry run without a GPU")
     ap.add_argument("--data-dir", default=".", help="where the sample files are written")
     args = ap.parse_args()
@@ -97,15 +125,17 @@ def main() -> None:
             torch.nn.Linear(4096, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 10)
         ).to(args.device)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        extra = calibrate(args.device, args.gpu_ms)
         end, steps, ready = time.monotonic() + args.seconds, 0, False
         while time.monotonic() < end:
             for x, y in loader:
-                train_step(model, opt, x, y, args.device)
+                train_step(model, opt, x, y, args.device, extra)
                 steps += 1
                 if not ready:
                     info = {
                         "pid": os.getpid(),
                         "workers": [w.pid for w in loader._iterator._workers],
+                        "gpu_reps": extra[1],
                     }
                     print("READY " + json.dumps(info), flush=True)
                     ready = True

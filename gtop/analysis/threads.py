@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from gtop.collectors.pystacks import carry
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
 NS = 1e9
@@ -69,9 +70,11 @@ def fold(
     """Folded stacks whose widths are time (seconds).
 
     Off-CPU: each blocked or runnable interval adds its duration under
-    ``off-CPU;<reason or runnable>;<stack>``. On-CPU: each thread's exact on-CPU time is
-    spread evenly over its on-CPU samples, under ``on-CPU;<stack>`` (time with no sample
-    goes to ``on-CPU;[no sample]``). ``prefix`` maps a tid to root frames (thread label).
+    ``off-CPU;<reason or runnable>;<stack>``. On-CPU: time inside a GPU call (reason
+    ``GPU_WAIT``) goes under ``on-CPU;gpu_wait;<stack>``; the rest of each thread's exact
+    on-CPU time is spread evenly over its on-CPU samples, under ``on-CPU;<stack>`` (time
+    with no sample goes to ``on-CPU;[no sample]``). ``prefix`` maps a tid to root frames
+    (thread label).
     """
     out: Folded = defaultdict(float)
     prefix = prefix or {}
@@ -86,6 +89,14 @@ def fold(
             out[(*prefix.get(tid, ()), "off-CPU", why, *_frames(stacks, sid))] += w
     if on_cpu:
         on = intervals[intervals["state"] == ThreadState.ON_CPU]
+        # on-CPU time inside a GPU call (a spinning synchronise, uprobe-timed) has its own
+        # branch, with the interval's stack; the rest is spread over the samples
+        gpu = on[on["reason"] == BlockReason.GPU_WAIT]
+        cols = (gpu[f].tolist() for f in ("tid", "stack_id", "t_ns", "end_ns"))
+        for tid, sid, t0, t1 in zip(*cols, strict=True):
+            key = (*prefix.get(tid, ()), "on-CPU", _reason_name(BlockReason.GPU_WAIT))
+            out[(*key, *_frames(stacks, sid))] += (t1 - t0) / NS
+        on = on[on["reason"] != BlockReason.GPU_WAIT]
         on_s = np.bincount(on["tid"], weights=(on["end_ns"] - on["t_ns"]) / NS) if len(on) else []
         for tid in np.unique(on["tid"]).tolist():
             mine = samples[samples["tid"] == tid]
@@ -98,6 +109,58 @@ def fold(
             for sid, n in zip(sids.tolist(), counts.tolist(), strict=True):
                 out[(*root, *_frames(stacks, sid))] += total * n / len(mine)
     return dict(out)
+
+
+def carry_python(
+    intervals: np.ndarray, stacks: Mapping[int, dict]
+) -> tuple[np.ndarray, dict[int, dict]]:
+    """Python frames for recorded waits that no py-spy dump landed in.
+
+    The collector applies :func:`gtop.collectors.pystacks.carry` as it records; this is
+    the same rule over a recording (those made before it, or re-checked): a blocked or
+    runnable interval, or on-CPU time in a GPU call, with no Python frames takes those
+    of the nearest interval of the same thread, state and reason whose stack has Python
+    frames and the same native leaf and kernel frames. Returns new intervals and the
+    stack table extended with the merged stacks (new ids after the largest one).
+    """
+    stacks = dict(stacks)
+    waits = np.flatnonzero(
+        (intervals["state"] != ThreadState.ON_CPU) | (intervals["reason"] != BlockReason.NONE)
+    )
+    w = intervals[waits]
+    py_ids: dict[tuple, int] = {}
+    tails: dict[tuple, int] = {}
+    py = np.full(len(w), -1, np.int64)
+    tail = np.empty(len(w), np.int64)
+    parts: dict[int, tuple[tuple, tuple]] = {}  # stack id -> (python part, the rest)
+    for i, sid in enumerate(w["stack_id"].tolist()):
+        if sid not in parts:
+            entry = stacks.get(sid) or {"frames": [], "kinds": ""}
+            frames, kinds = entry["frames"], entry["kinds"]
+            pyf = tuple(f for f, k in zip(frames, kinds, strict=True) if k == "p")
+            native = [(f, k) for f, k in zip(frames, kinds, strict=True) if k == "n"][-1:]
+            rest = (*native, *((f, k) for f, k in zip(frames, kinds, strict=True) if k == "k"))
+            parts[sid] = (pyf, rest)
+        pyf, rest = parts[sid]
+        tail[i] = tails.setdefault(rest, len(tails))
+        if pyf:
+            py[i] = py_ids.setdefault(pyf, len(py_ids))
+    key = np.stack([w["tid"], w["state"], w["reason"], tail], axis=1).astype(np.int64)
+    got = carry(key, w["t_ns"], w["end_ns"], py)
+    by_py = {v: k for k, v in py_ids.items()}
+    by_tail = {v: k for k, v in tails.items()}
+    new_ids: dict[tuple, int] = {}
+    next_id = max(stacks, default=-1) + 1
+    out = intervals.copy()
+    for i in np.flatnonzero((got >= 0) & (py < 0)).tolist():
+        merged = (*((f, "p") for f in by_py[int(got[i])]), *by_tail[int(tail[i])])
+        sid = new_ids.get(merged)
+        if sid is None:
+            sid = new_ids[merged] = next_id
+            next_id += 1
+            stacks[sid] = {"frames": [f for f, _ in merged], "kinds": "".join(k for _, k in merged)}
+        out["stack_id"][waits[i]] = sid
+    return out, stacks
 
 
 def folded_text(folded: Folded) -> str:

@@ -1,7 +1,7 @@
 """``perf_event_open`` through ctypes: the attribute struct, opening, and ring buffers.
 
-Only what the host tiers use: software and tracepoint events, per-task or per-CPU, with
-records read from the mmap-ed ring buffer as raw bytes (:meth:`PerfRing.read`).
+Only what the host tiers use: software, tracepoint and uprobe events, per-task or per-CPU,
+with records read from the mmap-ed ring buffer as raw bytes (:meth:`PerfRing.read`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,15 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 TYPE_SOFTWARE, TYPE_TRACEPOINT = 1, 2
 SAMPLE_TID, SAMPLE_TIME, SAMPLE_CPU, SAMPLE_CALLCHAIN = 1 << 1, 1 << 2, 1 << 7, 1 << 5
+SAMPLE_IDENTIFIER = 1 << 16
 FLAG_DISABLED, FLAG_INHERIT, FLAG_FREQ = 1 << 0, 1 << 1, 1 << 10
 FLAG_SAMPLE_ID_ALL, FLAG_USE_CLOCKID, FLAG_CONTEXT_SWITCH = 1 << 18, 1 << 25, 1 << 26
 RECORD_LOST, RECORD_SAMPLE, RECORD_SWITCH = 2, 9, 14
 MISC_SWITCH_OUT, MISC_SWITCH_OUT_PREEMPT = 1 << 13, 1 << 14
 CONTEXT_KERNEL, CONTEXT_USER = 2**64 - 128, 2**64 - 512
 _IOC_SET_OUTPUT = 0x2405
+_IOC_ID = 0x80082407  # _IOR('$', 7, __u64 *)
+UPROBE_PMU = "/sys/bus/event_source/devices/uprobe"
 CLOCK_MONOTONIC = 1
 
 
@@ -58,6 +61,33 @@ def open_event(attr: Attr, pid: int, cpu: int) -> int:
 def cpu_clock(hz: int) -> Attr:
     """A ``cpu-clock`` software event sampling at ``hz`` (for a BPF program to attach to)."""
     return Attr(type=TYPE_SOFTWARE, config=0, sample_period=hz, flags=FLAG_FREQ)
+
+
+def uprobe(path: bytes, offset: int, ret: bool) -> Attr:
+    """A uprobe (``ret``: a uretprobe) on the function at file ``offset`` of ``path``.
+
+    Through the ``uprobe`` PMU (kernel 4.17+, no tracefs): ``config1`` points at the path
+    and ``config2`` is the offset; the retprobe bit is where the PMU's ``format/retprobe``
+    says. ``path`` must stay alive until the event is opened. Raises ``OSError`` when the
+    PMU is missing.
+    """
+    with open(f"{UPROBE_PMU}/type") as f:
+        pmu = int(f.read())
+    with open(f"{UPROBE_PMU}/format/retprobe") as f:
+        bit = int(f.read().strip().split(":")[1])  # "config:0"
+    return Attr(
+        type=pmu, config=(1 << bit) if ret else 0, sample_period=1,
+        config1=ctypes.cast(ctypes.c_char_p(path), ctypes.c_void_p).value, config2=offset,
+    )  # fmt: skip
+
+
+def event_id(fd: int) -> int:
+    """The kernel's id of an event (``SAMPLE_IDENTIFIER`` in its records)."""
+    import fcntl
+
+    buf = bytearray(8)
+    fcntl.ioctl(fd, _IOC_ID, buf)
+    return struct.unpack("<Q", buf)[0]
 
 
 def tracepoint_id(category: str, name: str) -> int:

@@ -226,6 +226,11 @@ class ProcessSymbols:
             return self._maps[i]
         return None
 
+    def path_of(self, addr: int) -> str | None:
+        """The file mapped executable at ``addr``, or None (maps as last read)."""
+        m = self._mapping(addr)
+        return m.path if m is not None else None
+
     def _jit(self, addr: int) -> str | None:
         if self._perf_map is None:
             entries: list[tuple[int, int, str]] = []

@@ -3,7 +3,9 @@
 Tiers, best first: ``bpf`` (exact intervals, kernel+user stacks, on-CPU sampling),
 ``perf`` (exact switch times and switch-out callchains from perf events; no wakeup split)
 and ``proc`` (sampled /proc; exact on-CPU and run-queue totals, blocked reason and kernel
-stack as seen at each sample). ``auto`` takes the best one that starts.
+stack as seen at each sample). ``auto`` takes the best one that starts. GPU waits (time
+inside CUDA's blocking calls): uprobes in ``bpf`` and ``perf`` (blocked, spinning and
+preempted), a user-stack check of blocked threads in ``proc`` (blocked only).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import inspect
 import os
 from dataclasses import dataclass
 
-from gtop.collectors import pystacks
+from gtop.collectors import perf_events, pystacks
 from gtop.collectors.threads_base import ThreadCollector
 from gtop.pipeline.hub import Hub
 
@@ -84,6 +86,8 @@ def _check_perf() -> TierStatus:
     )
     if not tracefs and not _has(_CAP_SYS_ADMIN):
         missing.append("tracefs mounted at /sys/kernel/tracing (or CAP_SYS_ADMIN to mount it)")
+    if not missing and not os.path.exists(f"{perf_events.UPROBE_PMU}/type"):
+        return TierStatus("perf", True, "GPU waits need the uprobe PMU (kernel 4.17+)")
     return TierStatus("perf", not missing, ", ".join(missing))
 
 
@@ -91,9 +95,12 @@ def _check_proc() -> TierStatus:
     tid = os.getpid()
     if not os.path.exists(f"/proc/{tid}/task/{tid}/schedstat"):
         return TierStatus("proc", False, "a kernel with CONFIG_SCHED_INFO (/proc/*/schedstat)")
-    needs = ""
+    needs = "GPU waits: blocked ones only"
     if not (_has(_CAP_SYS_PTRACE) and _has(_CAP_SYS_ADMIN)):
-        needs = "kernel stacks need CAP_SYS_PTRACE and CAP_SYS_ADMIN (/proc/TID/stack)"
+        needs = (
+            "kernel stacks and GPU waits need CAP_SYS_PTRACE and CAP_SYS_ADMIN "
+            "(/proc/TID/stack, /proc/TID/mem)"
+        )
     return TierStatus("proc", True, needs)
 
 

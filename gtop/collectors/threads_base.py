@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gtop.collectors import proctree
+from gtop.collectors import proctree, pystacks
 from gtop.collectors.pystacks import PyStackSampler
 from gtop.collectors.stacktable import KERNEL, NATIVE, PYTHON, StackTable
 from gtop.pipeline.hub import Entity, Hub
-from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, ThreadState
+from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 SAMPLE_JOIN_NS = 25_000_000
 """An on-CPU sample takes the Python stack of a dump at most this far from it."""
@@ -72,6 +72,7 @@ class ThreadCollector:
         self._base: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self._base_ids: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
         self._final: dict[tuple[int, int], int] = {}
+        self._carry_last: dict[tuple, tuple[int, int]] = {}
         self._pending = {
             THREAD_STATE.name: THREAD_STATE.empty(),
             CPU_SAMPLE.name: CPU_SAMPLE.empty(),
@@ -176,12 +177,33 @@ class ThreadCollector:
                 t0, t1 = out["t_ns"] - SAMPLE_JOIN_NS, out["t_ns"] + SAMPLE_JOIN_NS
                 running = np.ones(len(out), bool)
             py = self.py.match(out["tid"], t0, t1, running) if self.py else np.full(len(out), -1)
+            if stream == THREAD_STATE.name and self.py is not None:
+                py = self._carry(out, py)
             out["stack_id"] = self._merge(out["stack_id"].astype(np.int64), py)
             if stream == THREAD_STATE.name:
                 self.status.intervals += len(out)
             else:
                 self.status.samples += len(out)
             self.hub.publish(stream, out)
+
+    def _carry(self, rows: np.ndarray, py: np.ndarray) -> np.ndarray:
+        """Python frames for waits no dump landed in (:func:`pystacks.carry`).
+
+        Waits only: blocked and runnable intervals, and on-CPU time inside a GPU call
+        (``GPU_WAIT``); other on-CPU time moves between Python calls too fast to carry.
+        """
+        waits = np.flatnonzero(
+            (rows["state"] != ThreadState.ON_CPU) | (rows["reason"] != BlockReason.NONE)
+        )
+        w = rows[waits]
+        key = np.stack([w["tid"], w["state"], w["reason"], w["stack_id"]], axis=1)
+        out = py.copy()
+        out[waits] = pystacks.carry(
+            key.astype(np.int64), w["t_ns"], w["end_ns"], py[waits], self._carry_last
+        )
+        carried = int(((out >= 0) & (py < 0)).sum())
+        self.status.detail["py_carried"] = int(self.status.detail.get("py_carried", 0)) + carried
+        return out
 
     def _merge(self, base: np.ndarray, py: np.ndarray) -> np.ndarray:
         """Final stack ids: Python frames, then the native leaf, then kernel frames."""

@@ -8,6 +8,15 @@ CPU, so its callchain is where the thread blocked; the blocked reason is read fr
 kernel frames. Without a wakeup event, run-queue time after a wakeup counts as blocked;
 preempted threads count as runnable. Needs CAP_PERFMON (or perf_event_paranoid <= 1) and
 tracefs.
+
+GPU waits: once a target process maps the CUDA runtime or driver, a uprobe and a
+uretprobe (the ``uprobe`` PMU, one event per CPU for all processes mapping the file,
+records filtered to the target's threads) on each blocking call of the BPF tier's list
+(:data:`~gtop.collectors.threads_bpf.CUDA_WAITS`) mark time inside the call
+``GPU_WAIT``: blocked, on CPU (spinning) and runnable (preempted in it), as the BPF tier
+does. Costs two events per function per CPU (file descriptors) and a few microseconds
+per probed call; system-wide uprobes need CAP_PERFMON (or perf_event_paranoid <= 0), and
+a refusal is counted in ``status.errors["uprobe"]``, not fatal.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from gtop.collectors import blockreason, perf_events, proctree
+from gtop.collectors import blockreason, perf_events, proctree, symbols
 from gtop.collectors.perf_events import (
     CONTEXT_KERNEL,
     CONTEXT_USER,
@@ -32,9 +41,12 @@ from gtop.collectors.perf_events import (
 )  # fmt: skip
 from gtop.collectors.symbols import Symbolizer
 from gtop.collectors.threads_base import ThreadCollector
+from gtop.collectors.threads_bpf import CUDA_WAITS
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 _SAMPLE_TYPE = perf_events.SAMPLE_TID | perf_events.SAMPLE_TIME | perf_events.SAMPLE_CPU
+_PROBE_TYPE = perf_events.SAMPLE_IDENTIFIER | perf_events.SAMPLE_TID | perf_events.SAMPLE_TIME
+RECORD_GPU_ENTER, RECORD_GPU_EXIT = -1, -2  # our kinds for uprobe / uretprobe samples
 
 
 @dataclass
@@ -46,6 +58,7 @@ class _Thread:
     reason: int = BlockReason.NONE
     stack: int = -1
     next_stack: tuple[int, int] = (-1, BlockReason.OTHER)  # from the switch-out sample
+    gpu_depth: int = 0  # nested probed GPU calls it is inside
 
 
 def ensure_tracefs() -> None:
@@ -61,8 +74,18 @@ class PerfThreadCollector(ThreadCollector):
 
     tier = "perf"
 
-    def __init__(self, hub, pid: int, *, sample_hz: int = 99, **kw) -> None:
+    def __init__(
+        self, hub, pid: int, *, sample_hz: int = 99,
+        gpu_waits: dict[str, list[str]] | None = None, **kw,
+    ) -> None:  # fmt: skip
+        """``gpu_waits`` maps a library name to its blocking calls (default: the BPF
+        tier's :data:`CUDA_WAITS`)."""
         super().__init__(hub, pid, **kw)
+        self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
+        self._probed: set[str] = set()
+        self._probe_check: dict[int, float] = {}
+        self._probe_rings: list[PerfRing | None] = []  # uprobe records, per CPU
+        self._probe_ids: dict[int, int] = {}  # event id -> RECORD_GPU_ENTER / EXIT
         self.ncpu = os.cpu_count() or 1
         self.sample_hz = sample_hz
         self._fds: list[int] = []
@@ -134,6 +157,52 @@ class PerfThreadCollector(ThreadCollector):
     def _tree_changed(self, table: dict[int, int]) -> None:
         if self._syms is not None:
             self._open_threads({t: p for t, p in table.items() if t not in self._threads})
+            self._probe_gpu_waits(set(table.values()))
+
+    def _probe_gpu_waits(self, pids: set[int]) -> None:
+        """Uprobes on the GPU-wait calls of libraries a target process has mapped."""
+        now = time.monotonic()
+        for pid in pids:
+            if now - self._probe_check.get(pid, 0.0) < 2.0:
+                continue  # a process maps libcuda once CUDA starts: look again later
+            self._probe_check[pid] = now
+            for lib, funcs in self.gpu_waits.items():
+                for path in symbols.mapped_files(pid, lib) - self._probed:
+                    self._probed.add(path)  # system-wide: once per file, for every process
+                    for offset in symbols.function_offsets(path, funcs).values():
+                        try:
+                            self._open_uprobe(path, offset)
+                        except OSError as exc:
+                            self.status.errors["uprobe"] = self.status.errors.get("uprobe", 0) + 1
+                            self.status.last_error = str(exc)
+                            continue
+                        probes = int(self.status.detail.get("gpu_wait_probes", 0)) + 1
+                        self.status.detail["gpu_wait_probes"] = probes
+                        libs = set(self.status.detail.get("gpu_wait_libs", []))
+                        self.status.detail["gpu_wait_libs"] = sorted(
+                            libs | {os.path.basename(path)}
+                        )
+
+    def _open_uprobe(self, path: str, offset: int) -> None:
+        """An entry and a return probe on every CPU, into the per-CPU probe rings."""
+        raw = path.encode()
+        fds: list[int] = []  # closed in _close, also on failure (a ring may be backed by one)
+        try:
+            for ret, kind in ((False, RECORD_GPU_ENTER), (True, RECORD_GPU_EXIT)):
+                for cpu in range(self.ncpu):
+                    attr = perf_events.uprobe(raw, offset, ret)
+                    attr.sample_type = _PROBE_TYPE
+                    attr.flags = perf_events.FLAG_USE_CLOCKID | perf_events.FLAG_SAMPLE_ID_ALL
+                    attr.clockid = perf_events.CLOCK_MONOTONIC
+                    fd = perf_events.open_event(attr, -1, cpu)
+                    fds.append(fd)
+                    self._probe_ids[perf_events.event_id(fd)] = kind
+                    if len(self._probe_rings) <= cpu:
+                        self._probe_rings.append(PerfRing(fd, pages=16))
+                    else:
+                        self._probe_rings[cpu].redirect(fd)
+        finally:
+            self._fds.extend(fds)
 
     # --- reading -------------------------------------------------------------------------
     def _poll(self, final: bool) -> None:
@@ -149,25 +218,38 @@ class PerfThreadCollector(ThreadCollector):
         records = []
         for ring in self._rings:
             records.extend(self._parse(ring.read()))
+        for ring in self._probe_rings:
+            records.extend(self._parse_probes(ring.read()))
         records.sort(key=lambda r: r[0])
         for t, kind, tid, pid, misc, stack in records:
             th = self._threads.get(tid)
-            if th is None:  # a thread created after open, followed through inherit
+            if th is None:
+                if kind < 0:
+                    continue  # a probed call of a process we do not follow
+                # a thread created after open, followed through inherit
                 th = self._threads[tid] = _Thread(pid, on=True, since=t)
-            if kind == RECORD_SAMPLE:
+            gpu = BlockReason.GPU_WAIT if th.gpu_depth else BlockReason.NONE
+            if kind in (RECORD_GPU_ENTER, RECORD_GPU_EXIT):
+                th.gpu_depth = max(th.gpu_depth + (1 if kind == RECORD_GPU_ENTER else -1), 0)
+                if th.on and (th.gpu_depth > 0) != (gpu == BlockReason.GPU_WAIT):
+                    self._emit(tid, th, t)  # on-CPU time inside the call is GPU_WAIT
+                    th.reason = BlockReason.GPU_WAIT if th.gpu_depth else BlockReason.NONE
+            elif kind == RECORD_SAMPLE:
                 th.next_stack = stack
             elif misc & MISC_SWITCH_OUT:
                 self._emit(tid, th, t)
                 th.on = False
                 if misc & MISC_SWITCH_OUT_PREEMPT:
-                    th.state, th.reason = ThreadState.RUNNABLE, BlockReason.NONE
+                    th.state, th.reason = ThreadState.RUNNABLE, gpu
                     th.stack = th.next_stack[0]
                 else:
                     th.state = ThreadState.BLOCKED
                     th.stack, th.reason = th.next_stack
+                    if gpu:
+                        th.reason = gpu
             else:
                 self._emit(tid, th, t)
-                th.on, th.state, th.reason, th.stack = True, ThreadState.ON_CPU, 0, -1
+                th.on, th.state, th.reason, th.stack = True, ThreadState.ON_CPU, gpu, -1
         now = time.monotonic_ns()
         for tid, th in list(self._threads.items()):
             if tid in self.threads or final:
@@ -204,6 +286,21 @@ class PerfThreadCollector(ThreadCollector):
                 self.status.lost_events += struct.unpack_from("<QQ", data, body)[1]
             off += size
 
+    def _parse_probes(self, data: bytes):
+        """(time, GPU enter/exit kind, tid, pid, 0, None) per uprobe sample."""
+        off = 0
+        while off + 8 <= len(data):
+            kind, _misc, size = struct.unpack_from("<IHH", data, off)
+            if size == 0:
+                break
+            if kind == RECORD_SAMPLE:
+                ident, pid, tid, t = struct.unpack_from("<QIIQ", data, off + 8)
+                if ident in self._probe_ids:
+                    yield t, self._probe_ids[ident], tid, pid, 0, None
+            elif kind == RECORD_LOST:
+                self.status.lost_events += struct.unpack_from("<QQ", data, off + 8)[1]
+            off += size
+
     def _stack(self, pid: int, ips: tuple[int, ...]) -> tuple[int, int]:
         """Base stack id and blocked reason of a callchain (context markers split it)."""
         hit = self._stack_cache.get((pid, ips))
@@ -222,8 +319,8 @@ class PerfThreadCollector(ThreadCollector):
         return hit
 
     def _close(self) -> None:
-        for ring in self._rings + self._sample_rings:
+        for ring in self._rings + self._sample_rings + self._probe_rings:
             ring.close()
         for fd in self._fds:
             os.close(fd)
-        self._rings, self._sample_rings, self._fds = [], [], []
+        self._rings, self._sample_rings, self._probe_rings, self._fds = [], [], [], []

@@ -6,6 +6,15 @@ period, classified by the syscall (or wait channel) seen at the sample. Where in
 period each state fell is not known, so each period is laid out as up to three intervals:
 the state the thread is in at the sample goes last. Files stay open and are re-read with
 ``pread`` at offset 0 (seq_file regenerates them), which keeps a sample to a few syscalls.
+
+GPU waits: a blocked thread of a process that maps the CUDA runtime or driver is in a
+GPU wait when its ``syscall`` file's user program counter, or a return address among the
+first :data:`SCAN_BYTES` of its user stack (from the stack pointer, read through
+``/proc/PID/mem``), lies inside one of the blocking calls the BPF tier probes
+(:data:`~gtop.collectors.threads_bpf.CUDA_WAITS`); the driver's waits are syscalls made
+through libc, so the program counter alone is in libc. Only blocked time is seen so: a
+call spinning on CPU is on-CPU time here. A stale return address left in an
+uninitialised slot of a live frame could mislabel a wait; the bound keeps it rare.
 """
 
 from __future__ import annotations
@@ -17,12 +26,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gtop.collectors import blockreason
+from gtop.collectors import blockreason, symbols
 from gtop.collectors.proctree import kernel_frames
 from gtop.collectors.threads_base import ThreadCollector
+from gtop.collectors.threads_bpf import CUDA_WAITS
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 _FILES = ("schedstat", "stat", "syscall", "wchan", "stack")
+SCAN_BYTES = 4096
+"""How much of a blocked thread's user stack is searched for a GPU call's return address."""
 
 
 @dataclass
@@ -46,8 +58,15 @@ class ProcThreadCollector(ThreadCollector):
 
     tier = "proc"
 
-    def __init__(self, hub, pid: int, *, period_s: float = 0.01, **kw) -> None:
+    def __init__(
+        self, hub, pid: int, *, period_s: float = 0.01,
+        gpu_waits: dict[str, list[str]] | None = None, **kw,
+    ) -> None:  # fmt: skip
+        """``gpu_waits`` maps a library name to its blocking calls (default: the BPF
+        tier's :data:`CUDA_WAITS`)."""
         super().__init__(hub, pid, period_s=period_s, **kw)
+        self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
+        self._gpu_procs: dict[int, tuple[float, symbols.ProcessSymbols | None]] = {}
         self.join_margin_ns = int(period_s * 1.2e9)  # a period, plus jitter
         self._state: dict[int, _Thread] = {}
         self._rows: list[tuple] = []
@@ -91,6 +110,10 @@ class ProcThreadCollector(ThreadCollector):
                 nr = int(sc[0]) if sc and sc[0].lstrip("-").isdigit() else -1
                 wchan = _pread(th.fds["wchan"]) if "wchan" in th.fds else ""
                 reason = blockreason.classify(nr, wchan, kstack)
+                if len(sc) >= 3 and self._in_gpu_call(
+                    th.pid, tid, int(sc[-1], 16), int(sc[-2], 16)
+                ):
+                    reason = BlockReason.GPU_WAIT
         except (OSError, ValueError, IndexError):
             self._drop(tid)  # the thread exited between two samples
             return
@@ -118,6 +141,34 @@ class ProcThreadCollector(ThreadCollector):
         th.run_ns, th.delay_ns = run_ns, delay_ns
         if blocked:
             th.reason, th.stack = reason, stack
+
+    def _in_gpu_call(self, pid: int, tid: int, pc: int, sp: int) -> bool:
+        """Whether a blocked thread's program counter or stack is inside a GPU-wait call."""
+        now = time.monotonic()
+        at, syms = self._gpu_procs.get(pid, (-10.0, None))
+        if now - at > 2.0:  # a process maps libcuda once CUDA starts: look again later
+            mapped = any(symbols.mapped_files(pid, lib) for lib in self.gpu_waits)
+            syms = symbols.ProcessSymbols(pid) if mapped else None
+            self._gpu_procs[pid] = (now, syms)
+        if syms is None:
+            return False
+        addrs = [pc]
+        try:
+            with open(f"/proc/{pid}/task/{tid}/mem", "rb", buffering=0) as f:
+                f.seek(sp)
+                data = f.read(SCAN_BYTES)
+            addrs += np.frombuffer(data[: len(data) // 8 * 8], "<u8").tolist()
+        except (OSError, ValueError, OverflowError):
+            pass  # no ptrace access: the program counter only
+        for addr in addrs:
+            path = syms.path_of(addr)
+            if path is None:
+                continue
+            base = os.path.basename(path)
+            funcs = next((f for lib, f in self.gpu_waits.items() if lib in base), None)
+            if funcs and syms.resolve([addr])[0] in funcs:
+                return True
+        return False
 
     def _append(self, th: _Thread, row: tuple) -> None:
         """Add a row, or extend the thread's previous one when it continues it."""

@@ -7,6 +7,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,42 @@ from gtop.pipeline.hub import Hub
 from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, ThreadState
 
 TARGET = Path(__file__).parent / "targets" / "phases.py"
+FAKE_CUDA = Path(__file__).parent / "targets" / "fake_cuda.py"
+
+_COMMON = r"""
+#include <time.h>
+static void nap(void) { struct timespec t = {0, 20000000}; nanosleep(&t, 0); }
+static void spin(void) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 20000000L);
+}
+"""
+FAKE_CUDA_LIBS = {
+    "libcudart.so.13": _COMMON + r"""
+int cudaStreamSynchronize(void *stream) { nap(); return 0; }
+int cudaDeviceSynchronize(void) { spin(); return 0; }
+""",
+    "libcuda.so.1": _COMMON + r"""
+int cuStreamSynchronize_ptsz(void *stream) { nap(); return 0; }
+""",
+}  # fmt: skip
+"""Real shared libraries exporting the runtime's and the driver's synchronising calls,
+for the :data:`FAKE_CUDA` target: each call sleeps (blocked) or spins for 20 ms."""
+
+
+def build_fake_cuda(folder: Path) -> Path:
+    """Compile :data:`FAKE_CUDA_LIBS` into ``folder`` with gcc; returns ``folder``."""
+    if shutil.which("gcc") is None:
+        pytest.fail("gcc missing: CI must install it")
+    for name, source in FAKE_CUDA_LIBS.items():
+        (folder / f"{name}.c").write_text(source)
+        subprocess.run(
+            ["gcc", "-O1", "-shared", "-fPIC", "-o", str(folder / name), str(folder / f"{name}.c")],
+            check=True,
+        )  # fmt: skip
+    return folder
 
 
 def _die_with_parent() -> None:

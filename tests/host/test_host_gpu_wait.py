@@ -4,52 +4,20 @@ ctypes. The uprobe path is the one a real libcudart/libcuda takes."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from host_harness import collect, target
+from host_harness import FAKE_CUDA, build_fake_cuda, collect, target
 
 from gtop.collectors import symbols
 from gtop.collectors.threads_bpf import CUDA_WAITS, BpfThreadCollector
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
-FAKE_CUDA = Path(__file__).parent / "targets" / "fake_cuda.py"
-
-_COMMON = r"""
-#include <time.h>
-static void nap(void) { struct timespec t = {0, 20000000}; nanosleep(&t, 0); }
-static void spin(void) {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do clock_gettime(CLOCK_MONOTONIC, &b);
-    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 20000000L);
-}
-"""
-LIBS = {
-    "libcudart.so.13": _COMMON + r"""
-int cudaStreamSynchronize(void *stream) { nap(); return 0; }
-int cudaDeviceSynchronize(void) { spin(); return 0; }
-""",
-    "libcuda.so.1": _COMMON + r"""
-int cuStreamSynchronize_ptsz(void *stream) { nap(); return 0; }
-""",
-}  # fmt: skip
-
 
 @pytest.fixture(scope="module")
 def gpu_wait_run(tmp_path_factory):
-    if shutil.which("gcc") is None:
-        pytest.fail("gcc missing: CI must install it")
-    folder = tmp_path_factory.mktemp("fakecuda")
-    for name, source in LIBS.items():
-        (folder / f"{name}.c").write_text(source)
-        subprocess.run(
-            ["gcc", "-O1", "-shared", "-fPIC", "-o", str(folder / name), str(folder / f"{name}.c")],
-            check=True,
-        )  # fmt: skip
+    folder = build_fake_cuda(tmp_path_factory.mktemp("fakecuda"))
     with target(FAKE_CUDA, str(folder)) as (_proc, info):
         run = collect(
             lambda hub, pid: _started(BpfThreadCollector(hub, pid, python_stacks=False)),

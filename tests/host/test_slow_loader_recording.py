@@ -7,7 +7,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from gtop.analysis.threads import carry_python
+from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.recordings.reader import Recording
 
 BENCH = Path(__file__).parents[2] / "benchmarks"
 
@@ -33,7 +38,46 @@ def checks() -> dict[str, float]:
         "workers_io_kernel_frames",  # blocked under vfs_read in the workers
         "main_waits_on_loader_queue",  # main thread off-CPU under DataLoader's _get_data
         "main_waits_on_gpu_sync",  # main thread inside the CUDA runtime's copy/sync calls
+        pytest.param(
+            "main_gpu_sync_python_frames",  # ... under train_step's Python frames
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="recaptured with --gpu-ms needed: in this recording the GPU finishes "
+                "each step before the host syncs, so its 170 sync calls last about 20 us each ("
+                "2.7 ms in all) on CPU, and no py-spy read falls in one to carry frames from; "
+                "gpu_session.sh slow-loader now runs the workload with --gpu-ms 30",
+            ),
+        ),
     ],
 )
 def test_flamegraph_shows(checks: dict[str, float], what: str) -> None:
     assert checks[what] > 0, checks
+
+
+def test_main_thread_loader_queue_waits_carry_python_frames():
+    """py-spy read the main thread in 33 of its 178 loader-queue polls; the others take
+    those frames (pystacks.carry), so nearly all of the wait shows where Python waited."""
+    with Recording(BENCH.parent / "recordings/slow_loader.gtop") as rec:
+        intervals = rec.read("thread_state")
+        stacks = {int(e.key): e.value for e in rec.entities("stack")}
+        main = int(rec.meta["target"]["pid"])
+    carried, stacks2 = carry_python(intervals, stacks)
+    polls = (
+        (intervals["tid"] == main)
+        & (intervals["state"] == ThreadState.BLOCKED)
+        & (intervals["reason"] == BlockReason.POLL)
+    )
+    dur = (intervals["end_ns"] - intervals["t_ns"])[polls]
+
+    def framed(table, sids) -> np.ndarray:
+        names = ("main (slow_loader_train.py)", "_MultiProcessingDataLoaderIter._get_data")
+        return np.array(
+            [
+                all(any(n in f for f in table.get(int(s), {"frames": []})["frames"]) for n in names)
+                for s in sids
+            ]
+        )
+
+    before = dur[framed(stacks, intervals["stack_id"][polls])].sum() / dur.sum()
+    after = dur[framed(stacks2, carried["stack_id"][polls])].sum() / dur.sum()
+    assert before < 0.3 < 0.95 < after, (before, after)

@@ -1,0 +1,92 @@
+"""GPU waits in the perf and /proc tiers, and their Python frames, without a GPU.
+
+The same real shared libraries and target as ``test_host_gpu_wait.py`` (the BPF tier):
+each loop of the target's main thread blocks 20 ms in ``cudaStreamSynchronize``, runs
+20 ms of Python, spins 20 ms in ``cudaDeviceSynchronize``, sleeps 20 ms in
+``time.sleep`` and blocks 20 ms in ``cuStreamSynchronize_ptsz``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from host_harness import FAKE_CUDA, build_fake_cuda, collect, target
+
+from gtop.collectors.threads_bpf import BpfThreadCollector
+from gtop.collectors.threads_perf import PerfThreadCollector
+from gtop.collectors.threads_proc import ProcThreadCollector
+from gtop.pipeline.layouts import BlockReason, ThreadState
+
+TIERS = {"perf": PerfThreadCollector, "proc": ProcThreadCollector, "bpf": BpfThreadCollector}
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory):
+    return build_fake_cuda(tmp_path_factory.mktemp("fakecuda"))
+
+
+def _run(libs, tier: str, **kw):
+    def make(hub, pid):
+        col = TIERS[tier](hub, pid, **kw)
+        col.start()
+        return col
+
+    with target(FAKE_CUDA, str(libs)) as (_proc, info):
+        run = collect(make, info["pid"], [info["tid"]], window_s=2.0, warmup_s=0.6)
+    return info, run
+
+
+def _share(run, tid: int, state: ThreadState, reason: BlockReason) -> float:
+    rows = run.intervals[
+        (run.intervals["tid"] == tid)
+        & (run.intervals["state"] == state)
+        & (run.intervals["reason"] == reason)
+    ]
+    a, b = np.clip(rows["t_ns"], run.t0, run.t1), np.clip(rows["end_ns"], run.t0, run.t1)
+    return float((b - a).sum()) / (run.t1 - run.t0)
+
+
+def test_perf_tier_marks_time_inside_sync_calls_with_uprobes(libs):
+    info, run = _run(libs, "perf", python_stacks=False)
+    st = run.collector.status
+    assert st.detail.get("gpu_wait_probes") == 3, st
+    assert st.detail["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"], st
+    assert "uprobe" not in st.errors, st.last_error
+    tid = info["tid"]
+    gpu = _share(run, tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
+    sleep = _share(run, tid, ThreadState.BLOCKED, BlockReason.SLEEP)
+    spin = _share(run, tid, ThreadState.ON_CPU, BlockReason.GPU_WAIT)
+    spin += _share(run, tid, ThreadState.RUNNABLE, BlockReason.GPU_WAIT)
+    app = _share(run, tid, ThreadState.ON_CPU, BlockReason.NONE)
+    # 2 of 5 phases blocked in sync calls, 1 in time.sleep, 1 spinning in a sync call
+    assert 0.3 < gpu < 0.45, (gpu, sleep, spin, app)
+    assert 0.12 < sleep < 0.25, (gpu, sleep, spin, app)
+    assert 0.12 < spin < 0.25, (gpu, sleep, spin, app)
+    assert 0.08 < app < 0.30, (gpu, sleep, spin, app)
+
+
+def test_proc_tier_sees_blocked_sync_calls_on_the_user_stack(libs):
+    info, run = _run(libs, "proc", python_stacks=False)
+    tid = info["tid"]
+    gpu = _share(run, tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
+    sleep = _share(run, tid, ThreadState.BLOCKED, BlockReason.SLEEP)
+    # sampled every 10 ms: each state's time is exact per period, its reason as sampled
+    assert 0.25 < gpu < 0.5, (gpu, sleep)
+    assert 0.08 < sleep < 0.3, (gpu, sleep)
+
+
+def test_gpu_waits_carry_the_python_frames_of_the_call(libs):
+    """py-spy reads the thread a few times a second; waits no read landed in take the
+    frames of a sampled wait in the same place (pystacks.carry)."""
+    info, run = _run(libs, "bpf", py_rate_hz=10)
+    rows = run.intervals[
+        (run.intervals["tid"] == info["tid"])
+        & (run.intervals["state"] == ThreadState.BLOCKED)
+        & (run.intervals["reason"] == BlockReason.GPU_WAIT)
+    ]
+    dur = (rows["end_ns"] - rows["t_ns"]).astype(float)
+    framed = np.array(
+        [any("main (fake_cuda.py)" in f for f in run.frames(s)) for s in rows["stack_id"]]
+    )
+    assert len(rows) and dur[framed].sum() / dur.sum() > 0.8, (framed.mean(), run.collector.status)
+    assert run.collector.status.detail.get("py_carried", 0) > 0, run.collector.status
