@@ -165,6 +165,32 @@ def test_tensorop_counts_and_times_each_class() -> None:
     assert (rec["exit_clock"], rec["exit_ns"], rec["warp"], rec["smid"]) == (2000, 777_000, 1, 3)
 
 
+WGMMA = "\twgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%f1}, %rd1, %rd2, 1, 1, 1;"
+WAIT = "\twgmma.wait_group.sync.aligned 0;"
+
+
+def test_tensorop_times_wgmma_from_issue_to_wait() -> None:
+    """wgmma is counted per instruction and timed per span: from the first wgmma issued
+    while no span is open to the end of the next wait_group."""
+    body = "\n".join([WGMMA, WGMMA, WAIT, WGMMA, WAIT, "\tret;"]) + "\n"
+    entry, *sites, exit_ = blocks(body, "tensorop")
+    # span-opening wgmma, counted wgmma, wait (before, after), span-opening wgmma, wait
+    assert len(sites) == 7
+    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
+    w = Warp(warp=2, smid=1)
+    run(entry, w, dev)
+    for clock, code in zip([100, 105, 110, 400, 500, 520, 900], sites, strict=True):
+        w.clock = clock
+        run(code, w, dev)
+    w.clock, w.globaltimer = 1000, 5_000
+    run(exit_, w, dev)
+    (rec,), drops = decode("tensorop", dev, ring=False)
+    assert drops == 0
+    assert rec["count"][0] == 3 and rec["cycles"][0] == (400 - 100) + (900 - 500)
+    assert (rec["wait_cycles"], rec["wait_count"]) == ((400 - 110) + (900 - 520), 2)
+    assert (rec["first_clock"], rec["last_clock"]) == (100, 900)
+
+
 @pytest.mark.parametrize("level", [Level.THREAD, Level.WARP])
 def test_mem_trace_records_address_width_and_direction(level: Level) -> None:
     body = "\tld.global.v2.u32 {%r1, %r2}, [%rd1+8];\n\tst.global.u16 [%rd1], %r1;\n\tret;\n"
