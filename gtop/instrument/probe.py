@@ -72,6 +72,8 @@ class Tracepoint:
     # instructions (a regex on opcodes) that end a run of this tracepoint's sites for
     # Site.follows, as a branch target or a block end does
     breaks: str = ""
+    # only count the matching instructions in the module header: nothing is inserted
+    count_only: bool = False
     # A snippet may render as "" for a site it has nothing to do at: nothing is inserted
     # there and the site is not counted.
 

@@ -162,6 +162,10 @@ class _Plan:
                     follows = False
                 if not hit:
                     continue
+                label = tp.name or tp.at
+                if tp.count_only:
+                    sites[label] = sites.get(label, 0) + 1
+                    continue
                 cls = self._class(st, classes, fn.name)
                 site = Site(
                     kid,
@@ -181,7 +185,6 @@ class _Plan:
                 if not code.strip():
                     continue
                 self._place(st, tp.after, self._render(_guard(st) + code), fn.name)
-                label = tp.name or tp.at
                 sites[label] = sites.get(label, 0) + 1
         self.after.setdefault(fn.open, []).extend(head)
         return KernelInfo(fn.name, kid, sites, classes)

@@ -11,6 +11,7 @@ from gtop.instrument.probe import Level, MapKind
 from gtop.instrument.probes import PROBES
 from gtop.instrument.rewrite import instrument
 
+from .helpers import CORPUS
 from .warp_sim import BUF_BASE, Device, Warp, run
 
 HEAD = """\
@@ -212,6 +213,37 @@ def test_mem_trace_records_address_width_and_direction(level: Level) -> None:
     assert (
         (rec["smid"] == 5).all() and (rec["time_ns"] == 9000).all() and (rec["clock"] == 40).all()
     )
+
+
+def test_mem_trace_records_wmma_tiles_once_per_warp() -> None:
+    """wmma.load/store (as nvcc emits them) are warp-wide: one record per warp, with the
+    tile's base address and its whole size."""
+    body = (
+        "\twmma.load.a.sync.aligned.row.m16n16k16.global.f16 "
+        "{%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1], %r9;\n"
+        "\twmma.store.d.sync.aligned.row.m16n16k16.global.f32 "
+        "[%rd2+64], {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, %r9;\n\tret;\n"
+    )
+    entry, load, store = blocks(body, "mem_trace")  # thread level by default
+    dev = Device(capacity=64, record_size=32)
+    w = Warp(smid=2)
+    for lane in range(32):
+        w.regs[lane].update({"%rd1": 0x7000_0000, "%rd2": 0x7100_0000})
+    for code in (entry, load, store):
+        run(code, w, dev)
+    rec, drops = decode("mem_trace", dev)
+    assert drops == 0 and len(rec) == 2
+    assert rec["addr"].tolist() == [0x7000_0000, 0x7100_0040]
+    assert rec["width"].tolist() == [16 * 16 * 2, 16 * 16 * 4]
+    assert rec["is_store"].tolist() == [0, 1]
+
+
+def test_mem_trace_counts_the_tensor_copies_it_cannot_trace() -> None:
+    text = (CORPUS / "triton_matmul_tma.ptx").read_text()
+    (kernel,) = instrument(ptx.parse(text), PROBES["mem_trace"]).kernels
+    copies = text.count("cp.async.bulk.tensor")
+    assert copies > 0 and kernel.sites["untraced_tensor_copy"] == copies
+    assert "access" not in kernel.sites  # TMA alone moves this kernel's tiles
 
 
 def test_mem_trace_sampling_keeps_one_in_n_spread_over_threads() -> None:
