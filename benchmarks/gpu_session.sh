@@ -39,6 +39,9 @@ for step in $steps; do
             python3 benchmarks/capture_probe_recording.py "$OUT/probes_triton.gtop" --npz "$OUT/probes.npz" ;;
     probes-verify) limit 280 python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument \
                      >"$OUT/probe_tests.txt" 2>&1; tail -25 "$OUT/probe_tests.txt"
+                   limit 420 python3 -m pytest -m gpu -q -p no:cacheprovider \
+                     tests/agent/test_gpu_probe_agent.py >"$OUT/probe_agent_test.txt" 2>&1
+                   tail -25 "$OUT/probe_agent_test.txt"
                    limit 300 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json" ;;
     host) (cd benchmarks && python3 host_gpu_check.py "$OUT/host" --seconds 20)
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;

@@ -1,17 +1,19 @@
 """PTX building blocks shared by probes: ids, the writing lane, record slots and stores,
 and the host-side reader of the record buffer.
 
-Module-scope globals (set by the host through ``cuModuleGetGlobal``):
+Module-scope variables (set by the host through ``cuModuleGetGlobal``). The settings a
+launch only reads are ``.const`` (one constant-cache load, no global-memory round trip
+on the probe's path); the counters that probes update are ``.global``:
 
-- ``gtop_buf`` (.u64): device pointer of the record buffer (16-byte aligned);
-- ``gtop_cap`` (.u32): capacity in records; 0 (the default) disarms the probe: nothing
+- ``gtop_buf`` (.const .u64): device pointer of the record buffer (16-byte aligned);
+- ``gtop_cap`` (.const .u32): capacity in records; 0 (the default) disarms the probe: nothing
   is written or counted, so an instrumented kernel can run unprobed between samples;
-- ``gtop_stripes``, ``gtop_per`` (.u32): the ring is split into ``gtop_stripes``
+- ``gtop_stripes``, ``gtop_per`` (.const .u32): the ring is split into ``gtop_stripes``
   regions of ``gtop_per`` records, one per SM (``%smid`` modulo the stripe count), so
   that warps claim slots on per-SM counters instead of one hot global counter;
-- ``gtop_slot`` (.u32[MAX_STRIPES]): records claimed per stripe (those past
+- ``gtop_slot`` (.global .u32[MAX_STRIPES]): records claimed per stripe (those past
   ``gtop_per`` were dropped);
-- ``gtop_overflow`` (.u32): array-map records dropped for an index past the capacity.
+- ``gtop_overflow`` (.global .u32): array-map records dropped for an index past the capacity.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from gtop.instrument.probe import Level, MapKind, Site
 
 MAX_STRIPES = 1024
 
-GLOBALS: dict[str, str] = {
-    "gtop_buf": ".u64",
-    "gtop_cap": ".u32",
-    "gtop_stripes": ".u32",
-    "gtop_per": ".u32",
-    "gtop_overflow": ".u32",
-    "gtop_slot": f".u32[{MAX_STRIPES}]",
+# name -> (state space, type)
+GLOBALS: dict[str, tuple[str, str]] = {
+    "gtop_buf": (".const", ".u64"),
+    "gtop_cap": (".const", ".u32"),
+    "gtop_stripes": (".const", ".u32"),
+    "gtop_per": (".const", ".u32"),
+    "gtop_overflow": (".global", ".u32"),
+    "gtop_slot": (".global", f".u32[{MAX_STRIPES}]"),
 }
 
 REGISTERS: dict[str, str] = {
@@ -64,9 +67,9 @@ REGISTERS: dict[str, str] = {
 
 def global_decls() -> list[str]:
     out = []
-    for name, t in GLOBALS.items():
+    for name, (space, t) in GLOBALS.items():
         kind, _, dims = t.partition("[")
-        out.append(f".visible .global .align 8 {kind} {name}{'[' + dims if dims else ''};")
+        out.append(f".visible {space} .align 8 {kind} {name}{'[' + dims if dims else ''};")
     return out
 
 
@@ -142,14 +145,14 @@ def ring_entry() -> str:
     """Per-launch ring constants, loaded once at kernel entry: capacity (0: disarmed),
     this SM's stripe, records per stripe, the stripe's counter and the buffer."""
     return """\
-ld.global.u32 %gtop_rcap, [gtop_cap];
-ld.global.u32 %gtop_x, [gtop_stripes];
+ld.const.u32 %gtop_rcap, [gtop_cap];
+ld.const.u32 %gtop_x, [gtop_stripes];
 mov.u32 %gtop_rst, %smid;
 rem.u32 %gtop_rst, %gtop_rst, %gtop_x;
-ld.global.u32 %gtop_rper, [gtop_per];
+ld.const.u32 %gtop_rper, [gtop_per];
 mov.u64 %gtop_rslot, gtop_slot;
 mad.wide.u32 %gtop_rslot, %gtop_rst, 4, %gtop_rslot;
-ld.global.u64 %gtop_rbuf, [gtop_buf];
+ld.const.u64 %gtop_rbuf, [gtop_buf];
 """
 
 
@@ -185,7 +188,7 @@ mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_rbuf;
 """
     index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
     return (
-        "ld.global.u32 %gtop_cap, [gtop_cap];\n"
+        "ld.const.u32 %gtop_cap, [gtop_cap];\n"
         "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
         + _per_block(site.level, site.ntid)
         + f"""\
@@ -193,7 +196,7 @@ mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
 setp.ge.and.u32 %gtop_of, %gtop_s, %gtop_cap, %gtop_lead;
 @%gtop_of red.global.add.u32 [gtop_overflow], 1;
-ld.global.u64 %gtop_a, [gtop_buf];
+ld.const.u64 %gtop_a, [gtop_buf];
 mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_a;
 """
     )

@@ -55,6 +55,9 @@ class Site:
     # an unguarded site of the same tracepoint ran earlier in this basic block (whenever
     # this site runs, that one ran first)
     follows: bool = False
+    # the kernel's instruction classes found so far, by index (complete for tracepoints
+    # declared after the classifying one)
+    classes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,13 @@ class Tracepoint:
     snippet: Callable[[Site], str]
     after: bool = False  # insert after the matched instruction instead of before
     name: str = ""  # how the site is counted in the module header (default: ``at``)
+    # instructions (a regex on opcodes) that end a run of this tracepoint's sites for
+    # Site.follows, as a branch target or a block end does
+    breaks: str = ""
+    # only count the matching instructions in the module header: nothing is inserted
+    count_only: bool = False
+    # A snippet may render as "" for a site it has nothing to do at: nothing is inserted
+    # there and the site is not counted.
 
 
 @dataclass(frozen=True)

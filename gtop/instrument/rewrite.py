@@ -156,20 +156,35 @@ class _Plan:
                 before = follows
                 if hit and st.instr.guard is None:
                     follows = True
-                if st.instr.root in _BLOCK_ENDS:
+                if st.instr.root in _BLOCK_ENDS or (
+                    tp.breaks and re.search(tp.breaks, st.instr.opcode)
+                ):
                     follows = False
                 if not hit:
                     continue
+                label = tp.name or tp.at
+                if tp.count_only:
+                    sites[label] = sites.get(label, 0) + 1
+                    continue
                 cls = self._class(st, classes, fn.name)
                 site = Site(
-                    kid, self.level, self.map_kind, self.sample, st.instr, cls, fn.reqntid, before
+                    kid,
+                    self.level,
+                    self.map_kind,
+                    self.sample,
+                    st.instr,
+                    cls,
+                    fn.reqntid,
+                    before,
+                    tuple(classes),
                 )
                 try:
-                    code = _guard(st) + tp.snippet(site)
+                    code = tp.snippet(site)
                 except SiteError as e:
                     raise RewriteError(f"line {st.first + 1}: {fn.name}: {e}") from None
-                self._place(st, tp.after, self._render(code), fn.name)
-                label = tp.name or tp.at
+                if not code.strip():
+                    continue
+                self._place(st, tp.after, self._render(_guard(st) + code), fn.name)
                 sites[label] = sites.get(label, 0) + 1
         self.after.setdefault(fn.open, []).extend(head)
         return KernelInfo(fn.name, kid, sites, classes)

@@ -11,6 +11,7 @@ from gtop.instrument.probe import Level, MapKind
 from gtop.instrument.probes import PROBES
 from gtop.instrument.rewrite import instrument
 
+from .helpers import CORPUS
 from .warp_sim import BUF_BASE, Device, Warp, run
 
 HEAD = """\
@@ -165,6 +166,32 @@ def test_tensorop_counts_and_times_each_class() -> None:
     assert (rec["exit_clock"], rec["exit_ns"], rec["warp"], rec["smid"]) == (2000, 777_000, 1, 3)
 
 
+WGMMA = "\twgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%f1}, %rd1, %rd2, 1, 1, 1;"
+WAIT = "\twgmma.wait_group.sync.aligned 0;"
+
+
+def test_tensorop_times_wgmma_from_issue_to_wait() -> None:
+    """wgmma is counted per instruction and timed per span: from the first wgmma issued
+    while no span is open to the end of the next wait_group."""
+    body = "\n".join([WGMMA, WGMMA, WAIT, WGMMA, WAIT, "\tret;"]) + "\n"
+    entry, *sites, exit_ = blocks(body, "tensorop")
+    # span-opening wgmma, counted wgmma, wait (before, after), span-opening wgmma, wait
+    assert len(sites) == 7
+    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
+    w = Warp(warp=2, smid=1)
+    run(entry, w, dev)
+    for clock, code in zip([100, 105, 110, 400, 500, 520, 900], sites, strict=True):
+        w.clock = clock
+        run(code, w, dev)
+    w.clock, w.globaltimer = 1000, 5_000
+    run(exit_, w, dev)
+    (rec,), drops = decode("tensorop", dev, ring=False)
+    assert drops == 0
+    assert rec["count"][0] == 3 and rec["cycles"][0] == (400 - 100) + (900 - 500)
+    assert (rec["wait_cycles"], rec["wait_count"]) == ((400 - 110) + (900 - 520), 2)
+    assert (rec["first_clock"], rec["last_clock"]) == (100, 900)
+
+
 @pytest.mark.parametrize("level", [Level.THREAD, Level.WARP])
 def test_mem_trace_records_address_width_and_direction(level: Level) -> None:
     body = "\tld.global.v2.u32 {%r1, %r2}, [%rd1+8];\n\tst.global.u16 [%rd1], %r1;\n\tret;\n"
@@ -186,6 +213,37 @@ def test_mem_trace_records_address_width_and_direction(level: Level) -> None:
     assert (
         (rec["smid"] == 5).all() and (rec["time_ns"] == 9000).all() and (rec["clock"] == 40).all()
     )
+
+
+def test_mem_trace_records_wmma_tiles_once_per_warp() -> None:
+    """wmma.load/store (as nvcc emits them) are warp-wide: one record per warp, with the
+    tile's base address and its whole size."""
+    body = (
+        "\twmma.load.a.sync.aligned.row.m16n16k16.global.f16 "
+        "{%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1], %r9;\n"
+        "\twmma.store.d.sync.aligned.row.m16n16k16.global.f32 "
+        "[%rd2+64], {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, %r9;\n\tret;\n"
+    )
+    entry, load, store = blocks(body, "mem_trace")  # thread level by default
+    dev = Device(capacity=64, record_size=32)
+    w = Warp(smid=2)
+    for lane in range(32):
+        w.regs[lane].update({"%rd1": 0x7000_0000, "%rd2": 0x7100_0000})
+    for code in (entry, load, store):
+        run(code, w, dev)
+    rec, drops = decode("mem_trace", dev)
+    assert drops == 0 and len(rec) == 2
+    assert rec["addr"].tolist() == [0x7000_0000, 0x7100_0040]
+    assert rec["width"].tolist() == [16 * 16 * 2, 16 * 16 * 4]
+    assert rec["is_store"].tolist() == [0, 1]
+
+
+def test_mem_trace_counts_the_tensor_copies_it_cannot_trace() -> None:
+    text = (CORPUS / "triton_matmul_tma.ptx").read_text()
+    (kernel,) = instrument(ptx.parse(text), PROBES["mem_trace"]).kernels
+    copies = text.count("cp.async.bulk.tensor")
+    assert copies > 0 and kernel.sites["untraced_tensor_copy"] == copies
+    assert "access" not in kernel.sites  # TMA alone moves this kernel's tiles
 
 
 def test_mem_trace_sampling_keeps_one_in_n_spread_over_threads() -> None:

@@ -37,7 +37,7 @@ class Device:
     def __post_init__(self) -> None:
         self.mem = bytearray(BUF_BASE + self.capacity * self.record_size + 64)
         addr = GLOBAL_BASE
-        for name, kind in maps.GLOBALS.items():
+        for name, (_, kind) in maps.GLOBALS.items():
             self.globals[name] = addr
             addr += 4 * maps.MAX_STRIPES if "[" in kind else 8
         assert addr <= BUF_BASE

@@ -5,9 +5,20 @@ the count is 1 modulo N, so about 1 in N accesses are kept, spread over threads 
 
 Sites: ``ld.global*``, ``st.global*``, generic ``ld``/``st`` (kept only where
 ``isspacep.global`` holds at run time), ``cp.async`` (4/8/16-byte) and ``cp.async.bulk``
-copies between global and shared memory (TMA tensor copies carry a tensor map, not an
-address, and are not traced). Per sampled access: address, ``%globaltimer``,
-``%clock64``, width in bytes, SM id, load or store, kernel id. Thread-level ring.
+copies between global and shared memory, and ``wmma.load``/``wmma.store`` of global (or
+generic) memory. Per sampled access: address, ``%globaltimer``, ``%clock64``, width in
+bytes, SM id, load or store, kernel id. Thread-level ring.
+
+``wmma.load``/``wmma.store`` are warp-collective: every lane passes the tile's base
+address, so they are recorded once per warp (its lowest sampled lane) with the tile's
+base address and its whole size as the width (rows × columns × element size).
+
+TMA tensor copies (``cp.async.bulk.tensor``, ``cp.async.bulk.prefetch.tensor``) are not
+traced: their operands are a tensor map (an opaque 128-byte descriptor, whose layout
+NVIDIA does not document) and box coordinates, so the global addresses they touch cannot
+be computed in the kernel; recording the descriptor's address instead would put rows of
+descriptor pages, not data, into the DMAT. They are counted per kernel in the module
+header instead (``untraced_tensor_copy`` sites), so a DMAT without them says so.
 """
 
 from __future__ import annotations
@@ -35,14 +46,33 @@ RECORD = np.dtype(
 
 SITES = (
     r"^((ld|st)(?!\S*\.(param|shared|local|const|tex)\b)\.|"
+    r"wmma\.(load|store)(?!\S*\.shared)\.|"
     r"cp\.async\.(ca|cg)\.shared|cp\.async\.bulk\.(shared|global))"
 )
+TENSOR_COPIES = r"^cp\.async\.bulk(\.prefetch)?\.tensor"
+_SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
+_ELEMENT_BITS = {
+    "f16": 16,
+    "bf16": 16,
+    "f32": 32,
+    "tf32": 32,
+    "f64": 64,
+    "s32": 32,
+    "s8": 8,
+    "u8": 8,
+    "s4": 4,
+    "u4": 4,
+    "b1": 1,
+}
 _TYPE = re.compile(r"(?:b|s|u|f|bf)(8|16|32|64|128)(x2)?")
 _ADDR = re.compile(r"\[\s*([%A-Za-z_$][\w$]*)\s*(?:\+\s*(-?\s*\w+))?\s*\]")
 
 
 def access(instr: Instruction) -> tuple[str, str, bool]:
     """(address operand, width: register or immediate, is_store) of an access site."""
+    if instr.root == "wmma":
+        is_store = instr.parts[1] == "store"
+        return instr.operands[0 if is_store else 1], str(_tile_bytes(instr)), is_store
     if instr.root == "st":
         return instr.operands[0], str(_width(instr)), True
     if instr.root == "ld":
@@ -51,6 +81,22 @@ def access(instr: Instruction) -> tuple[str, str, bool]:
     # goes global <- shared (cp.async.bulk.global.shared::cta).
     is_store = instr.opcode.startswith("cp.async.bulk.global")
     return instr.operands[0 if is_store else 1], instr.operands[2], is_store
+
+
+def _tile_bytes(instr: Instruction) -> int:
+    """Bytes of a ``wmma.load``/``wmma.store`` tile: ``a`` is m×k, ``b`` k×n, ``c``/``d``
+    m×n elements of the instruction's type.
+
+    Raises:
+        SiteError: no shape or element type in the opcode.
+    """
+    shape = next((m for p in instr.parts if (m := _SHAPE.fullmatch(p))), None)
+    bits = next((_ELEMENT_BITS[p] for p in reversed(instr.parts) if p in _ELEMENT_BITS), 0)
+    if shape is None or not bits:
+        raise SiteError(f"no wmma shape or element type in {instr.opcode}")
+    m, n, k = (int(v) for v in shape.groups())
+    rows, cols = {"a": (m, k), "b": (k, n)}.get(instr.parts[2], (m, n))
+    return rows * cols * bits // 8
 
 
 def _width(instr: Instruction) -> int:
@@ -89,7 +135,9 @@ def _entry(site: Site) -> str:
 def _site(site: Site) -> str:
     assert site.instr is not None
     operand, width, is_store = access(site.instr)
-    generic = site.instr.root in ("ld", "st") and "global" not in site.instr.parts
+    generic = site.instr.root in ("ld", "st", "wmma") and "global" not in site.instr.parts
+    # a warp-collective tile access is recorded once per warp
+    level = Level.WARP if site.instr.root == "wmma" else site.level
     sample = ""
     if site.sample > 1:
         sample = (
@@ -104,7 +152,7 @@ def _site(site: Site) -> str:
         _address(operand)
         + (global_only if generic else "")
         + sample
-        + maps.writer(site.level)
+        + maps.writer(level)
         + "@%gtop_lead mov.u64 %gtop_mt_t, %globaltimer;\n"
         + "@%gtop_lead mov.u64 %gtop_mt_c, %clock64;\n"
         + maps.slot(site, RECORD)
@@ -138,7 +186,11 @@ PROBE = Probe(
         "%gtop_mt_t": ".b64",
         "%gtop_mt_c": ".b64",
     },
-    tracepoints=(Tracepoint(ENTRY, _entry), Tracepoint(SITES, _site, name="access")),
+    tracepoints=(
+        Tracepoint(ENTRY, _entry),
+        Tracepoint(SITES, _site, name="access"),
+        Tracepoint(TENSOR_COPIES, _site, name="untraced_tensor_copy", count_only=True),
+    ),
     levels=(Level.THREAD, Level.WARP),
     maps=(MapKind.RING,),
     sampled=True,

@@ -1,13 +1,25 @@
 """tensorop: tensor-core instructions per warp, by shape and type.
 
-Counted sites: ``mma.sync``, ``wmma.mma.sync`` and Hopper's ``wgmma.mma_async``. Each site
-is timed by ``%clock64`` around its issue; ``wgmma.wait_group`` sites are timed too (the
-cycles a warp waits for its asynchronous wgmma results). One record per warp at kernel
-exit, only from warps that issued any (in a fixed slot per (block, warp) by default); a
-kernel without any tensor-core instruction gets no probe code at all. A
+Counted sites: ``mma.sync``, ``wmma.mma.sync`` and Hopper's ``wgmma.mma_async``; a
 kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the instrumented
-module's header, in index order. Timeline: ``first_clock``/``last_clock``
-are mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
+module's header, in index order. ``count[k]`` is the instructions of class ``k`` the warp
+issued. ``cycles[k]``:
+
+- synchronous ``mma.sync``/``wmma.mma.sync``: ``%clock64`` around each instruction, summed;
+- asynchronous ``wgmma.mma_async``: not timed one by one (their issue says nothing about
+  their work, and clock reads between them cost more than the count): a *span* opens at
+  a wgmma issued while none is open (the first after a ``wgmma.wait_group``) and closes
+  at the end of the next ``wgmma.wait_group``; its cycles go to the class of the wgmma
+  that opened it (only the first wgmma of a straight run can open one).
+  ``cycles[k] / count[k]`` is then the issue-to-wait time per instruction, which
+  includes the tensor cores' work on it.
+
+``wgmma.wait_group`` sites are timed too (``wait_cycles``/``wait_count``: the cycles a
+warp spends waiting for its asynchronous results). One record per warp at kernel exit,
+only from warps that issued any (in a fixed slot per (block, warp) by default); a kernel
+without any tensor-core instruction gets no probe code at all. Timeline:
+``first_clock``/``last_clock`` (first issue, end of the last instruction or wait) are
+mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
 """
 
 from __future__ import annotations
@@ -61,23 +73,49 @@ def _entry(site: Site) -> str:
         "mov.u64 %gtop_tc_last, 0;",
         "mov.u64 %gtop_tc_wc, 0;",
         "mov.u32 %gtop_tc_wn, 0;",
+        "mov.u64 %gtop_tc_iss, 0;",
     ]
     for k in range(MAX_CLASSES):
-        lines += [f"mov.u32 %gtop_tc_n{k}, 0;", f"mov.u64 %gtop_tc_c{k}, 0;"]
+        lines += [
+            f"mov.u32 %gtop_tc_n{k}, 0;",
+            f"mov.u64 %gtop_tc_c{k}, 0;",
+            f"mov.pred %gtop_tc_p{k}, 0;",
+        ]
     return "\n".join(lines) + "\n"
 
 
-def _before(site: Site) -> str:
-    if site.follows:  # an earlier site of this basic block already set first_clock
-        return "mov.u64 %gtop_tc_t, %clock64;\n"
+def _first() -> str:
+    """``first_clock`` = ``%gtop_tc_t`` on the warp's first tensor-core instruction."""
     return (
-        "mov.u64 %gtop_tc_t, %clock64;\n"
         "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_first, 0, %gtop_g;\n"
         "@%gtop_tc_f mov.u64 %gtop_tc_first, %gtop_tc_t;\n"
     )
 
 
+def _before(site: Site) -> str:
+    assert site.instr is not None
+    if site.instr.root == "wgmma":
+        k = site.cls
+        count = f"@%gtop_g add.u32 %gtop_tc_n{k}, %gtop_tc_n{k}, 1;\n"
+        if site.follows:  # an earlier wgmma of this run already opened the span
+            return count
+        return (
+            count
+            + "mov.u64 %gtop_tc_t, %clock64;\n"
+            + _first()
+            + "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_iss, 0, %gtop_g;\n"
+            + "@%gtop_tc_f mov.u64 %gtop_tc_iss, %gtop_tc_t;\n"
+            + f"or.pred %gtop_tc_p{k}, %gtop_tc_p{k}, %gtop_tc_f;\n"
+        )
+    if site.follows:  # an earlier site of this basic block already set first_clock
+        return "mov.u64 %gtop_tc_t, %clock64;\n"
+    return "mov.u64 %gtop_tc_t, %clock64;\n" + _first()
+
+
 def _after_mma(site: Site) -> str:
+    assert site.instr is not None
+    if site.instr.root == "wgmma":
+        return ""  # counted before; its span closes at a wait_group
     k = site.cls
     return (
         "mov.u64 %gtop_tc_u, %clock64;\n"
@@ -93,13 +131,27 @@ def _before_wait(site: Site) -> str:
 
 
 def _after_wait(site: Site) -> str:
-    return (
+    """Time the wait, then close the open wgmma span (if any) into its class."""
+    assert site.instr is not None
+    text = (
         "mov.u64 %gtop_tc_u, %clock64;\n"
         "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_t;\n"
         "@%gtop_g add.u64 %gtop_tc_wc, %gtop_tc_wc, %gtop_tc_t;\n"
         "@%gtop_g add.u32 %gtop_tc_wn, %gtop_tc_wn, 1;\n"
         "@%gtop_g mov.u64 %gtop_tc_last, %gtop_tc_u;\n"
+        "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_iss;\n"
     )
+    guarded = site.instr.guard is not None
+    for k, key in enumerate(site.classes):
+        if not key.startswith("wgmma"):
+            continue
+        pred = f"%gtop_tc_p{k}"
+        if guarded:
+            text += f"and.pred %gtop_tc_f, {pred}, %gtop_g;\n"
+            pred = "%gtop_tc_f"
+        text += f"@{pred} add.u64 %gtop_tc_c{k}, %gtop_tc_c{k}, %gtop_tc_t;\n"
+        text += f"@%gtop_g mov.pred %gtop_tc_p{k}, 0;\n"
+    return text + "@%gtop_g mov.u64 %gtop_tc_iss, 0;\n"
 
 
 def _exit(site: Site) -> str:
@@ -141,19 +193,21 @@ _REGISTERS = {
     "%gtop_tc_last": ".b64",
     "%gtop_tc_wc": ".b64",
     "%gtop_tc_wn": ".b32",
+    "%gtop_tc_iss": ".b64",  # issue clock of the open wgmma span (0: none)
 }
 for _k in range(MAX_CLASSES):
     _REGISTERS[f"%gtop_tc_n{_k}"] = ".b32"
     _REGISTERS[f"%gtop_tc_c{_k}"] = ".b64"
+    _REGISTERS[f"%gtop_tc_p{_k}"] = ".pred"  # a wgmma span of class k is open
 
 PROBE = Probe(
     name="tensorop",
-    doc="per warp: count and issue cycles of mma/wgmma by shape and type, wgmma wait cycles",
+    doc="per warp: count and cycles of mma/wgmma by shape and type, wgmma wait cycles",
     record=RECORD,
     registers=_REGISTERS,
     tracepoints=(
         Tracepoint(ENTRY, _entry),
-        Tracepoint(_MMA, _before, name="mma"),
+        Tracepoint(_MMA, _before, name="mma", breaks=_WAIT),
         Tracepoint(_MMA, _after_mma, after=True, name="mma_end"),
         Tracepoint(_WAIT, _before_wait, name="wait"),
         Tracepoint(_WAIT, _after_wait, after=True, name="wait_end"),
@@ -172,7 +226,7 @@ class ClassStats:
     """Totals of one instruction class over all warps."""
 
     count: int
-    cycles: int  # summed issue cycles
+    cycles: int  # summed cycles (per mma; per issue-to-wait span for wgmma)
 
     @property
     def cycles_per_op(self) -> float:
