@@ -4,10 +4,12 @@ BPF tier's on-CPU time inside I/O syscalls (uncached and page-cache reads)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -214,3 +216,23 @@ def test_on_cpu_time_inside_cached_reads_is_io(cached_run):
     share = on.get(BlockReason.IO, 0) / total
     assert 0.3 < truth < 0.7, truth  # about half: 20 ms of reads, 20 ms of Python
     assert abs(share - truth) <= 0.06, (mode, share, truth, on)
+
+
+def test_a_recording_keeps_the_on_cpu_io_time(tmp_path):
+    """``gtop record`` of an uncached-read loop stores the on-CPU rows with reason IO, as
+    ``benchmarks/check_shares.on_cpu_io_s`` (what the GPU capture of the ``io`` case is
+    checked with) reads them back."""
+    spec = importlib.util.spec_from_file_location(
+        "check_shares", Path(__file__).parents[2] / "benchmarks" / "check_shares.py"
+    )
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    out = tmp_path / "io.gtop"
+    with target(DIRECT_IO, _scratch_dir(), "direct") as (_proc, info):
+        done = subprocess.run(
+            [sys.executable, "-m", "gtop", "record", "--force", "--host-tier", "bpf",
+             "--pid", str(info["pid"]), "--duration", "2", "-o", str(out)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert check.on_cpu_io_s(str(out), (0, 2**62)) > 0.01, done.stdout
