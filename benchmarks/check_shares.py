@@ -104,6 +104,22 @@ def record_workload(script: str, args: list[str], recording: Path) -> dict[str, 
     return json.loads(lines[-1])
 
 
+def on_cpu_io_s(recording: str, window_ns: tuple[int, int]) -> float:
+    """Seconds of on-CPU time inside I/O syscalls (thread_state rows: on-CPU, reason IO)
+    within ``window_ns``, any thread: what the BPF tier marks and attribution charges
+    ``H:IO``. 0 in a recording made by another tier, or before the BPF tier marked it."""
+    from gtop.pipeline.layouts import THREAD_STATE, BlockReason, ThreadState
+    from gtop.recordings.reader import Recording
+
+    t0, t1 = (int(t) for t in window_ns)
+    with Recording(recording) as rec:
+        rows = rec.read(THREAD_STATE.name) if THREAD_STATE.name in rec.streams else None
+    if rows is None or not len(rows):
+        return 0.0
+    io = rows[(rows["state"] == ThreadState.ON_CPU) & (rows["reason"] == BlockReason.IO)]
+    return float((io["end_ns"].clip(t0, t1) - io["t_ns"].clip(t0, t1)).clip(0).sum()) / 1e9
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", required=True, help="the workload's JSON (or its output)")

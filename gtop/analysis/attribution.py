@@ -32,7 +32,11 @@ this order (docs/attribution.md has worked examples):
      consecutive launch-path calls (LAUNCH, MEMCPY, ALLOC, GRAPH_LAUNCH) of the thread:
      the framework's per-op dispatch between launches is the host's launch path;
    * anywhere: blocked with reason GPU_WAIT → ``H:WAIT_GPU``, reason IO → ``H:IO``,
-     any other reason (locks, sleeps, poll/select waits, ...) or runnable → ``OFF_CPU``.
+     any other reason (locks, sleeps, poll/select waits, ...) or runnable → ``OFF_CPU``;
+     on-CPU or runnable with reason GPU_WAIT (spinning or yielding inside a CUDA
+     synchronising call, seen by uprobes) → ``H:WAIT_GPU``; on-CPU with reason IO
+     (inside an I/O syscall: the kernel's work for a read or write) → ``H:IO``, also
+     inside a non-SYNC API call or a launch gap.
 
    Nested calls (a runtime call around driver calls) count once; overlapping state
    records of one thread are cut where the next one starts.

@@ -13,6 +13,7 @@ class Cause(IntEnum):
     H_APP = 3
     H_WAIT_GPU = 4
     H_IO = 5
+    """Blocked in, or on-CPU inside, an I/O syscall (file or network)."""
     OFF_CPU = 6
     G_QUEUE = 7
     G_STALL = 8

@@ -171,7 +171,8 @@ class HostIndex:
         self, tid: int, host: iv.Spans
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Split normal spans ``host`` by what thread ``tid`` was doing (rule 3; on-CPU
-        outside API calls is ``H:CTRL`` inside a launch gap, else ``H:APP``).
+        outside API calls is ``H:CTRL`` inside a launch gap, else ``H:APP``; on-CPU
+        inside an I/O syscall, reason IO, is ``H:IO`` unless in a SYNC/QUERY call).
 
         Returns:
             ``(starts, ends, causes, span)`` tiling ``host``; ``span``: the index of
@@ -186,11 +187,16 @@ class HostIndex:
         # Collectors mark on-CPU or runnable time spent inside a CUDA synchronising call
         # (uprobes on libcudart/libcuda) with reason GPU_WAIT: spinning in a sync.
         spinning = (a.state != ThreadState.BLOCKED) & (a.reason == BlockReason.GPU_WAIT)
+        # ... and on-CPU time inside an I/O syscall (the kernel's own work for a read or
+        # a write: copying, submitting, completing) with reason IO: I/O, like the time
+        # blocked in the same call, in or out of an API call or launch gap.
+        in_io = (a.state == ThreadState.ON_CPU) & (a.reason == BlockReason.IO)
         cause = np.select(
             [
                 a.in_sync | spinning,
                 a.state == ThreadState.BLOCKED,
                 a.state == ThreadState.RUNNABLE,
+                in_io,
                 a.in_api,
                 a.state == ThreadState.ON_CPU,
             ],
@@ -198,6 +204,7 @@ class HostIndex:
                 Cause.H_WAIT_GPU,
                 blocked,
                 Cause.OFF_CPU,
+                Cause.H_IO,
                 Cause.H_CTRL,
                 np.where(a.in_launch_gap, Cause.H_CTRL, Cause.H_APP),
             ],

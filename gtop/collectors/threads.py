@@ -163,7 +163,7 @@ def describe(col: ThreadCollector, report: list[TierStatus] | None = None) -> st
     # losses are shown, never silent
     for count, what in [
         (st.lost_events, "events lost"),
-        (st.stack_errors, "stacks refused (map full)"),
+        (st.stack_errors, "stacks refused (stack map full or hash collision)"),
     ]:
         if count:
             line += f"; {count} {what}"

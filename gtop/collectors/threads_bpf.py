@@ -6,6 +6,9 @@ per-CPU rings of fixed slots inside mmap-ed array maps and are read as numpy arr
 that wraps before it is read counts the overwritten records as lost. Threads already off
 CPU at attach are seeded from /proc, and intervals still in progress are reported at each
 read (up to "now") and cut off so that the final record does not count them twice.
+Kernel and user stacks have a stack map each (ids that collide in one map's hash buckets
+are refused and counted in ``status.stack_errors``, never silently dropped). On-CPU time
+inside I/O syscalls is reported as on-CPU rows with reason ``IO``.
 """
 
 from __future__ import annotations
@@ -69,7 +72,9 @@ Names a library lacks are skipped; nested probed calls count once."""
 SWITCH_EVENT = np.dtype(
     [("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
      ("pid", "<u4"), ("tid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"),
-     ("kstack", "<i4"), ("flags", "<u4"), ("gpu_enter_ns", "<u8"), ("gpu_exit_ns", "<u8")]
+     ("kstack", "<i4"), ("flags", "<u4"), ("gpu_enter_ns", "<u8"), ("gpu_exit_ns", "<u8"),
+     ("io_enter_ns", "<u8"), ("io_head_ns", "<u8"), ("io_mid_start_ns", "<u8"),
+     ("io_mid_ns", "<u8")]
 )  # fmt: skip
 SAMPLE_EVENT = np.dtype(
     [("t_ns", "<u8"), ("pid", "<u4"), ("tid", "<u4"), ("ustack", "<i4"), ("kstack", "<i4"),
@@ -81,7 +86,8 @@ _STATE_FIELDS = [
     ("exec_ns", "<u8"), ("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"),
     ("pid", "<u4"), ("syscall", "<i4"), ("ustack", "<i4"), ("kstack", "<i4"), ("flags", "<u4"),
     ("oncpu", "<u4"), ("gpu_depth", "<u4"), ("pad", "<u4"), ("gpu_enter_ns", "<u8"),
-    ("gpu_exit_ns", "<u8"),
+    ("gpu_exit_ns", "<u8"), ("io_enter_ns", "<u8"), ("io_head_ns", "<u8"),
+    ("io_mid_start_ns", "<u8"), ("io_mid_ns", "<u8"),
 ]  # fmt: skip
 _CTYPE = {"<u8": ctypes.c_uint64, "<u4": ctypes.c_uint32, "<i4": ctypes.c_int32}
 
@@ -94,9 +100,11 @@ class BpfThreadCollector(ThreadCollector):
     """The BPF tier.
 
     ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind (``btf``,
-    ``raw``, ``tp``); ``stack_entries`` sizes the stack map, whose refusals (full, or
-    hash collisions) are counted in ``status.stack_errors``. ``gpu_waits`` maps a library
-    name to functions whose blocked time is GPU waiting (default :data:`CUDA_WAITS`);
+    ``raw``, ``tp``); ``stack_entries`` sizes each of the two stack maps (kernel stacks,
+    user stacks: ~1 KiB an entry), whose refusals (full, or hash collisions) are counted
+    in ``status.stack_errors`` (``detail``: ``kstack_errors``, ``ustack_errors``).
+    ``gpu_waits`` maps a library name to functions whose blocked time is GPU waiting
+    (default :data:`CUDA_WAITS`);
     each target process gets an entry and a return uprobe on them once it maps the library
     (a uprobe costs microseconds per call, so only blocking calls are probed).
     """
@@ -124,6 +132,7 @@ class BpfThreadCollector(ThreadCollector):
             "sample": np.zeros(self.ncpu, np.uint64),
         }
         self._cut: dict[int, int] = {}
+        self._cut_io: dict[int, tuple[int, int, int]] = {}
         self._seeded: dict[int, int] = {}
         self._stack_cache: dict[tuple[int, int], int] = {}
         self._reason_cache: dict[int, int] = {}
@@ -155,7 +164,9 @@ class BpfThreadCollector(ThreadCollector):
             obj.set_rodata("user_stacks", ctypes.c_bool(self.user_stacks))
             obj.set_max_entries("switch_ring", self.ncpu * SLOTS)
             obj.set_max_entries("sample_ring", self.ncpu * SLOTS)
-            obj.set_max_entries("stacks", self.stack_entries)
+            obj.set_rodata("io_syscall", _io_syscalls())
+            obj.set_max_entries("kstacks", self.stack_entries)
+            obj.set_max_entries("ustacks", self.stack_entries)
             for other in MODES:
                 for hook in HOOKS:
                     obj.autoload(f"{other}_{hook}", other == mode)
@@ -225,6 +236,8 @@ class BpfThreadCollector(ThreadCollector):
                 continue
             syscall, kstack = blocked
             state = _State(0, 0, 0, now, 0, pid, syscall, -1, -1, FLAG_SEEDED, 0, 0, 0)
+            if blockreason.classify_syscalls(np.array([syscall]))[0] == BlockReason.IO:
+                state.io_enter_ns = now  # in an I/O call since before attach
             if self._obj.update("threads", ctypes.c_uint32(tid), state, 1):  # BPF_NOEXIST
                 self._seeded[tid] = self.base_stack((), kstack)
 
@@ -262,10 +275,13 @@ class BpfThreadCollector(ThreadCollector):
         self.submit(THREAD_STATE.name, self._in_progress(t_drain))
         self.submit(CPU_SAMPLE.name, self._samples(samples))
         bss = self._obj.global_bytes(".bss")
-        for name in ("stack_errors", "state_full"):
+        for name in ("kstack_errors", "ustack_errors", "state_full"):
             value = int(np.frombuffer(bss, np.uint64, 1, self._obj.global_offset(name))[0])
             self.status.detail[name] = value
-        self.status.stack_errors = int(self.status.detail["stack_errors"])
+        self.status.stack_errors = int(self.status.detail["kstack_errors"]) + int(
+            self.status.detail["ustack_errors"]
+        )
+        self.status.detail["stack_errors"] = self.status.stack_errors
 
     def _intervals(self, ev: np.ndarray) -> np.ndarray:
         """THREAD_STATE rows for switch events: on-CPU, stolen, blocked, runnable.
@@ -277,13 +293,18 @@ class BpfThreadCollector(ThreadCollector):
         Time inside a probed GPU call (:data:`CUDA_WAITS`) has reason ``GPU_WAIT`` in
         every state: blocked; on-CPU (a spinning synchronise; only the thread's latest
         call within one on-CPU stretch is seen); and runnable after being preempted in it
-        (a yielding synchronise). Other on-CPU and runnable rows have reason ``NONE``.
+        (a yielding synchronise). On-CPU time inside an I/O syscall (those
+        :mod:`blockreason` calls I/O) has reason ``IO`` (see :func:`_io_spans`).
+        Other on-CPU and runnable rows have reason ``NONE``.
         """
         n = len(ev)
         cut = np.zeros(n, np.int64)
+        ev = ev.copy()
         for tid in np.unique(ev["tid"]).tolist():
             if tid in self._cut:
-                cut[ev["tid"] == tid] = self._cut.pop(tid)
+                mine = ev["tid"] == tid
+                cut[mine] = self._cut.pop(tid)
+                _after_cut(ev, mine, cut, *self._cut_io.pop(tid))
         on, off = ev["on_ns"].astype(np.int64), ev["off_ns"].astype(np.int64)
         wake, t_in = ev["wake_ns"].astype(np.int64), ev["in_ns"].astype(np.int64)
         wake = np.where(wake > 0, wake, t_in)
@@ -296,25 +317,37 @@ class BpfThreadCollector(ThreadCollector):
         reason[in_sync] = BlockReason.GPU_WAIT
         # the on-CPU part inside a probed GPU call (spinning): [g0, g1) within [on, ran)
         enter, exit_ = ev["gpu_enter_ns"].astype(np.int64), ev["gpu_exit_ns"].astype(np.int64)
-        g1 = np.where(in_sync, ran, np.where(exit_ > enter, np.minimum(exit_, ran), on))
-        g0 = np.clip(enter, on, ran)
-        g1 = np.clip(g1, g0, ran)
+        g1 = np.where(in_sync, off, np.where(exit_ > enter, np.minimum(exit_, off), on))
+        g0 = _squeeze(np.clip(enter, on, off), on, off, ran)
+        g1 = np.clip(_squeeze(g1, on, off, ran), g0, ran)
         yielded = in_sync & ((ev["flags"] & FLAG_PREEMPTED) != 0)  # spin-yield in the call
         waiting = np.where(yielded, BlockReason.GPU_WAIT, BlockReason.NONE)
-        out = THREAD_STATE.empty(6 * n)
-        for k, (a, b, state, why) in enumerate(
-            [(on, g0, ThreadState.ON_CPU, BlockReason.NONE),
-             (g0, g1, ThreadState.ON_CPU, BlockReason.GPU_WAIT),
-             (g1, ran, ThreadState.ON_CPU, BlockReason.NONE),
-             (ran, off, ThreadState.RUNNABLE, BlockReason.NONE),
-             (off, wake, ThreadState.BLOCKED, reason),
-             (wake, t_in, ThreadState.RUNNABLE, waiting)]
-        ):  # fmt: skip
+        # [on, ran) cut at every edge of the GPU-call and I/O spans, each piece with the
+        # reason of the span it lies in (a GPU call first: it never does I/O syscalls)
+        io = [
+            (_squeeze(a, on, off, ran), _squeeze(b, on, off, ran))
+            for a, b in _io_spans(ev, on, off)
+        ]
+        edges = np.sort(np.stack([on, ran, g0, g1, *[x for sp in io for x in sp]], axis=1), axis=1)
+        a, b = edges[:, :-1], edges[:, 1:]
+        why = np.full(a.shape, BlockReason.NONE, np.uint8)
+        for s0, s1 in io:
+            why[(a >= s0[:, None]) & (a < s1[:, None])] = BlockReason.IO
+        why[(a >= g0[:, None]) & (a < g1[:, None])] = BlockReason.GPU_WAIT
+        k_on = a.shape[1]
+        out = THREAD_STATE.empty((k_on + 3) * n)
+        pieces = [(a[:, k], b[:, k], ThreadState.ON_CPU, why[:, k]) for k in range(k_on)]
+        pieces += [
+            (ran, off, ThreadState.RUNNABLE, BlockReason.NONE),
+            (off, wake, ThreadState.BLOCKED, reason),
+            (wake, t_in, ThreadState.RUNNABLE, waiting),
+        ]
+        for k, (p0, p1, state, r) in enumerate(pieces):
             rows = out[k * n : (k + 1) * n]
-            rows["t_ns"], rows["end_ns"] = np.maximum(a, cut), np.maximum(b, cut)
+            rows["t_ns"], rows["end_ns"] = np.maximum(p0, cut), np.maximum(p1, cut)
             rows["pid"], rows["tid"], rows["state"] = ev["pid"], ev["tid"], state
-            rows["reason"] = why
-            if k >= 4:
+            rows["reason"] = r
+            if k >= k_on + 1:
                 rows["stack_id"] = stacks
         return out
 
@@ -355,7 +388,8 @@ class BpfThreadCollector(ThreadCollector):
         raw = np.frombuffer(b"".join(states), _STATE_DTYPE)
         ev = np.zeros(len(raw), SWITCH_EVENT)
         for name in ("cpu_ns", "on_ns", "off_ns", "wake_ns", "pid", "syscall", "ustack", "kstack",
-                     "flags", "gpu_enter_ns", "gpu_exit_ns"):  # fmt: skip
+                     "flags", "gpu_enter_ns", "gpu_exit_ns", "io_enter_ns", "io_head_ns",
+                     "io_mid_start_ns", "io_mid_ns"):  # fmt: skip
             ev[name] = raw[name]
         ev["tid"] = tids
         ev["in_ns"] = now
@@ -366,8 +400,10 @@ class BpfThreadCollector(ThreadCollector):
         ev["wake_ns"][oncpu] = now
         ev["cpu_ns"][oncpu] = 0  # that stretch's CPU time is not known yet: wall time
         rows = self._intervals(ev)
-        for tid in tids:
+        for i, tid in enumerate(tids):
             self._cut[tid] = now
+            self._cut_io[tid] = (int(raw["on_ns"][i]), int(raw["io_mid_ns"][i]),
+                                 int(raw["io_enter_ns"][i]))  # fmt: skip
         return rows
 
     def _samples(self, s: np.ndarray) -> np.ndarray:
@@ -395,16 +431,17 @@ class BpfThreadCollector(ThreadCollector):
         sid = self._stack_cache.get(key)
         if sid is None:
             native, kernel = self._syms.frames(
-                pid, self._addresses(ustack), self._addresses(kstack)
+                pid, self._addresses("ustacks", ustack), self._addresses("kstacks", kstack)
             )
             sid = self._stack_cache[key] = self.base_stack(native, kernel)
         return sid
 
-    def _addresses(self, stack: int) -> list[int]:
+    def _addresses(self, stack_map: str, stack: int) -> list[int]:
+        """The addresses of stack ``stack`` in ``stack_map`` (``kstacks``/``ustacks``)."""
         if stack < 0:
             return []
         buf = (ctypes.c_uint64 * MAX_STACK)()
-        if not self._obj.lookup("stacks", ctypes.c_uint32(stack), buf):
+        if not self._obj.lookup(stack_map, ctypes.c_uint32(stack), buf):
             return []
         return [a for a in buf if a]
 
@@ -415,3 +452,63 @@ class BpfThreadCollector(ThreadCollector):
 
 
 _STATE_DTYPE = np.dtype(_STATE_FIELDS)
+
+
+def _squeeze(t: np.ndarray, on: np.ndarray, off: np.ndarray, ran: np.ndarray) -> np.ndarray:
+    """Times in the stretch ``[on, off)`` moved into its on-CPU part ``[on, ran)``, in
+    proportion: the time the thread waited for a core within it (a VM's stolen time) is
+    spread evenly over the stretch, not taken from whatever ran last."""
+    wall = off - on
+    scaled = on + (t - on) * ((ran - on) / np.maximum(wall, 1))
+    return np.where(wall > ran - on, np.clip(scaled.astype(np.int64), on, ran), t)
+
+
+def _after_cut(
+    ev: np.ndarray, mine: np.ndarray, cut: np.ndarray, on: int, mid: int, enter: int
+) -> None:
+    """Keep only the middle I/O calls' time after ``cut`` in the thread's stretch that
+    was in progress at the cut (rows up to the cut were already reported): at the cut its
+    finished calls had taken ``mid`` and a call in progress had been entered at ``enter``.
+    The total is placed from its first entry (:func:`_io_spans`), so without this a
+    stretch reported in parts would lose the calls' time between the parts."""
+    same = mine & (ev["on_ns"] == on)
+    if not same.any():
+        return
+    done = ev["io_mid_ns"][same].astype(np.int64) - mid
+    # the call in progress at the cut returned since: its part before the cut is reported
+    returned = (enter >= on > 0) & (ev["io_enter_ns"][same] != enter)
+    done -= np.where(returned, np.maximum(cut[same] - enter, 0), 0)
+    ev["io_mid_ns"][same] = np.maximum(done, 0)
+    ev["io_mid_start_ns"][same] = np.maximum(ev["io_mid_start_ns"][same], cut[same])
+
+
+def _io_spans(
+    ev: np.ndarray, on: np.ndarray, off: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The spans of each on-CPU stretch ``[on, off)`` (wall time) spent inside I/O syscalls.
+
+    Three spans, each clipped to the stretch and empty when absent: the head, from
+    switch-in to the return of the I/O call the thread was switched in inside (it had
+    blocked, or been preempted, in it); the tail, from the entry of the I/O call in
+    progress at switch-out to the end (the whole stretch when it was entered before the
+    switch-in and has not returned); and the calls entered and returned within the
+    stretch. Head and tail are exact. The middle calls are known by their total and the
+    first one's entry only, so they are placed as one span of that total from that entry:
+    exact in amount within the stretch, approximate in place (the gaps between them,
+    application code, come after it instead of between them).
+    """
+    enter = ev["io_enter_ns"].astype(np.int64)
+    head = ev["io_head_ns"].astype(np.int64)
+    m0 = ev["io_mid_start_ns"].astype(np.int64)
+    mid = ev["io_mid_ns"].astype(np.int64)
+    h1 = np.where(head > 0, np.clip(head, on, off), on)
+    t0 = np.where(enter > 0, np.clip(enter, on, off), off)
+    m0 = np.where(mid > 0, np.clip(m0, h1, off), on)
+    m1 = np.where(mid > 0, np.minimum(m0 + mid, np.maximum(t0, m0)), on)
+    return [(on, h1), (m0, m1), (t0, off)]
+
+
+def _io_syscalls() -> ctypes.Array:
+    """``io_syscall[]`` for the BPF object: 1 for the syscalls :mod:`blockreason` calls I/O."""
+    table = (blockreason.SYSCALL_REASON == BlockReason.IO).astype(np.uint8)
+    return (ctypes.c_uint8 * len(table)).from_buffer_copy(table.tobytes())

@@ -234,7 +234,8 @@ class ThreadState(IntEnum):
 
 
 class BlockReason(IntEnum):
-    """Why a blocked thread was blocked (syscall class at switch-out)."""
+    """Why a blocked thread was blocked (syscall class at switch-out); on an on-CPU row,
+    GPU_WAIT (inside a CUDA sync call) or IO (inside an I/O syscall), else NONE."""
 
     NONE = 0
     IO = 1
@@ -253,7 +254,9 @@ THREAD_STATE = _spec(
         ("pid", "<i4"),
         ("tid", "<i4"),
         ("state", "<u1"),  # ThreadState
-        ("reason", "<u1"),  # BlockReason; on-CPU/runnable rows: GPU_WAIT inside a sync call
+        # BlockReason; on-CPU/runnable rows: GPU_WAIT inside a sync call, and on-CPU rows
+        # IO inside an I/O syscall (BPF tier; older recordings have NONE there)
+        ("reason", "<u1"),
         ("stack_id", "<i4"),  # entity kind "stack", -1 unknown
     ],
 )

@@ -126,6 +126,34 @@ def two_kernels(gap_states: list, gap_apis: list = ()) -> Records:
             two_kernels([state(40, 60, RUN, reason=BlockReason.GPU_WAIT)]),
             {"G:COMP": 80, "H:WAIT_GPU": 20},
         ),
+        (
+            "on-CPU inside a read syscall, either side of blocking in it",
+            two_kernels(
+                [
+                    state(40, 44, ON),
+                    state(44, 46, ON, reason=BlockReason.IO),
+                    state(46, 56, BLK, reason=BlockReason.IO),
+                    state(56, 58, ON, reason=BlockReason.IO),
+                    state(58, 60, ON),
+                ],
+            ),
+            {"G:COMP": 80, "H:APP": 6, "H:IO": 14},
+        ),
+        (
+            "on-CPU inside an I/O syscall within a (non-sync) API call",
+            two_kernels(
+                [state(40, 50, ON, reason=BlockReason.IO), state(50, 60, ON)],
+                [api(45, 60, corr=2)],
+            ),
+            {"G:COMP": 80, "H:IO": 10, "H:CTRL": 10},
+        ),
+        (
+            "a sync call wins over an I/O syscall",
+            two_kernels(
+                [state(40, 60, ON, reason=BlockReason.IO)], [api(50, 60, cls=ApiClass.SYNC)]
+            ),
+            {"G:COMP": 80, "H:IO": 10, "H:WAIT_GPU": 10},
+        ),
         ("no host data", two_kernels([]), {"G:COMP": 80, "UNKNOWN": 20}),
     ],
 )
@@ -180,6 +208,15 @@ def test_host_causes(name: str, rec: Records, expected: dict) -> None:
             ),
             20,
             {"G:COMP": 80, "H:CTRL": 15, "OFF_CPU": 5},
+        ),
+        (
+            "on-CPU inside an I/O syscall in a launch gap is I/O",
+            two_kernels(
+                [state(40, 45, ON, reason=BlockReason.IO), state(45, 60, ON)],
+                [api(36, 41, corr=3), api(55, 60, corr=2)],
+            ),
+            20,
+            {"G:COMP": 80, "H:IO": 5, "H:CTRL": 15},
         ),
         (
             "no state data inside a launch gap stays unknown",

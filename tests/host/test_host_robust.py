@@ -125,9 +125,12 @@ def test_bpf_stack_map_fill_is_counted():
         col.start()
         time.sleep(1.0)
         col.stop()
-    assert col.status.stack_errors > 0
-    assert col.status.detail["stack_errors"] == col.status.stack_errors
-    assert f"{col.status.stack_errors} stacks refused (map full)" in describe(col)
+    st = col.status
+    assert st.stack_errors > 0
+    assert st.detail["stack_errors"] == st.stack_errors
+    assert st.stack_errors == st.detail["kstack_errors"] + st.detail["ustack_errors"]
+    assert st.detail["kstack_errors"] > 0 and st.detail["ustack_errors"] > 0, st.detail
+    assert f"{st.stack_errors} stacks refused (stack map full or hash collision)" in describe(col)
 
 
 def test_bpf_gpu_wait_uprobes_classify_blocked_time():

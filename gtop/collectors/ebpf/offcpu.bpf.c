@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Per-thread on/off-CPU intervals with stacks, for a set of processes (and the children
- * they fork), plus cpu-clock on-CPU samples. Records go to per-CPU rings of fixed slots
+ * they fork), plus cpu-clock on-CPU samples and each on-CPU stretch's time inside I/O
+ * syscalls. Kernel and user stacks go to separate stack maps (fewer hash collisions). Records go to per-CPU rings of fixed slots
  * in mmap-able arrays; user space reads them as numpy arrays (threads_bpf.py).
  * Each scheduler hook exists as tp_btf, raw_tp and tracepoint; the loader enables the
  * first kind that loads. */
@@ -13,16 +14,20 @@
 #define SLOTS (1u << SLOT_BITS)
 #define TASK_REPORT_MAX 0x100
 #define E2BIG 7
+#define ENOMEM 12
 #define EEXIST 17
 #define PF_EXITING 0x00000004
 
 const volatile __u32 nr_cpus = 1;
 const volatile bool user_stacks = true;
+/* io_syscall[nr] != 0: syscall nr is I/O (blockreason's IO class, set by the loader) */
+const volatile __u8 io_syscall[MAX_SYSCALL] = {};
 
 /* Write heads of the rings (one per CPU) and counters; user space reads .bss. */
 __u64 switch_head[MAX_CPUS];
 __u64 sample_head[MAX_CPUS];
-__u64 stack_errors;
+__u64 kstack_errors; /* stacks the kstacks / ustacks map refused (full or collided) */
+__u64 ustack_errors;
 __u64 state_full;
 
 struct {
@@ -55,12 +60,21 @@ struct {
 	__uint(max_entries, 16384);
 } threads SEC(".maps");
 
+/* One stack map per kind, sized by the loader: a kernel stack and a user stack never
+ * compete for one hash bucket. */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, 127 * sizeof(__u64));
-	__uint(max_entries, 16384);
-} stacks SEC(".maps");
+	__uint(max_entries, 1);
+} kstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 127 * sizeof(__u64));
+	__uint(max_entries, 1);
+} ustacks SEC(".maps");
 
 static __always_inline bool is_tracked(__u32 tgid)
 {
@@ -79,13 +93,24 @@ static __always_inline struct thread_state *get_state(__u32 tid, __u32 tgid, __u
 	return bpf_map_lookup_elem(&threads, &tid);
 }
 
-static __always_inline __s32 stack_id(void *ctx, __u64 flags)
+/* -EEXIST: the bucket holds another stack (a hash collision); -ENOMEM: no free entry
+ * (the map is full). Both are counted. An empty stack (-EFAULT, e.g. the kernel stack of
+ * a sample taken in user mode) is no error. */
+static __always_inline __s32 kstack_id(void *ctx)
 {
-	__s32 id = bpf_get_stackid(ctx, &stacks, flags);
-	/* -EEXIST: the bucket holds another stack (the map is full or collided); an empty
-	 * stack (-EFAULT, e.g. the kernel stack of a sample taken in user mode) is no error */
-	if (id == -EEXIST)
-		__sync_fetch_and_add(&stack_errors, 1);
+	__s32 id = bpf_get_stackid(ctx, &kstacks, 0);
+	if (id == -EEXIST || id == -ENOMEM)
+		__sync_fetch_and_add(&kstack_errors, 1);
+	return id;
+}
+
+static __always_inline __s32 ustack_id(void *ctx)
+{
+	if (!user_stacks)
+		return -1;
+	__s32 id = bpf_get_stackid(ctx, &ustacks, BPF_F_USER_STACK);
+	if (id == -EEXIST || id == -ENOMEM)
+		__sync_fetch_and_add(&ustack_errors, 1);
 	return id;
 }
 
@@ -110,8 +135,8 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 			s->off_ns = now;
 			s->wake_ns = runnable ? now : 0;
 			s->flags = (runnable ? FLAG_PREEMPTED : 0) | (s->gpu_depth ? FLAG_GPU_WAIT : 0);
-			s->kstack = stack_id(ctx, 0);
-			s->ustack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -1;
+			s->kstack = kstack_id(ctx);
+			s->ustack = ustack_id(ctx);
 			s->oncpu = 0;
 		}
 	}
@@ -144,11 +169,18 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 			e->flags = s->flags;
 			e->gpu_enter_ns = s->gpu_enter_ns;
 			e->gpu_exit_ns = s->gpu_exit_ns;
+			e->io_enter_ns = s->io_enter_ns;
+			e->io_head_ns = s->io_head_ns;
+			e->io_mid_start_ns = s->io_mid_start_ns;
+			e->io_mid_ns = s->io_mid_ns;
 			__sync_fetch_and_add(&switch_head[cpu], 1);
 		}
 	}
 	s->on_ns = now;
 	s->oncpu = 1;
+	s->io_head_ns = 0;
+	s->io_mid_start_ns = 0;
+	s->io_mid_ns = 0;
 	return 0;
 }
 
@@ -165,9 +197,12 @@ static __always_inline int on_sys_enter(long id)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	if (!is_tracked(pid_tgid >> 32))
 		return 0;
-	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, bpf_ktime_get_ns());
-	if (s)
-		s->syscall = id;
+	__u64 now = bpf_ktime_get_ns();
+	struct thread_state *s = get_state((__u32)pid_tgid, pid_tgid >> 32, now);
+	if (!s)
+		return 0;
+	s->syscall = id;
+	s->io_enter_ns = id >= 0 && id < MAX_SYSCALL && io_syscall[id] ? now : 0;
 	return 0;
 }
 
@@ -175,8 +210,20 @@ static __always_inline int on_sys_exit(void)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_state *s = bpf_map_lookup_elem(&threads, &tid);
-	if (s)
-		s->syscall = -1;
+	if (!s)
+		return 0;
+	s->syscall = -1;
+	if (s->io_enter_ns) {
+		__u64 now = bpf_ktime_get_ns();
+		if (s->io_enter_ns < s->on_ns) {
+			s->io_head_ns = now; /* the call the stretch began in */
+		} else {
+			if (!s->io_mid_ns)
+				s->io_mid_start_ns = s->io_enter_ns;
+			s->io_mid_ns += now - s->io_enter_ns;
+		}
+		s->io_enter_ns = 0;
+	}
 	return 0;
 }
 
@@ -366,8 +413,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	e->t_ns = bpf_ktime_get_ns();
 	e->pid = pid_tgid >> 32;
 	e->tid = (__u32)pid_tgid;
-	e->kstack = stack_id(ctx, 0);
-	e->ustack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -1;
+	e->kstack = kstack_id(ctx);
+	e->ustack = ustack_id(ctx);
 	e->cpu = cpu;
 	__sync_fetch_and_add(&sample_head[cpu], 1);
 	return 0;

@@ -5,6 +5,7 @@
 
 #define MAX_CPUS 512
 #define SLOT_BITS 13 /* 8192 records per CPU and ring */
+#define MAX_SYSCALL 512 /* syscall numbers classified by io_syscall[] */
 
 #define FLAG_PREEMPTED 1 /* switched out while runnable: the off-CPU time is run-queue wait */
 #define FLAG_SEEDED 2    /* off-CPU since before attach: user space seeded the state */
@@ -23,7 +24,7 @@ struct switch_event {
 	__u32 pid;
 	__u32 tid;
 	__s32 syscall; /* syscall in progress at switch-out, -1 none */
-	__s32 ustack;  /* stack map ids, negative errno when the map refused */
+	__s32 ustack;  /* ids in the ustacks / kstacks maps, negative errno when refused */
 	__s32 kstack;
 	__u32 flags;
 	/* the thread's latest probed GPU synchronisation call (outermost, nested ones count
@@ -32,6 +33,15 @@ struct switch_event {
 	 * inside the call (spinning) from the rest. */
 	__u64 gpu_enter_ns;
 	__u64 gpu_exit_ns;
+	/* On-CPU time inside I/O syscalls (io_syscall[] set by the loader) during the stretch
+	 * [on_ns, off_ns): the call in progress at switch-in returned at io_head_ns (0: none,
+	 * or still in it); calls entered and returned within the stretch took io_mid_ns in
+	 * all, the first entered at io_mid_start_ns; the call in progress at switch-out was
+	 * entered at io_enter_ns (0: none; before on_ns: the whole stretch). */
+	__u64 io_enter_ns;
+	__u64 io_head_ns;
+	__u64 io_mid_start_ns;
+	__u64 io_mid_ns;
 };
 
 /* One cpu-clock sample of a tracked thread. */
@@ -62,6 +72,10 @@ struct thread_state {
 	__u32 pad;
 	__u64 gpu_enter_ns; /* as in switch_event */
 	__u64 gpu_exit_ns;
+	__u64 io_enter_ns; /* as in switch_event, for the current stretch */
+	__u64 io_head_ns;
+	__u64 io_mid_start_ns;
+	__u64 io_mid_ns;
 };
 
 #endif

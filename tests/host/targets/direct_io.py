@@ -3,6 +3,12 @@
 ``ARGV[2] == "mmap"`` reads it through a shared mapping instead: the page cache is
 dropped and the pages touched, so the thread blocks in page faults, outside any syscall.
 
+``ARGV[2] == "cached" ARGV[3] == COUNTERS`` reads it from the page cache (never blocking
+on the disk) for 20 ms, then runs Python for 20 ms, in a loop; after each round it
+stores two float64 in the file COUNTERS (created by the caller, 16 bytes): the seconds
+spent inside ``os.preadv`` and the seconds of the whole loop so far, both by
+``perf_counter``.
+
 O_DIRECT where the filesystem allows it (CPython's ``os.preadv`` is the ``preadv2``
 syscall, whose blocked time sits in ``io_schedule``), else a page-cache drop
 (``POSIX_FADV_DONTNEED``) before each read. The file lives in the folder given as the
@@ -15,9 +21,11 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import struct
 import sys
 import tempfile
 import threading
+import time
 
 CHUNK = 1 << 20
 SIZE = 64 << 20
@@ -33,6 +41,26 @@ def fault_loop(fd: int) -> None:
             mem[off]
 
 
+def cached_loop(fd: int, counters: str) -> None:
+    buf = bytearray(CHUNK)
+    for off in range(0, SIZE, CHUNK):  # bring the file into the page cache
+        os.preadv(fd, [buf], off)
+    with open(counters, "r+b") as f:
+        out = mmap.mmap(f.fileno(), 16)
+    print("READY " + json.dumps({"pid": os.getpid(), "tid": threading.get_native_id()}), flush=True)
+    in_read, start, offset = 0.0, time.perf_counter(), 0
+    while True:
+        end = time.perf_counter() + 0.02
+        while (t := time.perf_counter()) < end:
+            os.preadv(fd, [buf], offset)
+            in_read += time.perf_counter() - t
+            offset = (offset + CHUNK) % SIZE
+        end = time.perf_counter() + 0.02
+        while time.perf_counter() < end:
+            pass
+        struct.pack_into("<dd", out, 0, in_read, time.perf_counter() - start)
+
+
 def main() -> None:
     fd, path = tempfile.mkstemp(prefix="gtop-dio-", dir=sys.argv[1])
     block = os.urandom(CHUNK)
@@ -41,14 +69,16 @@ def main() -> None:
     os.fsync(fd)
     os.close(fd)
     try:
-        if sys.argv[2:] == ["mmap"]:
-            raise OSError("mapped reads go through the page cache")
+        if sys.argv[2:3] in (["mmap"], ["cached"]):
+            raise OSError("mapped and cached reads go through the page cache")
         rfd, direct = os.open(path, os.O_RDONLY | os.O_DIRECT), True
     except OSError:
         rfd, direct = os.open(path, os.O_RDONLY), False
     os.unlink(path)
     if sys.argv[2:] == ["mmap"]:
         fault_loop(rfd)
+    if sys.argv[2:3] == ["cached"]:
+        cached_loop(rfd, sys.argv[3])
     buf = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT needs
     info = {"pid": os.getpid(), "tid": threading.get_native_id(), "direct": direct}
     print("READY " + json.dumps(info), flush=True)
