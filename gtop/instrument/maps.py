@@ -156,14 +156,16 @@ ld.const.u64 %gtop_rbuf, [gtop_buf];
 """
 
 
-def slot(site: Site, record: np.dtype) -> str:
+def slot(site: Site, record: np.dtype, count_drops: bool = True) -> str:
     """Claim a slot for each writing lane: sets ``%gtop_ok`` and ``%gtop_a`` (its address).
     A capacity of 0 means "not armed": no slot is claimed and nothing counts as dropped.
 
     Ring: one atomic per warp, on its SM's stripe counter, claims the slots of all its
     writing lanes (each takes the warp's base plus its rank); the host derives drops from
     the counters; needs :func:`ring_entry` at kernel entry. Array: the slot is (linear
-    block, warp or thread); needs :func:`ids`.
+    block, warp or thread); needs :func:`ids`; ``count_drops=False`` leaves an index
+    past the capacity out of ``gtop_overflow`` (for code that adds into a slot that
+    another snippet owns and counts).
     """
     size = record.itemsize
     if site.map is MapKind.RING:
@@ -187,6 +189,12 @@ mad.lo.u32 %gtop_s, %gtop_rst, %gtop_rper, %gtop_s;
 mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_rbuf;
 """
     index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
+    drops = (
+        "setp.ge.and.u32 %gtop_of, %gtop_s, %gtop_cap, %gtop_lead;\n"
+        "@%gtop_of red.global.add.u32 [gtop_overflow], 1;\n"
+        if count_drops
+        else ""
+    )
     return (
         "ld.const.u32 %gtop_cap, [gtop_cap];\n"
         "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
@@ -194,15 +202,13 @@ mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_rbuf;
         + f"""\
 mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
-setp.ge.and.u32 %gtop_of, %gtop_s, %gtop_cap, %gtop_lead;
-@%gtop_of red.global.add.u32 [gtop_overflow], 1;
-ld.const.u64 %gtop_a, [gtop_buf];
+{drops}ld.const.u64 %gtop_a, [gtop_buf];
 mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_a;
 """
     )
 
 
-def _field(record: np.dtype, key: str) -> tuple[int, int]:
+def field_at(record: np.dtype, key: str) -> tuple[int, int]:
     """(byte offset, size) of ``name`` or of element ``name[k]`` of a subarray field."""
     name, _, index = key.partition("[")
     dt, offset = record.fields[name][:2]
@@ -222,7 +228,7 @@ def store(record: np.dtype, values: dict[str, str]) -> str:
     """
     by_word: dict[int, list[tuple[int, int, str]]] = {}
     for key, reg in values.items():
-        offset, size = _field(record, key)
+        offset, size = field_at(record, key)
         if offset // 8 != (offset + size - 1) // 8:
             raise ValueError(f"field {key} straddles an 8-byte word")
         by_word.setdefault(offset // 8, []).append((offset % 8, size, reg))

@@ -56,14 +56,20 @@ class Site:
     # this site runs, that one ran first)
     follows: bool = False
     # the kernel's instruction classes found so far, by index (complete for tracepoints
-    # declared after the classifying one)
+    # declared after the classifying one; module-wide when .func bodies have sites)
     classes: tuple[str, ...] = ()
+    # rendered inside a ``.func`` body: ``kernel_id`` is then the function's own id
+    # (listed under "functions" in the module header), and no kernel register is visible
+    func: bool = False
+    # the record's slot also receives adds from .func bodies (Probe.func_exit), so the
+    # kernel's exit must add its counters atomically instead of storing them
+    adds: bool = False
 
 
 @dataclass(frozen=True)
 class Tracepoint:
     """``at`` is :data:`ENTRY`, :data:`EXIT` (every ret/exit of a kernel) or a regular
-    expression matched against instruction opcodes in kernel bodies."""
+    expression matched against instruction opcodes in kernel (and ``.func``) bodies."""
 
     at: str
     snippet: Callable[[Site], str]
@@ -96,3 +102,9 @@ class Probe:
     # Records come only from instruction sites (not entry/exit alone): a kernel with no
     # matching instruction gets no code at all, not even its entry and exit snippets.
     needs_sites: bool = False
+    # ``.func`` device functions: their opcode sites are instrumented only when the probe
+    # gives ``func_entry`` (run at every call, after the ring constants for a ring map,
+    # in place of the ENTRY tracepoints); ``func_exit`` replaces the EXIT tracepoints at
+    # each ``ret``/``exit`` of the function. Both see ``Site.func`` set.
+    func_entry: Callable[[Site], str] | None = None
+    func_exit: Callable[[Site], str] | None = None

@@ -3,6 +3,15 @@
 Only whole lines are inserted; every original line is kept, in order. The result carries
 a one-line JSON header comment (``// gtop-probe {...}``) describing what was done, so an
 instrumented PTX file is self-describing (see :func:`read_header`).
+
+``.func`` device functions: when the probe supports them (``Probe.func_entry``), every
+``.func`` with a body that holds one of the probe's sites is instrumented too (only
+those the chosen kernels can call, directly or through any indirect call, when a kernel
+pattern is given). It gets an
+id after the kernels' ids (records written in it carry that id, and the header lists it
+under ``"functions"``), and it sets up its own probe state at each call, in probe
+registers only: a ``.func`` sees none of its caller's registers. A function shared by
+several kernels writes records for all its callers, chosen or not.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ class Instrumented:
     sample: int
     record_size: int
     kernels: list[KernelInfo]
+    functions: list[KernelInfo] = field(default_factory=list)  # ids after the kernels'
 
 
 def read_header(text: str) -> dict | None:
@@ -87,10 +97,26 @@ def instrument(
     if not targets:
         names = ", ".join(f.name for f in module.kernels) or "none"
         raise RewriteError(f"no kernel matches {kernel!r} (kernels: {names})")
-    if len(targets) > 255:
-        raise RewriteError("more than 255 kernels in one module")
     plan = _Plan(module, probe, level, map_kind, sample, {**maps.REGISTERS, **probe.registers})
+    # all .func bodies (any may be called, through linking too) unless kernels are chosen
+    reach = _callees(module, targets) if pattern else module.functions
+    funcs = [f for f in reach if not f.is_entry and plan.has_sites(f, counted=False)]
+    if probe.func_entry is None:
+        funcs = []
+    if len(targets) + len(funcs) > 255:
+        raise RewriteError("more than 255 kernels and functions to instrument in one module")
+    if funcs and probe.func_exit is not None and map_kind is not MapKind.ARRAY:
+        names = ", ".join(f.name for f in funcs)
+        raise RewriteError(
+            f"probe {probe.name}: .func sites ({names}) add into their warp's record: "
+            "use the array map"
+        )
+    plan.funcs = {f.name for f in funcs}
+    plan.adds = bool(funcs) and probe.func_exit is not None
+    if funcs and probe.classify:
+        plan.shared_classes = plan.module_classes([*targets, *funcs])
     infos = [plan.kernel(fn, kid) for kid, fn in enumerate(targets)]
+    finfos = [plan.kernel(fn, len(targets) + i) for i, fn in enumerate(funcs)]
     header = {
         "probe": probe.name,
         "level": level.value,
@@ -99,6 +125,8 @@ def instrument(
         "record_size": probe.record.itemsize,
         "kernels": [asdict(k) for k in infos],
     }
+    if finfos:
+        header["functions"] = [asdict(k) for k in finfos]
     out: list[str] = []
     for idx, line in enumerate(module.lines):
         if idx == module.header_end:
@@ -109,8 +137,28 @@ def instrument(
         out.extend(plan.after.get(idx, ()))
     text = "\n".join(out) + "\n"
     return Instrumented(
-        text, probe.name, level.value, map_kind.value, sample, probe.record.itemsize, infos
+        text, probe.name, level.value, map_kind.value, sample, probe.record.itemsize, infos, finfos
     )
+
+
+def _callees(module: Module, roots: list[Function]) -> list[Function]:
+    """The ``.func`` bodies of ``module`` that ``roots`` may call, transitively, in module
+    order; an indirect call (through a register) may reach any of them."""
+    bodies = {f.name: f for f in module.functions if not f.is_entry}
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        fn = todo.pop()
+        for st in fn.instructions():
+            if st.instr is None or st.instr.root != "call":
+                continue
+            callee = next((op for op in st.instr.operands if not op.startswith("(")), "")
+            names = list(bodies) if callee.startswith("%") else [callee]
+            for name in names:
+                if name in bodies and name not in seen:
+                    seen.add(name)
+                    todo.append(bodies[name])
+    return [f for f in module.functions if f.name in seen]
 
 
 @dataclass
@@ -125,20 +173,34 @@ class _Plan:
     declared: dict[str, str]
     before: dict[int, list[str]] = field(default_factory=dict)
     after: dict[int, list[str]] = field(default_factory=dict)
+    funcs: set[str] = field(default_factory=set)  # names of the .func bodies instrumented
+    adds: bool = False  # see Site.adds
+    shared_classes: list[str] | None = None  # module-wide classes, when .funcs have sites
 
     def kernel(self, fn: Function, kid: int) -> KernelInfo:
-        """Plan one kernel's sites; ``kid`` is the id its records carry."""
+        """Plan one kernel's (or instrumented ``.func``'s) sites; ``kid`` is the id its
+        records carry."""
         sites: dict[str, int] = {}
-        classes: list[str] = []
-        if self.probe.needs_sites and not self._has_sites(fn):
-            return KernelInfo(fn.name, kid, sites, classes)  # nothing it could record
+        classes = self.shared_classes if self.shared_classes is not None else []
+        func = not fn.is_entry
+        if self.probe.needs_sites and not (self.has_sites(fn) or self._calls_sites(fn)):
+            return KernelInfo(fn.name, kid, sites, [])  # nothing it could record
         head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
         if self.map_kind is MapKind.RING:
             head += self._render(maps.ring_entry())
+        at_entry = self.probe.func_entry if func else None
+        if at_entry is not None:
+            head += self._render(at_entry(self._site(fn, kid)))
         for tp in self.probe.tracepoints:
+            snippet = tp.snippet
+            if func and tp.at == ENTRY:
+                continue
+            if func and tp.at == EXIT:
+                if self.probe.func_exit is None:
+                    continue
+                snippet = self.probe.func_exit
             if tp.at == ENTRY:
-                site = Site(kid, self.level, self.map_kind, self.sample, ntid=fn.reqntid)
-                head += self._render(tp.snippet(site))
+                head += self._render(tp.snippet(self._site(fn, kid)))
                 sites[ENTRY] = 1
                 continue
             targets = _branch_targets(fn)
@@ -177,9 +239,11 @@ class _Plan:
                     fn.reqntid,
                     before,
                     tuple(classes),
+                    func,
+                    self.adds,
                 )
                 try:
-                    code = tp.snippet(site)
+                    code = snippet(site)
                 except SiteError as e:
                     raise RewriteError(f"line {st.first + 1}: {fn.name}: {e}") from None
                 if not code.strip():
@@ -187,12 +251,35 @@ class _Plan:
                 self._place(st, tp.after, self._render(_guard(st) + code), fn.name)
                 sites[label] = sites.get(label, 0) + 1
         self.after.setdefault(fn.open, []).extend(head)
-        return KernelInfo(fn.name, kid, sites, classes)
+        return KernelInfo(fn.name, kid, sites, list(classes))
 
-    def _has_sites(self, fn: Function) -> bool:
-        """Whether an instruction of ``fn`` matches one of the probe's opcode tracepoints."""
+    def _site(self, fn: Function, kid: int) -> Site:
+        """The site of a function's entry (or of its ``func_entry``)."""
+        return Site(
+            kid, self.level, self.map_kind, self.sample, ntid=fn.reqntid,
+            func=not fn.is_entry, adds=self.adds,
+        )  # fmt: skip
+
+    def _calls_sites(self, fn: Function) -> bool:
+        """Whether ``fn`` may call an instrumented ``.func``."""
+        return any(f.name in self.funcs for f in _callees(self.module, [fn]))
+
+    def module_classes(self, fns: list[Function]) -> list[str]:
+        """Classes numbered module-wide, in order of appearance in ``fns``: a ``.func``
+        adds into the slots of kernels that call it, so they must agree on the index."""
+        classes: list[str] = []
+        for fn in fns:
+            for st in fn.instructions():
+                self._class(st, classes, fn.name)
+        return classes
+
+    def has_sites(self, fn: Function, counted: bool = True) -> bool:
+        """Whether an instruction of ``fn`` matches one of the probe's opcode tracepoints
+        (``counted``: including count-only ones)."""
         patterns = [
-            re.compile(tp.at) for tp in self.probe.tracepoints if tp.at not in (ENTRY, EXIT)
+            re.compile(tp.at)
+            for tp in self.probe.tracepoints
+            if tp.at not in (ENTRY, EXIT) and (counted or not tp.count_only)
         ]
         return any(
             p.search(st.instr.opcode)
@@ -209,7 +296,7 @@ class _Plan:
         if key not in classes:
             if len(classes) == self.probe.max_classes:
                 raise RewriteError(
-                    f"line {st.first + 1}: kernel {kernel} has more than "
+                    f"line {st.first + 1}: {kernel} has more than "
                     f"{self.probe.max_classes} {self.probe.name} classes"
                 )
             classes.append(key)

@@ -2,8 +2,10 @@
 
 x = time, y = touched 64 KiB pages (untouched address ranges are left out), shade = how
 many accesses fell in the cell. Rows are labelled with kernel arguments when their
-pointers are known. ``a`` switches between the two time alignments: %globaltimer
-(GPU-wide ns) and per-SM %clock64 normalised to each SM's first access.
+pointers are known; notes under the title say which accesses came from ``.func`` bodies
+and how many TMA tensor copies were not traced. ``a`` switches between the two time
+alignments: %globaltimer (GPU-wide ns) and per-SM %clock64 normalised to each SM's first
+access.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class DmatView(ZoomPan):
     """mem_trace records to bin; None shows a hint."""
     pointers: reactive[dict[str, tuple[int, int]]] = reactive(dict, always_update=True)
     """Kernel argument -> (device address, bytes), for row labels."""
+    notes: reactive[list[str]] = reactive(list, always_update=True)
+    """Lines shown under the title (see :func:`mem_trace.notes`)."""
     align: reactive[str] = reactive("global")
     """"global" (%globaltimer ns) or "sm_clock" (per-SM %clock64 cycles)."""
     pages_per_row: reactive[int] = reactive(0)
@@ -71,7 +75,7 @@ class DmatView(ZoomPan):
         self.pages_per_row = max(1, int(current * factor))
 
     def _fit(self, pages: int) -> int:
-        return max(1, -(-pages // max(self.size.height - 2, 1)))
+        return max(1, -(-pages // max(self.size.height - 2 - len(self.notes), 1)))
 
     def grid(self) -> mem_trace.Dmat:
         """The DMAT binned for the current size, zoom, pan and alignment."""
@@ -94,7 +98,9 @@ class DmatView(ZoomPan):
         where = "global timer" if d.align == "global" else "per-SM clock"
         out.append(f"DMAT {len(self.records):,} accesses, {len(d.pages)} pages", "bold")
         out.append(f" ({per_row}/row), {where}\n", "bold")
-        rows = max(self.size.height - 2, 1)
+        for note in self.notes:
+            out.append(note + "\n", "#ffaf00")
+        rows = max(self.size.height - 2 - len(self.notes), 1)
         peak = max(int(counts.max()), 1)
         last = ""
         for r in range(min(self.top, max(len(starts) - 1, 0)), min(self.top + rows, len(starts))):

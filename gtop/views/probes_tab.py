@@ -22,7 +22,7 @@ from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, DataTable, Static
 
 from gtop.analysis import probes as data
-from gtop.instrument.probes import block_sched, tensorop
+from gtop.instrument.probes import block_sched, mem_trace, tensorop
 from gtop.instrument.streams import ProbeLaunch
 from gtop.pipeline.model import Model
 from gtop.views.dmat import DmatView
@@ -200,6 +200,7 @@ class ProbesTab(Vertical):
             self.tensorops.ops = ops
         else:
             self.dmat.pointers = dict(launch.pointers) if launch else {}
+            self.dmat.notes = mem_trace.notes(launch.header, launch.kernel, rows) if launch else []
             self.dmat.records = rows
 
     def _latest_answer(self) -> Text | None:

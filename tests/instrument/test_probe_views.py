@@ -121,3 +121,31 @@ def test_dmat_rows_never_mix_arguments() -> None:
 
     assert _row_starts(["x", "x", "x", "y", "y", "", ""], 2).tolist() == [0, 2, 3, 5]
     assert _row_starts(["a"] * 5, 1).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_dmat_notes_name_functions_and_untraced_tensor_copies() -> None:
+    from gtop.instrument.probes import mem_trace
+
+    rec, ptrs = mem_records(n=600)
+    rec["kernel"][:100] = 3  # accesses made inside .func 3
+    header = {
+        "kernels": [
+            {"name": "k", "kernel_id": 0, "sites": {"access": 4, "untraced_tensor_copy": 2}},
+            {"name": "other", "kernel_id": 1, "sites": {"untraced_tensor_copy": 9}},
+        ],
+        "functions": [{"name": "load_tile", "kernel_id": 3, "sites": {"access": 1}}],
+    }
+    notes = mem_trace.notes(header, "k", rec)
+    assert notes[0] == "100 accesses via load_tile"
+    assert notes[1].startswith("2 TMA tensor-copy sites not traced (")
+    assert mem_trace.notes({"kernels": [{"name": "k", "sites": {"access": 1}}]}, "k", rec) == []
+
+    async def run() -> None:
+        view = DmatView(rec, ptrs)
+        view.notes = notes
+        async with _One(view).run_test(size=(80, 24)):
+            lines = view.render().plain.splitlines()
+            assert lines[1:3] == notes
+            assert len(lines) <= 24
+
+    asyncio.run(run())

@@ -88,13 +88,44 @@ def _branch_counter() -> Probe:
 ALL = [*PROBES.values(), _branch_counter()]
 
 
+# The same body in a .func with a parameter and a return value, called by the kernel.
+FUNC = """\
+.func (.param .b32 f_ret) f(.param .u64 f_p0)
+{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<16>;
+\t.reg .f32 %f<16>;
+\t.reg .b64 %rd<4>;
+\tld.param.u64 %rd1, [f_p0];
+\tcvta.to.global.u64 %rd2, %rd1;
+\tmov.u32 %r1, %tid.x;
+\tsetp.eq.s32 %p2, %r1, 0;
+"""
+FUNC_TAIL = "$L_end:\n\tst.param.b32 [f_ret], %r1;\n\tret;\n}\n\n"
+CALL = """\
+\t{
+\t.param .b64 param0;
+\tst.param.b64 [param0], %rd1;
+\t.param .b32 retval0;
+\tcall.uni (retval0),
+\tf,
+\t(param0);
+\tld.param.b32 %r2, [retval0];
+\t}
+"""
+
+
 @st.composite
 def kernels(draw: st.DrawFn) -> str:
     body = draw(st.lists(st.sampled_from(LINES), max_size=25))
     labels = draw(st.lists(st.integers(0, len(body)), max_size=3, unique=True))
     for n, at in enumerate(sorted(labels, reverse=True)):
         body.insert(at, f"$L_a{n}:")
-    return HEAD + "\n".join(body) + "\n" + TAIL
+    code = "\n".join(body) + "\n"
+    if draw(st.booleans()):  # the body in a .func instead
+        top, rest = HEAD.split(".visible .entry", 1)
+        return top + FUNC + code + FUNC_TAIL + ".visible .entry" + rest + CALL + TAIL
+    return HEAD + code + TAIL
 
 
 @settings(

@@ -97,6 +97,7 @@ class Warp:
             "laneid": lane,
             "lanemask_lt": (1 << lane) - 1,
             "clock64": self.clock,
+            "clock": self.clock & 0xFFFF_FFFF,
             "globaltimer": self.globaltimer,
         }[base]
 
@@ -158,10 +159,18 @@ def _step(ins: Instruction, warp: Warp, dev: Device) -> None:
         results = {lane: src.get(val(2, lane) & 31, src[lane]) for lane in lanes}
     elif ins.root in ("atom", "red"):
         results = {}
+        size = _bits(ins) // 8
+        first = 0 if ins.root == "red" else 1  # the address operand
         for lane in lanes:  # in lane order, as one serialised order of the hardware's
-            addr = _address(ops[0 if ins.root == "red" else 1], lane, warp, dev)
-            old = dev.read(addr, 4)
-            dev.write(addr, 4, old + val(1 if ins.root == "red" else 2, lane))
+            addr = _address(ops[first], lane, warp, dev)
+            old = dev.read(addr, size)
+            a = val(first + 1, lane)
+            kind = ins.parts[2]
+            if kind == "cas":
+                new = val(first + 2, lane) if old == a else old
+            else:
+                new = {"add": old + a, "min": min(old, a), "max": max(old, a)}[kind]
+            dev.write(addr, size, new)
             if ins.root == "atom":
                 results[lane] = old
     elif ins.root == "st":

@@ -19,6 +19,14 @@ NVIDIA does not document) and box coordinates, so the global addresses they touc
 be computed in the kernel; recording the descriptor's address instead would put rows of
 descriptor pages, not data, into the DMAT. They are counted per kernel in the module
 header instead (``untraced_tensor_copy`` sites), so a DMAT without them says so.
+
+``.func`` device functions: their accesses are traced too, with the function's own id in
+the ``kernel`` field (the module header lists functions after the kernels), so the views
+say "via FUNC" rather than naming the calling kernel, which a ``.func`` cannot know. Each
+call sets up its own ring constants and its own sampling counter (a ``.func`` cannot see
+its caller's registers); with sampling, the counter's phase mixes the thread's hash with
+``%clock``, so that a function called many times with few accesses per call does not
+always sample the same threads.
 """
 
 from __future__ import annotations
@@ -132,6 +140,20 @@ def _entry(site: Site) -> str:
     )
 
 
+def _func_entry(site: Site) -> str:
+    """The sampling counter of one call of a ``.func`` (see the module docstring)."""
+    if site.sample == 1:
+        return "mov.u32 %gtop_mt_n, 0;\n"
+    return (
+        maps.ids(site)
+        + "mad.lo.u32 %gtop_x, %gtop_blk, 1024, %gtop_tid;\n"
+        + "mul.lo.u32 %gtop_x, %gtop_x, 2654435761;\n"
+        + "mov.u32 %gtop_y, %clock;\n"
+        + "add.u32 %gtop_x, %gtop_x, %gtop_y;\n"
+        + f"rem.u32 %gtop_mt_n, %gtop_x, {site.sample};\n"
+    )
+
+
 def _site(site: Site) -> str:
     assert site.instr is not None
     operand, width, is_store = access(site.instr)
@@ -194,6 +216,7 @@ PROBE = Probe(
     levels=(Level.THREAD, Level.WARP),
     maps=(MapKind.RING,),
     sampled=True,
+    func_entry=_func_entry,
 )
 
 
@@ -258,3 +281,27 @@ def dmat(
         for r in np.flatnonzero(inside):
             labels[r] = labels[r] or name
     return Dmat(counts, pages, labels, lo, hi, align, "ns" if align == "global" else "cycles")
+
+
+def notes(header: dict, kernel: str, records: np.ndarray | None = None) -> list[str]:
+    """What a DMAT of ``kernel`` should say beside its cells, from the instrumented
+    module's ``header``: accesses made inside ``.func`` bodies (by function, "via FUNC")
+    and the kernel's TMA tensor copies that were not traced, with the reason."""
+    out = []
+    funcs = {int(f["kernel_id"]): f["name"] for f in header.get("functions", [])}
+    if funcs and records is not None and len(records):
+        ids, counts = np.unique(records["kernel"], return_counts=True)
+        for fid, n in zip(ids.tolist(), counts.tolist(), strict=True):
+            if fid in funcs:
+                out.append(f"{n:,} accesses via {funcs[fid]}")
+    kernels = header.get("kernels", [])
+    for k in kernels:
+        if k.get("name") == kernel or len(kernels) == 1:
+            copies = int(k.get("sites", {}).get("untraced_tensor_copy", 0))
+            if copies:
+                out.append(
+                    f"{copies} TMA tensor-copy sites not traced "
+                    "(their addresses come from an opaque tensor map)"
+                )
+            break
+    return out

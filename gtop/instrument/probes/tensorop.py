@@ -20,6 +20,18 @@ only from warps that issued any (in a fixed slot per (block, warp) by default); 
 without any tensor-core instruction gets no probe code at all. Timeline:
 ``first_clock``/``last_clock`` (first issue, end of the last instruction or wait) are
 mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
+
+``.func`` device functions: a function's sites count in its own registers during each
+call, and at each of its ``ret``s it adds them into its warp's array slot with atomics
+(``red.global.add`` for counts and cycles, min/max for first/last clock), since a
+``.func`` cannot reach its caller's registers. Classes are then numbered module-wide, so
+that kernels and functions agree on each index. In such a module every kernel that
+may call the function writes its part with atomics too (``Site.adds``), so the two never
+race, and every warp that reaches a kernel exit writes its record's header (exit time,
+block, SM, warp, kernel): the kernel cannot tell whether its callees issued tensor ops,
+so records with zero counts appear for warps that issued none. The ring map cannot take
+.func sites (a ring slot is claimed per record, so no function can find its warp's).
+A wgmma span cannot cross a call: each ``.func`` call opens and closes its own.
 """
 
 from __future__ import annotations
@@ -154,23 +166,74 @@ def _after_wait(site: Site) -> str:
     return text + "@%gtop_g mov.u64 %gtop_tc_iss, 0;\n"
 
 
-def _exit(site: Site) -> str:
-    """Warps that issued no tensor-core instruction write nothing."""
-    values = {
-        "exit_ns": "%gtop_tc_t",
-        "exit_clock": "%gtop_tc_u",
-        "first_clock": "%gtop_tc_first",
-        "last_clock": "%gtop_tc_last",
-        "wait_cycles": "%gtop_tc_wc",
-        "block": "%gtop_blk",
-        "smid": "%gtop_smid",
-        "warp": "%gtop_wid",
-        "kernel": "%gtop_x",
-        "wait_count": "%gtop_tc_wn",
-    }
+_EXIT_VALUES = {
+    "exit_ns": "%gtop_tc_t",
+    "exit_clock": "%gtop_tc_u",
+    "first_clock": "%gtop_tc_first",
+    "last_clock": "%gtop_tc_last",
+    "wait_cycles": "%gtop_tc_wc",
+    "block": "%gtop_blk",
+    "smid": "%gtop_smid",
+    "warp": "%gtop_wid",
+    "kernel": "%gtop_x",
+    "wait_count": "%gtop_tc_wn",
+}
+for _k in range(MAX_CLASSES):
+    _EXIT_VALUES[f"count[{_k}]"] = f"%gtop_tc_n{_k}"
+    _EXIT_VALUES[f"cycles[{_k}]"] = f"%gtop_tc_c{_k}"
+_HEADER = ("exit_ns", "exit_clock", "block", "smid", "warp", "kernel")
+
+
+def _add(pred: str = "%gtop_ok") -> str:
+    """Add the warp's counters into its slot at ``%gtop_a`` with atomics (``pred``
+    lanes only), skipping zeros: counts, cycles, waits, then the first/last clocks (the
+    first with a compare-and-swap from 0, so that 0 keeps meaning "none")."""
+    text = ""
+    counters = [("wait_count", "%gtop_tc_wn", "u32"), ("wait_cycles", "%gtop_tc_wc", "u64")]
     for k in range(MAX_CLASSES):
-        values[f"count[{k}]"] = f"%gtop_tc_n{k}"
-        values[f"cycles[{k}]"] = f"%gtop_tc_c{k}"
+        counters += [(f"count[{k}]", f"%gtop_tc_n{k}", "u32")]
+        counters += [(f"cycles[{k}]", f"%gtop_tc_c{k}", "u64")]
+    for name, reg, t in counters:
+        text += f"setp.ne.and.{t} %gtop_tc_f, {reg}, 0, {pred};\n"
+        at = maps.field_at(RECORD, name)[0]
+        text += f"@%gtop_tc_f red.global.add.{t} [%gtop_a+{at}], {reg};\n"
+    first, last = maps.field_at(RECORD, "first_clock")[0], maps.field_at(RECORD, "last_clock")[0]
+    return text + (
+        f"setp.ne.and.u64 %gtop_tc_f, %gtop_tc_first, 0, {pred};\n"
+        f"@%gtop_tc_f atom.global.cas.b64 %gtop_w0, [%gtop_a+{first}], 0, %gtop_tc_first;\n"
+        f"@%gtop_tc_f red.global.min.u64 [%gtop_a+{first}], %gtop_tc_first;\n"
+        f"setp.ne.and.u64 %gtop_tc_f, %gtop_tc_last, 0, {pred};\n"
+        f"@%gtop_tc_f red.global.max.u64 [%gtop_a+{last}], %gtop_tc_last;\n"
+    )
+
+
+def _func_exit(site: Site) -> str:
+    """At a ``.func``'s ret: add this call's counters into the warp's array slot."""
+    return (
+        "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
+        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
+        "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
+        + maps.ids(site)
+        + maps.writer(site.level)
+        + maps.slot(site, RECORD, count_drops=False)
+        + _add()
+    )
+
+
+def _exit(site: Site) -> str:
+    """Warps that issued no tensor-core instruction write nothing (unless the module's
+    functions add into the records: see the module docstring)."""
+    if site.adds:
+        return (
+            maps.ids(site)
+            + maps.writer(site.level)
+            + "mov.u64 %gtop_tc_t, %globaltimer;\n"
+            + "mov.u64 %gtop_tc_u, %clock64;\n"
+            + maps.slot(site, RECORD)
+            + _add()
+            + f"mov.u32 %gtop_x, {site.kernel_id};\n"
+            + maps.store(RECORD, {k: _EXIT_VALUES[k] for k in _HEADER})
+        )
     return (
         "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
         "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
@@ -181,7 +244,7 @@ def _exit(site: Site) -> str:
         + "mov.u64 %gtop_tc_u, %clock64;\n"
         + maps.slot(site, RECORD)
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
-        + maps.store(RECORD, values)
+        + maps.store(RECORD, _EXIT_VALUES)
     )
 
 
@@ -218,6 +281,8 @@ PROBE = Probe(
     classify=classify,
     max_classes=MAX_CLASSES,
     needs_sites=True,  # a kernel without tensor-core instructions runs untouched
+    func_entry=_entry,
+    func_exit=_func_exit,
 )
 
 
