@@ -309,8 +309,9 @@ def detach(results: dict, workload: str, args: argparse.Namespace) -> None:
     )
     check(
         results,
-        f"{workload}: steps/s back to baseline after detach",
-        abs(ratio - 1) <= 0.03,
+        f"{workload}: steps/s back to baseline after detach, within noise",
+        # noise: 3%, or the spread of the 0.5 s samples before attaching when wider
+        abs(ratio - 1) <= max(0.03, d["before_spread"]),
         f"after/before {ratio:.4f} (samples before detach spread {d['before_spread']:.2%})",
     )
 

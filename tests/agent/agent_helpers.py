@@ -102,8 +102,9 @@ def start_target(
     args: list[str],
     env: dict[str, str] | None = None,
     link: AgentLink | None = None,
+    ready_s: float = 10.0,
 ) -> Target:
-    """Start a target (under ``link``'s launcher when given) and wait for "ready"."""
+    """Start a target (under ``link``'s launcher when given); wait ``ready_s`` for "ready"."""
     full_env = {**os.environ, **(env or {})}
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
     if link is not None:
@@ -112,7 +113,7 @@ def start_target(
         proc = subprocess.Popen(args, env=full_env, **pipes)
     procs.append(proc)
     target = Target(proc)
-    assert target.readline() == "ready"
+    assert target.readline(ready_s) == "ready"
     return target
 
 

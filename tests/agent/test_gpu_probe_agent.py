@@ -60,7 +60,8 @@ def test_probe_toggle_through_the_agent_on_a_compiled_model(processes, link_fact
         "TRITON_CACHE_DIR": str(tmp_path / "triton"),
         "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
     }
-    target = start_target(processes, script("compiled_model.py"), env, link)
+    # importing torch and Inductor, then warming CUDA, takes well over 10 s on a cold disk
+    target = start_target(processes, script("compiled_model.py"), env, link, ready_s=120)
     assert link.wait(target.pid, ("tracing",), 20) is not None, "the agent never traced"
     want = _run(target)
 
