@@ -41,24 +41,12 @@ EXPECTED_KEYS = {
 PRESENT = ("app", "sleep", "io", "tiny", "hostfunc")
 """The cases whose recordings are committed."""
 
-KNOWN_FAILING = {
-    ("io", "H:IO"): (
-        "measured 42.5% against 47.9%: this recording predates the BPF tier's on-CPU "
-        "rows with reason IO, so the read syscalls' own on-CPU time (0.36 s of kernel "
-        "work per 6 s) counts as H:APP; attribution now charges such rows H:IO. Strict: "
-        "remove this entry with the recording re-captured by "
-        "`bash benchmarks/gpu_session.sh io-case`"
-    ),
-}
-
 
 def params() -> list[Any]:
     out = []
     for case in PRESENT:
         for key in EXPECTED_KEYS[case]:
-            reason = KNOWN_FAILING.get((case, key))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            out.append(pytest.param(case, key, marks=marks, id=f"{case}-{key}"))
+            out.append(pytest.param(case, key, id=f"{case}-{key}"))
     return out
 
 

@@ -38,16 +38,7 @@ def checks() -> dict[str, float]:
         "workers_io_kernel_frames",  # blocked under vfs_read in the workers
         "main_waits_on_loader_queue",  # main thread off-CPU under DataLoader's _get_data
         "main_waits_on_gpu_sync",  # main thread inside the CUDA runtime's copy/sync calls
-        pytest.param(
-            "main_gpu_sync_python_frames",  # ... under train_step's Python frames
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="recaptured with --gpu-ms needed: in this recording the GPU finishes "
-                "each step before the host syncs, so its 170 sync calls last about 20 us each ("
-                "2.7 ms in all) on CPU, and no py-spy read falls in one to carry frames from; "
-                "gpu_session.sh slow-loader now runs the workload with --gpu-ms 30",
-            ),
-        ),
+        "main_gpu_sync_python_frames",  # ... under train_step's Python frames
     ],
 )
 def test_flamegraph_shows(checks: dict[str, float], what: str) -> None:
@@ -55,8 +46,9 @@ def test_flamegraph_shows(checks: dict[str, float], what: str) -> None:
 
 
 def test_main_thread_loader_queue_waits_carry_python_frames():
-    """py-spy read the main thread in 33 of its 178 loader-queue polls; the others take
-    those frames (pystacks.carry), so nearly all of the wait shows where Python waited."""
+    """py-spy reads the main thread ~4 times a second, so most of its short loader-queue
+    polls get no read of their own; they take the frames of the nearest sampled poll
+    (pystacks.carry), so nearly all of the wait shows where Python waited."""
     with Recording(BENCH.parent / "recordings/slow_loader.gtop") as rec:
         intervals = rec.read("thread_state")
         stacks = {int(e.key): e.value for e in rec.entities("stack")}
@@ -80,4 +72,6 @@ def test_main_thread_loader_queue_waits_carry_python_frames():
 
     before = dur[framed(stacks, intervals["stack_id"][polls])].sum() / dur.sum()
     after = dur[framed(stacks2, carried["stack_id"][polls])].sum() / dur.sum()
-    assert before < 0.3 < 0.95 < after, (before, after)
+    # the collector already carries frames while recording (this recording was made
+    # so); carrying again over the file keeps every frame it has
+    assert 0.95 < before <= after, (before, after)
