@@ -62,7 +62,8 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import PANELS, Cause
 from gtop.analysis.host import LAUNCH_GAP_NS, HostIndex
-from gtop.analysis.records import OP_KERNEL, Records, take_rows
+from gtop.analysis.records import OP_KERNEL, Records
+from gtop.pipeline.rows import take_rows
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""

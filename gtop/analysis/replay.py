@@ -20,7 +20,8 @@ from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import Level, Summary, Unit, UnitResult, stream_keys
 from gtop.analysis.host import LAUNCH_GAP_NS
 from gtop.analysis.live import AttributionEngine
-from gtop.analysis.records import Records, take_rows
+from gtop.analysis.records import Records
+from gtop.pipeline.rows import take_rows
 
 BLOCK_NS = 10_000_000_000
 MARGIN_NS = 1_000_000_000
