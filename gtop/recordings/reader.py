@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gtop.pipeline.hub import Entity
+from gtop.pipeline.rows import concat_rows, take_rows
 from gtop.recordings import codec
 from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION, dtype_from_json
 
@@ -168,13 +169,14 @@ class Recording:
                     keep &= times >= t0
                 if t1 is not None:
                     keep &= times < t1
-                records = records[keep]
+                records = take_rows(records, keep)
             parts.append(records)
         if not parts:
             return np.empty(0, dtype=dtype)
-        out = np.concatenate(parts)
-        if len(parts) > 1:
-            out = out[np.argsort(out["t_ns"], kind="stable")]
+        out = concat_rows(parts)
+        times = out["t_ns"]
+        if len(parts) > 1 and not bool(np.all(times[1:] >= times[:-1])):
+            out = take_rows(out, np.argsort(times, kind="stable"))
         return out
 
     def iter_chunks(self, stream: str) -> Iterator[np.ndarray]:
