@@ -65,10 +65,20 @@ def decode(blob: bytes, dtype: np.dtype, n: int, crc: int) -> np.ndarray:
     offset = 0
     for name, ftype in _columns(dtype):
         size = n * ftype.itemsize
-        raw = buf[offset : offset + size].reshape(ftype.itemsize, n).T
-        col = np.ascontiguousarray(raw).view(ftype).reshape(n)
+        col = _unshuffle(buf[offset : offset + size], ftype, n)
         if _is_delta_column(name, ftype):
-            col = np.cumsum(col, dtype=ftype)
+            np.cumsum(col, out=col)
         out[name] = col
         offset += size
     return out
+
+
+def _unshuffle(planes: np.ndarray, ftype: np.dtype, n: int) -> np.ndarray:
+    """One column from its byte planes (all first bytes, then all second bytes, ...),
+    copied plane by plane: a strided copy per plane is several times faster than
+    numpy's copy of the transposed ``(n, itemsize)`` byte matrix."""
+    col = np.empty(n, ftype)
+    dst = col.view(np.uint8).reshape(n, ftype.itemsize)
+    for b, plane in enumerate(planes.reshape(ftype.itemsize, n)):
+        dst[:, b] = plane
+    return col
