@@ -165,7 +165,11 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
 
 
 def dense_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(distinct keys sorted, index of each key among them)``."""
+    """``(distinct keys sorted, index of each key among them)``; small non-negative
+    integer keys (ids, stream numbers) through a lookup table instead of a sort."""
+    if _small_ints(keys):
+        present = np.bincount(keys) > 0
+        return np.flatnonzero(present).astype(keys.dtype), (np.cumsum(present) - 1)[keys]
     order = np.argsort(keys, kind="stable")
     k = keys[order]
     heads = run_heads(k)
@@ -174,6 +178,13 @@ def dense_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inverse = np.empty(len(k), np.int64)
     inverse[order] = np.cumsum(step)
     return k[heads], inverse
+
+
+def _small_ints(keys: np.ndarray) -> bool:
+    """Integer keys in ``[0, max(2 * len, 65536)]``: a table over their range is cheap."""
+    if keys.dtype.kind not in "iu" or not np.can_cast(keys.dtype, np.intp) or not len(keys):
+        return False
+    return int(keys.min()) >= 0 and int(keys.max()) <= max(2 * len(keys), 1 << 16)
 
 
 def runs(values: np.ndarray) -> list[tuple[int, int]]:
