@@ -46,8 +46,11 @@ def encode(records: np.ndarray) -> tuple[bytes, int]:
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(payload), crc
 
 
-def decode(blob: bytes, dtype: np.dtype, n: int, crc: int) -> np.ndarray:
-    """Decode a chunk made by :func:`encode`.
+def decode(
+    blob: bytes, dtype: np.dtype, n: int, crc: int, out: np.ndarray | None = None
+) -> np.ndarray:
+    """Decode a chunk made by :func:`encode` (into ``out``, ``n`` rows of ``dtype``, when
+    given; it is left untouched when the chunk is damaged).
 
     Raises:
         ChunkError: the blob is corrupt, truncated, or does not match ``dtype``/``n``.
@@ -60,7 +63,8 @@ def decode(blob: bytes, dtype: np.dtype, n: int, crc: int) -> np.ndarray:
         raise ChunkError(f"chunk holds {len(payload)} bytes, expected {n * dtype.itemsize}")
     if zlib.crc32(payload) != crc:
         raise ChunkError("chunk checksum mismatch")
-    out = np.empty(n, dtype=dtype)
+    if out is None:
+        out = np.empty(n, dtype=dtype)
     buf = np.frombuffer(payload, dtype=np.uint8)
     offset = 0
     for name, ftype in _columns(dtype):
