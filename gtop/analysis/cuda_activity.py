@@ -222,8 +222,7 @@ def api_summary(api: np.ndarray, span_ns: int | None = None) -> list[ApiRow]:
     keys = np.stack([done["pid"], done["tid"], done["domain"], done["cbid"]], axis=1).astype(
         np.int64
     )
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse = iv.unique_rows(keys)
     calls = np.bincount(inverse)
     totals = np.bincount(inverse, weights=dur)
     maxes = np.zeros(len(uniq), dtype=np.int64)
