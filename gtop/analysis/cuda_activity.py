@@ -7,7 +7,7 @@ live view. The same code serves live, replay and ``gtop report --json``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -83,11 +83,12 @@ class KernelStats:
         self._by_id: dict[int, _Agg] = {}
 
     def add(self, kernels: np.ndarray) -> None:
-        done = np.flatnonzero((kernels["end_ns"] >= kernels["t_ns"]) & (kernels["t_ns"] >= 0))
+        columns = ("t_ns", "end_ns", "name_id", "stream")
+        done, (t, end, name_ids, stream) = _complete(kernels, columns)
         if not len(done):
             return
-        dur = kernels["end_ns"][done] - kernels["t_ns"][done]
-        ids, inverse = iv.dense_index(kernels["name_id"][done])
+        dur = end - t
+        ids, inverse = iv.dense_index(name_ids)
         counts = np.bincount(inverse)
         totals = np.bincount(inverse, weights=dur)
         maxes = np.full(len(ids), -1, dtype=np.int64)
@@ -96,7 +97,7 @@ class KernelStats:
         np.minimum.at(mins, inverse, dur)
         last = np.zeros(len(ids), dtype=np.int64)
         last[inverse] = done  # each id's latest row
-        streams = _streams_by_group(inverse, kernels["stream"][done], len(ids))
+        streams = _streams_by_group(inverse, stream, len(ids))
         for i, name_id in enumerate(ids.tolist()):
             agg = self._by_id.setdefault(name_id, _Agg())
             agg.count += int(counts[i])
@@ -135,6 +136,16 @@ class KernelStats:
         ]
         rows.sort(key=lambda r: (-r.total_ns, r.name))
         return rows
+
+
+def _complete(kernels: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Row numbers of the complete kernels (an end, not before the start) and their
+    ``names`` columns (views, not copies, when every kernel is complete)."""
+    ok = (kernels["end_ns"] >= kernels["t_ns"]) & (kernels["t_ns"] >= 0)
+    if bool(ok.all()):
+        return np.arange(len(kernels)), [kernels[name] for name in names]
+    done = np.flatnonzero(ok)
+    return done, [kernels[name][done] for name in names]
 
 
 def _streams_by_group(group: np.ndarray, stream: np.ndarray, n_groups: int) -> list[list[int]]:
