@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+import gtop
 from gtop.analysis import slices
 from gtop.analysis.gpu_report import gpu_report
 from gtop.analysis.live import AttributionEngine
@@ -171,7 +172,9 @@ def report(minutes: float, kernels_per_s: int, api_records: bool) -> list[tuple[
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         c = time.perf_counter()
         cmd = [sys.executable, "-m", "gtop", "report", "--json", str(path)]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        # The child runs the gtop this script imported (``-m`` would prefer the cwd's).
+        env = {**os.environ, "PYTHONPATH": str(Path(gtop.__file__).resolve().parents[1])}
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=tmp, env=env)
         took = time.perf_counter() - c
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         size = path.stat().st_size
