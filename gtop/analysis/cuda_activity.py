@@ -150,6 +150,8 @@ def _complete(kernels: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, li
 
 def _streams_by_group(group: np.ndarray, stream: np.ndarray, n_groups: int) -> list[list[int]]:
     """The distinct streams of each group (``group``: a dense index per row)."""
+    if int(stream.min()) == int(stream.max()):  # one stream (common): no pairs to find
+        return [[int(stream[0])] for _ in range(n_groups)]
     sids, sidx = iv.dense_index(stream)
     pairs, _ = iv.dense_index(group * len(sids) + sidx)
     out: list[list[int]] = [[] for _ in range(n_groups)]
