@@ -10,8 +10,11 @@ Two checks, printed as a table:
   every 10 simulated seconds).
 * replay: ``gpu_report`` over ``--minutes`` of records at ``--kernels`` kernels/s (what
   ``gtop report`` does after reading a recording).
+* report (``--report``): the same records written to a ``.gtop`` file, and the whole
+  ``gtop report --json`` command run on it in a child process (reading, decoding, every
+  report section); CPU time is the child's user + system time.
 
-Run: ``python benchmarks/attribution_speed.py [--minutes 10] [--kernels 20000]``.
+Run: ``python benchmarks/attribution_speed.py [--minutes 10] [--kernels 20000] [--report]``.
 """
 
 from __future__ import annotations
@@ -19,15 +22,21 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
+import gtop
 from gtop.analysis import slices
 from gtop.analysis.gpu_report import gpu_report
 from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import Records
 from gtop.pipeline import layouts
+from gtop.recordings.writer import RecordingWriter
 
 PID, MAIN, LOADER = 4242, 4242, 4243
 NS = 1_000_000_000
@@ -145,6 +154,41 @@ def replay(minutes: float, kernels_per_s: int, api_records: bool) -> list[tuple[
     ]
 
 
+def write_recording(path: Path, batches: dict[str, np.ndarray]) -> None:
+    """``batches`` as a recording, each stream in time order (as a recorder writes it)."""
+    writer = RecordingWriter(path, {"host": "synthetic"})
+    for name, rows in batches.items():
+        if len(rows):
+            writer.append(name, rows[np.argsort(rows["t_ns"], kind="stable")])
+    writer.close()
+
+
+def report(minutes: float, kernels_per_s: int, api_records: bool) -> list[tuple[str, str]]:
+    batches = synthetic(10 * NS, minutes * 60, kernels_per_s, api_records=api_records)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic.gtop"
+        write_recording(path, batches)
+        del batches
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        c = time.perf_counter()
+        cmd = [sys.executable, "-m", "gtop", "report", "--json", str(path)]
+        # The child runs the gtop this script imported (``-m`` would prefer the cwd's).
+        env = {**os.environ, "PYTHONPATH": str(Path(gtop.__file__).resolve().parents[1])}
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=tmp, env=env)
+        took = time.perf_counter() - c
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        size = path.stat().st_size
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return [
+        ("report: recording file", f"{size / 2**20:.0f} MiB"),
+        (
+            "report: gtop report --json",
+            f"{took:.2f} s wall, {user + system:.2f} s CPU ({user:.2f} user + {system:.2f} sys), "
+            f"peak RSS {after.ru_maxrss / 2**20:.1f} GiB",
+        ),
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rate", type=int, default=100_000, help="live CUPTI records/s")
@@ -153,10 +197,13 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=10.0, help="replay length")
     ap.add_argument("--kernels", type=int, default=20_000, help="replay kernels/s")
     ap.add_argument("--no-api", action="store_true", help="replay without API call records")
+    ap.add_argument("--report", action="store_true", help="also time `gtop report` on a file")
     args = ap.parse_args()
     rows = live(args.rate, args.seconds, args.window) + replay(
         args.minutes, args.kernels, not args.no_api
     )
+    if args.report:
+        rows += report(args.minutes, args.kernels, not args.no_api)
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")

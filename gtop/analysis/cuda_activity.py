@@ -7,11 +7,12 @@ live view. The same code serves live, replay and ``gtop report --json``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from gtop.analysis import intervals as iv
 from gtop.analysis.demangle import demangle, shorten
 from gtop.collectors.cupti_tables import DRIVER_CBIDS, RUNTIME_CBIDS
 from gtop.pipeline.hub import Entity
@@ -82,13 +83,12 @@ class KernelStats:
         self._by_id: dict[int, _Agg] = {}
 
     def add(self, kernels: np.ndarray) -> None:
-        k = kernels[kernels["end_ns"] >= kernels["t_ns"]]
-        k = k[k["t_ns"] >= 0]
-        if not len(k):
+        columns = ("t_ns", "end_ns", "name_id", "stream")
+        done, (t, end, name_ids, stream) = _complete(kernels, columns)
+        if not len(done):
             return
-        dur = k["end_ns"] - k["t_ns"]
-        ids, inverse = np.unique(k["name_id"], return_inverse=True)
-        inverse = inverse.reshape(-1)
+        dur = end - t
+        ids, inverse = iv.dense_index(name_ids)
         counts = np.bincount(inverse)
         totals = np.bincount(inverse, weights=dur)
         maxes = np.full(len(ids), -1, dtype=np.int64)
@@ -96,16 +96,17 @@ class KernelStats:
         mins = np.full(len(ids), 1 << 62, dtype=np.int64)
         np.minimum.at(mins, inverse, dur)
         last = np.zeros(len(ids), dtype=np.int64)
-        last[inverse] = np.arange(len(k))  # index of each id's latest row
+        last[inverse] = done  # each id's latest row
+        streams = _streams_by_group(inverse, stream, len(ids))
         for i, name_id in enumerate(ids.tolist()):
             agg = self._by_id.setdefault(name_id, _Agg())
             agg.count += int(counts[i])
             agg.total_ns += int(totals[i])
             agg.max_ns = max(agg.max_ns, int(maxes[i]))
             agg.min_ns = min(agg.min_ns, int(mins[i]))
-            row = k[last[i]]
+            row = kernels[last[i]]
             agg.geometry = tuple(int(row[f]) for f in GEOMETRY)
-            agg.streams.update(np.unique(k["stream"][inverse == i]).tolist())
+            agg.streams.update(streams[i])
 
     def rows(self, names: Mapping[int, str]) -> list[KernelRow]:
         """One row per kernel name (ids of one name in several processes merged), by
@@ -135,6 +136,28 @@ class KernelStats:
         ]
         rows.sort(key=lambda r: (-r.total_ns, r.name))
         return rows
+
+
+def _complete(kernels: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Row numbers of the complete kernels (an end, not before the start) and their
+    ``names`` columns (views, not copies, when every kernel is complete)."""
+    ok = (kernels["end_ns"] >= kernels["t_ns"]) & (kernels["t_ns"] >= 0)
+    if bool(ok.all()):
+        return np.arange(len(kernels)), [kernels[name] for name in names]
+    done = np.flatnonzero(ok)
+    return done, [kernels[name][done] for name in names]
+
+
+def _streams_by_group(group: np.ndarray, stream: np.ndarray, n_groups: int) -> list[list[int]]:
+    """The distinct streams of each group (``group``: a dense index per row)."""
+    if int(stream.min()) == int(stream.max()):  # one stream (common): no pairs to find
+        return [[int(stream[0])] for _ in range(n_groups)]
+    sids, sidx = iv.dense_index(stream)
+    pairs, _ = iv.dense_index(group * len(sids) + sidx)
+    out: list[list[int]] = [[] for _ in range(n_groups)]
+    for g, k in zip(*np.divmod(pairs, len(sids)), strict=True):
+        out[int(g)].append(int(sids[k]))
+    return out
 
 
 def kernel_summary(kernels: np.ndarray, names: Mapping[int, str]) -> list[KernelRow]:
@@ -212,8 +235,7 @@ def api_summary(api: np.ndarray, span_ns: int | None = None) -> list[ApiRow]:
     keys = np.stack([done["pid"], done["tid"], done["domain"], done["cbid"]], axis=1).astype(
         np.int64
     )
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse = iv.unique_rows(keys)
     calls = np.bincount(inverse)
     totals = np.bincount(inverse, weights=dur)
     maxes = np.zeros(len(uniq), dtype=np.int64)

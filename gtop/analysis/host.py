@@ -11,8 +11,9 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import Cause
-from gtop.analysis.records import Records, take_rows
+from gtop.analysis.records import Records
 from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
+from gtop.pipeline.rows import take_rows
 
 UNKNOWN_STATE = 255
 

@@ -9,6 +9,7 @@ second pass. All work is done with numpy on whole arrays; nothing loops per inte
 from __future__ import annotations
 
 import itertools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -165,7 +166,11 @@ def unique_sorted(values: np.ndarray) -> np.ndarray:
 
 
 def dense_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(distinct keys sorted, index of each key among them)``."""
+    """``(distinct keys sorted, index of each key among them)``; small non-negative
+    integer keys (ids, stream numbers) through a lookup table instead of a sort."""
+    if _small_ints(keys):
+        present = np.bincount(keys) > 0
+        return np.flatnonzero(present).astype(keys.dtype), (np.cumsum(present) - 1)[keys]
     order = np.argsort(keys, kind="stable")
     k = keys[order]
     heads = run_heads(k)
@@ -174,6 +179,33 @@ def dense_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     inverse = np.empty(len(k), np.int64)
     inverse[order] = np.cumsum(step)
     return k[heads], inverse
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` for a 2-D integer array (inverse
+    flat, int64), without numpy's sort of whole rows: each column is densely indexed and
+    a row's indices are packed into one int64 (numpy's way when they do not fit)."""
+    columns = [dense_index(np.ascontiguousarray(c)) for c in rows.T]
+    radix = [len(values) for values, _ in columns]
+    if not len(rows) or math.prod(radix) >= 2**63:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1).astype(np.int64)
+    key = np.zeros(len(rows), np.int64)
+    for (_, index), r in zip(columns, radix, strict=True):
+        key = key * r + index
+    packed, inverse = dense_index(key)
+    out = np.empty((len(packed), len(columns)), rows.dtype)
+    for k in reversed(range(len(columns))):
+        packed, index = np.divmod(packed, radix[k])
+        out[:, k] = columns[k][0][index]
+    return out, inverse
+
+
+def _small_ints(keys: np.ndarray) -> bool:
+    """Integer keys in ``[0, max(2 * len, 65536)]``: a table over their range is cheap."""
+    if keys.dtype.kind not in "iu" or not np.can_cast(keys.dtype, np.intp) or not len(keys):
+        return False
+    return int(keys.min()) >= 0 and int(keys.max()) <= max(2 * len(keys), 1 << 16)
 
 
 def runs(values: np.ndarray) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from gtop.pipeline import layouts
+from gtop.pipeline.rows import concat_rows, take_rows
 
 OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
 
@@ -58,26 +59,17 @@ STREAM_WAIT_EVENT = 2
 """CUpti_ActivitySynchronizationType of cudaStreamWaitEvent."""
 
 
-def take_rows(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
-    """``table[index]`` for a structured table, copied as whole raw records: many times
-    faster than numpy's field-by-field copy of structured rows."""
-    raw = table.view(np.dtype((np.void, table.dtype.itemsize)))
-    return raw[index].view(table.dtype)
-
-
 def _keep(table: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return table if bool(mask.all()) else take_rows(table, mask)
 
 
-def concat_rows(tables: list[np.ndarray]) -> np.ndarray:
-    """Tables of one structured dtype, end to end (as raw records, see :func:`take_rows`)."""
-    dtype = tables[0].dtype
-    void = np.dtype((np.void, dtype.itemsize))
-    return np.concatenate([t.view(void) for t in tables]).view(dtype)
-
-
-def _project(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.ndarray:
-    out = np.zeros(len(src), dtype)
+def _project(
+    src: np.ndarray, dtype: np.dtype, renames: dict[str, str], out: np.ndarray | None = None
+) -> np.ndarray:
+    """The fields of ``dtype`` taken from ``src`` (by name, or as ``renames`` says), zero
+    where ``src`` has no such field; into ``out`` (zeroed, ``len(src)`` rows) when given."""
+    if out is None:
+        out = np.zeros(len(src), dtype)
     for name in dtype.names or ():
         source = renames.get(name, name)
         if source in (src.dtype.names or ()):
@@ -85,10 +77,27 @@ def _project(src: np.ndarray, dtype: np.dtype, renames: dict[str, str]) -> np.nd
     return out
 
 
-def _ops(src: np.ndarray | None, kind: int) -> np.ndarray:
-    if src is None or not len(src):
-        return np.empty(0, OP)
-    out = _project(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"})
+_OP_SOURCES = (
+    (layouts.KERNEL.name, OP_KERNEL),
+    (layouts.MEMCPY.name, OP_MEMCPY),
+    (layouts.MEMSET.name, OP_MEMSET),
+)
+
+
+def _ops(batches: dict[str, np.ndarray]) -> np.ndarray:
+    """One ops table from the kernel, memcpy and memset batches, in that order, filled in
+    place (a table per kind joined afterwards would be a second copy of every op)."""
+    sources = [(batches[name], kind) for name, kind in _OP_SOURCES if len(batches.get(name, ()))]
+    out = np.zeros(sum(len(src) for src, _ in sources), OP)
+    start = 0
+    for src, kind in sources:
+        _fill_ops(out[start : start + len(src)], src, kind)
+        start += len(src)
+    return out
+
+
+def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:
+    _project(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"}, out)
     out["kind"] = kind
     if kind == OP_KERNEL:
         out["queued"] = src["queued_ns"]
@@ -98,7 +107,6 @@ def _ops(src: np.ndarray | None, kind: int) -> np.ndarray:
         out["label"] = src["copy_kind"]
     else:
         out["label"] = -1
-    return out
 
 
 @dataclass
@@ -117,13 +125,6 @@ class Records:
         """Build from batches keyed by stream name (``"kernel"``, ``"memcpy"``,
         ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``);
         other streams are ignored."""
-        ops = concat_rows(
-            [
-                _ops(batches.get(layouts.KERNEL.name), OP_KERNEL),
-                _ops(batches.get(layouts.MEMCPY.name), OP_MEMCPY),
-                _ops(batches.get(layouts.MEMSET.name), OP_MEMSET),
-            ]
-        )
         api = batches.get(layouts.API.name)
         sync = batches.get(layouts.SYNC.name)
         states = batches.get(layouts.THREAD_STATE.name)
@@ -131,7 +132,7 @@ class Records:
         if sync is not None:
             sync = sync[sync["sync_type"] == STREAM_WAIT_EVENT]
         return cls(
-            ops=ops,
+            ops=_ops(batches),
             apis=_project(
                 api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
             )

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from gtop.analysis import intervals as iv
 from gtop.collectors.pystacks import carry
 from gtop.pipeline.layouts import BlockReason, ThreadState
 
@@ -82,8 +83,8 @@ def fold(
         off = intervals[intervals["state"] != ThreadState.ON_CPU]
         dur = (off["end_ns"] - off["t_ns"]) / NS
         keys = np.stack([off["tid"], off["state"], off["reason"], off["stack_id"]], axis=1)
-        uniq, inverse = np.unique(keys.astype(np.int64), axis=0, return_inverse=True)
-        weights = np.bincount(inverse.reshape(-1), weights=dur, minlength=len(uniq))
+        uniq, inverse = iv.unique_rows(keys.astype(np.int64))
+        weights = np.bincount(inverse, weights=dur, minlength=len(uniq))
         for (tid, state, reason, sid), w in zip(uniq.tolist(), weights.tolist(), strict=True):
             why = "runnable" if state == ThreadState.RUNNABLE else _reason_name(reason)
             out[(*prefix.get(tid, ()), "off-CPU", why, *_frames(stacks, sid))] += w

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gtop.pipeline.hub import Entity
+from gtop.pipeline.rows import concat_rows, take_rows
 from gtop.recordings import codec
 from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION, dtype_from_json
 
@@ -152,6 +153,8 @@ class Recording:
         dtype = self.streams.get(stream)
         if dtype is None:
             return np.empty(0)
+        if t0 is None and t1 is None:
+            return self._read_all(stream, dtype)
         parts = []
         for info in self._index.get(stream, []):
             if t1 is not None and info.t_first >= t1:
@@ -161,21 +164,29 @@ class Recording:
             records = self._chunk(info)
             if records is None:
                 continue
-            if t0 is not None or t1 is not None:
-                times = records["t_ns"]
-                keep = np.ones(len(records), dtype=bool)
-                if t0 is not None:
-                    keep &= times >= t0
-                if t1 is not None:
-                    keep &= times < t1
-                records = records[keep]
-            parts.append(records)
+            times = records["t_ns"]
+            keep = np.ones(len(records), dtype=bool)
+            if t0 is not None:
+                keep &= times >= t0
+            if t1 is not None:
+                keep &= times < t1
+            parts.append(take_rows(records, keep))
         if not parts:
             return np.empty(0, dtype=dtype)
-        out = np.concatenate(parts)
-        if len(parts) > 1:
-            out = out[np.argsort(out["t_ns"], kind="stable")]
-        return out
+        return _by_time(concat_rows(parts), len(parts))
+
+    def _read_all(self, stream: str, dtype: np.dtype) -> np.ndarray:
+        """Every intact record of ``stream``, by time: each chunk is decoded straight
+        into its place in the result (not cached: a whole stream would only flush the
+        cache, and the fresh memory of a second copy is what a big read costs most)."""
+        chunks = self._index.get(stream, [])
+        out = np.empty(sum(info.n for info in chunks), dtype)
+        filled = parts = 0
+        for info in chunks:
+            if self._decode(info, out[filled : filled + info.n]) is not None:
+                filled += info.n
+                parts += 1
+        return _by_time(out if filled == len(out) else out[:filled].copy(), parts)
 
     def iter_chunks(self, stream: str) -> Iterator[np.ndarray]:
         """Each intact chunk of ``stream`` in time order (bounded memory for big streams)."""
@@ -189,21 +200,27 @@ class Recording:
         if cached is not None:
             self._cache.move_to_end(info.id)
             return cached
-        try:
-            row = self._db.execute("SELECT data FROM chunks WHERE id = ?", (info.id,)).fetchone()
-            if row is None:
-                raise codec.ChunkError("missing")
-            records = codec.decode(row[0], self.streams[info.stream], info.n, info.crc)
-        except (sqlite3.DatabaseError, codec.ChunkError) as exc:
-            problem = f"{info.stream} chunk {info.id} ({info.n} rows) lost: {exc}"
-            if problem not in self.problems:
-                self.problems.append(problem)
+        records = self._decode(info)
+        if records is None:
             return None
         records.flags.writeable = False
         self._cache[info.id] = records
         if len(self._cache) > self._cache_chunks:
             self._cache.popitem(last=False)
         return records
+
+    def _decode(self, info: ChunkInfo, out: np.ndarray | None = None) -> np.ndarray | None:
+        """The chunk's records (into ``out`` when given), or None when it is damaged."""
+        try:
+            row = self._db.execute("SELECT data FROM chunks WHERE id = ?", (info.id,)).fetchone()
+            if row is None:
+                raise codec.ChunkError("missing")
+            return codec.decode(row[0], self.streams[info.stream], info.n, info.crc, out)
+        except (sqlite3.DatabaseError, codec.ChunkError) as exc:
+            problem = f"{info.stream} chunk {info.id} ({info.n} rows) lost: {exc}"
+            if problem not in self.problems:
+                self.problems.append(problem)
+            return None
 
     def entities(self, kind: str | None = None) -> list[Entity]:
         """Entities in recorded order (all kinds, or one), skipping damaged rows."""
@@ -233,3 +250,12 @@ class Recording:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _by_time(records: np.ndarray, parts: int) -> np.ndarray:
+    """Records joined from ``parts`` chunks, stably sorted by ``t_ns`` when two or more
+    chunks were joined out of order (one chunk is kept in its recorded order)."""
+    times = records["t_ns"]
+    if parts > 1 and not bool(np.all(times[1:] >= times[:-1])):
+        return take_rows(records, np.argsort(times, kind="stable"))
+    return records

@@ -12,8 +12,9 @@ from typing import Any
 from textual.app import ComposeResult
 
 from gtop.analysis.lanes import Lane, build_lanes
-from gtop.analysis.records import Records, take_rows
+from gtop.analysis.records import Records
 from gtop.pipeline.model import Model
+from gtop.pipeline.rows import take_rows
 from gtop.views import absence
 from gtop.views.panels import register_process_panel
 from gtop.views.session_data import LAG_NS, session_of

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from gtop.analysis.live import AttributionEngine
-from gtop.analysis.records import Records, take_rows
+from gtop.analysis.records import Records
 from gtop.analysis.replay import blocks
 from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
+from gtop.pipeline.rows import take_rows
 from tests.analysis.build import api, kernel, records, state
 
 ON, BLK = ThreadState.ON_CPU, ThreadState.BLOCKED
