@@ -305,7 +305,7 @@ def probe_capacity(w: Workload, inst: Instrumented, module: object) -> int:
     stripes = counter.stripes
     counter.close()
     per = busiest + busiest // 10 + 16
-    return min(per * stripes, MEM_BUDGET_BYTES // get(inst.probe).record.itemsize)
+    return min(per * stripes, MEM_BUDGET_BYTES // inst.record_size)
 
 
 def load_probed(

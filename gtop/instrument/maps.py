@@ -13,14 +13,19 @@ on the probe's path); the counters that probes update are ``.global``:
   that warps claim slots on per-SM counters instead of one hot global counter;
 - ``gtop_slot`` (.global .u32[MAX_STRIPES]): records claimed per stripe (those past
   ``gtop_per`` were dropped);
-- ``gtop_overflow`` (.global .u32): array-map records dropped for an index past the capacity.
+- ``gtop_overflow`` (.global .u32): array-map records dropped for an index past the capacity;
+- ``gtop_launch`` (.global .u32[4]), for a probe whose array map stores a packed record
+  (:attr:`~.probe.Probe.packed`): the warp of slot 0 writes the probe's launch word
+  (e.g. the kernel id), the records per block and the blocks in the grid, from which
+  the host derives each slot's block and warp and the records past the capacity (so
+  that no warp runs the ``gtop_overflow`` atomic, a branch and a warp reduction in SASS).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gtop.instrument.probe import Level, MapKind, Site
+from gtop.instrument.probe import Level, MapKind, Probe, Site
 
 MAX_STRIPES = 1024
 
@@ -32,6 +37,7 @@ GLOBALS: dict[str, tuple[str, str]] = {
     "gtop_per": (".const", ".u32"),
     "gtop_overflow": (".global", ".u32"),
     "gtop_slot": (".global", f".u32[{MAX_STRIPES}]"),
+    "gtop_launch": (".global", ".u32[4]"),
 }
 
 REGISTERS: dict[str, str] = {
@@ -111,10 +117,19 @@ mad.lo.u32 %gtop_tid, %gtop_tid, %gtop_x, %gtop_y;
     return text + "shr.u32 %gtop_wid, %gtop_tid, 5;\n"
 
 
-def writer(level: Level) -> str:
-    """Set ``%gtop_lead``: the lowest guarded active lane (warp) or every guarded thread."""
+def writer(level: Level, unguarded: bool = False) -> str:
+    """Set ``%gtop_lead``: the lowest guarded active lane (warp) or every guarded thread.
+    ``unguarded``: ``%gtop_g`` is known true (the site's instruction has no guard and
+    nothing changed it), so the active mask is the ballot."""
     if level is Level.THREAD:
         return "mov.pred %gtop_lead, %gtop_g;\n"
+    if unguarded:
+        return """\
+activemask.b32 %gtop_b;
+mov.u32 %gtop_x, %lanemask_lt;
+and.b32 %gtop_x, %gtop_x, %gtop_b;
+setp.eq.u32 %gtop_lead, %gtop_x, 0;
+"""
     return """\
 activemask.b32 %gtop_m;
 vote.sync.ballot.b32 %gtop_b, %gtop_g, %gtop_m;
@@ -270,18 +285,30 @@ def decode(
     per: int,
     overflow: int,
     buffer: np.ndarray,
+    probe: Probe | None = None,
+    launch: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Records and drops from host copies of the per-stripe claim counters (``slots``),
     the records per stripe, ``gtop_overflow`` and the record buffer (bytes).
 
     Ring: stripe ``i`` holds ``min(slots[i], per)`` records from record ``i * per``;
     claims past ``per`` are drops. Array: the slots that were written (not all zero).
+    ``record`` is the layout in the buffer; when ``probe`` packs its array records
+    (:attr:`~.probe.Probe.packed` is ``record``), they are unpacked into
+    ``probe.record`` with the host copy of ``gtop_launch`` (``launch``: kernel id,
+    records per block, blocks), which also gives the records past the capacity.
     """
     rows = np.asarray(buffer, dtype=np.uint8).reshape(-1, record.itemsize)
     if ring:
         kept = [rows[i * per : i * per + min(int(n), per)] for i, n in enumerate(slots)]
         rows = np.concatenate(kept) if kept else rows[:0]
         overflow += int(np.maximum(np.asarray(slots, dtype=np.int64) - per, 0).sum())
-    else:
-        rows = rows[rows.any(axis=1)]
-    return np.frombuffer(rows.tobytes(), dtype=record), overflow
+        return np.frombuffer(rows.tobytes(), dtype=record), overflow
+    index = np.flatnonzero(rows.any(axis=1))
+    out = np.frombuffer(rows[index].tobytes(), dtype=record)
+    if probe is None or probe.packed is None or record != probe.packed:
+        return out, overflow
+    assert probe.unpack is not None
+    words = np.zeros(4, np.int64) if launch is None else np.asarray(launch, np.int64)[:4]
+    overflow += max(0, int(words[1] * words[2]) - len(rows))
+    return probe.unpack(out, index, words), overflow

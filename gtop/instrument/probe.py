@@ -87,7 +87,8 @@ class Tracepoint:
 @dataclass(frozen=True)
 class Probe:
     """One probe: declared once, rendered by the rewriter; its ``record`` dtype is both
-    the store layout (:func:`maps.store`) and the reader (:func:`maps.decode`)."""
+    the store layout (:func:`maps.store`) and the reader (:func:`maps.decode`), unless
+    the array map stores ``packed`` records (see :meth:`device_record`)."""
 
     name: str
     doc: str
@@ -108,3 +109,15 @@ class Probe:
     # each ``ret``/``exit`` of the function. Both see ``Site.func`` set.
     func_entry: Callable[[Site], str] | None = None
     func_exit: Callable[[Site], str] | None = None
+    # The array map's device layout, when smaller than ``record`` (which stays what every
+    # reader sees): ``unpack(rows, slots, launch)`` turns the written packed ``rows`` (at
+    # slot indices ``slots``) back into ``record`` rows; ``launch`` is the host copy of
+    # ``gtop_launch`` (see :mod:`.maps`), which the exit snippet writes.
+    packed: np.dtype | None = None
+    unpack: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+
+    def device_record(self, map_kind: MapKind) -> np.dtype:
+        """The layout a map of ``map_kind`` holds on the device."""
+        if map_kind is MapKind.ARRAY and self.packed is not None:
+            return self.packed
+        return self.record

@@ -122,7 +122,7 @@ def instrument(
         "level": level.value,
         "map": map_kind.value,
         "sample": sample,
-        "record_size": probe.record.itemsize,
+        "record_size": probe.device_record(map_kind).itemsize,
         "kernels": [asdict(k) for k in infos],
     }
     if finfos:
@@ -136,9 +136,8 @@ def instrument(
         out.append(line)
         out.extend(plan.after.get(idx, ()))
     text = "\n".join(out) + "\n"
-    return Instrumented(
-        text, probe.name, level.value, map_kind.value, sample, probe.record.itemsize, infos, finfos
-    )
+    size = probe.device_record(map_kind).itemsize
+    return Instrumented(text, probe.name, level.value, map_kind.value, sample, size, infos, finfos)
 
 
 def _callees(module: Module, roots: list[Function]) -> list[Function]:

@@ -17,7 +17,7 @@ import numpy as np
 from cuda.bindings import driver
 
 from gtop.instrument import maps
-from gtop.instrument.probe import Probe
+from gtop.instrument.probe import MapKind, Probe
 from gtop.instrument.probes import get
 
 
@@ -133,8 +133,10 @@ class ProbeBuffers:
         self.stripes = min(_sm_count(), maps.MAX_STRIPES) if self.ring else 1
         self.per = -(-capacity // self.stripes)
         self.capacity = self.per * self.stripes
-        self.nbytes = self.capacity * self.probe.record.itemsize
-        self.head = 8 + 4 * self.stripes  # host copy: overflow, pad, stripe counters
+        self.record = self.probe.device_record(MapKind(header["map"]))
+        self.nbytes = self.capacity * self.record.itemsize
+        # host copy: overflow, pad, gtop_launch, stripe counters
+        self.head = 24 + 4 * self.stripes
         self.globals = {
             name: int(check(driver.cuModuleGetGlobal(self.module, name.encode()))[0])
             for name in maps.GLOBALS
@@ -156,7 +158,8 @@ class ProbeBuffers:
         """Arm the probe and zero its counters (and the records when ``clear``), all in
         ``stream`` order."""
         s = driver.CUstream(stream)
-        for name, count in (("gtop_overflow", 1), ("gtop_slot", self.stripes)):
+        counters = (("gtop_overflow", 1), ("gtop_launch", 4), ("gtop_slot", self.stripes))
+        for name, count in counters:
             check(driver.cuMemsetD32Async(driver.CUdeviceptr(self.globals[name]), 0, count, s))
         if clear:
             check(driver.cuMemsetD8Async(driver.CUdeviceptr(self.buf), 0, self.nbytes, s))
@@ -173,7 +176,8 @@ class ProbeBuffers:
         """(host offset, device address, bytes) of everything a host copy holds."""
         return [
             (0, self.globals["gtop_overflow"], 4),
-            (8, self.globals["gtop_slot"], 4 * self.stripes),
+            (8, self.globals["gtop_launch"], 16),
+            (24, self.globals["gtop_slot"], 4 * self.stripes),
             (self.head, self.buf, self.nbytes),
         ]
 
@@ -219,9 +223,11 @@ class ProbeBuffers:
     def decode(self, host: np.ndarray) -> tuple[np.ndarray, int]:
         """Records and drops from a host copy (see :func:`maps.decode`)."""
         overflow = int(host[:4].view(np.uint32)[0])
-        slots = host[8 : self.head].view(np.uint32)
+        launch = host[8:24].view(np.uint32)
+        slots = host[24 : self.head].view(np.uint32)
+        body = host[self.head :]
         return maps.decode(
-            self.probe.record, self.ring, slots, self.per, overflow, host[self.head :]
+            self.record, self.ring, slots, self.per, overflow, body, self.probe, launch
         )
 
     def retire(self, stream: int = 0) -> Fence:

@@ -9,6 +9,7 @@ import pytest
 from gtop.instrument import ptx
 from gtop.instrument.probe import Level, MapKind
 from gtop.instrument.probes import PROBES
+from gtop.instrument.probes.block_sched import PACKED
 from gtop.instrument.rewrite import instrument
 
 from .helpers import CORPUS
@@ -50,13 +51,14 @@ def blocks(body: str, probe: str, **options) -> list[str]:
 
 
 def decode(probe: str, dev: Device, ring: bool = True) -> tuple[np.ndarray, int]:
-    return dev.decode(PROBES[probe].record, ring)
+    return dev.decode(PROBES[probe], ring)
 
 
 @pytest.mark.parametrize("map_kind", [MapKind.ARRAY, MapKind.RING])
 def test_block_sched_one_record_per_warp(map_kind: MapKind) -> None:
     entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=map_kind)
-    dev = Device(capacity=64, record_size=32)
+    size = PROBES["block_sched"].device_record(map_kind).itemsize
+    dev = Device(capacity=64, record_size=size)
     warps = [
         Warp(ctaid=(3, 1, 0), nctaid=(4, 2, 1), warp=w, smid=7 + w, clock=100, globaltimer=10**9)
         for w in range(4)
@@ -66,7 +68,12 @@ def test_block_sched_one_record_per_warp(map_kind: MapKind) -> None:
     for i, w in enumerate(warps):
         w.clock, w.globaltimer = 100 + 50 * (i + 1), 10**9 + 1000 * (i + 1)
         run(exit_, w, dev)
+    if map_kind is MapKind.ARRAY:  # block 0's warp 0 (every launch has one) writes gtop_launch
+        slot0 = Warp(nctaid=(4, 2, 1), clock=1, globaltimer=1)
+        run(entry, slot0, dev)
+        run(exit_, slot0, dev)
     rec, drops = decode("block_sched", dev, ring=map_kind is MapKind.RING)
+    rec = rec[rec["start_ns"] != 1]
     assert drops == 0 and len(rec) == 4
     assert rec["start_ns"].tolist() == [10**9] * 4
     assert rec["end_ns"].tolist() == [10**9 + 1000 * (i + 1) for i in range(4)]
@@ -117,21 +124,48 @@ def test_ring_stripes_keep_each_sm_in_its_own_region() -> None:
 
 def test_array_map_indexes_by_block_and_warp() -> None:
     entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=MapKind.ARRAY)
-    dev = Device(capacity=2 * 4, record_size=32)
+    dev = Device(capacity=2 * 4, record_size=16)
     for block in (1, 0):
         for wid in (3, 0):
             w = Warp(ctaid=(block, 0, 0), nctaid=(2, 1, 1), warp=wid, globaltimer=5)
             run(entry, w, dev)
             run(exit_, w, dev)
-    raw = np.frombuffer(bytes(dev.mem[BUF_BASE : BUF_BASE + 8 * 32]), PROBES["block_sched"].record)
-    assert [(int(r["block"]), int(r["warp"])) for r in raw[[0, 3, 4, 7]]] == [
-        (0, 0),
-        (0, 3),
-        (1, 0),
-        (1, 3),
-    ]
+    raw = np.frombuffer(bytes(dev.mem[BUF_BASE : BUF_BASE + 8 * 16]), PACKED)
+    assert np.flatnonzero(raw["start_ns"]).tolist() == [0, 3, 4, 7]
     rec, drops = decode("block_sched", dev, ring=False)
     assert len(rec) == 4 and drops == 0
+    assert [(int(r["block"]), int(r["warp"])) for r in rec] == [(0, 0), (0, 3), (1, 0), (1, 3)]
+
+
+def test_array_map_counts_warps_past_the_capacity() -> None:
+    entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=MapKind.ARRAY)
+    dev = Device(capacity=6, record_size=16)
+    for block in range(2):
+        for wid in range(4):
+            w = Warp(ctaid=(block, 0, 0), nctaid=(2, 1, 1), warp=wid, globaltimer=5, clock=1)
+            run(entry, w, dev)
+            run(exit_, w, dev)
+    rec, drops = decode("block_sched", dev, ring=False)
+    assert len(rec) == 6 and drops == 2
+
+
+def test_packed_clocks_and_long_warps_decode_to_full_records() -> None:
+    """Cycles below 2^19 come back exact, larger ones within 1 in 2^19; a warp longer
+    than 2^32 ns gets its whole periods back from its cycles."""
+    entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=MapKind.ARRAY)
+    cycles = [1, 2**19 - 1, 3_000_001, 2**31 + 12345, 2**36 + 7]
+    dev = Device(capacity=len(cycles), record_size=16)
+    t0 = 1_700_000_000_000_000_123
+    for wid, c in enumerate(cycles):
+        w = Warp(warp=wid, ntid=(32 * len(cycles), 1, 1), smid=131, clock=10, globaltimer=t0)
+        run(entry, w, dev)
+        w.clock, w.globaltimer = 10 + c, t0 + c // 2  # 2 cycles per ns
+        run(exit_, w, dev)
+    rec, _ = decode("block_sched", dev, ring=False)
+    assert rec["clocks"][:2].tolist() == cycles[:2]
+    assert np.allclose(rec["clocks"].astype(float), cycles, rtol=2**-19, atol=0)
+    assert (rec["end_ns"] - rec["start_ns"]).tolist() == [c // 2 for c in cycles]
+    assert (rec["smid"] == 131).all() and rec["warp"].tolist() == list(range(len(cycles)))
 
 
 def test_disarmed_probe_writes_and_counts_nothing() -> None:
@@ -300,19 +334,22 @@ def test_reqntid_kernels_index_like_any_other(ntid: tuple[int, int, int]) -> Non
         body = [ln for ln in lines[lines.index("{") + 1 :] if "gtop" in ln and ".reg" not in ln]
         split = next(i for i, ln in enumerate(body) if ln.strip().startswith("mov.pred %gtop_g"))
         entry, exit_ = "\n".join(body[:split]), "\n".join(body[split:])
-        dev = Device(capacity=3 * 4, record_size=32)
-        for block in (2, 0):
-            for wid in (3, 1):
-                w = Warp(ctaid=(block, 0, 0), nctaid=(3, 1, 1), ntid=ntid, warp=wid, smid=5)
-                run(entry, w, dev)
-                run(exit_, w, dev)
-        raw = bytes(dev.mem[BUF_BASE : BUF_BASE + 12 * 32])
-        return np.frombuffer(raw, PROBES["block_sched"].record)
+        dev = Device(capacity=3 * 4, record_size=16)
+        for block, wid in ((2, 3), (2, 1), (0, 3), (0, 1), (0, 0)):
+            w = Warp(ctaid=(block, 0, 0), nctaid=(3, 1, 1), ntid=ntid, warp=wid, smid=5)
+            w.globaltimer = 1
+            run(entry, w, dev)
+            w.clock = 9
+            run(exit_, w, dev)
+        raw = bytes(dev.mem[BUF_BASE : BUF_BASE + 12 * 16])
+        assert dev.decode(PROBES["block_sched"], ring=False)[1] == 0
+        return np.frombuffer(raw, PACKED), dev.decode(PROBES["block_sched"], ring=False)[0]
 
-    plain, fixed = records(False), records(True)
-    assert plain.tobytes() == fixed.tobytes()
+    (plain, _), (fixed_raw, fixed) = records(False), records(True)
+    assert plain.tobytes() == fixed_raw.tobytes()
     written = fixed[fixed["smid"] == 5]
     assert sorted((int(r["block"]), int(r["warp"])) for r in written) == [
+        (0, 0),
         (0, 1),
         (0, 3),
         (2, 1),

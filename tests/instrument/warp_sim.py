@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gtop.instrument import maps
+from gtop.instrument.probe import MapKind, Probe
 from gtop.instrument.ptx import Instruction
 from gtop.instrument.verify import parse_snippet
 
@@ -56,14 +57,19 @@ class Device:
         base = self.globals["gtop_slot"]
         return np.array([self.read(base + 4 * i, 4) for i in range(self.stripes)], np.uint32)
 
-    def decode(self, record: np.dtype, ring: bool) -> tuple[np.ndarray, int]:
-        """What the host runtime would read back, through the same reader."""
+    def decode(self, record: np.dtype | Probe, ring: bool) -> tuple[np.ndarray, int]:
+        """What the host runtime would read back, through the same reader; given a
+        probe, its array map's own device layout (packed records are unpacked)."""
+        probe = record if isinstance(record, Probe) else None
+        if probe is not None:
+            record = probe.device_record(MapKind.RING if ring else MapKind.ARRAY)
+        assert isinstance(record, np.dtype) and record.itemsize == self.record_size
         body = self.mem[BUF_BASE : BUF_BASE + self.capacity * self.record_size]
         overflow = self.read(self.globals["gtop_overflow"], 4)
+        launch = [self.read(self.globals["gtop_launch"] + 4 * i, 4) for i in range(4)]
         per = self.capacity // self.stripes
-        return maps.decode(
-            record, ring, self.slots(), per, overflow, np.frombuffer(bytes(body), np.uint8)
-        )
+        buf = np.frombuffer(bytes(body), np.uint8)
+        return maps.decode(record, ring, self.slots(), per, overflow, buf, probe, launch)
 
 
 @dataclass
@@ -187,6 +193,11 @@ def _step(ins: Instruction, warp: Warp, dev: Device) -> None:
             lane: (_value(lo, lane, warp, dev) & 0xFFFFFFFF) | (_value(hi, lane, warp, dev) << 32)
             for lane in lanes
         }
+    elif ins.opcode == "cvt.rn.f32.u64":  # f32 registers hold their bits
+        results = {lane: int(np.float32(val(1, lane)).view(np.uint32)) for lane in lanes}
+    elif ins.root == "cvt" and ins.parts[-1].startswith("u"):  # integer truncation
+        width = (1 << 8 * _SIZES[ins.parts[1][1:]]) - 1
+        results = {lane: val(1, lane) & width for lane in lanes}
     elif ins.root == "ld":
         results = {
             lane: dev.read(_address(ops[1], lane, warp, dev), _bits(ins) // 8) for lane in lanes

@@ -5,6 +5,23 @@ a fixed slot per (block, warp), so no atomics): start and end on
 ``%globaltimer`` (GPU-wide ns), elapsed ``%clock64`` cycles, SM id, linear block id and
 warp-in-block id. A warp whose lanes leave through different exits writes one record per
 exit; :func:`warps` merges them.
+
+Kernel entry only reads the two clocks; everything else happens at exit. The array map
+stores a packed 16-byte :data:`PACKED` record with one ``st.global.v2.u64`` (the ring
+stores the full :data:`RECORD`, which carries its ids): the slot gives the block and
+warp, ``gtop_launch`` the kernel id, and :func:`unpack` rebuilds :data:`RECORD` rows on
+the host, so readers never see the packed layout. Packing, chosen to cost a few exit
+instructions and no information in practice:
+
+- ``start_ns``: ``%globaltimer`` at entry, all 64 bits;
+- ``end_lo``: the low 32 bits of ``%globaltimer`` at exit. The duration is exact modulo
+  2^32 ns (4.29 s); for a longer warp the whole periods are recovered from its cycles at
+  the launch's median cycles-per-ns (exact unless its SM clock differed by half from the
+  other warps');
+- ``clocks_sm``: the low 8 bits are ``%smid`` (SM ids are < 256 on every GPU so far); the
+  upper 24 the elapsed ``%clock64`` as a float with a 6-bit exponent and an 18-bit
+  mantissa (the f32 conversion's bits, less the bias of 1.0, rounded to 5 fewer
+  mantissa bits): exact below 2^19 cycles, within 1 in 2^19 above, any u64 in range.
 """
 
 from __future__ import annotations
@@ -29,14 +46,27 @@ RECORD = np.dtype(
 )
 
 
+# The array map's device record (see the module docstring).
+PACKED = np.dtype([("start_ns", "<u8"), ("end_lo", "<u4"), ("clocks_sm", "<u4")])
+_F32_ONE = 0x3F80_0000  # bits of 1.0f: the clock code's exponent counts from 2^0
+_ROUND = 16  # half of the 5 mantissa bits dropped
+_THREAD_FLAG = 0x100  # in gtop_launch[0] beside the kernel id: one record per thread
+
+
 def _entry(site: Site) -> str:
     return "mov.u64 %gtop_bs_t0, %globaltimer;\nmov.u64 %gtop_bs_c0, %clock64;\n"
 
 
+def _unguarded(site: Site) -> bool:
+    return site.instr is not None and site.instr.guard is None
+
+
 def _exit(site: Site) -> str:
+    if site.map is MapKind.ARRAY:
+        return _exit_array(site)
     return (
         maps.ids(site)
-        + maps.writer(site.level)
+        + maps.writer(site.level, _unguarded(site))
         # unpredicated: the probe's own registers, and a predicated read costs a select
         + "mov.u64 %gtop_bs_t1, %globaltimer;\n"
         + "mov.u64 %gtop_bs_c1, %clock64;\n"
@@ -58,14 +88,76 @@ def _exit(site: Site) -> str:
     )
 
 
+def _exit_array(site: Site) -> str:
+    """The packed record into slot (block, warp). Slot 0's warp writes ``gtop_launch``
+    (kernel id, records per block, blocks): the host derives the drops, so that no warp
+    runs the overflow atomic (which ptxas turns into a branch and a warp reduction)."""
+    flag = _THREAD_FLAG if site.level is Level.THREAD else 0
+    bias = ((_ROUND - _F32_ONE) << 3) & 0xFFFF_FFFF  # (bits + _ROUND - 1.0f) << 3
+    return (
+        "mov.u64 %gtop_bs_t1, %globaltimer;\n"
+        "mov.u64 %gtop_bs_c1, %clock64;\n"
+        + maps.ids(site)
+        + maps.writer(site.level, _unguarded(site))
+        + maps.slot(site, PACKED, count_drops=False)
+        + f"""\
+sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;
+cvt.rn.f32.u64 %gtop_bs_f, %gtop_bs_c1;
+mov.b32 %gtop_y, %gtop_bs_f;
+mad.lo.u32 %gtop_y, %gtop_y, 8, {bias};
+bfi.b32 %gtop_y, %gtop_smid, %gtop_y, 0, 8;
+cvt.u32.u64 %gtop_z, %gtop_bs_t1;
+mov.b64 %gtop_w1, {{%gtop_z, %gtop_y}};
+@%gtop_ok st.global.v2.u64 [%gtop_a], {{%gtop_bs_t0, %gtop_w1}};
+setp.eq.and.u32 %gtop_wl, %gtop_s, 0, %gtop_ok;
+mov.u32 %gtop_r, %gtop_x;
+mov.u32 %gtop_y, %nctaid.x;
+mov.u32 %gtop_z, %nctaid.y;
+mul.lo.u32 %gtop_y, %gtop_y, %gtop_z;
+mov.u32 %gtop_z, %nctaid.z;
+mul.lo.u32 %gtop_y, %gtop_y, %gtop_z;
+mov.u32 %gtop_x, {site.kernel_id | flag};
+@%gtop_wl st.global.v4.u32 [gtop_launch], {{%gtop_x, %gtop_r, %gtop_y, %gtop_x}};
+"""
+    )
+
+
+def unpack(rows: np.ndarray, slots: np.ndarray, launch: np.ndarray) -> np.ndarray:
+    """:data:`RECORD` rows from :data:`PACKED` ones at array ``slots``; ``launch`` is
+    ``gtop_launch``: kernel id (and the thread flag), records per block, blocks."""
+    out = np.zeros(len(rows), dtype=RECORD)
+    per = max(int(launch[1]), 1)
+    slots = np.asarray(slots, dtype=np.int64)
+    out["kernel"] = int(launch[0]) & 0xFF
+    out["block"] = slots // per
+    out["warp"] = (slots % per) >> (5 if int(launch[0]) & _THREAD_FLAG else 0)
+    word = rows["clocks_sm"]
+    out["smid"] = word & 0xFF
+    bits = ((word >> 8).astype(np.uint32) << 5) + np.uint32(_F32_ONE)
+    clocks = np.rint(bits.view(np.float32).astype(np.float64))
+    out["clocks"] = clocks.astype(np.uint64)
+    start = rows["start_ns"]
+    out["start_ns"] = start
+    dur = (rows["end_lo"].astype(np.int64) - (start & 0xFFFF_FFFF).astype(np.int64)) % 2**32
+    # Whole 2^32 ns periods, from the cycles at the launch's median rate (cycles per ns)
+    sure = (dur >= 1000) & (clocks < 2**31)
+    rate = float(np.median(clocks[sure] / dur[sure])) if sure.any() else 1.0
+    est = clocks / rate
+    wraps = np.where(est > 2**31, np.maximum(np.rint((est - dur) / 2**32), 0), 0)
+    out["end_ns"] = start + (dur + wraps.astype(np.int64) * 2**32).astype(np.uint64)
+    return out
+
+
 PROBE = Probe(
     name="block_sched",
     doc="per warp: start/end %globaltimer, elapsed %clock64, SM, block, warp",
     record=RECORD,
-    registers={f"%gtop_bs_{n}": ".b64" for n in ("t0", "c0", "t1", "c1")},
+    registers={**{f"%gtop_bs_{n}": ".b64" for n in ("t0", "c0", "t1", "c1")}, "%gtop_bs_f": ".f32"},
     tracepoints=(Tracepoint(ENTRY, _entry), Tracepoint(EXIT, _exit)),
     levels=(Level.WARP, Level.THREAD),
     maps=(MapKind.ARRAY, MapKind.RING),
+    packed=PACKED,
+    unpack=unpack,
 )
 
 
