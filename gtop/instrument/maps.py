@@ -28,6 +28,9 @@ import numpy as np
 from gtop.instrument.probe import Level, MapKind, Probe, Site
 
 MAX_STRIPES = 1024
+# in gtop_launch[0]: the launch's slots could not be indexed (a flat kernel, see
+# ids(flat=True), on a launch with a y/z size above 1): every record counts as dropped
+LAUNCH_SKIPPED = 0x200
 
 # name -> (state space, type)
 GLOBALS: dict[str, tuple[str, str]] = {
@@ -79,10 +82,28 @@ def global_decls() -> list[str]:
     return out
 
 
-def ids(site: Site | None = None) -> str:
+def ids(site: Site | None = None, flat: bool = False) -> str:
     """SM id, linear block id, linear thread id and warp-in-block id. With the kernel's
     ``.reqntid`` (``site.ntid``; Triton declares it) the block shape is a constant: a
-    1-D block's linear thread id is ``%tid.x``, and no ``%ntid`` is read."""
+    1-D block's linear thread id is ``%tid.x``, and no ``%ntid`` is read.
+
+    ``flat`` (for a :attr:`~.probe.Site.flat` site): the block is ``%ctaid.x`` and the
+    thread ``%tid.x``, and ``%gtop_of`` says whether the launch is really 1-D (every y/z
+    size is 1; a few constant-bank reads): the ids are right only where it is set, so
+    the caller must leave its record unwritten elsewhere."""
+    if flat and site is not None and site.flat:
+        # the y/z sizes (each >= 1) sum to their count only when all are 1
+        sizes = ["%nctaid.y", "%nctaid.z"] + (["%ntid.y", "%ntid.z"] if site.ntid is None else [])
+        text = """\
+mov.u32 %gtop_smid, %smid;
+mov.u32 %gtop_blk, %ctaid.x;
+mov.u32 %gtop_tid, %tid.x;
+shr.u32 %gtop_wid, %gtop_tid, 5;
+mov.u32 %gtop_x, 0;
+"""
+        for reg in sizes:
+            text += f"mov.u32 %gtop_y, {reg};\nadd.u32 %gtop_x, %gtop_x, %gtop_y;\n"
+        return text + f"setp.eq.u32 %gtop_of, %gtop_x, {len(sizes)};\n"
     text = """\
 mov.u32 %gtop_smid, %smid;
 mov.u32 %gtop_x, %ctaid.z;
@@ -310,5 +331,7 @@ def decode(
         return out, overflow
     assert probe.unpack is not None
     words = np.zeros(4, np.int64) if launch is None else np.asarray(launch, np.int64)[:4]
+    if int(words[0]) & LAUNCH_SKIPPED:
+        return out[:0], overflow + int(words[1] * words[2])
     overflow += max(0, int(words[1] * words[2]) - len(rows))
     return probe.unpack(out, index, words), overflow

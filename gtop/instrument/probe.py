@@ -64,6 +64,11 @@ class Site:
     # the record's slot also receives adds from .func bodies (Probe.func_exit), so the
     # kernel's exit must add its counters atomically instead of storing them
     adds: bool = False
+    # the kernel (and every .func it may call) reads no y/z index or size (%tid, %ctaid,
+    # %ntid, %nctaid) and declares no multi-dimensional .reqntid: most likely launched
+    # 1-D, so a probe may index by %ctaid.x/%tid.x if it checks that at run time
+    # (maps.ids with flat=True)
+    flat: bool = False
 
 
 @dataclass(frozen=True)

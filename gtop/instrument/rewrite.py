@@ -140,6 +140,18 @@ def instrument(
     return Instrumented(text, probe.name, level.value, map_kind.value, sample, size, infos, finfos)
 
 
+_YZ = re.compile(r"%n?(?:tid|ctaid)\.[yz]\b")
+
+
+def flat_kernel(module: Module, fn: Function) -> bool:
+    """Whether ``fn`` (and every ``.func`` it may call) reads no y/z thread or block index
+    or size and declares no multi-dimensional ``.reqntid`` (see :attr:`Site.flat`)."""
+    if fn.reqntid is not None and fn.reqntid[1:] != (1, 1):
+        return False
+    bodies = [fn, *_callees(module, [fn])]
+    return not any(_YZ.search(st.code) for f in bodies for st in f.instructions())
+
+
 def _callees(module: Module, roots: list[Function]) -> list[Function]:
     """The ``.func`` bodies of ``module`` that ``roots`` may call, transitively, in module
     order; an indirect call (through a register) may reach any of them."""
@@ -182,6 +194,7 @@ class _Plan:
         sites: dict[str, int] = {}
         classes = self.shared_classes if self.shared_classes is not None else []
         func = not fn.is_entry
+        flat = not func and flat_kernel(self.module, fn)
         if self.probe.needs_sites and not (self.has_sites(fn) or self._calls_sites(fn)):
             return KernelInfo(fn.name, kid, sites, [])  # nothing it could record
         head = [f"\t.reg {t} {name};" for name, t in self.declared.items()]
@@ -240,6 +253,7 @@ class _Plan:
                     tuple(classes),
                     func,
                     self.adds,
+                    flat,
                 )
                 try:
                     code = snippet(site)

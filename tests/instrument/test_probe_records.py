@@ -56,7 +56,8 @@ def decode(probe: str, dev: Device, ring: bool = True) -> tuple[np.ndarray, int]
 
 @pytest.mark.parametrize("map_kind", [MapKind.ARRAY, MapKind.RING])
 def test_block_sched_one_record_per_warp(map_kind: MapKind) -> None:
-    entry, exit_ = blocks("\tret;\n", "block_sched", map_kind=map_kind)
+    # the kernel reads %ctaid.y: a 2-D launch is indexed in full (not Site.flat)
+    entry, exit_ = blocks("\tmov.u32 %r1, %ctaid.y;\n\tret;\n", "block_sched", map_kind=map_kind)
     size = PROBES["block_sched"].device_record(map_kind).itemsize
     dev = Device(capacity=64, record_size=size)
     warps = [
@@ -327,7 +328,8 @@ def test_reqntid_kernels_index_like_any_other(ntid: tuple[int, int, int]) -> Non
     assert head != HEAD
 
     def records(with_reqntid: bool) -> np.ndarray:
-        text = (head if with_reqntid else HEAD) + "\tret;\n}\n"
+        # reads %tid.y: the full index math, not Site.flat's shortcut
+        text = (head if with_reqntid else HEAD) + "\tmov.u32 %r1, %tid.y;\n\tret;\n}\n"
         code = instrument(ptx.parse(text), PROBES["block_sched"], map_kind=MapKind.ARRAY).text
         assert ("%ntid" not in code) == with_reqntid
         lines = code.splitlines()
@@ -355,3 +357,29 @@ def test_reqntid_kernels_index_like_any_other(ntid: tuple[int, int, int]) -> Non
         (2, 1),
         (2, 3),
     ]
+
+
+@pytest.mark.parametrize("nctaid", [(4, 1, 1), (4, 2, 1)])
+def test_block_sched_flat_kernel(nctaid: tuple[int, int, int]) -> None:
+    """A kernel reading no y/z index is slotted by %ctaid.x/%tid.x (Site.flat): on a 1-D
+    launch its records are those of the full index math; on a launch with a y/z size
+    above 1 it writes none, and the host counts every slot of the launch as dropped."""
+
+    def records(body: str) -> tuple[np.ndarray, int]:
+        entry, exit_ = blocks(body + "\tret;\n", "block_sched", map_kind=MapKind.ARRAY)
+        dev = Device(capacity=64, record_size=PACKED.itemsize)
+        for block, wid in ((0, 0), (3, 2), (1, 3)):
+            w = Warp(ctaid=(block, 0, 0), nctaid=nctaid, warp=wid, smid=9, clock=5)
+            w.globaltimer = 10**9 + block
+            run(entry, w, dev)
+            w.clock, w.globaltimer = 50 + wid, 10**9 + 700
+            run(exit_, w, dev)
+        return dev.decode(PROBES["block_sched"], ring=False)
+
+    flat, flat_drops = records("")
+    full, full_drops = records("\tmov.u32 %r1, %ctaid.z;\n")
+    assert len(full) == 3 and full_drops == 0
+    if nctaid[1] == 1:
+        assert flat.tobytes() == full.tobytes() and flat_drops == 0
+    else:
+        assert len(flat) == 0 and flat_drops == 4 * 2 * 4  # blocks x warps per block

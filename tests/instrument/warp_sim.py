@@ -241,6 +241,7 @@ def _alu(ins: Instruction, a: list[int], mask: int) -> int:
         "popc": lambda: bin(a[0] & mask).count("1"),
         "brev": lambda: int(f"{a[0] & mask:032b}"[::-1], 2),
         "clz": lambda: 32 - (a[0] & mask).bit_length(),
+        "selp": lambda: a[0] if a[2] else a[1],
     }
     if root not in simple:
         raise NotImplementedError(f"instruction {ins.opcode}")

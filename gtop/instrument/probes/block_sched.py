@@ -97,7 +97,7 @@ def _exit_array(site: Site) -> str:
     return (
         "mov.u64 %gtop_bs_t1, %globaltimer;\n"
         "mov.u64 %gtop_bs_c1, %clock64;\n"
-        + maps.ids(site)
+        + maps.ids(site, flat=True)
         + maps.writer(site.level, _unguarded(site))
         + maps.slot(site, PACKED, count_drops=False)
         + f"""\
@@ -108,8 +108,9 @@ mad.lo.u32 %gtop_y, %gtop_y, 8, {bias};
 bfi.b32 %gtop_y, %gtop_smid, %gtop_y, 0, 8;
 cvt.u32.u64 %gtop_z, %gtop_bs_t1;
 mov.b64 %gtop_w1, {{%gtop_z, %gtop_y}};
-@%gtop_ok st.global.v2.u64 [%gtop_a], {{%gtop_bs_t0, %gtop_w1}};
 setp.eq.and.u32 %gtop_wl, %gtop_s, 0, %gtop_ok;
+{"and.pred %gtop_ok, %gtop_ok, %gtop_of;" if site.flat else ""}
+@%gtop_ok st.global.v2.u64 [%gtop_a], {{%gtop_bs_t0, %gtop_w1}};
 mov.u32 %gtop_r, %gtop_x;
 mov.u32 %gtop_y, %nctaid.x;
 mov.u32 %gtop_z, %nctaid.y;
@@ -117,8 +118,19 @@ mul.lo.u32 %gtop_y, %gtop_y, %gtop_z;
 mov.u32 %gtop_z, %nctaid.z;
 mul.lo.u32 %gtop_y, %gtop_y, %gtop_z;
 mov.u32 %gtop_x, {site.kernel_id | flag};
-@%gtop_wl st.global.v4.u32 [gtop_launch], {{%gtop_x, %gtop_r, %gtop_y, %gtop_x}};
+{_skipped(site)}@%gtop_wl st.global.v4.u32 [gtop_launch], {{%gtop_x, %gtop_r, %gtop_y, %gtop_x}};
 """
+    )
+
+
+def _skipped(site: Site) -> str:
+    """For a flat site, mark the launch word when the launch was not 1-D (no record was
+    written: the host counts them all as dropped)."""
+    if not site.flat:
+        return ""
+    return (
+        f"selp.u32 %gtop_b, 0, {maps.LAUNCH_SKIPPED}, %gtop_of;\n"
+        "or.b32 %gtop_x, %gtop_x, %gtop_b;\n"
     )
 
 
