@@ -63,6 +63,12 @@ def _keep(table: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return table if bool(mask.all()) else take_rows(table, mask)
 
 
+PROJECT_ROWS = 1 << 15
+"""Rows projected at a time: a block's source and target rows stay in cache while
+every field is copied (a field at a time over a whole table streams it once per
+field)."""
+
+
 def _project(
     src: np.ndarray, dtype: np.dtype, renames: dict[str, str], out: np.ndarray | None = None
 ) -> np.ndarray:
@@ -70,10 +76,15 @@ def _project(
     where ``src`` has no such field; into ``out`` (zeroed, ``len(src)`` rows) when given."""
     if out is None:
         out = np.zeros(len(src), dtype)
-    for name in dtype.names or ():
-        source = renames.get(name, name)
-        if source in (src.dtype.names or ()):
-            out[name] = src[source]
+    pairs = [
+        (name, renames.get(name, name))
+        for name in dtype.names or ()
+        if renames.get(name, name) in (src.dtype.names or ())
+    ]
+    for a in range(0, len(src), PROJECT_ROWS):
+        s, o = src[a : a + PROJECT_ROWS], out[a : a + PROJECT_ROWS]
+        for name, source in pairs:
+            o[name] = s[source]
     return out
 
 
@@ -97,15 +108,14 @@ def _ops(batches: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:
-    _project(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"}, out)
-    out["kind"] = kind
+    renames = {"t": "t_ns", "end": "end_ns", "corr": "correlation"}
     if kind == OP_KERNEL:
-        out["queued"] = src["queued_ns"]
-        out["submitted"] = src["submitted_ns"]
-        out["label"] = src["name_id"]
+        renames |= {"queued": "queued_ns", "submitted": "submitted_ns", "label": "name_id"}
     elif kind == OP_MEMCPY:
-        out["label"] = src["copy_kind"]
-    else:
+        renames["label"] = "copy_kind"
+    _project(src, OP, renames, out)
+    out["kind"] = kind
+    if kind == OP_MEMSET:
         out["label"] = -1
 
 
