@@ -160,9 +160,15 @@ def _streams_by_group(group: np.ndarray, stream: np.ndarray, n_groups: int) -> l
     return out
 
 
+SUMMARY_ROWS = 1 << 20
+"""Kernels summed at a time: the per-row temporaries (durations, name indices) of a
+block are reused memory, not fresh arrays the size of the whole table."""
+
+
 def kernel_summary(kernels: np.ndarray, names: Mapping[int, str]) -> list[KernelRow]:
     stats = KernelStats()
-    stats.add(kernels)
+    for a in range(0, len(kernels), SUMMARY_ROWS):
+        stats.add(kernels[a : a + SUMMARY_ROWS])
     return stats.rows(names)
 
 

@@ -75,6 +75,13 @@ class _Feeder:
         return concat_rows([self.table[a:b] for a, b in pieces])
 
 
+def _stream_keys(ops: np.ndarray, rows: int = 1 << 20) -> np.ndarray:
+    """The distinct :func:`~gtop.analysis.attribution.stream_keys` of ``ops``, sorted,
+    a block of rows at a time (no int64 temporaries the size of the table)."""
+    parts = [iv.unique_sorted(stream_keys(ops[a : a + rows])) for a in range(0, len(ops), rows)]
+    return iv.unique_sorted(np.concatenate(parts)) if parts else np.empty(0, np.int64)
+
+
 def blocks(
     records: Records,
     t0: int,
@@ -97,7 +104,7 @@ def blocks(
         f.name: _Feeder(getattr(records, f.name), t0, t1, block_ns, margin_ns)
         for f in fields(Records)
     }
-    known = iv.unique_sorted(stream_keys(records.ops))
+    known = _stream_keys(records.ops)
     engine = AttributionEngine(block_ns, slack_ns=margin_ns, launch_gap_ns=launch_gap_ns)
     for k, b in enumerate(range(t0, t1, block_ns)):
         e = min(b + block_ns, t1)
