@@ -271,10 +271,13 @@ def kernels_report(
     memcpy: np.ndarray,
     api: np.ndarray,
     names: Mapping[int, str],
+    stats: KernelStats | None = None,
 ) -> dict[str, list[dict]]:
-    """The ``kernels``, ``memcpy`` and ``api`` sections of ``gtop report --json``."""
+    """The ``kernels``, ``memcpy`` and ``api`` sections of ``gtop report --json``
+    (``stats``: the kernels already summed, instead of ``kernels``)."""
+    rows = stats.rows(names) if stats is not None else kernel_summary(kernels, names)
     return {
-        "kernels": [r.as_json() for r in kernel_summary(kernels, names)],
+        "kernels": [r.as_json() for r in rows],
         "memcpy": [r.as_json() for r in memcpy_summary(memcpy)],
         "api": [r.as_json() for r in api_summary(api)],
     }
