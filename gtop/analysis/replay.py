@@ -11,6 +11,7 @@ than ``margin_ns`` before a block loses its submit time there.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterator
 from dataclasses import fields
@@ -54,8 +55,9 @@ class _Feeder:
         heads = np.flatnonzero(t[1:] < t[:-1]) + 1
         if len(heads) < self.MAX_RUNS:
             bounds = [0, *heads.tolist(), len(t)]
+            # bisect, not np.searchsorted: numpy would first copy the strided column.
             self.cuts = [
-                (a, a + np.searchsorted(t[a:b], edges, side="left"))
+                (a, np.array([bisect.bisect_left(t, e, a, b) for e in edges.tolist()]))
                 for a, b in itertools.pairwise(bounds)
             ]
             return
