@@ -406,13 +406,15 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import REPORT_STREAMS, build_report
+    from gtop.analysis.report import build_report, read_report_data
     from gtop.analysis.report_text import format_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data = {name: rec.read(name) for name in REPORT_STREAMS if name in rec.streams}
-        report = build_report(rec.meta, data, rec.entities(), rec.problems, rec.time_range())
+        data, kernels = read_report_data(rec)
+        report = build_report(
+            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
+        )
     if config.json:
         print(json.dumps(report, indent=2))
     else:

@@ -160,9 +160,15 @@ def _streams_by_group(group: np.ndarray, stream: np.ndarray, n_groups: int) -> l
     return out
 
 
+SUMMARY_ROWS = 1 << 20
+"""Kernels summed at a time: the per-row temporaries (durations, name indices) of a
+block are reused memory, not fresh arrays the size of the whole table."""
+
+
 def kernel_summary(kernels: np.ndarray, names: Mapping[int, str]) -> list[KernelRow]:
     stats = KernelStats()
-    stats.add(kernels)
+    for a in range(0, len(kernels), SUMMARY_ROWS):
+        stats.add(kernels[a : a + SUMMARY_ROWS])
     return stats.rows(names)
 
 
@@ -265,10 +271,13 @@ def kernels_report(
     memcpy: np.ndarray,
     api: np.ndarray,
     names: Mapping[int, str],
+    stats: KernelStats | None = None,
 ) -> dict[str, list[dict]]:
-    """The ``kernels``, ``memcpy`` and ``api`` sections of ``gtop report --json``."""
+    """The ``kernels``, ``memcpy`` and ``api`` sections of ``gtop report --json``
+    (``stats``: the kernels already summed, instead of ``kernels``)."""
+    rows = stats.rows(names) if stats is not None else kernel_summary(kernels, names)
     return {
-        "kernels": [r.as_json() for r in kernel_summary(kernels, names)],
+        "kernels": [r.as_json() for r in rows],
         "memcpy": [r.as_json() for r in memcpy_summary(memcpy)],
         "api": [r.as_json() for r in api_summary(api)],
     }

@@ -127,8 +127,9 @@ class HostIndex:
             t, code, flag = np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, bool)
             return Activity(t, t, code, code, flag, flag, flag, t)
         # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
-        # its ends in its own byte of a packed counter (the total after the last event
-        # at a time is exact, so fields never mix), states add +-(index + 1).
+        # its ends in its own byte of a packed counter, and the spans' starts also count
+        # from bit 32 on (the total after the last event at a time is exact, so fields
+        # never mix); states add +-(index + 1).
         sets = (spans, in_api, in_sync, gaps)
         times = np.concatenate(
             [x for sp in sets for x in (sp.starts, sp.ends)] + [states["t"], s_end]
@@ -146,14 +147,13 @@ class HostIndex:
         ns = len(states)
         index[len(times) - 2 * ns : len(times) - ns] = np.arange(1, ns + 1)
         index[len(times) - ns :] = -np.arange(1, ns + 1)
-        span_start = np.zeros(len(times), np.int64)
-        span_start[: len(spans)] = 1
+        packed[: len(spans)] += np.int64(1) << 32
         order = np.argsort(times, kind="stable")
         times = times[order]
         last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
         packed = np.cumsum(packed[order])[last[:-1]]
         si = np.cumsum(index[order])[last[:-1]] - 1
-        span = np.cumsum(span_start[order])[last[:-1]] - 1
+        span = (packed >> 32) - 1
         p, q = times[last[:-1]], times[last[1:]]
         inside = (packed & 0xFF) > 0
         p, q, packed, si, span = p[inside], q[inside], packed[inside], si[inside], span[inside]

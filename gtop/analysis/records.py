@@ -63,6 +63,12 @@ def _keep(table: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return table if bool(mask.all()) else take_rows(table, mask)
 
 
+PROJECT_ROWS = 1 << 15
+"""Rows projected at a time: a block's source and target rows stay in cache while
+every field is copied (a field at a time over a whole table streams it once per
+field)."""
+
+
 def _project(
     src: np.ndarray, dtype: np.dtype, renames: dict[str, str], out: np.ndarray | None = None
 ) -> np.ndarray:
@@ -70,10 +76,15 @@ def _project(
     where ``src`` has no such field; into ``out`` (zeroed, ``len(src)`` rows) when given."""
     if out is None:
         out = np.zeros(len(src), dtype)
-    for name in dtype.names or ():
-        source = renames.get(name, name)
-        if source in (src.dtype.names or ()):
-            out[name] = src[source]
+    pairs = [
+        (name, renames.get(name, name))
+        for name in dtype.names or ()
+        if renames.get(name, name) in (src.dtype.names or ())
+    ]
+    for a in range(0, len(src), PROJECT_ROWS):
+        s, o = src[a : a + PROJECT_ROWS], out[a : a + PROJECT_ROWS]
+        for name, source in pairs:
+            o[name] = s[source]
     return out
 
 
@@ -84,28 +95,49 @@ _OP_SOURCES = (
 )
 
 
+class OpsBuilder:
+    """One ops table: the kernels (added batch by batch, e.g. as a recording's chunks
+    are decoded), then the memcpy and memset batches, filled in place (a table per kind
+    joined afterwards would be a second copy of every op)."""
+
+    def __init__(self, max_kernels: int, batches: dict[str, np.ndarray]) -> None:
+        self.others = [
+            (batches[name], kind) for name, kind in _OP_SOURCES[1:] if len(batches.get(name, ()))
+        ]
+        self.out = np.zeros(max_kernels + sum(len(src) for src, _ in self.others), OP)
+        self.filled = 0
+
+    def add_kernels(self, kernels: np.ndarray) -> None:
+        _fill_ops(self.out[self.filled : self.filled + len(kernels)], kernels, OP_KERNEL)
+        self.filled += len(kernels)
+
+    def finish(self) -> np.ndarray:
+        """The table (its kernels in the order added)."""
+        start = self.filled
+        for src, kind in self.others:
+            _fill_ops(self.out[start : start + len(src)], src, kind)
+            start += len(src)
+        return self.out[:start]
+
+
 def _ops(batches: dict[str, np.ndarray]) -> np.ndarray:
-    """One ops table from the kernel, memcpy and memset batches, in that order, filled in
-    place (a table per kind joined afterwards would be a second copy of every op)."""
-    sources = [(batches[name], kind) for name, kind in _OP_SOURCES if len(batches.get(name, ()))]
-    out = np.zeros(sum(len(src) for src, _ in sources), OP)
-    start = 0
-    for src, kind in sources:
-        _fill_ops(out[start : start + len(src)], src, kind)
-        start += len(src)
-    return out
+    """One ops table from the kernel, memcpy and memset batches, in that order."""
+    kernels = batches.get(layouts.KERNEL.name)
+    builder = OpsBuilder(len(kernels) if kernels is not None else 0, batches)
+    if kernels is not None and len(kernels):
+        builder.add_kernels(kernels)
+    return builder.finish()
 
 
 def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:
-    _project(src, OP, {"t": "t_ns", "end": "end_ns", "corr": "correlation"}, out)
-    out["kind"] = kind
+    renames = {"t": "t_ns", "end": "end_ns", "corr": "correlation"}
     if kind == OP_KERNEL:
-        out["queued"] = src["queued_ns"]
-        out["submitted"] = src["submitted_ns"]
-        out["label"] = src["name_id"]
+        renames |= {"queued": "queued_ns", "submitted": "submitted_ns", "label": "name_id"}
     elif kind == OP_MEMCPY:
-        out["label"] = src["copy_kind"]
-    else:
+        renames["label"] = "copy_kind"
+    _project(src, OP, renames, out)
+    out["kind"] = kind
+    if kind == OP_MEMSET:
         out["label"] = -1
 
 
@@ -121,10 +153,11 @@ class Records:
     samples: np.ndarray = field(default_factory=lambda: np.empty(0, SAMPLE))
 
     @classmethod
-    def from_streams(cls, batches: dict[str, np.ndarray]) -> Records:
+    def from_streams(cls, batches: dict[str, np.ndarray], ops: np.ndarray | None = None) -> Records:
         """Build from batches keyed by stream name (``"kernel"``, ``"memcpy"``,
         ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``);
-        other streams are ignored."""
+        other streams are ignored. ``ops``: the ops table already built
+        (:class:`OpsBuilder`), instead of one from the GPU work batches."""
         api = batches.get(layouts.API.name)
         sync = batches.get(layouts.SYNC.name)
         states = batches.get(layouts.THREAD_STATE.name)
@@ -132,7 +165,7 @@ class Records:
         if sync is not None:
             sync = sync[sync["sync_type"] == STREAM_WAIT_EVENT]
         return cls(
-            ops=_ops(batches),
+            ops=_ops(batches) if ops is None else ops,
             apis=_project(
                 api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
             )

@@ -8,12 +8,17 @@ later versions only extend: ``version``, ``start``, ``duration_s``, ``devices``,
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gtop import __version__
 from gtop.pipeline.hub import Entity
+
+if TYPE_CHECKING:
+    from gtop.analysis.cuda_activity import KernelStats
+    from gtop.recordings.reader import Recording
 
 MIB = 1 << 20
 
@@ -21,6 +26,40 @@ ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_stat
 """What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
 REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", *ATTRIBUTION_STREAMS)
 """Every stream :func:`build_report` reads."""
+
+
+@dataclass(frozen=True)
+class KernelDigest:
+    """What the report needs of the kernel table, gathered chunk by chunk as it is
+    decoded (:func:`read_report_data`), so the whole table is never held at once."""
+
+    stats: KernelStats
+    ops: np.ndarray
+    """The attribution's ops table (:class:`~gtop.analysis.records.OpsBuilder`)."""
+
+
+def read_report_data(rec: Recording) -> tuple[dict[str, np.ndarray], KernelDigest | None]:
+    """The streams :func:`build_report` reads; the kernel table as a digest when its
+    chunks are in time order (one pass over reused memory), else as rows (the reader
+    sorts them)."""
+    from gtop.analysis.cuda_activity import KernelStats
+    from gtop.analysis.records import OpsBuilder
+
+    data = {n: rec.read(n) for n in REPORT_STREAMS if n in rec.streams and n != "kernel"}
+    if "kernel" not in rec.streams:
+        return data, None
+    stats = KernelStats()
+    ops = OpsBuilder(sum(info.n for info in rec.chunks("kernel")), data)
+    last = None
+    for chunk in rec.iter_chunks("kernel", reuse=True):
+        t = chunk["t_ns"]
+        if (last is not None and t[0] < last) or bool(np.any(t[1:] < t[:-1])):
+            data["kernel"] = rec.read("kernel")
+            return data, None
+        last = t[-1]
+        stats.add(chunk)
+        ops.add_kernels(chunk)
+    return data, KernelDigest(stats, ops.finish())
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -179,9 +218,11 @@ def gpu_section(
     data: dict[str, np.ndarray],
     entities: list[Entity],
     time_range: tuple[int, int],
+    ops: np.ndarray | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The ``gpu`` key: exact on/off-GPU attribution from CUPTI records when the
-    recording has them, else the NVML-based approximation (``exact`` false)."""
+    recording has them, else the NVML-based approximation (``exact`` false).
+    ``ops``: the ops table already built (:class:`KernelDigest`)."""
     from gtop.analysis.approximate import approximate
     from gtop.analysis.cuda_activity import names_from_entities
     from gtop.analysis.gpu_report import gpu_report, unit_summary
@@ -190,9 +231,9 @@ def gpu_section(
     t0, t1 = time_range
     if t1 <= t0:
         return {}
-    records = Records.from_streams({k: v for k, v in data.items() if len(v)})
+    records = Records.from_streams({k: v for k, v in data.items() if len(v)}, ops)
     stacks = stack_frames(entities)
-    if any(len(data.get(k, ())) for k in GPU_WORK):
+    if len(records.ops):
         return gpu_report(records, t0, t1 + 1, names_from_entities(entities), stacks)
     gpu = data.get("gpu")
     if gpu is None or not len(gpu):
@@ -211,8 +252,10 @@ def build_report(
     entities: list[Entity],
     problems: list[str],
     time_range: tuple[int, int],
+    kernels: KernelDigest | None = None,
 ) -> dict[str, Any]:
-    """The report document for a recording's metadata, streams and entities."""
+    """The report document for a recording's metadata, streams and entities (the kernel
+    table as ``data["kernel"]`` or, gathered already, as ``kernels``)."""
     from gtop.pipeline import layouts
 
     def stream(spec: Any) -> np.ndarray:
@@ -232,6 +275,7 @@ def build_report(
         stream(layouts.MEMCPY),
         stream(layouts.API),
         names_from_entities(entities),
+        kernels.stats if kernels is not None else None,
     )
     return {
         "version": __version__,
@@ -251,7 +295,9 @@ def build_report(
         ),
         "drops": drops,
         **activity,
-        "gpu": gpu_section(meta, data, entities, time_range),
+        "gpu": gpu_section(
+            meta, data, entities, time_range, kernels.ops if kernels is not None else None
+        ),
         "threads": threads_section(data, entities, time_range),
         "problems": problems,
         "advice": advice(devices),

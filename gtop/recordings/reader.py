@@ -188,10 +188,18 @@ class Recording:
                 parts += 1
         return _by_time(out if filled == len(out) else out[:filled].copy(), parts)
 
-    def iter_chunks(self, stream: str) -> Iterator[np.ndarray]:
-        """Each intact chunk of ``stream`` in time order (bounded memory for big streams)."""
-        for info in self._index.get(stream, []):
-            rows = self._chunk(info)
+    def iter_chunks(self, stream: str, reuse: bool = False) -> Iterator[np.ndarray]:
+        """Each intact chunk of ``stream`` in time order (bounded memory for big streams).
+
+        ``reuse``: decode every chunk into one buffer, bypassing the cache (for one pass
+        over a whole stream); each array yielded is valid only until the next.
+        """
+        chunks = self._index.get(stream, [])
+        if not chunks:
+            return
+        buffer = np.empty(max(info.n for info in chunks) if reuse else 0, self.streams[stream])
+        for info in chunks:
+            rows = self._decode(info, buffer[: info.n]) if reuse else self._chunk(info)
             if rows is not None and len(rows):
                 yield rows
 

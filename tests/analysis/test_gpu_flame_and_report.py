@@ -151,3 +151,38 @@ def test_occupancy_cuts_segments_at_slice_edges() -> None:
         np.array([0, 7, 10]), np.array([7, 8, 31]), np.array([1, 0, 2]), 3, slices.edges(0, 30, 5)
     )
     assert occ.tolist() == [[0, 5, 0], [1, 2, 0], [0, 0, 5], [0, 0, 5], [0, 0, 5], [0, 0, 5]]
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_report_of_kernel_chunks_matches_report_of_kernel_rows(tmp_path, in_order: bool) -> None:
+    """``read_report_data`` sums and projects the kernel table chunk by chunk; the report
+    is the one made from the whole table (chunks out of time order: read as rows)."""
+    from gtop.analysis.report import build_report, read_report_data
+    from gtop.pipeline import layouts
+    from gtop.recordings.reader import Recording
+    from gtop.recordings.writer import RecordingWriter
+
+    rng = np.random.default_rng(3)
+    batches = []
+    for c in range(3):
+        k = layouts.KERNEL.empty(50)
+        # Out of order: the chunks' time ranges overlap.
+        k["t_ns"] = 50_000 * c * in_order + np.sort(rng.integers(0, 50_000, 50))
+        k["end_ns"] = k["t_ns"] + rng.integers(1, 900, 50)
+        k["pid"], k["stream"], k["correlation"] = 1, rng.integers(1, 3, 50), np.arange(50) + 1
+        k["name_id"], k["grid_x"] = rng.integers(1, 4, 50), 10 * c + rng.integers(0, 5, 50)
+        batches.append(k)
+    path = tmp_path / "k.gtop"
+    writer = RecordingWriter(path, {"host": "test"})
+    for k in batches:
+        writer.append("kernel", k)
+        writer.flush()
+    writer.close()
+    with Recording(path) as rec:
+        data, digest = read_report_data(rec)
+        assert (digest is None) == (not in_order) and ("kernel" in data) == (not in_order)
+        chunked = build_report(rec.meta, data, [], [], rec.time_range(), digest)
+        rows = {**data, "kernel": rec.read("kernel")}
+        whole = build_report(rec.meta, rows, [], [], rec.time_range())
+    assert json.dumps(chunked) == json.dumps(whole)
+    assert sum(k["count"] for k in whole["kernels"]) == 150 and whole["gpu"]
