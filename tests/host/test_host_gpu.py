@@ -21,6 +21,8 @@ def test_slow_loader_flamegraph_shows_workers_and_main_thread_waits(tmp_path):
         capture_output=True, text=True, timeout=180, cwd=ROOT / "benchmarks",
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
-    result = json.loads((tmp_path / "host_gpu_check.json").read_text())
+    report = tmp_path / "host_gpu_check.json"
+    assert report.is_file(), out.stdout + out.stderr
+    result = json.loads(report.read_text())
     assert out.returncode == 0, out.stdout + out.stderr
     assert all(result["passed"].values()), result["checks_seconds"]
