@@ -47,12 +47,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    print(f"{'PROBE':<12} {'LEVELS':<13} {'MAPS':<11} {'BYTES':>5}  DESCRIPTION")
+    """One line per probe; BYTES is a record's size on the device, per map in MAPS order."""
+    print(f"{'PROBE':<12} {'LEVELS':<13} {'MAPS':<11} {'BYTES':<8} DESCRIPTION")
     for p in PROBES.values():
         levels = ",".join(x.value for x in p.levels)
         maps = ",".join(x.value for x in p.maps)
+        sizes = ",".join(str(p.device_record(m).itemsize) for m in p.maps)
         sampled = " (--sample N)" if p.sampled else ""
-        print(f"{p.name:<12} {levels:<13} {maps:<11} {p.record.itemsize:>5}  {p.doc}{sampled}")
+        print(f"{p.name:<12} {levels:<13} {maps:<11} {sizes:<8} {p.doc}{sampled}")
     return 0
 
 
@@ -68,9 +70,9 @@ def _instrument(args: argparse.Namespace) -> int:
         sample=args.sample,
     )
     args.output.write_text(result.text)
-    for k in result.kernels:
+    for k, kind in [(k, "") for k in result.kernels] + [(f, " (.func)") for f in result.functions]:
         sites = ", ".join(f"{name} {n}" for name, n in k.sites.items())
         classes = f"  [{', '.join(k.classes)}]" if k.classes else ""
-        print(f"{k.name}: {sites}{classes}")
+        print(f"{k.name}{kind}: {sites}{classes}")
     print(f"wrote {args.output} ({probe.name}, {result.level}, {result.map}, 1/{result.sample})")
     return 0

@@ -24,6 +24,22 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for name in ("block_sched", "tensorop", "mem_trace"):
         assert name in out
+    # block_sched packs its array-map record into 16 bytes; the ring keeps all 32
+    block_sched = next(line for line in out.splitlines() if line.startswith("block_sched"))
+    assert block_sched.split()[2:4] == ["array,ring", "16,32"]
+
+
+def test_instrument_lists_the_device_functions_it_probed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = CORPUS / "nvcc_cuda_funcs.ptx"
+    out = tmp_path / "out.ptx"
+    assert _run(["instrument", str(src), "--probe", "mem_trace", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    header = read_header(out.read_text())
+    assert header is not None and header.get("functions")
+    for f in header["functions"]:
+        assert f"{f['name']} (.func): " in printed
 
 
 def test_instrument_writes_assemblable_self_describing_ptx(
