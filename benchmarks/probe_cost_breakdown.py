@@ -47,9 +47,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gtop.instrument import maps, rewrite  # noqa: E402
 from gtop.instrument import ptx as ptx_parser  # noqa: E402
-from gtop.instrument import rewrite  # noqa: E402
-from gtop.instrument.probe import MapKind  # noqa: E402
+from gtop.instrument.probe import Level, MapKind  # noqa: E402
 from gtop.instrument.probes import get  # noqa: E402
 
 NVCC_PTX = ROOT / "tests" / "corpus" / "ptx" / "nvcc_cuda_kernels.ptx"
@@ -128,30 +128,9 @@ class Text:
 
 ENTRY = "mov.u64 %gtop_bs_t0, %globaltimer;\nmov.u64 %gtop_bs_c0, %clock64;"
 OFF_PRED = f"ld.const.u32 %gtop_rcap, [{OFF}];\nsetp.ne.u32 %gtop_of, %gtop_rcap, 0;\n"
-IDS_3D = """\
-mov.u32 %gtop_x, %ctaid.z;
-mov.u32 %gtop_y, %nctaid.y;
-mov.u32 %gtop_z, %ctaid.y;
-mad.lo.u32 %gtop_blk, %gtop_x, %gtop_y, %gtop_z;
-mov.u32 %gtop_x, %nctaid.x;
-mov.u32 %gtop_y, %ctaid.x;
-mad.lo.u32 %gtop_blk, %gtop_blk, %gtop_x, %gtop_y;
-mov.u32 %gtop_x, %tid.z;
-mov.u32 %gtop_y, %ntid.y;
-mov.u32 %gtop_z, %tid.y;
-mad.lo.u32 %gtop_tid, %gtop_x, %gtop_y, %gtop_z;
-mov.u32 %gtop_x, %ntid.x;
-mov.u32 %gtop_y, %tid.x;
-mad.lo.u32 %gtop_tid, %gtop_tid, %gtop_x, %gtop_y;
-shr.u32 %gtop_wid, %gtop_tid, 5;"""
-PER_BLOCK = """\
-mov.u32 %gtop_x, %ntid.x;
-mov.u32 %gtop_y, %ntid.y;
-mul.lo.u32 %gtop_x, %gtop_x, %gtop_y;
-mov.u32 %gtop_y, %ntid.z;
-mul.lo.u32 %gtop_x, %gtop_x, %gtop_y;
-add.u32 %gtop_x, %gtop_x, 31;
-shr.u32 %gtop_x, %gtop_x, 5;"""
+# the probe's ids (3-D: no .reqntid) less the SM id, and its warps per block, from maps
+IDS_3D = maps.ids().removeprefix("mov.u32 %gtop_smid, %smid;\n")
+PER_BLOCK = maps.per_block(Level.WARP)
 SLOT = """\
 mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, %gtop_wid;
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;
@@ -221,18 +200,18 @@ def variants() -> dict[str, tuple[str | None, str]]:
     out["7 flat"] = (Text(_instrument(flat=True)).text(), "real probe: 1-D slot shortcut")
 
     t = Text(full)
-    t.replace("mov.u32 %gtop_smid, %smid;\n" + IDS_3D, "")
+    t.replace(maps.ids(), "")
     t.replace("ld.const.u32 %gtop_cap, [gtop_cap];", "")
     t.replace(PER_BLOCK, "")
     t.replace(SLOT, "and.pred %gtop_ok, %gtop_of, %gtop_lead;\nmov.u32 %gtop_x, %gtop_rper;")
     t.replace(
         ENTRY,
         ENTRY
-        + "\nmov.u32 %gtop_smid, %smid;\n"
-        + IDS_3D
-        + "\nld.const.u32 %gtop_cap, [gtop_cap];\n"
+        + "\n"
+        + maps.ids()
+        + "ld.const.u32 %gtop_cap, [gtop_cap];\n"
         + PER_BLOCK
-        + "\nmov.u32 %gtop_rper, %gtop_x;\n"
+        + "mov.u32 %gtop_rper, %gtop_x;\n"
         + SLOT.replace(
             "setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;",
             "setp.lt.u32 %gtop_of, %gtop_s, %gtop_cap;",

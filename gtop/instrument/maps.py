@@ -160,7 +160,7 @@ setp.eq.and.u32 %gtop_lead, %gtop_x, 0, %gtop_g;
 """
 
 
-def _per_block(level: Level, ntid: tuple[int, int, int] | None = None) -> str:
+def per_block(level: Level, ntid: tuple[int, int, int] | None = None) -> str:
     """``%gtop_x`` = warps (or threads) per block (a constant with ``.reqntid``)."""
     if ntid is not None:
         threads = ntid[0] * ntid[1] * ntid[2]
@@ -234,7 +234,7 @@ mad.wide.u32 %gtop_a, %gtop_s, {size}, %gtop_rbuf;
     return (
         "ld.const.u32 %gtop_cap, [gtop_cap];\n"
         "setp.ne.and.u32 %gtop_lead, %gtop_cap, 0, %gtop_lead;\n"
-        + _per_block(site.level, site.ntid)
+        + per_block(site.level, site.ntid)
         + f"""\
 mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
 setp.lt.and.u32 %gtop_ok, %gtop_s, %gtop_cap, %gtop_lead;

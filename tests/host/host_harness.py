@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from gtop.pipeline.hub import Hub
-from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, ThreadState
+from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 TARGET = Path(__file__).parent / "targets" / "phases.py"
 FAKE_CUDA = Path(__file__).parent / "targets" / "fake_cuda.py"
@@ -112,14 +112,23 @@ class Run:
     truth_on: dict[int, int] = field(default_factory=dict)
     entities: list = field(default_factory=list)
 
-    def overlap(self, tid: int, state: ThreadState | None = None) -> int:
-        """Nanoseconds of ``tid`` in ``state`` (any state when None) inside the window."""
+    def overlap(
+        self, tid: int, state: ThreadState | None = None, reason: BlockReason | None = None
+    ) -> int:
+        """Nanoseconds of ``tid`` in ``state`` (any state when None) inside the window,
+        only those with ``reason`` when given."""
         rows = self.intervals[self.intervals["tid"] == tid]
         if state is not None:
             rows = rows[rows["state"] == state]
+        if reason is not None:
+            rows = rows[rows["reason"] == reason]
         a = np.maximum(rows["t_ns"], self.t0)
         b = np.minimum(rows["end_ns"], self.t1)
         return int(np.clip(b - a, 0, None).sum())
+
+    def share(self, tid: int, state: ThreadState, reason: BlockReason) -> float:
+        """Fraction of the window that ``tid`` spent in ``state`` for ``reason``."""
+        return self.overlap(tid, state, reason) / (self.t1 - self.t0)
 
     def frames(self, sid: int) -> list[str]:
         return self.stacks[sid]["frames"] if sid in self.stacks else []

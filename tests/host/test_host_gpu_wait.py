@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from host_harness import FAKE_CUDA, build_fake_cuda, collect, target
 
@@ -31,16 +30,6 @@ def _started(col: BpfThreadCollector) -> BpfThreadCollector:
     return col
 
 
-def _share(run, tid: int, state: ThreadState, reason: BlockReason) -> float:
-    rows = run.intervals[
-        (run.intervals["tid"] == tid)
-        & (run.intervals["state"] == state)
-        & (run.intervals["reason"] == reason)
-    ]
-    a, b = np.clip(rows["t_ns"], run.t0, run.t1), np.clip(rows["end_ns"], run.t0, run.t1)
-    return float((b - a).sum()) / (run.t1 - run.t0)
-
-
 def test_runtime_and_driver_variants_are_probed(gpu_wait_run):
     _info, run = gpu_wait_run
     # cudaStreamSynchronize, cudaDeviceSynchronize, cuStreamSynchronize_ptsz
@@ -53,8 +42,8 @@ def test_runtime_and_driver_variants_are_probed(gpu_wait_run):
 def test_blocked_inside_sync_calls_is_gpu_wait(gpu_wait_run):
     """Each loop: 2 of 5 phases sleep inside a sync call, 1 in time.sleep."""
     info, run = gpu_wait_run
-    gpu = _share(run, info["tid"], ThreadState.BLOCKED, BlockReason.GPU_WAIT)
-    sleep = _share(run, info["tid"], ThreadState.BLOCKED, BlockReason.SLEEP)
+    gpu = run.share(info["tid"], ThreadState.BLOCKED, BlockReason.GPU_WAIT)
+    sleep = run.share(info["tid"], ThreadState.BLOCKED, BlockReason.SLEEP)
     assert 0.3 < gpu < 0.45, (gpu, sleep)
     assert 0.12 < sleep < 0.25, (gpu, sleep)
 
@@ -62,10 +51,10 @@ def test_blocked_inside_sync_calls_is_gpu_wait(gpu_wait_run):
 def test_spinning_inside_sync_calls_is_flagged_on_cpu(gpu_wait_run):
     """1 of 5 phases spins in cudaDeviceSynchronize, 1 spins in Python."""
     info, run = gpu_wait_run
-    spin = _share(run, info["tid"], ThreadState.ON_CPU, BlockReason.GPU_WAIT)
+    spin = run.share(info["tid"], ThreadState.ON_CPU, BlockReason.GPU_WAIT)
     # preempted while spinning (a busy CI machine): runnable, still inside the call
-    yielded = _share(run, info["tid"], ThreadState.RUNNABLE, BlockReason.GPU_WAIT)
-    app = _share(run, info["tid"], ThreadState.ON_CPU, BlockReason.NONE)
+    yielded = run.share(info["tid"], ThreadState.RUNNABLE, BlockReason.GPU_WAIT)
+    app = run.share(info["tid"], ThreadState.ON_CPU, BlockReason.NONE)
     assert spin > 0.08 and 0.12 < spin + yielded < 0.25, (spin, yielded, app)
     assert 0.08 < app < 0.30, (spin, yielded, app)
 

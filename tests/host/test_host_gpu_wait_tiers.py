@@ -36,16 +36,6 @@ def _run(libs, tier: str, **kw):
     return info, run
 
 
-def _share(run, tid: int, state: ThreadState, reason: BlockReason) -> float:
-    rows = run.intervals[
-        (run.intervals["tid"] == tid)
-        & (run.intervals["state"] == state)
-        & (run.intervals["reason"] == reason)
-    ]
-    a, b = np.clip(rows["t_ns"], run.t0, run.t1), np.clip(rows["end_ns"], run.t0, run.t1)
-    return float((b - a).sum()) / (run.t1 - run.t0)
-
-
 def test_perf_tier_marks_time_inside_sync_calls_with_uprobes(libs):
     info, run = _run(libs, "perf", python_stacks=False)
     st = run.collector.status
@@ -53,11 +43,11 @@ def test_perf_tier_marks_time_inside_sync_calls_with_uprobes(libs):
     assert st.detail["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"], st
     assert "uprobe" not in st.errors, st.last_error
     tid = info["tid"]
-    gpu = _share(run, tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
-    sleep = _share(run, tid, ThreadState.BLOCKED, BlockReason.SLEEP)
-    spin = _share(run, tid, ThreadState.ON_CPU, BlockReason.GPU_WAIT)
-    spin += _share(run, tid, ThreadState.RUNNABLE, BlockReason.GPU_WAIT)
-    app = _share(run, tid, ThreadState.ON_CPU, BlockReason.NONE)
+    gpu = run.share(tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
+    sleep = run.share(tid, ThreadState.BLOCKED, BlockReason.SLEEP)
+    spin = run.share(tid, ThreadState.ON_CPU, BlockReason.GPU_WAIT)
+    spin += run.share(tid, ThreadState.RUNNABLE, BlockReason.GPU_WAIT)
+    app = run.share(tid, ThreadState.ON_CPU, BlockReason.NONE)
     # 2 of 5 phases blocked in sync calls, 1 in time.sleep, 1 spinning in a sync call
     assert 0.3 < gpu < 0.45, (gpu, sleep, spin, app)
     assert 0.12 < sleep < 0.25, (gpu, sleep, spin, app)
@@ -68,8 +58,8 @@ def test_perf_tier_marks_time_inside_sync_calls_with_uprobes(libs):
 def test_proc_tier_sees_blocked_sync_calls_on_the_user_stack(libs):
     info, run = _run(libs, "proc", python_stacks=False)
     tid = info["tid"]
-    gpu = _share(run, tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
-    sleep = _share(run, tid, ThreadState.BLOCKED, BlockReason.SLEEP)
+    gpu = run.share(tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
+    sleep = run.share(tid, ThreadState.BLOCKED, BlockReason.SLEEP)
     # sampled every 10 ms: each state's time is exact per period, its reason as sampled
     assert 0.25 < gpu < 0.5, (gpu, sleep)
     assert 0.08 < sleep < 0.3, (gpu, sleep)

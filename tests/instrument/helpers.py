@@ -1,9 +1,11 @@
-"""Helpers for the PTX engine tests: the corpus and ptxas (missing ptxas is a failure)."""
+"""Helpers for the PTX engine tests: the corpus, ptxas (missing ptxas is a failure) and the
+code the rewriter inserted."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,18 @@ def run_ptxas(ptx: str, tmp_path: Path, arch: str = "sm_90a") -> subprocess.Comp
         text=True,
         timeout=120,
     )
+
+
+def inserted_snippets(lines: Iterable[str]) -> list[str]:
+    """The code the rewriter inserted among ``lines`` (a function's body): its prologue,
+    then one snippet per site in order (each site's starts by setting its guard
+    ``%gtop_g``); ``.reg`` declarations left out."""
+    runs: list[list[str]] = [[]]
+    for line in lines:
+        inserted = "gtop" in line
+        guard = line.strip().startswith(("mov.pred %gtop_g", "not.pred %gtop_g"))
+        if (guard or not inserted) and runs[-1]:
+            runs.append([])
+        if inserted and not line.strip().startswith(".reg"):
+            runs[-1].append(line)
+    return ["\n".join(r) for r in runs if r]

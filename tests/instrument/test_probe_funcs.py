@@ -12,7 +12,7 @@ from gtop.instrument.probe import MapKind
 from gtop.instrument.probes import PROBES
 from gtop.instrument.rewrite import RewriteError, instrument, read_header
 
-from .helpers import CORPUS
+from .helpers import CORPUS, inserted_snippets
 from .warp_sim import Device, Warp, run
 
 SOURCE = (CORPUS / "nvcc_cuda_funcs.ptx").read_text()
@@ -26,15 +26,7 @@ def snippets(text: str, name: str) -> list[str]:
     lines = text.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith(".") and f" {name}(" in ln)
     start = lines.index("{", head) + 1
-    runs: list[list[str]] = [[]]
-    for line in lines[start : lines.index("}", start)]:
-        inserted = "gtop" in line
-        guard = line.strip().startswith(("mov.pred %gtop_g", "not.pred %gtop_g"))
-        if (guard or not inserted) and runs[-1]:
-            runs.append([])
-        if inserted and not line.strip().startswith(".reg"):
-            runs[-1].append(line)
-    return ["\n".join(r) for r in runs if r]
+    return inserted_snippets(lines[start : lines.index("}", start)])
 
 
 def test_functions_get_ids_after_the_kernels() -> None:

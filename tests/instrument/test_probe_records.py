@@ -12,7 +12,7 @@ from gtop.instrument.probes import PROBES
 from gtop.instrument.probes.block_sched import PACKED
 from gtop.instrument.rewrite import instrument
 
-from .helpers import CORPUS
+from .helpers import CORPUS, inserted_snippets
 from .warp_sim import BUF_BASE, Device, Warp, run
 
 HEAD = """\
@@ -38,16 +38,7 @@ def blocks(body: str, probe: str, **options) -> list[str]:
     site in order (each site's snippet starts by setting its guard ``%gtop_g``)."""
     text = instrument(ptx.parse(HEAD + body + "}\n"), PROBES[probe], **options).text
     lines = text.splitlines()
-    lines = lines[lines.index("{") + 1 :]
-    runs: list[list[str]] = [[]]
-    for line in lines:
-        inserted = "gtop" in line
-        guard = line.strip().startswith(("mov.pred %gtop_g", "not.pred %gtop_g"))
-        if (guard or not inserted) and runs[-1]:
-            runs.append([])
-        if inserted and not line.strip().startswith(".reg"):
-            runs[-1].append(line)
-    return ["\n".join(r) for r in runs if r]
+    return inserted_snippets(lines[lines.index("{") + 1 :])
 
 
 def decode(probe: str, dev: Device, ring: bool = True) -> tuple[np.ndarray, int]:

@@ -127,31 +127,29 @@ def _address(operand: str) -> str:
     return first + f"add.s64 %gtop_mt_a, %gtop_mt_a, {offset};\n"
 
 
-def _entry(site: Site) -> str:
-    """Start each thread's access counter at a hashed phase in [0, N), so that threads
-    with fewer than N accesses sample different positions instead of all their first."""
+def _phase(site: Site, mix_clock: bool) -> str:
+    """Start the thread's access counter at a hashed phase in [0, N) (0 without sampling);
+    ``mix_clock`` adds ``%clock`` to the hash."""
     if site.sample == 1:
         return "mov.u32 %gtop_mt_n, 0;\n"
     return (
         maps.ids(site)
         + "mad.lo.u32 %gtop_x, %gtop_blk, 1024, %gtop_tid;\n"
         + "mul.lo.u32 %gtop_x, %gtop_x, 2654435761;\n"
+        + ("mov.u32 %gtop_y, %clock;\nadd.u32 %gtop_x, %gtop_x, %gtop_y;\n" if mix_clock else "")
         + f"rem.u32 %gtop_mt_n, %gtop_x, {site.sample};\n"
     )
+
+
+def _entry(site: Site) -> str:
+    """Start each thread's access counter at a hashed phase in [0, N), so that threads
+    with fewer than N accesses sample different positions instead of all their first."""
+    return _phase(site, mix_clock=False)
 
 
 def _func_entry(site: Site) -> str:
     """The sampling counter of one call of a ``.func`` (see the module docstring)."""
-    if site.sample == 1:
-        return "mov.u32 %gtop_mt_n, 0;\n"
-    return (
-        maps.ids(site)
-        + "mad.lo.u32 %gtop_x, %gtop_blk, 1024, %gtop_tid;\n"
-        + "mul.lo.u32 %gtop_x, %gtop_x, 2654435761;\n"
-        + "mov.u32 %gtop_y, %clock;\n"
-        + "add.u32 %gtop_x, %gtop_x, %gtop_y;\n"
-        + f"rem.u32 %gtop_mt_n, %gtop_x, {site.sample};\n"
-    )
+    return _phase(site, mix_clock=True)
 
 
 def _site(site: Site) -> str:

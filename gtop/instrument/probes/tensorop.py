@@ -207,44 +207,35 @@ def _add(pred: str = "%gtop_ok") -> str:
     )
 
 
-def _func_exit(site: Site) -> str:
-    """At a ``.func``'s ret: add this call's counters into the warp's array slot."""
-    return (
+def _lead(site: Site, issued_only: bool) -> str:
+    """Ids and the writing lane (``%gtop_lead``); ``issued_only``: of warps that issued a
+    tensor-core instruction or waited for one (a first clock or a wait count) only."""
+    gate = (
         "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
         "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
         "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
-        + maps.ids(site)
-        + maps.writer(site.level)
-        + maps.slot(site, RECORD, count_drops=False)
-        + _add()
+        if issued_only
+        else ""
     )
+    return gate + maps.ids(site) + maps.writer(site.level)
+
+
+def _func_exit(site: Site) -> str:
+    """At a ``.func``'s ret: add this call's counters into the warp's array slot."""
+    return _lead(site, issued_only=True) + maps.slot(site, RECORD, count_drops=False) + _add()
 
 
 def _exit(site: Site) -> str:
     """Warps that issued no tensor-core instruction write nothing (unless the module's
     functions add into the records: see the module docstring)."""
-    if site.adds:
-        return (
-            maps.ids(site)
-            + maps.writer(site.level)
-            + "mov.u64 %gtop_tc_t, %globaltimer;\n"
-            + "mov.u64 %gtop_tc_u, %clock64;\n"
-            + maps.slot(site, RECORD)
-            + _add()
-            + f"mov.u32 %gtop_x, {site.kernel_id};\n"
-            + maps.store(RECORD, {k: _EXIT_VALUES[k] for k in _HEADER})
-        )
     return (
-        "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
-        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
-        "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
-        + maps.ids(site)
-        + maps.writer(site.level)
+        _lead(site, issued_only=not site.adds)
         + "mov.u64 %gtop_tc_t, %globaltimer;\n"
         + "mov.u64 %gtop_tc_u, %clock64;\n"
         + maps.slot(site, RECORD)
+        + (_add() if site.adds else "")
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
-        + maps.store(RECORD, _EXIT_VALUES)
+        + maps.store(RECORD, {k: _EXIT_VALUES[k] for k in _HEADER} if site.adds else _EXIT_VALUES)
     )
 
 
