@@ -69,6 +69,11 @@ class Site:
     # 1-D, so a probe may index by %ctaid.x/%tid.x if it checks that at run time
     # (maps.ids with flat=True)
     flat: bool = False
+    # the hits of this site's tracepoint and class that this site may count for: at the
+    # first unguarded site of a run (unguarded hits in one basic block, as for
+    # ``follows``), those of its class in the run, itself included; 0 at a later
+    # unguarded site of that class (whenever it runs, that first site ran); else 1
+    run: int = 1
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,17 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from gtop.instrument import maps
-from gtop.instrument.probe import ENTRY, EXIT, PREFIX, Level, MapKind, Probe, Site, SiteError
+from gtop.instrument.probe import (
+    ENTRY,
+    EXIT,
+    PREFIX,
+    Level,
+    MapKind,
+    Probe,
+    Site,
+    SiteError,
+    Tracepoint,
+)
 from gtop.instrument.ptx import Function, Kind, Module, Statement
 from gtop.instrument.verify import verify
 
@@ -215,27 +225,7 @@ class _Plan:
                 head += self._render(tp.snippet(self._site(fn, kid)))
                 sites[ENTRY] = 1
                 continue
-            targets = _branch_targets(fn)
-            follows = False  # an unguarded hit of tp earlier in the same basic block
-            for st in fn.statements:
-                if st.kind is Kind.LABEL and st.code.rstrip(":").strip() in targets:
-                    follows = False
-                if st.kind is not Kind.INSTR:
-                    continue
-                assert st.instr is not None
-                if tp.at == EXIT:
-                    hit = st.instr.root in _EXITS
-                else:
-                    hit = re.search(tp.at, st.instr.opcode) is not None
-                before = follows
-                if hit and st.instr.guard is None:
-                    follows = True
-                if st.instr.root in _BLOCK_ENDS or (
-                    tp.breaks and re.search(tp.breaks, st.instr.opcode)
-                ):
-                    follows = False
-                if not hit:
-                    continue
+            for st, before, run in self._hits(fn, tp):
                 label = tp.name or tp.at
                 if tp.count_only:
                     sites[label] = sites.get(label, 0) + 1
@@ -254,6 +244,7 @@ class _Plan:
                     func,
                     self.adds,
                     flat,
+                    run,
                 )
                 try:
                     code = snippet(site)
@@ -265,6 +256,34 @@ class _Plan:
                 sites[label] = sites.get(label, 0) + 1
         self.after.setdefault(fn.open, []).extend(head)
         return KernelInfo(fn.name, kid, sites, list(classes))
+
+    def _hits(self, fn: Function, tp: Tracepoint) -> list[tuple[Statement, bool, int]]:
+        """``tp``'s sites in ``fn`` in order, each with its ``Site.follows`` and
+        ``Site.run``."""
+        targets = _branch_targets(fn)
+        classify = self.probe.classify or (lambda instr: None)
+        hits: list[tuple[Statement, bool, int]] = []
+        lead = -1  # index in hits of the first unguarded hit of the current run (-1: none)
+        for st in fn.statements:
+            if st.kind is Kind.LABEL and st.code.rstrip(":").strip() in targets:
+                lead = -1
+            if st.kind is not Kind.INSTR:
+                continue
+            ins = st.instr
+            assert ins is not None
+            hit = ins.root in _EXITS if tp.at == EXIT else re.search(tp.at, ins.opcode)
+            if hit:
+                follows, run = lead >= 0, 1
+                if ins.guard is None and not follows:
+                    lead = len(hits)
+                elif ins.guard is None and classify(ins) == classify(hits[lead][0].instr):
+                    first, before, n = hits[lead]
+                    hits[lead] = (first, before, n + 1)  # counted by the run's first site
+                    run = 0
+                hits.append((st, follows, run))
+            if ins.root in _BLOCK_ENDS or (tp.breaks and re.search(tp.breaks, ins.opcode)):
+                lead = -1
+        return hits
 
     def _site(self, fn: Function, kid: int) -> Site:
         """The site of a function's entry (or of its ``func_entry``)."""
