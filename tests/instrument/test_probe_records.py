@@ -201,12 +201,13 @@ def test_tensorop_times_wgmma_from_issue_to_wait() -> None:
     while no span is open to the end of the next wait_group."""
     body = "\n".join([WGMMA, WGMMA, WAIT, WGMMA, WAIT, "\tret;"]) + "\n"
     entry, *sites, exit_ = blocks(body, "tensorop")
-    # span-opening wgmma, counted wgmma, wait (before, after), span-opening wgmma, wait
-    assert len(sites) == 7
+    # span-opening wgmma (counting its run's two), wait (before, after), span-opening
+    # wgmma, wait
+    assert len(sites) == 6
     dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
     w = Warp(warp=2, smid=1)
     run(entry, w, dev)
-    for clock, code in zip([100, 105, 110, 400, 500, 520, 900], sites, strict=True):
+    for clock, code in zip([100, 110, 400, 500, 520, 900], sites, strict=True):
         w.clock = clock
         run(code, w, dev)
     w.clock, w.globaltimer = 1000, 5_000
@@ -216,6 +217,44 @@ def test_tensorop_times_wgmma_from_issue_to_wait() -> None:
     assert rec["count"][0] == 3 and rec["cycles"][0] == (400 - 100) + (900 - 500)
     assert (rec["wait_cycles"], rec["wait_count"]) == ((400 - 110) + (900 - 520), 2)
     assert (rec["first_clock"], rec["last_clock"]) == (100, 900)
+
+
+WGMMA_BF16 = "\twgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%f1}, %rd1, %rd2, 1, 1, 1;"
+
+
+def test_tensorop_counts_a_mixed_class_run_once_per_class() -> None:
+    """A run's first wgmma counts the run's wgmmas of its class; one of another class
+    counts itself; a guarded one counts itself when it runs; a span straddling a loop's
+    back edge (no wait in between) stays open and closes at the next wait."""
+    body = "\n".join(
+        [WGMMA, WGMMA_BF16, WGMMA, "\t@%p1 " + WGMMA.strip(), WGMMA_BF16, WAIT, "\tret;"]
+    )
+    entry, *sites, exit_ = blocks(body + "\n", "tensorop")
+    # the first wgmma (its run's 2 of class 0), each bf16 (itself: not the run's first
+    # class), the guarded wgmma (itself), the wait (before, after)
+    assert len(sites) == 6
+    assert "add.u32 %gtop_tc_n0, %gtop_tc_n0, 2;" in sites[0]
+    assert "add.u32 %gtop_tc_n1, %gtop_tc_n1, 1;" in sites[1]
+    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
+    w = Warp(warp=0, smid=2)
+    run(entry, w, dev)
+    for p1 in (0, 0, 1):  # the run three times, as a loop would, with no wait between
+        for lane in range(32):
+            w.regs[lane]["%p1"] = p1
+        for clock, code in zip([100, 104, 108, 112], sites[:4], strict=True):
+            w.clock = clock + 1000 * p1
+            run(code, w, dev)
+    for clock, code in zip([1300, 1700], sites[4:], strict=True):
+        w.clock = clock
+        run(code, w, dev)
+    w.clock, w.globaltimer = 1000, 5_000
+    run(exit_, w, dev)
+    (rec,), drops = decode("tensorop", dev, ring=False)
+    assert drops == 0
+    assert rec["count"][:2].tolist() == [2 + 2 + 3, 2 + 2 + 2]
+    assert rec["cycles"][0] == 1700 - 100 and rec["cycles"][1] == 0  # class 0 opened it
+    assert (rec["wait_cycles"], rec["wait_count"]) == (400, 1)
+    assert (rec["first_clock"], rec["last_clock"]) == (100, 1700)
 
 
 @pytest.mark.parametrize("level", [Level.THREAD, Level.WARP])

@@ -54,7 +54,8 @@ def test_after_sites_follow_the_instruction() -> None:
     )
     lines = instrument(_kernel(mma + "\n\tret;\n"), PROBES["tensorop"]).text.splitlines()
     at = lines.index(mma)
-    assert lines[at - 1].strip().startswith("@%gtop_tc_f mov.u64")
+    assert lines[at - 2].strip().startswith("@%gtop_tc_f mov.u64 %gtop_tc_first")
+    assert lines[at - 1].strip() == "or.pred %gtop_tc_h, %gtop_tc_h, %gtop_g;"
     assert lines[at + 1].strip() == "mov.pred %gtop_g, 1;"
     assert lines[at + 2].strip() == "mov.u64 %gtop_tc_u, %clock64;"
 

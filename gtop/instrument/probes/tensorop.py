@@ -13,6 +13,9 @@ issued. ``cycles[k]``:
   that opened it (only the first wgmma of a straight run can open one).
   ``cycles[k] / count[k]`` is then the issue-to-wait time per instruction, which
   includes the tensor cores' work on it.
+  A run of wgmmas is counted at its first (``Site.run``); a span's cycles are the low
+  32 bits of ``%clock64`` subtracted (a span, like a wait, is taken to last under 2^32
+  cycles), added into 64-bit sums; first/last clocks stay 64-bit.
 
 ``wgmma.wait_group`` sites are timed too (``wait_cycles``/``wait_count``: the cycles a
 warp spends waiting for its asynchronous results). One record per warp at kernel exit,
@@ -85,7 +88,9 @@ def _entry(site: Site) -> str:
         "mov.u64 %gtop_tc_last, 0;",
         "mov.u64 %gtop_tc_wc, 0;",
         "mov.u32 %gtop_tc_wn, 0;",
-        "mov.u64 %gtop_tc_iss, 0;",
+        "mov.u32 %gtop_tc_iss, 0;",
+        "mov.pred %gtop_tc_h, 0;",
+        "mov.pred %gtop_tc_o, 0;",
     ]
     for k in range(MAX_CLASSES):
         lines += [
@@ -99,8 +104,10 @@ def _entry(site: Site) -> str:
 def _first() -> str:
     """``first_clock`` = ``%gtop_tc_t`` on the warp's first tensor-core instruction."""
     return (
-        "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_first, 0, %gtop_g;\n"
+        "not.pred %gtop_tc_f, %gtop_tc_h;\n"
+        "and.pred %gtop_tc_f, %gtop_tc_f, %gtop_g;\n"
         "@%gtop_tc_f mov.u64 %gtop_tc_first, %gtop_tc_t;\n"
+        "or.pred %gtop_tc_h, %gtop_tc_h, %gtop_g;\n"
     )
 
 
@@ -108,16 +115,20 @@ def _before(site: Site) -> str:
     assert site.instr is not None
     if site.instr.root == "wgmma":
         k = site.cls
-        count = f"@%gtop_g add.u32 %gtop_tc_n{k}, %gtop_tc_n{k}, 1;\n"
+        if not site.run:  # counted by the first wgmma of its run
+            return ""
+        count = f"@%gtop_g add.u32 %gtop_tc_n{k}, %gtop_tc_n{k}, {site.run};\n"
         if site.follows:  # an earlier wgmma of this run already opened the span
             return count
         return (
             count
             + "mov.u64 %gtop_tc_t, %clock64;\n"
             + _first()
-            + "setp.eq.and.u64 %gtop_tc_f, %gtop_tc_iss, 0, %gtop_g;\n"
-            + "@%gtop_tc_f mov.u64 %gtop_tc_iss, %gtop_tc_t;\n"
+            + "not.pred %gtop_tc_f, %gtop_tc_o;\n"
+            + "and.pred %gtop_tc_f, %gtop_tc_f, %gtop_g;\n"
+            + "@%gtop_tc_f cvt.u32.u64 %gtop_tc_iss, %gtop_tc_t;\n"
             + f"or.pred %gtop_tc_p{k}, %gtop_tc_p{k}, %gtop_tc_f;\n"
+            + "or.pred %gtop_tc_o, %gtop_tc_o, %gtop_g;\n"
         )
     if site.follows:  # an earlier site of this basic block already set first_clock
         return "mov.u64 %gtop_tc_t, %clock64;\n"
@@ -147,23 +158,24 @@ def _after_wait(site: Site) -> str:
     assert site.instr is not None
     text = (
         "mov.u64 %gtop_tc_u, %clock64;\n"
+        "cvt.u32.u64 %gtop_tc_s, %gtop_tc_u;\n"
         "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_t;\n"
         "@%gtop_g add.u64 %gtop_tc_wc, %gtop_tc_wc, %gtop_tc_t;\n"
         "@%gtop_g add.u32 %gtop_tc_wn, %gtop_tc_wn, 1;\n"
         "@%gtop_g mov.u64 %gtop_tc_last, %gtop_tc_u;\n"
-        "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_iss;\n"
+        "sub.u32 %gtop_tc_s, %gtop_tc_s, %gtop_tc_iss;\n"
     )
-    guarded = site.instr.guard is not None
-    for k, key in enumerate(site.classes):
-        if not key.startswith("wgmma"):
-            continue
-        pred = f"%gtop_tc_p{k}"
-        if guarded:
-            text += f"and.pred %gtop_tc_f, {pred}, %gtop_g;\n"
-            pred = "%gtop_tc_f"
-        text += f"@{pred} add.u64 %gtop_tc_c{k}, %gtop_tc_c{k}, %gtop_tc_t;\n"
-        text += f"@%gtop_g mov.pred %gtop_tc_p{k}, 0;\n"
-    return text + "@%gtop_g mov.u64 %gtop_tc_iss, 0;\n"
+    wgmma = [k for k, key in enumerate(site.classes) if key.startswith("wgmma")]
+    for k in wgmma:
+        # one wgmma class: its span is open when any is (its p_k is then never read)
+        pred = "%gtop_tc_o" if len(wgmma) == 1 else f"%gtop_tc_p{k}"
+        text += f"and.pred %gtop_tc_f, {pred}, %gtop_g;\n"
+        text += "selp.u32 %gtop_tc_d, %gtop_tc_s, 0, %gtop_tc_f;\n"
+        text += "cvt.u64.u32 %gtop_tc_t, %gtop_tc_d;\n"
+        text += f"add.u64 %gtop_tc_c{k}, %gtop_tc_c{k}, %gtop_tc_t;\n"
+        if len(wgmma) > 1:
+            text += f"@%gtop_g mov.pred %gtop_tc_p{k}, 0;\n"
+    return text + "@%gtop_g mov.pred %gtop_tc_o, 0;\n"
 
 
 _EXIT_VALUES = {
@@ -247,7 +259,11 @@ _REGISTERS = {
     "%gtop_tc_last": ".b64",
     "%gtop_tc_wc": ".b64",
     "%gtop_tc_wn": ".b32",
-    "%gtop_tc_iss": ".b64",  # issue clock of the open wgmma span (0: none)
+    "%gtop_tc_iss": ".b32",  # %clock at the issue of the open wgmma span
+    "%gtop_tc_o": ".pred",  # a wgmma span is open
+    "%gtop_tc_h": ".pred",  # first_clock is set
+    "%gtop_tc_d": ".b32",  # %clock before a wait_group, then the wait's cycles
+    "%gtop_tc_s": ".b32",  # low half of the %clock64 after it, then the span's cycles
 }
 for _k in range(MAX_CLASSES):
     _REGISTERS[f"%gtop_tc_n{_k}"] = ".b32"
