@@ -17,14 +17,11 @@ host never sets (0): the predicate is false at run time, unknown to ptxas.
 - ``5 clock_only``: ``1`` with every %globaltimer read replaced by %clock64;
 - ``6 no_index``: ``1`` with the block/warp index math replaced by %smid/%warpid (wrong
   slots, same store): prices the math;
-- ``7 flat``: the probe before the hoist (slot from %ctaid.x/%tid.x for a kernel that
-  reads no y/z index, with a run-time 1-D launch check, all at exit);
+- ``7 flat``: the real probe now (slot from %ctaid.x/%tid.x for a kernel that reads no
+  y/z index, with a run-time 1-D launch check);
 - ``8 hoisted``: ``1`` with the index and slot math moved to the kernel's entry (after
   the clock reads), where it overlaps the kernel's loads: exit keeps clocks, writer,
-  conversion and stores;
-- ``9 flat+hoisted``: the real probe now: ``7`` with the slot, its address and the 1-D
-  check at the kernel's entry after the clock reads (``block_sched._entry``); exit keeps
-  the clocks, %smid, the writer election, the conversion and the stores.
+  conversion and stores.
 
 Each launch is timed alone with CUDA events (event, launch, event) after resetting the
 output, variants interleaved round-robin, two warm-up rounds, median of ``--reps``;
@@ -53,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 from gtop.instrument import maps, rewrite  # noqa: E402
 from gtop.instrument import ptx as ptx_parser  # noqa: E402
 from gtop.instrument.probe import Level, MapKind  # noqa: E402
-from gtop.instrument.probes import block_sched, get  # noqa: E402
+from gtop.instrument.probes import get  # noqa: E402
 
 NVCC_PTX = ROOT / "tests" / "corpus" / "ptx" / "nvcc_cuda_kernels.ptx"
 KERNEL = "saxpy"
@@ -68,19 +65,16 @@ class VariantError(RuntimeError):
     """A variant could not be derived, assembled, or gave wrong results."""
 
 
-def _instrument(flat: bool, hoist: bool = True) -> str:
-    """The rewriter's text; ``flat=False`` disables the 1-D slot shortcut, ``hoist=False``
-    keeps a flat kernel's slot math at its exit (the probe before the hoist)."""
+def _instrument(flat: bool) -> str:
+    """The rewriter's text; ``flat=False`` disables the 1-D slot shortcut."""
     module = ptx_parser.parse(NVCC_PTX.read_text())
-    saved, saved_hoist = rewrite.flat_kernel, block_sched._hoisted
+    saved = rewrite.flat_kernel
     if not flat:
         rewrite.flat_kernel = lambda module, fn: False
-    if not hoist:
-        block_sched._hoisted = lambda site: False
     try:
         inst = rewrite.instrument(module, get("block_sched"), f"^{KERNEL}$", map_kind=MapKind.ARRAY)
     finally:
-        rewrite.flat_kernel, block_sched._hoisted = saved, saved_hoist
+        rewrite.flat_kernel = saved
     return inst.text
 
 
@@ -203,10 +197,7 @@ def variants() -> dict[str, tuple[str | None, str]]:
     t.replace(PER_BLOCK, "mov.u32 %gtop_x, 64;")
     out["6 no_index"] = (t.text(), "full with block/warp index math -> %smid*64+%warpid")
 
-    out["7 flat"] = (
-        Text(_instrument(flat=True, hoist=False)).text(),
-        "1-D slot shortcut, all at exit (before the hoist)",
-    )
+    out["7 flat"] = (Text(_instrument(flat=True)).text(), "real probe: 1-D slot shortcut")
 
     t = Text(full)
     t.replace(maps.ids(), "")
@@ -227,10 +218,6 @@ def variants() -> dict[str, tuple[str | None, str]]:
         ),
     )
     out["8 hoisted"] = (t.text(), "full with index/slot math at entry; clocks+store at exit")
-    out["9 flat+hoisted"] = (
-        Text(_instrument(flat=True)).text(),
-        "real probe: 1-D slot, address and launch check at entry",
-    )
     return out
 
 
@@ -366,7 +353,7 @@ def measure(built: dict[str, dict], reps: int) -> dict[str, dict]:
                     torch.cuda.synchronize()
                     rec, dropped = bufs.read()
                     result[name] = {"records": len(rec), "dropped": int(dropped)}
-                    if name in ("1 full", "7 flat", "9 flat+hoisted"):
+                    if name in ("1 full", "7 flat"):
                         pairs = set(zip(rec["block"].tolist(), rec["warp"].tolist(), strict=True))
                         if len(rec) != WARPS or len(pairs) != WARPS or dropped:
                             raise VariantError(
