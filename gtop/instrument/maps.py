@@ -82,7 +82,7 @@ def global_decls() -> list[str]:
     return out
 
 
-def ids(site: Site | None = None, flat: bool = False, smid: bool = True) -> str:
+def ids(site: Site | None = None, flat: bool = False) -> str:
     """SM id, linear block id, linear thread id and warp-in-block id. With the kernel's
     ``.reqntid`` (``site.ntid``; Triton declares it) the block shape is a constant: a
     1-D block's linear thread id is ``%tid.x``, and no ``%ntid`` is read.
@@ -90,20 +90,17 @@ def ids(site: Site | None = None, flat: bool = False, smid: bool = True) -> str:
     ``flat`` (for a :attr:`~.probe.Site.flat` site): the block is ``%ctaid.x`` and the
     thread ``%tid.x``, and ``%gtop_of`` says whether the launch is really 1-D (every y/z
     size is 1; a few constant-bank reads): the ids are right only where it is set, so
-    the caller must leave its record unwritten elsewhere. ``smid=False``: no ``%gtop_smid``
-    (for code that reads it elsewhere)."""
+    the caller must leave its record unwritten elsewhere."""
     if flat and site is not None and site.flat:
         # the y/z sizes (each >= 1) sum to their count only when all are 1
         sizes = ["%nctaid.y", "%nctaid.z"] + (["%ntid.y", "%ntid.z"] if site.ntid is None else [])
-        text = (
-            ("mov.u32 %gtop_smid, %smid;\n" if smid else "")
-            + """\
+        text = """\
+mov.u32 %gtop_smid, %smid;
 mov.u32 %gtop_blk, %ctaid.x;
 mov.u32 %gtop_tid, %tid.x;
 shr.u32 %gtop_wid, %gtop_tid, 5;
 mov.u32 %gtop_x, 0;
 """
-        )
         for reg in sizes:
             text += f"mov.u32 %gtop_y, {reg};\nadd.u32 %gtop_x, %gtop_x, %gtop_y;\n"
         return text + f"setp.eq.u32 %gtop_of, %gtop_x, {len(sizes)};\n"

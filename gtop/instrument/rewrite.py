@@ -222,7 +222,7 @@ class _Plan:
                     continue
                 snippet = self.probe.func_exit
             if tp.at == ENTRY:
-                head += self._render(tp.snippet(self._site(fn, kid, flat)))
+                head += self._render(tp.snippet(self._site(fn, kid)))
                 sites[ENTRY] = 1
                 continue
             for st, before, run in self._hits(fn, tp):
@@ -285,11 +285,11 @@ class _Plan:
                 lead = -1
         return hits
 
-    def _site(self, fn: Function, kid: int, flat: bool = False) -> Site:
+    def _site(self, fn: Function, kid: int) -> Site:
         """The site of a function's entry (or of its ``func_entry``)."""
         return Site(
             kid, self.level, self.map_kind, self.sample, ntid=fn.reqntid,
-            func=not fn.is_entry, adds=self.adds, flat=flat,
+            func=not fn.is_entry, adds=self.adds,
         )  # fmt: skip
 
     def _calls_sites(self, fn: Function) -> bool:

@@ -413,30 +413,3 @@ def test_block_sched_flat_kernel(nctaid: tuple[int, int, int]) -> None:
         assert flat.tobytes() == full.tobytes() and flat_drops == 0
     else:
         assert len(flat) == 0 and flat_drops == 4 * 2 * 4  # blocks x warps per block
-
-
-@pytest.mark.parametrize("level", [Level.WARP, Level.THREAD])
-def test_block_sched_flat_entry_slot_survives_a_guarded_exit(level: Level) -> None:
-    """A flat kernel computes its slot at entry and the exits only read it: lanes that
-    pass a guarded exit and leave at a later one write what the full index math writes
-    (the writer lane is still elected at each exit, from that exit's active lanes)."""
-
-    def records(body: str) -> tuple[np.ndarray, int]:
-        code = body + "\t@%p9 ret;\n\tret;\n"
-        entry, at_pred, at_ret = blocks(code, "block_sched", level=level, map_kind=MapKind.ARRAY)
-        dev = Device(capacity=512, record_size=PACKED.itemsize)
-        for block, wid in ((0, 0), (2, 1), (1, 3)):
-            w = Warp(ctaid=(block, 0, 0), nctaid=(4, 1, 1), warp=wid, smid=3, clock=5)
-            w.active = tuple(range(4, 32))
-            run(entry, w, dev)
-            w.clock, w.globaltimer = 60 + wid, 700
-            run(at_pred, w, dev, guard={lane: lane >= 20 for lane in range(32)})
-            w.active = tuple(range(4, 20))
-            w.clock, w.globaltimer = 90 + wid, 900
-            run(at_ret, w, dev)
-        return dev.decode(PROBES["block_sched"], ring=False)
-
-    flat, flat_drops = records("")
-    full, full_drops = records("\tmov.u32 %r1, %ctaid.z;\n")
-    assert len(full) > 0 and full_drops == 0
-    assert flat.tobytes() == full.tobytes() and flat_drops == 0

@@ -6,9 +6,7 @@ a fixed slot per (block, warp), so no atomics): start and end on
 warp-in-block id. A warp whose lanes leave through different exits writes one record per
 exit; :func:`warps` merges them.
 
-Kernel entry reads the two clocks; everything else happens at exit, except in a flat
-(1-D, :attr:`~gtop.instrument.probe.Site.flat`) kernel on the array map, whose entry also
-computes the slot and the 1-D launch check (:func:`_entry`). The array map
+Kernel entry only reads the two clocks; everything else happens at exit. The array map
 stores a packed 16-byte :data:`PACKED` record with one ``st.global.v2.u64`` (the ring
 stores the full :data:`RECORD`, which carries its ids): the slot gives the block and
 warp, ``gtop_launch`` the kernel id, and :func:`unpack` rebuilds :data:`RECORD` rows on
@@ -55,37 +53,8 @@ _ROUND = 16  # half of the 5 mantissa bits dropped
 _THREAD_FLAG = 0x100  # in gtop_launch[0] beside the kernel id: one record per thread
 
 
-def _hoisted(site: Site) -> bool:
-    """A flat (1-D) array-map kernel: its slot is computed at entry (see :func:`_entry`)."""
-    return site.map is MapKind.ARRAY and site.flat and not site.func
-
-
 def _entry(site: Site) -> str:
-    """The two clock reads; for a :func:`_hoisted` kernel then its slot, the 1-D launch
-    check and the exit-independent parts of the store conditions, which overlap the
-    kernel's own work there instead of lengthening the warp after its last store. Live
-    to the exits: the record's address and three predicates (``%gtop_bs_in``: the slot
-    is below the capacity on a 1-D launch; ``%gtop_bs_z``: slot 0, below the capacity,
-    any launch; ``%gtop_of``: the launch is 1-D). The exits only read them: a lane
-    leaving through a later exit still finds them as computed here."""
-    text = "mov.u64 %gtop_bs_t0, %globaltimer;\nmov.u64 %gtop_bs_c0, %clock64;\n"
-    if not _hoisted(site):
-        return text
-    index = "%gtop_wid" if site.level is Level.WARP else "%gtop_tid"
-    return (
-        text
-        + maps.ids(site, flat=True, smid=False)
-        + "ld.const.u32 %gtop_cap, [gtop_cap];\n"
-        + maps.per_block(site.level, site.ntid)
-        + f"""\
-mad.lo.u32 %gtop_s, %gtop_blk, %gtop_x, {index};
-setp.lt.u32 %gtop_bs_z, %gtop_s, %gtop_cap;
-and.pred %gtop_bs_in, %gtop_bs_z, %gtop_of;
-setp.eq.and.u32 %gtop_bs_z, %gtop_s, 0, %gtop_bs_z;
-ld.const.u64 %gtop_a, [gtop_buf];
-mad.wide.u32 %gtop_a, %gtop_s, {PACKED.itemsize}, %gtop_a;
-"""
-    )
+    return "mov.u64 %gtop_bs_t0, %globaltimer;\nmov.u64 %gtop_bs_c0, %clock64;\n"
 
 
 def _unguarded(site: Site) -> bool:
@@ -125,33 +94,12 @@ def _exit_array(site: Site) -> str:
     runs the overflow atomic (which ptxas turns into a branch and a warp reduction)."""
     flag = _THREAD_FLAG if site.level is Level.THREAD else 0
     bias = ((_ROUND - _F32_ONE) << 3) & 0xFFFF_FFFF  # (bits + _ROUND - 1.0f) << 3
-    if _hoisted(site):
-        # the slot, its address and the launch check come from _entry; the writer stays
-        # here (the active mask and the guard are the exit's)
-        head = (
-            "mov.u64 %gtop_bs_t1, %globaltimer;\n"
-            "mov.u64 %gtop_bs_c1, %clock64;\n"
-            "mov.u32 %gtop_smid, %smid;\n"
-            + maps.writer(site.level, _unguarded(site))
-            + "and.pred %gtop_ok, %gtop_bs_in, %gtop_lead;\n"
-            "and.pred %gtop_wl, %gtop_bs_z, %gtop_lead;\n"
-        )
-        conds = ""
-        per_block = maps.per_block(site.level, site.ntid) + "mov.u32 %gtop_r, %gtop_x;\n"
-    else:
-        head = (
-            "mov.u64 %gtop_bs_t1, %globaltimer;\n"
-            "mov.u64 %gtop_bs_c1, %clock64;\n"
-            + maps.ids(site, flat=True)
-            + maps.writer(site.level, _unguarded(site))
-            + maps.slot(site, PACKED, count_drops=False)
-        )
-        conds = "setp.eq.and.u32 %gtop_wl, %gtop_s, 0, %gtop_ok;\n" + (
-            "and.pred %gtop_ok, %gtop_ok, %gtop_of;\n" if site.flat else ""
-        )
-        per_block = "mov.u32 %gtop_r, %gtop_x;\n"
     return (
-        head
+        "mov.u64 %gtop_bs_t1, %globaltimer;\n"
+        "mov.u64 %gtop_bs_c1, %clock64;\n"
+        + maps.ids(site, flat=True)
+        + maps.writer(site.level, _unguarded(site))
+        + maps.slot(site, PACKED, count_drops=False)
         + f"""\
 sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;
 cvt.rn.f32.u64 %gtop_bs_f, %gtop_bs_c1;
@@ -160,8 +108,11 @@ mad.lo.u32 %gtop_y, %gtop_y, 8, {bias};
 bfi.b32 %gtop_y, %gtop_smid, %gtop_y, 0, 8;
 cvt.u32.u64 %gtop_z, %gtop_bs_t1;
 mov.b64 %gtop_w1, {{%gtop_z, %gtop_y}};
-{conds}@%gtop_ok st.global.v2.u64 [%gtop_a], {{%gtop_bs_t0, %gtop_w1}};
-{per_block}mov.u32 %gtop_y, %nctaid.x;
+setp.eq.and.u32 %gtop_wl, %gtop_s, 0, %gtop_ok;
+{"and.pred %gtop_ok, %gtop_ok, %gtop_of;" if site.flat else ""}
+@%gtop_ok st.global.v2.u64 [%gtop_a], {{%gtop_bs_t0, %gtop_w1}};
+mov.u32 %gtop_r, %gtop_x;
+mov.u32 %gtop_y, %nctaid.x;
 mov.u32 %gtop_z, %nctaid.y;
 mul.lo.u32 %gtop_y, %gtop_y, %gtop_z;
 mov.u32 %gtop_z, %nctaid.z;
@@ -213,12 +164,7 @@ PROBE = Probe(
     name="block_sched",
     doc="per warp: start/end %globaltimer, elapsed %clock64, SM, block, warp",
     record=RECORD,
-    registers={
-        **{f"%gtop_bs_{n}": ".b64" for n in ("t0", "c0", "t1", "c1")},
-        "%gtop_bs_f": ".f32",
-        "%gtop_bs_in": ".pred",
-        "%gtop_bs_z": ".pred",
-    },
+    registers={**{f"%gtop_bs_{n}": ".b64" for n in ("t0", "c0", "t1", "c1")}, "%gtop_bs_f": ".f32"},
     tracepoints=(Tracepoint(ENTRY, _entry), Tracepoint(EXIT, _exit)),
     levels=(Level.WARP, Level.THREAD),
     maps=(MapKind.ARRAY, MapKind.RING),
