@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--duration",
         type=_positive,
         metavar="S",
-        help="stop after S seconds (default: until Ctrl-C or SIGTERM)",
+        help="stop after S seconds (default: until Ctrl-C or SIGTERM); a launched CMD "
+        "runs on, untraced",
     )
     record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     _common(record)
@@ -399,6 +400,9 @@ def cmd_record(config: Config) -> int:
         source.stop()
     if interactive:
         print(file=sys.stderr)
+    if config.cmd and source.target_alive():
+        # the agent has detached: the launched command runs on at full speed
+        print(f"gtop: {config.cmd[0]} (pid {source.pid}) runs on untraced", file=sys.stderr)
     if recorder.error:
         raise UserError(recorder.error)
     print(f"gtop: wrote {config.output} ({recorder.rows()} rows)", file=sys.stderr)

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +107,26 @@ def test_record_a_live_process_without_gpu(tmp_path: Path) -> None:
     assert proc["pid"] == target.pid
     assert proc["cpu_percent"]["mean"] > 15  # a busy loop (on a loaded 2-core machine)
     assert 1.5 < report["duration_s"] < 3
+
+
+def test_record_of_a_launched_command_ends_and_leaves_it_running(tmp_path: Path) -> None:
+    out = tmp_path / "launched.gtop"
+    pid_file = tmp_path / "pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    cmd = ["record", "-o", str(out), "--duration", "2", "--host-tier", "off", "--"]
+    # to a file, not a pipe: the command inherits gtop's stderr and keeps it open
+    log = tmp_path / "stderr"
+    with log.open("w") as err:
+        argv = [sys.executable, "-m", "gtop", *cmd, sys.executable, "-c", code]
+        returncode = subprocess.run(argv, stderr=err, timeout=60).returncode
+    pid = int(pid_file.read_text())
+    try:
+        assert returncode == 0, log.read_text()
+        assert f"(pid {pid}) runs on untraced" in log.read_text()
+        os.kill(pid, 0)  # still running: recording ended, the command did not
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    assert json.loads(gtop("report", "--json", str(out)).stdout)["complete"] is True
 
 
 def test_report_on_real_recording(idle_busy_idle: Path) -> None:
