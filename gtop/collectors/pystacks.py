@@ -167,9 +167,11 @@ def carry(
     if not len(py):
         return out
     groups, inverse = np.unique(key, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    # each group's rows, in row order, from one stable sort (not one scan per group)
+    by_group = np.argsort(inverse.reshape(-1), kind="stable")
+    edges = np.searchsorted(inverse.reshape(-1)[by_group], np.arange(len(groups) + 1))
     for g, row in enumerate(map(tuple, groups.tolist())):
-        sel = np.flatnonzero(inverse == g)
+        sel = by_group[edges[g] : edges[g + 1]]
         donor = sel[py[sel] >= 0]
         d_t0, d_t1, d_py = t0[donor], t1[donor], py[donor]
         if last is not None and row in last:
