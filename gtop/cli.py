@@ -14,8 +14,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from gtop import __version__
 
@@ -65,31 +67,33 @@ class Config:
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.instrument.cli`."""
 
 
-def _interval(text: str) -> float:
+_N = TypeVar("_N", int, float)
+
+
+def _number(text: str, kind: Callable[[str], _N], what: str) -> _N:
+    """``text`` as a ``kind``, else an argparse error naming ``what`` it should be."""
     try:
-        value = float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
+
+
+def _interval(text: str) -> float:
+    value = _number(text, float, "number")
     if value < MIN_INTERVAL_S:
         raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_S} s")
     return value
 
 
 def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text, float, "number")
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
 
 
 def _pid(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a pid: {text!r}") from None
+    value = _number(text, int, "pid")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"not a pid: {text!r}")
     return value

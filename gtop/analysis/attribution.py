@@ -274,18 +274,7 @@ class _Prepared:
         keep = (end > t0) & (sub < t1)
         ops, start, end = take_rows(ops, keep), start[keep], end[keep]
         sub, api_tid = sub[keep], api_tid[keep]
-        order = iv.canonical_order(
-            [
-                start,
-                end,
-                ops["pid"],
-                ops["device"],
-                ops["stream"],
-                ops["corr"],
-                ops["kind"],
-                ops["label"],
-            ]
-        )
+        order = _op_order(ops, start, end)
         self.ops = take_rows(ops, order)
         self.start, self.end, self.sub = start[order], end[order], sub[order]
         self.tid = api_tid[order]
@@ -356,6 +345,23 @@ class _Prepared:
         return stream_index, np.minimum(elig, start)
 
 
+def _op_order(ops: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The canonical order of ``ops`` by ``first``, then ``second`` (start/end times), then
+    the op's identity fields, so that ties never depend on the input order."""
+    return iv.canonical_order(
+        [
+            first,
+            second,
+            ops["pid"],
+            ops["device"],
+            ops["stream"],
+            ops["corr"],
+            ops["kind"],
+            ops["label"],
+        ]
+    )
+
+
 def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> UnitResult:
     t0, t1 = prep.t0, prep.t1
     ops = take_rows(prep.ops, idx)
@@ -375,18 +381,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
     # Rule 3: one charged thread per gap.
     nxt = np.searchsorted(start, gaps.ends, side="left")
     nxt[nxt >= len(ops)] = -1
-    by_end = iv.canonical_order(
-        [
-            end,
-            start,
-            ops["pid"],
-            ops["device"],
-            ops["stream"],
-            ops["corr"],
-            ops["kind"],
-            ops["label"],
-        ]
-    )
+    by_end = _op_order(ops, end, start)
     prv = iv.take(by_end, np.searchsorted(end[by_end], gaps.starts, side="right") - 1, -1)
     next_tid = iv.take(tid, nxt, -1)
     prev_tid = iv.take(tid, prv, -1)

@@ -115,16 +115,6 @@ def blocks(
         yield engine.attribute(b, e, level, known), engine.records()
 
 
-def _sum_blocks(results: Iterator[tuple[dict[Unit, UnitResult], Records]]) -> dict[Unit, Summary]:
-    out: dict[Unit, Summary] = {}
-    for result, _ in results:
-        for unit, res in result.items():
-            out[unit] = out[unit].plus(res) if unit in out else res
-    return {
-        u: Summary(**{f.name: getattr(s, f.name) for f in fields(Summary)}) for u, s in out.items()
-    }
-
-
 def attribute_range(
     records: Records,
     t0: int,

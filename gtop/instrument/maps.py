@@ -104,16 +104,7 @@ mov.u32 %gtop_x, 0;
         for reg in sizes:
             text += f"mov.u32 %gtop_y, {reg};\nadd.u32 %gtop_x, %gtop_x, %gtop_y;\n"
         return text + f"setp.eq.u32 %gtop_of, %gtop_x, {len(sizes)};\n"
-    text = """\
-mov.u32 %gtop_smid, %smid;
-mov.u32 %gtop_x, %ctaid.z;
-mov.u32 %gtop_y, %nctaid.y;
-mov.u32 %gtop_z, %ctaid.y;
-mad.lo.u32 %gtop_blk, %gtop_x, %gtop_y, %gtop_z;
-mov.u32 %gtop_x, %nctaid.x;
-mov.u32 %gtop_y, %ctaid.x;
-mad.lo.u32 %gtop_blk, %gtop_blk, %gtop_x, %gtop_y;
-"""
+    text = "mov.u32 %gtop_smid, %smid;\n" + _linear("%gtop_blk", "%ctaid", "%nctaid")
     ntid = site.ntid if site is not None else None
     if ntid is not None and ntid[1:] == (1, 1):
         text += "mov.u32 %gtop_tid, %tid.x;\n"
@@ -126,16 +117,23 @@ mov.u32 %gtop_y, %tid.x;
 mad.lo.u32 %gtop_tid, %gtop_tid, {ntid[0]}, %gtop_y;
 """
     else:
-        text += """\
-mov.u32 %gtop_x, %tid.z;
-mov.u32 %gtop_y, %ntid.y;
-mov.u32 %gtop_z, %tid.y;
-mad.lo.u32 %gtop_tid, %gtop_x, %gtop_y, %gtop_z;
-mov.u32 %gtop_x, %ntid.x;
-mov.u32 %gtop_y, %tid.x;
-mad.lo.u32 %gtop_tid, %gtop_tid, %gtop_x, %gtop_y;
-"""
+        text += _linear("%gtop_tid", "%tid", "%ntid")
     return text + "shr.u32 %gtop_wid, %gtop_tid, 5;\n"
+
+
+def _linear(dst: str, index: str, size: str) -> str:
+    """Set ``dst`` to the row-major linear id ``(z * size.y + y) * size.x + x`` of the
+    3-D special register ``index`` (``%ctaid``/``%tid``) in the grid or block of ``size``
+    (``%nctaid``/``%ntid``), both read at run time."""
+    return f"""\
+mov.u32 %gtop_x, {index}.z;
+mov.u32 %gtop_y, {size}.y;
+mov.u32 %gtop_z, {index}.y;
+mad.lo.u32 {dst}, %gtop_x, %gtop_y, %gtop_z;
+mov.u32 %gtop_x, {size}.x;
+mov.u32 %gtop_y, {index}.x;
+mad.lo.u32 {dst}, {dst}, %gtop_x, %gtop_y;
+"""
 
 
 def writer(level: Level, unguarded: bool = False) -> str:
