@@ -267,14 +267,23 @@ class PerfThreadCollector(ThreadCollector):
             self._rows.append((th.since, t, th.pid, tid, th.state, th.reason, th.stack))
             th.since = t
 
-    def _parse(self, data: bytes):
-        """(time, kind, tid, pid, misc, (stack, reason)) per sample or switch record."""
+    def _records(self, data: bytes):
+        """(kind, misc, body offset) of each record in a ring's bytes; lost-record counts
+        go to the status."""
         off = 0
         while off + 8 <= len(data):
             kind, misc, size = struct.unpack_from("<IHH", data, off)
             if size == 0:
                 break
-            body = off + 8
+            if kind == RECORD_LOST:
+                self.status.lost_events += struct.unpack_from("<QQ", data, off + 8)[1]
+            else:
+                yield kind, misc, off + 8
+            off += size
+
+    def _parse(self, data: bytes):
+        """(time, kind, tid, pid, misc, (stack, reason)) per sample or switch record."""
+        for kind, misc, body in self._records(data):
             if kind == RECORD_SAMPLE:
                 pid, tid, t, _cpu, _res, nr = struct.unpack_from("<IIQIIQ", data, body)
                 ips = struct.unpack_from(f"<{nr}Q", data, body + 32)
@@ -282,24 +291,14 @@ class PerfThreadCollector(ThreadCollector):
             elif kind == RECORD_SWITCH:
                 pid, tid, t = struct.unpack_from("<IIQ", data, body)
                 yield t, kind, tid, pid, misc, None
-            elif kind == RECORD_LOST:
-                self.status.lost_events += struct.unpack_from("<QQ", data, body)[1]
-            off += size
 
     def _parse_probes(self, data: bytes):
         """(time, GPU enter/exit kind, tid, pid, 0, None) per uprobe sample."""
-        off = 0
-        while off + 8 <= len(data):
-            kind, _misc, size = struct.unpack_from("<IHH", data, off)
-            if size == 0:
-                break
+        for kind, _misc, body in self._records(data):
             if kind == RECORD_SAMPLE:
-                ident, pid, tid, t = struct.unpack_from("<QIIQ", data, off + 8)
+                ident, pid, tid, t = struct.unpack_from("<QIIQ", data, body)
                 if ident in self._probe_ids:
                     yield t, self._probe_ids[ident], tid, pid, 0, None
-            elif kind == RECORD_LOST:
-                self.status.lost_events += struct.unpack_from("<QQ", data, off + 8)[1]
-            off += size
 
     def _stack(self, pid: int, ips: tuple[int, ...]) -> tuple[int, int]:
         """Base stack id and blocked reason of a callchain (context markers split it)."""
