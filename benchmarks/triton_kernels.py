@@ -152,31 +152,23 @@ class CorpusKernel:
     aligned: tuple[int, ...] = ()  # argument indices known 16-divisible (as Triton's JIT infers)
 
 
+def _matmul(name: str, fn: Any, **constexprs: int) -> CorpusKernel:
+    """An fp16 matmul entry: (a, b, c, M, N, K) all 16-divisible, 128x128x64 tiles (plus
+    ``constexprs``), 4 warps, 3 stages."""
+    return CorpusKernel(
+        name,
+        fn,
+        {"a": "*fp16", "b": "*fp16", "c": "*fp16", "M": "i32", "N": "i32", "K": "i32"},
+        {"BM": 128, "BN": 128, "BK": 64, **constexprs},
+        {"num_warps": 4, "num_stages": 3},
+        aligned=(0, 1, 2, 3, 4, 5),
+    )
+
+
 CORPUS: list[CorpusKernel] = [
-    CorpusKernel(
-        "matmul_wgmma",
-        matmul_kernel,
-        {"a": "*fp16", "b": "*fp16", "c": "*fp16", "M": "i32", "N": "i32", "K": "i32"},
-        {"BM": 128, "BN": 128, "BK": 64},
-        {"num_warps": 4, "num_stages": 3},
-        aligned=(0, 1, 2, 3, 4, 5),
-    ),
-    CorpusKernel(
-        "matmul_tma",
-        matmul_tma_kernel,
-        {"a": "*fp16", "b": "*fp16", "c": "*fp16", "M": "i32", "N": "i32", "K": "i32"},
-        {"BM": 128, "BN": 128, "BK": 64},
-        {"num_warps": 4, "num_stages": 3},
-        aligned=(0, 1, 2, 3, 4, 5),
-    ),
-    CorpusKernel(
-        "matmul_persistent_tma",
-        matmul_persistent_kernel,
-        {"a": "*fp16", "b": "*fp16", "c": "*fp16", "M": "i32", "N": "i32", "K": "i32"},
-        {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132},
-        {"num_warps": 4, "num_stages": 3},
-        aligned=(0, 1, 2, 3, 4, 5),
-    ),
+    _matmul("matmul_wgmma", matmul_kernel),
+    _matmul("matmul_tma", matmul_tma_kernel),
+    _matmul("matmul_persistent_tma", matmul_persistent_kernel, NUM_SMS=132),
     CorpusKernel(
         "flash_attention_fwd",
         attention_fwd_kernel,

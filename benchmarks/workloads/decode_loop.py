@@ -67,19 +67,31 @@ class TinyDecoder(nn.Module):
         pos.add_(1)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--graphs", action="store_true", help="replay the step as a CUDA Graph")
-    ap.add_argument("--seconds", type=float, default=20.0)
+def add_model_args(ap: argparse.ArgumentParser) -> None:
+    """The decoder's size options (``--layers``, ``--d-model``, ``--max-len``)."""
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--d-model", type=int, default=512)
     ap.add_argument("--max-len", type=int, default=256)
-    args = ap.parse_args()
 
+
+def build(args: argparse.Namespace) -> tuple[TinyDecoder, torch.Tensor, torch.Tensor]:
+    """The seeded decoder sized by :func:`add_model_args`'s options, on the GPU in eval
+    mode, with its token and position tensors (both ``[0]``)."""
     torch.manual_seed(0)
     model = TinyDecoder(8192, args.d_model, args.layers, 8, args.max_len).cuda().eval()
     tok = torch.zeros(1, dtype=torch.long, device="cuda")
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    return model, tok, pos
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graphs", action="store_true", help="replay the step as a CUDA Graph")
+    ap.add_argument("--seconds", type=float, default=20.0)
+    add_model_args(ap)
+    args = ap.parse_args()
+
+    model, tok, pos = build(args)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up off the default stream, as capture needs

@@ -10,21 +10,15 @@ H200). The KV cache is static: every ``--max-len`` - 1 tokens the position is re
 
 from __future__ import annotations
 
-import torch
 from common import parser, run
-from decode_loop import TinyDecoder
+from decode_loop import add_model_args, build
 
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--max-len", type=int, default=256)
+    add_model_args(p)
     args = p.parse_args()
-    torch.manual_seed(0)
-    model = TinyDecoder(8192, args.d_model, args.layers, 8, args.max_len).cuda().eval()
-    tok = torch.zeros(1, dtype=torch.long, device="cuda")
-    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    model, tok, pos = build(args)
     per_sequence = args.max_len - 1
     count = [0]
 
