@@ -14,20 +14,12 @@ its recording.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
-RECORDINGS = ROOT / "recordings"
-
-spec = importlib.util.spec_from_file_location(
-    "check_shares", ROOT / "benchmarks" / "check_shares.py"
-)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+from .recordings import RECORDINGS, check
 
 EXPECTED_KEYS = {
     "app": ("G:COMP", "H:APP"),

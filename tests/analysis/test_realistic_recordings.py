@@ -8,19 +8,11 @@ recorded on an H200 by ``benchmarks/realistic_breakdown.py``; the workloads' JSO
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
-RECORDINGS = ROOT / "recordings"
-spec = importlib.util.spec_from_file_location(
-    "check_shares", ROOT / "benchmarks" / "check_shares.py"
-)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+from .recordings import RECORDINGS, check
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+
+import pytest
 
 from gtop.collectors.host import HostCollector, family
-from gtop.pipeline.hub import Hub
+from gtop.pipeline.hub import Hub, Subscription
 
 
 def test_host_collector_follows_a_real_process_and_its_exit() -> None:
@@ -97,69 +100,65 @@ class _Parent:
         self.proc.wait()
 
 
+def _watch(parent: _Parent) -> tuple[HostCollector, Subscription]:
+    """A host collector over ``parent``'s family, and a subscription to what it publishes."""
+    hub = Hub()
+    sub = hub.subscribe()
+    return HostCollector(hub, 0.1, lambda: family(parent.proc.pid)), sub
+
+
+@pytest.fixture
+def parent() -> Iterator[_Parent]:
+    p = _Parent()
+    yield p
+    p.close()
+
+
 def _exits(update) -> list[str]:
     return [e.key for e in update.entities if e.kind == "process" and e.value.get("exited")]
 
 
-def test_reaped_child_is_marked_exited() -> None:
-    parent = _Parent()
-    try:
-        hub = Hub()
-        sub = hub.subscribe()
-        collector = HostCollector(hub, 0.1, lambda: family(parent.proc.pid))
-        collector.poll()
-        assert set(sub.poll().batches["proc_host"]["pid"]) == {parent.proc.pid, parent.child}
-        parent.step("kill")  # the child is gone from the parent's children: reaped
-        assert parent.child not in family(parent.proc.pid)
-        collector.poll()
-        later = sub.poll()
-        assert _exits(later) == [str(parent.child)]
-        assert set(later.batches["proc_host"]["pid"]) == {parent.proc.pid}
-        collector.poll()
-        assert _exits(sub.poll()) == []  # once
-    finally:
-        parent.close()
+def test_reaped_child_is_marked_exited(parent: _Parent) -> None:
+    collector, sub = _watch(parent)
+    collector.poll()
+    assert set(sub.poll().batches["proc_host"]["pid"]) == {parent.proc.pid, parent.child}
+    parent.step("kill")  # the child is gone from the parent's children: reaped
+    assert parent.child not in family(parent.proc.pid)
+    collector.poll()
+    later = sub.poll()
+    assert _exits(later) == [str(parent.child)]
+    assert set(later.batches["proc_host"]["pid"]) == {parent.proc.pid}
+    collector.poll()
+    assert _exits(sub.poll()) == []  # once
 
 
-def test_zombie_child_is_exited_not_an_empty_process() -> None:
-    parent = _Parent()
-    try:
-        hub = Hub()
-        sub = hub.subscribe()
-        collector = HostCollector(hub, 0.1, lambda: family(parent.proc.pid))
+def test_zombie_child_is_exited_not_an_empty_process(parent: _Parent) -> None:
+    collector, sub = _watch(parent)
+    collector.poll()
+    sub.poll()
+    parent.step("exit")
+    parent.wait_zombie()
+    assert parent.child in family(parent.proc.pid)  # still listed, unreaped
+    collector.poll()
+    later = sub.poll()
+    assert _exits(later) == [str(parent.child)]
+    assert set(later.batches["proc_host"]["pid"]) == {parent.proc.pid}
+    for _ in range(2):  # stays exited, not re-described, while the zombie lingers
         collector.poll()
-        sub.poll()
-        parent.step("exit")
-        parent.wait_zombie()
-        assert parent.child in family(parent.proc.pid)  # still listed, unreaped
-        collector.poll()
-        later = sub.poll()
-        assert _exits(later) == [str(parent.child)]
-        assert set(later.batches["proc_host"]["pid"]) == {parent.proc.pid}
-        for _ in range(2):  # stays exited, not re-described, while the zombie lingers
-            collector.poll()
-            again = sub.poll()
-            assert not [e for e in again.entities if e.key == str(parent.child)]
-            assert set(again.batches["proc_host"]["pid"]) == {parent.proc.pid}
-        parent.step("reap")
-        collector.poll()
-        assert _exits(sub.poll()) == []
-    finally:
-        parent.close()
+        again = sub.poll()
+        assert not [e for e in again.entities if e.key == str(parent.child)]
+        assert set(again.batches["proc_host"]["pid"]) == {parent.proc.pid}
+    parent.step("reap")
+    collector.poll()
+    assert _exits(sub.poll()) == []
 
 
-def test_child_first_seen_as_a_zombie_is_published_once_as_exited() -> None:
-    parent = _Parent()
-    try:
-        parent.step("exit")
-        parent.wait_zombie()
-        hub = Hub()
-        sub = hub.subscribe()
-        collector = HostCollector(hub, 0.1, lambda: family(parent.proc.pid))
-        collector.poll()
-        first = sub.poll()
-        mine = [e for e in first.entities if e.key == str(parent.child)]
-        assert len(mine) == 1 and mine[0].value["exited"], mine
-        assert set(first.batches["proc_host"]["pid"]) == {parent.proc.pid}
-    finally:
-        parent.close()
+def test_child_first_seen_as_a_zombie_is_published_once_as_exited(parent: _Parent) -> None:
+    parent.step("exit")
+    parent.wait_zombie()
+    collector, sub = _watch(parent)
+    collector.poll()
+    first = sub.poll()
+    mine = [e for e in first.entities if e.key == str(parent.child)]
+    assert len(mine) == 1 and mine[0].value["exited"], mine
+    assert set(first.batches["proc_host"]["pid"]) == {parent.proc.pid}

@@ -6,6 +6,7 @@ import os
 import subprocess
 from collections import Counter
 
+import numpy as np
 import pytest
 from host_harness import Run, collect, phases
 
@@ -17,10 +18,15 @@ TIERS = ["proc", "perf", "bpf", "bpf:raw", "bpf:tp"]  # bpf:MODE forces the BPF 
 WINDOW_S = 3.0
 
 
-def top_blocked_stacks(run: Run, tid: int, n: int = 4) -> list[tuple[list[str], int]]:
-    rows = run.intervals[
+def blocked_rows(run: Run, tid: int) -> np.ndarray:
+    """The intervals ``tid`` spent blocked."""
+    return run.intervals[
         (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
     ]
+
+
+def top_blocked_stacks(run: Run, tid: int, n: int = 4) -> list[tuple[list[str], int]]:
+    rows = blocked_rows(run, tid)
     weight: Counter[int] = Counter()
     for sid, dur in zip(rows["stack_id"], rows["end_ns"] - rows["t_ns"], strict=True):
         weight[int(sid)] += int(dur)
@@ -76,9 +82,7 @@ def test_thread_blocked_all_window_is_counted(tier_run):
 def test_blocked_reasons_split_sleep_and_io(tier_run):
     _tier, info, run = tier_run
     tid = info["workers"][0]
-    rows = run.intervals[
-        (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
-    ]
+    rows = blocked_rows(run, tid)
     by_reason = Counter()
     for reason, dur in zip(rows["reason"], rows["end_ns"] - rows["t_ns"], strict=True):
         by_reason[BlockReason(reason)] += int(dur)
@@ -109,9 +113,7 @@ def test_top_off_cpu_stacks_have_kernel_paths(tier_run):
 def test_python_frames_on_top_of_kernel_frames(tier_run):
     tier, info, run = tier_run
     tid = info["workers"][0]
-    rows = run.intervals[
-        (run.intervals["tid"] == tid) & (run.intervals["state"] == ThreadState.BLOCKED)
-    ]
+    rows = blocked_rows(run, tid)
     seen = Counter()
     for sid in set(rows["stack_id"].tolist()):
         stack = run.stacks.get(sid)

@@ -13,6 +13,19 @@ import pytest
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "ptx"
 CORPUS_FILES = sorted(CORPUS.glob("*.ptx"))
 
+PTX_PREAMBLE = ".version 8.7\n.target sm_90a\n.address_size 64\n"
+"""The module header of the hand-written test kernels."""
+ENTRY_K = """\
+.visible .entry k(.param .u64 k_p0)
+{
+\t.reg .pred %p<4>;
+\t.reg .b32 %r<16>;
+\t.reg .f32 %f<16>;
+\t.reg .b64 %rd<4>;
+\tld.param.u64 %rd1, [k_p0];
+"""
+"""The opening of a one-pointer kernel ``k``: its registers, its pointer in ``%rd1``."""
+
 
 def run_ptxas(ptx: str, tmp_path: Path, arch: str = "sm_90a") -> subprocess.CompletedProcess:
     """Assemble ``ptx`` with ptxas; fails the test (never skips) when ptxas is missing."""

@@ -3,6 +3,8 @@ decoded with the probe's own layout, hold what the probe promises."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 import pytest
 
@@ -43,6 +45,22 @@ def blocks(body: str, probe: str, **options) -> list[str]:
 
 def decode(probe: str, dev: Device, ring: bool = True) -> tuple[np.ndarray, int]:
     return dev.decode(PROBES[probe], ring)
+
+
+def tensorop_record(
+    w: Warp, entry: str, steps: Iterable[tuple[int, str]], exit_: str, exit_at: tuple[int, int]
+) -> tuple[np.ndarray, int]:
+    """Run one warp through a tensorop kernel: ``entry``, then each site's code at its
+    clock, then ``exit_`` at ``exit_at`` (clock, globaltimer); its record and drops."""
+    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
+    run(entry, w, dev)
+    for clock, code in steps:
+        w.clock = clock
+        run(code, w, dev)
+    w.clock, w.globaltimer = exit_at
+    run(exit_, w, dev)
+    (rec,), drops = decode("tensorop", dev, ring=False)
+    return rec, drops
 
 
 @pytest.mark.parametrize("map_kind", [MapKind.ARRAY, MapKind.RING])
@@ -175,15 +193,10 @@ def test_tensorop_counts_and_times_each_class() -> None:
     body = f"{MMA}\n{MMA}\n\twgmma.wait_group.sync.aligned 0;\n\tret;\n"
     entry, *sites, exit_ = blocks(body, "tensorop")
     assert len(sites) == 6  # before/after each mma, before/after the wait
-    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
-    w = Warp(warp=1, smid=3)
-    run(entry, w, dev)
-    for clock, code in zip([1000, 1010, 1100, 1130, 1200, 1500], sites, strict=True):
-        w.clock = clock
-        run(code, w, dev)
-    w.clock, w.globaltimer = 2000, 777_000
-    run(exit_, w, dev)
-    (rec,), drops = decode("tensorop", dev, ring=False)
+    clocks = [1000, 1010, 1100, 1130, 1200, 1500]
+    rec, drops = tensorop_record(
+        Warp(warp=1, smid=3), entry, zip(clocks, sites, strict=True), exit_, (2000, 777_000)
+    )
     assert drops == 0
     assert rec["count"][0] == 2 and rec["cycles"][0] == 10 + 30
     assert (rec["count"][1:] == 0).all()
@@ -204,15 +217,10 @@ def test_tensorop_times_wgmma_from_issue_to_wait() -> None:
     # span-opening wgmma (counting its run's two), wait (before, after), span-opening
     # wgmma, wait
     assert len(sites) == 6
-    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
-    w = Warp(warp=2, smid=1)
-    run(entry, w, dev)
-    for clock, code in zip([100, 110, 400, 500, 520, 900], sites, strict=True):
-        w.clock = clock
-        run(code, w, dev)
-    w.clock, w.globaltimer = 1000, 5_000
-    run(exit_, w, dev)
-    (rec,), drops = decode("tensorop", dev, ring=False)
+    clocks = [100, 110, 400, 500, 520, 900]
+    rec, drops = tensorop_record(
+        Warp(warp=2, smid=1), entry, zip(clocks, sites, strict=True), exit_, (1000, 5_000)
+    )
     assert drops == 0
     assert rec["count"][0] == 3 and rec["cycles"][0] == (400 - 100) + (900 - 500)
     assert (rec["wait_cycles"], rec["wait_count"]) == ((400 - 110) + (900 - 520), 2)
@@ -235,21 +243,17 @@ def test_tensorop_counts_a_mixed_class_run_once_per_class() -> None:
     assert len(sites) == 6
     assert "add.u32 %gtop_tc_n0, %gtop_tc_n0, 2;" in sites[0]
     assert "add.u32 %gtop_tc_n1, %gtop_tc_n1, 1;" in sites[1]
-    dev = Device(capacity=4, record_size=PROBES["tensorop"].record.itemsize)
     w = Warp(warp=0, smid=2)
-    run(entry, w, dev)
-    for p1 in (0, 0, 1):  # the run three times, as a loop would, with no wait between
-        for lane in range(32):
-            w.regs[lane]["%p1"] = p1
-        for clock, code in zip([100, 104, 108, 112], sites[:4], strict=True):
-            w.clock = clock + 1000 * p1
-            run(code, w, dev)
-    for clock, code in zip([1300, 1700], sites[4:], strict=True):
-        w.clock = clock
-        run(code, w, dev)
-    w.clock, w.globaltimer = 1000, 5_000
-    run(exit_, w, dev)
-    (rec,), drops = decode("tensorop", dev, ring=False)
+
+    def steps() -> Iterator[tuple[int, str]]:
+        for p1 in (0, 0, 1):  # the run three times, as a loop would, with no wait between
+            for lane in range(32):
+                w.regs[lane]["%p1"] = p1
+            for clock, code in zip([100, 104, 108, 112], sites[:4], strict=True):
+                yield clock + 1000 * p1, code
+        yield from zip([1300, 1700], sites[4:], strict=True)
+
+    rec, drops = tensorop_record(w, entry, steps(), exit_, (1000, 5_000))
     assert drops == 0
     assert rec["count"][:2].tolist() == [2 + 2 + 3, 2 + 2 + 2]
     assert rec["cycles"][0] == 1700 - 100 and rec["cycles"][1] == 0  # class 0 opened it

@@ -14,25 +14,14 @@ from gtop.instrument.probe import ENTRY, Level, Probe, Site, Tracepoint
 from gtop.instrument.probes import PROBES
 from gtop.instrument.rewrite import instrument
 
-from .helpers import run_ptxas
+from .helpers import ENTRY_K, PTX_PREAMBLE, run_ptxas
 
-HEAD = """\
-.version 8.7
-.target sm_90a
-.address_size 64
-.file 1 "k.py"
-
-.visible .entry k(.param .u64 k_p0)
-{
-\t.reg .pred %p<4>;
-\t.reg .b32 %r<16>;
-\t.reg .f32 %f<16>;
-\t.reg .b64 %rd<4>;
-\tld.param.u64 %rd1, [k_p0];
-\tcvta.to.global.u64 %rd2, %rd1;
-\tmov.u32 %r1, %tid.x;
-\tsetp.eq.s32 %p2, %r1, 0;
-"""
+HEAD = (
+    PTX_PREAMBLE
+    + '.file 1 "k.py"\n\n'
+    + ENTRY_K
+    + "\tcvta.to.global.u64 %rd2, %rd1;\n\tmov.u32 %r1, %tid.x;\n\tsetp.eq.s32 %p2, %r1, 0;\n"
+)
 TAIL = "$L_end:\n\tret;\n}\n"
 LINES = [
     "\tadd.s32 %r1, %r1, 1;",

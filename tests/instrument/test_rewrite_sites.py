@@ -10,19 +10,9 @@ from gtop.instrument import ptx
 from gtop.instrument.probes import PROBES
 from gtop.instrument.rewrite import RewriteError, instrument, read_header
 
-HEAD = """\
-.version 8.7
-.target sm_90a
-.address_size 64
+from .helpers import ENTRY_K, PTX_PREAMBLE
 
-.visible .entry k(.param .u64 k_p0)
-{
-\t.reg .pred %p<4>;
-\t.reg .b32 %r<16>;
-\t.reg .f32 %f<16>;
-\t.reg .b64 %rd<4>;
-\tld.param.u64 %rd1, [k_p0];
-"""
+HEAD = PTX_PREAMBLE + "\n" + ENTRY_K
 
 
 def _kernel(body: str) -> ptx.Module:

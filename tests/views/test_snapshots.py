@@ -6,8 +6,10 @@ the SVGs in tests/views/__snapshots__/.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -28,39 +30,53 @@ async def settle(pilot: Pilot) -> None:
     await pilot.pause()
 
 
+RunBefore = Callable[[Pilot], Awaitable[None]]
+
+
+def shot(snap_compare, app: App, run_before: RunBefore = settle) -> bool:
+    """Whether ``app`` at 80×24 matches its snapshot, once ``run_before`` has run."""
+    return snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def pressing(*keys: str) -> RunBefore:
+    """Settle, press ``keys``, and let the app take them in."""
+
+    async def run_before(pilot: Pilot) -> None:
+        await settle(pilot)
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
 def test_overview_busy_gpu(snap_compare, replay_app: AppFactory, idle_busy_idle: Path) -> None:
     app = replay_app(idle_busy_idle, at_s=14.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert shot(snap_compare, app)
 
 
 def test_overview_training_loop(snap_compare, replay_app: AppFactory, train_loop: Path) -> None:
     app = replay_app(train_loop, at_s=15.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert shot(snap_compare, app)
 
 
 def test_overview_no_color(snap_compare, replay_app: AppFactory, idle_busy_idle: Path) -> None:
     app = replay_app(idle_busy_idle, at_s=14.0, no_color=True)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert shot(snap_compare, app)
 
 
 def test_overview_host_only(snap_compare, replay_app: AppFactory) -> None:
     app = replay_app(HOST_FAMILY, at_s=3.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert shot(snap_compare, app)
 
 
 def test_process_screen(snap_compare, replay_app: AppFactory, train_loop: Path) -> None:
     app = replay_app(train_loop, at_s=15.0, start_pid=TRAIN_PID)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert shot(snap_compare, app)
 
 
 def test_process_screen_children(snap_compare, replay_app: AppFactory) -> None:
-    async def children_tab(pilot: Pilot) -> None:
-        await settle(pilot)
-        await pilot.press("right_square_bracket")
-        await pilot.pause()
-
     app = replay_app(HOST_FAMILY, at_s=3.0, start_pid=21028)
-    assert snap_compare(app, terminal_size=SIZE, run_before=children_tab)
+    assert shot(snap_compare, app, pressing("right_square_bracket"))
 
 
 def test_filter_and_sort(snap_compare, replay_app: AppFactory) -> None:
@@ -70,27 +86,17 @@ def test_filter_and_sort(snap_compare, replay_app: AppFactory) -> None:
         await settle(pilot)
 
     app = replay_app(HOST_FAMILY, at_s=3.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=filtered)
+    assert shot(snap_compare, app, filtered)
 
 
 def test_replay_bar_at_end_fast(snap_compare, replay_app: AppFactory, idle_busy_idle: Path) -> None:
-    async def end_fast(pilot: Pilot) -> None:
-        await settle(pilot)
-        await pilot.press("end", "plus", "plus")
-        await pilot.pause()
-
     app = replay_app(idle_busy_idle, at_s=0.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=end_fast)
+    assert shot(snap_compare, app, pressing("end", "plus", "plus"))
 
 
 def test_help_screen(snap_compare, replay_app: AppFactory, idle_busy_idle: Path) -> None:
-    async def help_open(pilot: Pilot) -> None:
-        await settle(pilot)
-        await pilot.press("question_mark")
-        await pilot.pause()
-
     app = replay_app(idle_busy_idle, at_s=14.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=help_open)
+    assert shot(snap_compare, app, pressing("question_mark"))
 
 
 def test_overview_eight_gpus(
@@ -103,4 +109,4 @@ def test_overview_eight_gpus(
     """8 GPUs and 200 processes (the benchmark's load): the GPU area scrolls."""
     scaled = replicate(idle_busy_idle, tmp_path / "eight_gpus.gtop", gpus=8, procs=200)
     app = replay_app(scaled, at_s=14.0)
-    assert snap_compare(app, terminal_size=SIZE, run_before=settle)
+    assert shot(snap_compare, app)
