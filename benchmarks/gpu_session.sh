@@ -40,6 +40,8 @@ for step in $steps; do
     probe-tests) limit 280 python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument \
                    >"$OUT/probe_tests.txt" 2>&1; tail -25 "$OUT/probe_tests.txt" ;;
     probe-overhead) limit 300 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json" ;;
+    probe-breakdown) limit 200 python3 benchmarks/probe_cost_breakdown.py "$OUT/probe_breakdown.json" ;;
+    probe-recording) limit 120 python3 benchmarks/capture_probe_recording.py "$OUT/probes_triton.gtop" ;;
     host) (cd benchmarks && python3 host_gpu_check.py "$OUT/host" --seconds 20)
           tar -cf "$OUT/host.tar" -C "$OUT" host && rm -rf "$OUT/host" ;;
     slow-loader) mkdir -p /tmp/slow-loader; python3 -m gtop record --force --agent-mode full --interval 0.25 \

@@ -48,8 +48,7 @@ class TensorOpView(ZoomPan):
             out.append(f"{name:<34} ", "bold")
             out.append(f"{c.count:>12,} ops {c.cycles_per_op:7.1f} cyc/op {c.count / total:5.0%}\n")
         if t.wait_count:
-            avg = t.wait_cycles / t.wait_count
-            out.append(f"{'wgmma.wait_group':<34} {t.wait_count:>12,} waits {avg:9.1f} cyc/wait\n")
+            out.append(f"{'wgmma.wait_group':<34} {t.wait_count:>12,} waits (end the spans)\n")
         if not len(t.start):
             out.append("no warp issued a tensor-core instruction")
             return out

@@ -56,7 +56,6 @@ def tensorop_records(n_warps: int = 64, per_warp: int = 512, seed: int = 2) -> n
         rec[i]["exit_clock"] = exit_clock
         rec[i]["first_clock"] = first
         rec[i]["last_clock"] = last
-        rec[i]["wait_cycles"] = per_warp * 8
         rec[i]["wait_count"] = per_warp // 8
         rec[i]["block"], rec[i]["warp"], rec[i]["smid"] = i // 4, i % 4, (i // 4) * 2
         rec[i]["count"][0] = per_warp

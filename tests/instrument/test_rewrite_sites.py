@@ -44,10 +44,10 @@ def test_after_sites_follow_the_instruction() -> None:
     )
     lines = instrument(_kernel(mma + "\n\tret;\n"), PROBES["tensorop"]).text.splitlines()
     at = lines.index(mma)
-    assert lines[at - 2].strip().startswith("@%gtop_tc_f mov.u64 %gtop_tc_first")
+    assert lines[at - 2].strip().startswith("selp.u32 %gtop_tc_fl, %gtop_tc_fl, %gtop_tc_e")
     assert lines[at - 1].strip() == "or.pred %gtop_tc_h, %gtop_tc_h, %gtop_g;"
     assert lines[at + 1].strip() == "mov.pred %gtop_g, 1;"
-    assert lines[at + 2].strip() == "mov.u64 %gtop_tc_u, %clock64;"
+    assert lines[at + 2].strip() == "mov.u32 %gtop_tc_d, %clock;"
 
 
 def test_mem_trace_reads_the_original_address_and_width() -> None:
@@ -145,7 +145,7 @@ def test_first_clock_is_tracked_once_per_basic_block() -> None:
     )
     out = rewrite(ptx_mod.parse(text), PROBES["tensorop"]).text
     lines = out.splitlines()
-    sets = [i for i, ln in enumerate(lines) if "mov.u64 %gtop_tc_first, %gtop_tc_t" in ln]
+    sets = [i for i, ln in enumerate(lines) if "selp.u32 %gtop_tc_fl, %gtop_tc_fl" in ln]
     mmas = [i for i, ln in enumerate(lines) if "mma.sync" in ln]
     # which mma each first_clock update precedes
     owners = [next(k for k, m in enumerate(mmas) if m > s) for s in sets]

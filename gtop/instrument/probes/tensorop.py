@@ -5,7 +5,7 @@ kernel's classes (e.g. ``wgmma.m64n128k16.f32.f16.f16``) are listed in the instr
 module's header, in index order. ``count[k]`` is the instructions of class ``k`` the warp
 issued. ``cycles[k]``:
 
-- synchronous ``mma.sync``/``wmma.mma.sync``: ``%clock64`` around each instruction, summed;
+- synchronous ``mma.sync``/``wmma.mma.sync``: ``%clock`` around each instruction, summed;
 - asynchronous ``wgmma.mma_async``: not timed one by one (their issue says nothing about
   their work, and clock reads between them cost more than the count): a *span* opens at
   a wgmma issued while none is open (the first after a ``wgmma.wait_group``) and closes
@@ -13,16 +13,22 @@ issued. ``cycles[k]``:
   that opened it (only the first wgmma of a straight run can open one).
   ``cycles[k] / count[k]`` is then the issue-to-wait time per instruction, which
   includes the tensor cores' work on it.
-  A run of wgmmas is counted at its first (``Site.run``); a span's cycles are the low
-  32 bits of ``%clock64`` subtracted (a span, like a wait, is taken to last under 2^32
-  cycles), added into 64-bit sums; first/last clocks stay 64-bit.
+  A run of wgmmas is counted at its first (``Site.run``).
 
-``wgmma.wait_group`` sites are timed too (``wait_cycles``/``wait_count``: the cycles a
-warp spends waiting for its asynchronous results). One record per warp at kernel exit,
-only from warps that issued any (in a fixed slot per (block, warp) by default); a kernel
+Inside a kernel every clock read is the 32-bit ``%clock`` (a span, a wait or an mma is
+taken to last under 2^32 cycles); sums are 64-bit. Each clock read costs a loop like
+flash attention's about 1% (measured on an H100: ptxas schedules no instruction across
+one), so a wgmma span takes two reads and a ``wgmma.wait_group`` none of its own: waits
+are counted (``wait_count``), and their end closes the span, but the time inside them is
+not measured separately.
+
+One record per warp at kernel exit, only from warps that issued any tensor-core
+instruction or waited for one (in a fixed slot per (block, warp) by default); a kernel
 without any tensor-core instruction gets no probe code at all. Timeline:
-``first_clock``/``last_clock`` (first issue, end of the last instruction or wait) are
-mapped to ``%globaltimer`` through ``exit_clock``/``exit_ns`` of the same warp.
+``first_clock``/``last_clock`` (first issue, end of the last instruction or wait; 0:
+none) are the full ``%clock64`` values, rebuilt at exit from their low 32 bits (exact
+when they lie within 2^32 cycles of the exit), and mapped to ``%globaltimer`` through
+``exit_clock``/``exit_ns`` of the same warp.
 
 ``.func`` device functions: a function's sites count in its own registers during each
 call, and at each of its ``ret``s it adds them into its warp's array slot with atomics
@@ -56,7 +62,6 @@ RECORD = np.dtype(
         ("exit_clock", "<u8"),
         ("first_clock", "<u8"),  # issue of the warp's first tensor-core instruction (0: none)
         ("last_clock", "<u8"),  # completion of its last one (or of its last wait_group)
-        ("wait_cycles", "<u8"),  # summed over wgmma.wait_group sites
         ("block", "<u4"),
         ("smid", "<u2"),
         ("warp", "u1"),
@@ -84,9 +89,8 @@ def classify(instr: Instruction) -> str | None:
 
 def _entry(site: Site) -> str:
     lines = [
-        "mov.u64 %gtop_tc_first, 0;",
-        "mov.u64 %gtop_tc_last, 0;",
-        "mov.u64 %gtop_tc_wc, 0;",
+        "mov.u32 %gtop_tc_fl, 0;",
+        "mov.u32 %gtop_tc_ll, 0;",
         "mov.u32 %gtop_tc_wn, 0;",
         "mov.u32 %gtop_tc_iss, 0;",
         "mov.pred %gtop_tc_h, 0;",
@@ -101,12 +105,11 @@ def _entry(site: Site) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _first() -> str:
-    """``first_clock`` = ``%gtop_tc_t`` on the warp's first tensor-core instruction."""
+def _first(clock: str) -> str:
+    """The low half of ``first_clock`` = ``clock`` on the warp's first tensor-core
+    instruction (``%gtop_tc_h``: it is set)."""
     return (
-        "not.pred %gtop_tc_f, %gtop_tc_h;\n"
-        "and.pred %gtop_tc_f, %gtop_tc_f, %gtop_g;\n"
-        "@%gtop_tc_f mov.u64 %gtop_tc_first, %gtop_tc_t;\n"
+        f"selp.u32 %gtop_tc_fl, %gtop_tc_fl, {clock}, %gtop_tc_h;\n"
         "or.pred %gtop_tc_h, %gtop_tc_h, %gtop_g;\n"
     )
 
@@ -122,17 +125,17 @@ def _before(site: Site) -> str:
             return count
         return (
             count
-            + "mov.u64 %gtop_tc_t, %clock64;\n"
-            + _first()
+            + "mov.u32 %gtop_tc_s, %clock;\n"
+            + _first("%gtop_tc_s")
             + "not.pred %gtop_tc_f, %gtop_tc_o;\n"
             + "and.pred %gtop_tc_f, %gtop_tc_f, %gtop_g;\n"
-            + "@%gtop_tc_f cvt.u32.u64 %gtop_tc_iss, %gtop_tc_t;\n"
             + f"or.pred %gtop_tc_p{k}, %gtop_tc_p{k}, %gtop_tc_f;\n"
+            + "selp.u32 %gtop_tc_iss, %gtop_tc_iss, %gtop_tc_s, %gtop_tc_o;\n"
             + "or.pred %gtop_tc_o, %gtop_tc_o, %gtop_g;\n"
         )
     if site.follows:  # an earlier site of this basic block already set first_clock
-        return "mov.u64 %gtop_tc_t, %clock64;\n"
-    return "mov.u64 %gtop_tc_t, %clock64;\n" + _first()
+        return "mov.u32 %gtop_tc_e, %clock;\n"
+    return "mov.u32 %gtop_tc_e, %clock;\n" + _first("%gtop_tc_e")
 
 
 def _after_mma(site: Site) -> str:
@@ -141,41 +144,51 @@ def _after_mma(site: Site) -> str:
         return ""  # counted before; its span closes at a wait_group
     k = site.cls
     return (
-        "mov.u64 %gtop_tc_u, %clock64;\n"
-        "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_t;\n"
+        "mov.u32 %gtop_tc_d, %clock;\n"
+        "sub.u32 %gtop_tc_s, %gtop_tc_d, %gtop_tc_e;\n"
+        "cvt.u64.u32 %gtop_tc_t, %gtop_tc_s;\n"
         f"@%gtop_g add.u64 %gtop_tc_c{k}, %gtop_tc_c{k}, %gtop_tc_t;\n"
         f"@%gtop_g add.u32 %gtop_tc_n{k}, %gtop_tc_n{k}, 1;\n"
-        "@%gtop_g mov.u64 %gtop_tc_last, %gtop_tc_u;\n"
+        "@%gtop_g mov.u32 %gtop_tc_ll, %gtop_tc_d;\n"
     )
 
 
-def _before_wait(site: Site) -> str:
-    return "mov.u64 %gtop_tc_t, %clock64;\n"
-
-
 def _after_wait(site: Site) -> str:
-    """Time the wait, then close the open wgmma span (if any) into its class."""
-    assert site.instr is not None
+    """Count the wait, then close the open wgmma span (if any) into its class."""
     text = (
-        "mov.u64 %gtop_tc_u, %clock64;\n"
-        "cvt.u32.u64 %gtop_tc_s, %gtop_tc_u;\n"
-        "sub.u64 %gtop_tc_t, %gtop_tc_u, %gtop_tc_t;\n"
-        "@%gtop_g add.u64 %gtop_tc_wc, %gtop_tc_wc, %gtop_tc_t;\n"
+        "mov.u32 %gtop_tc_d, %clock;\n"
         "@%gtop_g add.u32 %gtop_tc_wn, %gtop_tc_wn, 1;\n"
-        "@%gtop_g mov.u64 %gtop_tc_last, %gtop_tc_u;\n"
-        "sub.u32 %gtop_tc_s, %gtop_tc_s, %gtop_tc_iss;\n"
+        "@%gtop_g mov.u32 %gtop_tc_ll, %gtop_tc_d;\n"
+        "sub.u32 %gtop_tc_s, %gtop_tc_d, %gtop_tc_iss;\n"
     )
     wgmma = [k for k, key in enumerate(site.classes) if key.startswith("wgmma")]
     for k in wgmma:
         # one wgmma class: its span is open when any is (its p_k is then never read)
         pred = "%gtop_tc_o" if len(wgmma) == 1 else f"%gtop_tc_p{k}"
         text += f"and.pred %gtop_tc_f, {pred}, %gtop_g;\n"
-        text += "selp.u32 %gtop_tc_d, %gtop_tc_s, 0, %gtop_tc_f;\n"
-        text += "cvt.u64.u32 %gtop_tc_t, %gtop_tc_d;\n"
+        text += "selp.u32 %gtop_tc_e, %gtop_tc_s, 0, %gtop_tc_f;\n"
+        text += "cvt.u64.u32 %gtop_tc_t, %gtop_tc_e;\n"
         text += f"add.u64 %gtop_tc_c{k}, %gtop_tc_c{k}, %gtop_tc_t;\n"
         if len(wgmma) > 1:
             text += f"@%gtop_g mov.pred %gtop_tc_p{k}, 0;\n"
     return text + "@%gtop_g mov.pred %gtop_tc_o, 0;\n"
+
+
+def _widen() -> str:
+    """``%gtop_tc_first``/``%gtop_tc_last``: the full ``%clock64`` of the first issue and
+    of the last end, from their low halves and the exit's ``%gtop_tc_u`` (0: none)."""
+    text = "cvt.u32.u64 %gtop_tc_s, %gtop_tc_u;\n"
+    for low, full in (("%gtop_tc_fl", "%gtop_tc_first"), ("%gtop_tc_ll", "%gtop_tc_last")):
+        text += (
+            f"sub.u32 %gtop_tc_d, %gtop_tc_s, {low};\n"
+            f"cvt.u64.u32 {full}, %gtop_tc_d;\n"
+            f"sub.u64 {full}, %gtop_tc_u, {full};\n"
+        )
+    return text + (
+        "selp.u64 %gtop_tc_first, %gtop_tc_first, 0, %gtop_tc_h;\n"
+        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_h;\n"
+        "selp.u64 %gtop_tc_last, %gtop_tc_last, 0, %gtop_tc_f;\n"
+    )
 
 
 _EXIT_VALUES = {
@@ -183,7 +196,6 @@ _EXIT_VALUES = {
     "exit_clock": "%gtop_tc_u",
     "first_clock": "%gtop_tc_first",
     "last_clock": "%gtop_tc_last",
-    "wait_cycles": "%gtop_tc_wc",
     "block": "%gtop_blk",
     "smid": "%gtop_smid",
     "warp": "%gtop_wid",
@@ -201,7 +213,7 @@ def _add(pred: str = "%gtop_ok") -> str:
     lanes only), skipping zeros: counts, cycles, waits, then the first/last clocks (the
     first with a compare-and-swap from 0, so that 0 keeps meaning "none")."""
     text = ""
-    counters = [("wait_count", "%gtop_tc_wn", "u32"), ("wait_cycles", "%gtop_tc_wc", "u64")]
+    counters = [("wait_count", "%gtop_tc_wn", "u32")]
     for k in range(MAX_CLASSES):
         counters += [(f"count[{k}]", f"%gtop_tc_n{k}", "u32")]
         counters += [(f"cycles[{k}]", f"%gtop_tc_c{k}", "u64")]
@@ -221,10 +233,9 @@ def _add(pred: str = "%gtop_ok") -> str:
 
 def _lead(site: Site, issued_only: bool) -> str:
     """Ids and the writing lane (``%gtop_lead``); ``issued_only``: of warps that issued a
-    tensor-core instruction or waited for one (a first clock or a wait count) only."""
+    tensor-core instruction or waited for one (a first clock set or a wait count) only."""
     gate = (
-        "setp.ne.u64 %gtop_tc_f, %gtop_tc_first, 0;\n"
-        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_f;\n"
+        "setp.ne.or.u32 %gtop_tc_f, %gtop_tc_wn, 0, %gtop_tc_h;\n"
         "and.pred %gtop_g, %gtop_g, %gtop_tc_f;\n"
         if issued_only
         else ""
@@ -234,7 +245,13 @@ def _lead(site: Site, issued_only: bool) -> str:
 
 def _func_exit(site: Site) -> str:
     """At a ``.func``'s ret: add this call's counters into the warp's array slot."""
-    return _lead(site, issued_only=True) + maps.slot(site, RECORD, count_drops=False) + _add()
+    return (
+        _lead(site, issued_only=True)
+        + "mov.u64 %gtop_tc_u, %clock64;\n"
+        + _widen()
+        + maps.slot(site, RECORD, count_drops=False)
+        + _add()
+    )
 
 
 def _exit(site: Site) -> str:
@@ -244,6 +261,7 @@ def _exit(site: Site) -> str:
         _lead(site, issued_only=not site.adds)
         + "mov.u64 %gtop_tc_t, %globaltimer;\n"
         + "mov.u64 %gtop_tc_u, %clock64;\n"
+        + _widen()
         + maps.slot(site, RECORD)
         + (_add() if site.adds else "")
         + f"mov.u32 %gtop_x, {site.kernel_id};\n"
@@ -255,15 +273,17 @@ _REGISTERS = {
     "%gtop_tc_f": ".pred",
     "%gtop_tc_t": ".b64",
     "%gtop_tc_u": ".b64",
-    "%gtop_tc_first": ".b64",
+    "%gtop_tc_first": ".b64",  # first_clock and last_clock, widened at exit
     "%gtop_tc_last": ".b64",
-    "%gtop_tc_wc": ".b64",
+    "%gtop_tc_fl": ".b32",  # their low halves, kept while the kernel runs
+    "%gtop_tc_ll": ".b32",
     "%gtop_tc_wn": ".b32",
     "%gtop_tc_iss": ".b32",  # %clock at the issue of the open wgmma span
     "%gtop_tc_o": ".pred",  # a wgmma span is open
     "%gtop_tc_h": ".pred",  # first_clock is set
-    "%gtop_tc_d": ".b32",  # %clock before a wait_group, then the wait's cycles
-    "%gtop_tc_s": ".b32",  # low half of the %clock64 after it, then the span's cycles
+    "%gtop_tc_e": ".b32",  # %clock before an mma.sync; a closing span's cycles
+    "%gtop_tc_d": ".b32",  # %clock after an mma.sync or a wait_group
+    "%gtop_tc_s": ".b32",  # the span's or mma's cycles
 }
 for _k in range(MAX_CLASSES):
     _REGISTERS[f"%gtop_tc_n{_k}"] = ".b32"
@@ -279,7 +299,6 @@ PROBE = Probe(
         Tracepoint(ENTRY, _entry),
         Tracepoint(_MMA, _before, name="mma", breaks=_WAIT),
         Tracepoint(_MMA, _after_mma, after=True, name="mma_end"),
-        Tracepoint(_WAIT, _before_wait, name="wait"),
         Tracepoint(_WAIT, _after_wait, after=True, name="wait_end"),
         Tracepoint(EXIT, _exit),
     ),
@@ -311,7 +330,6 @@ class TensorOps:
     tensor op, on %globaltimer (each warp's clocks are mapped through its own exit)."""
 
     per_class: dict[str, ClassStats]
-    wait_cycles: int
     wait_count: int
     block: np.ndarray  # per warp with tensor ops, sorted by start
     warp: np.ndarray
@@ -338,7 +356,6 @@ def analyse(records: np.ndarray, classes: list[str], kernel: int | None = None) 
     order = np.argsort(start, kind="stable")
     return TensorOps(
         per_class=per_class,
-        wait_cycles=int(records["wait_cycles"].sum()),
         wait_count=int(records["wait_count"].sum()),
         block=active["block"][order],
         warp=active["warp"][order],
