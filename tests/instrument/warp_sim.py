@@ -39,6 +39,7 @@ class Device:
         self.mem = bytearray(BUF_BASE + self.capacity * self.record_size + 64)
         addr = GLOBAL_BASE
         for name, (_, kind) in maps.GLOBALS.items():
+            addr = -(-addr // maps.alignment(name)) * maps.alignment(name)
             self.globals[name] = addr
             addr += 4 * maps.MAX_STRIPES if "[" in kind else 8
         assert addr <= BUF_BASE
@@ -184,6 +185,8 @@ def _step(ins: Instruction, warp: Warp, dev: Device) -> None:
             addr = _address(ops[0], lane, warp, dev)
             words = ops[1].strip("{} ").split(",") if ops[1].startswith("{") else [ops[1]]
             size = _bits(ins) // 8
+            if addr % (size * len(words)):  # the hardware faults (misaligned address)
+                raise AssertionError(f"misaligned {ins.opcode} at {addr:#x}")
             for k, word in enumerate(words):
                 dev.write(addr + k * size, size, _value(word, lane, warp, dev))
         return

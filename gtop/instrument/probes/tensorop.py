@@ -67,7 +67,7 @@ RECORD = np.dtype(
         ("warp", "u1"),
         ("kernel", "u1"),
         ("wait_count", "<u4"),
-        ("pad", "<u4"),
+        ("pad", "<u4", (3,)),  # to 128 bytes: records are written with 16-byte stores
         ("count", "<u4", (MAX_CLASSES,)),
         ("cycles", "<u8", (MAX_CLASSES,)),
     ]
