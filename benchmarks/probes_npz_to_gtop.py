@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def write_gtop(
         out,
         {
             "host": meta.get("host"),
-            "target": {"pid": pid, "cmdline": meta.get("command")},
+            "target": {"pid": pid, "cmdline": shlex.split(meta.get("command") or "")},
             "devices": [{"index": 0, "name": meta.get("gpu"), "sms": meta.get("sms")}],
             "driver_version": meta.get("driver"),
             "cuda_version": meta.get("driver_api"),
