@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
-from textual.widgets import TabbedContent, TabPane, Tabs
+from textual.widgets import Input, TabbedContent, TabPane
 
 from gtop.pipeline.model import Model
 from gtop.views.panels import ModelView, process_panels
@@ -57,14 +57,17 @@ class ProcessScreen(GtopScreen):
             self.call_after_refresh(self._focus_in, panel)
 
     def _focus_in(self, panel: ModelView) -> None:
-        """Keys go to the open tab: focus its first focusable widget (never a hidden one)."""
-        if not isinstance(panel, Widget):
-            return
+        """Keys go to the open tab: focus its first focusable widget that is on display
+        and is not a text box (a filter box is opened with ``/``; focused, it would take
+        the screen's keys as text), else nothing: the screen's keys still work, and a
+        widget left focused in the previous tab would make TabbedContent switch back."""
+        if not isinstance(panel, Widget) or self._panels.get(self.tabs.active) is not panel:
+            return  # another tab opened since: focusing here would switch back to this one
         for widget in (panel, *panel.query("*")):
-            if widget.focusable:
+            if widget.focusable and not isinstance(widget, Input) and _displayed(widget, panel):
                 widget.focus()
                 return
-        self.tabs.query_one(Tabs).focus()
+        self.set_focus(None)
 
     def action_back(self) -> None:
         self.dismiss()
@@ -73,3 +76,16 @@ class ProcessScreen(GtopScreen):
         """Open the next (``step`` = 1) or previous (-1) tab."""
         ids = list(self._panels)
         self.tabs.active = ids[(ids.index(self.tabs.active) + step) % len(ids)]
+
+
+def _displayed(widget: Widget, top: Widget) -> bool:
+    """``widget`` and its ancestors up to ``top`` are all displayed (a hidden parent
+    leaves its children focusable in Textual's sense)."""
+    node: object = widget
+    while isinstance(node, Widget):
+        if not node.display:
+            return False
+        if node is top:
+            return True
+        node = node.parent
+    return True

@@ -8,8 +8,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Tabs
+from textual.widgets import DataTable, Input, Tabs
 
 from gtop.analysis.attribution import attribute
 from gtop.analysis.cuda_activity import KernelStats, names_from_entities
@@ -60,7 +61,7 @@ async def open_tab(pilot: Pilot, title: str) -> object:
         focused = screen.focused
         if focused is not None and (focused is panel or panel in focused.ancestors):
             break
-        if isinstance(focused, Tabs):
+        if focused is None or isinstance(focused, Tabs):  # nothing on display to focus
             break
         await pilot.pause(0.02)
     await pilot.pause()
@@ -217,6 +218,34 @@ async def test_tabs_without_data_say_why(replay_app: AppFactory, idle_busy_idle:
         tab = await open_tab(pilot, "Threads")
         assert str(tab.note.render()).startswith("no thread states")
         assert not tab.flame.display and not tab.bars.display
+
+
+@pytest.mark.parametrize("which", ["cupti", "nvml-only"])
+async def test_bracket_keys_visit_every_tab_and_never_focus_a_text_box(
+    replay_app: AppFactory, idle_busy_idle: Path, which: str
+) -> None:
+    """``]`` and ``[`` step through all the tabs, with data or without (a hidden filter
+    box once took the focus, and with it the keys, on an empty Kernels tab)."""
+    if which == "cupti":
+        app = replay_app(CONSTRUCTED_IO, at_s=IO_AT_S, start_pid=IO_PID)
+    else:
+        app = replay_app(idle_busy_idle, at_s=14.0, start_pid=IDLE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tab(pilot, "GPUs")
+        screen = app.screen
+        ids = [pane.id for pane in screen.query("TabPane")]
+        for key, order in (
+            ("right_square_bracket", ids[1:] + ids[:1]),
+            ("left_square_bracket", ids[::-1]),  # back from the first: the last
+        ):
+            for want in order:
+                await pilot.press(key)
+                deadline = time.monotonic() + 5
+                while screen.tabs.active != want and time.monotonic() < deadline:
+                    await pilot.pause(0.02)
+                await pilot.pause(0.1)
+                assert screen.tabs.active == want
+                assert not isinstance(screen.focused, Input), want
 
 
 async def test_swimlanes_tab_zoom_holds_the_view(replay_app: AppFactory) -> None:
