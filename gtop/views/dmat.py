@@ -19,7 +19,7 @@ from gtop.instrument.probes import mem_trace
 from gtop.views.zoom_pan import ZoomPan
 
 SHADES = " ░▒▓█"
-LABEL = 20  # "x   0x7f0000000000 │"
+LABEL = len(f"{'x':<5}{0:#014x} │")  # "x    0x000000000000 │": a row's label column
 
 
 class DmatView(ZoomPan):

@@ -93,7 +93,9 @@ class SmSchedule(ZoomPan):
         waves = int(s.wave.max()) + 1
         head = Text(no_wrap=True, overflow="crop")
         head.append(
-            f"{s.blocks} blocks on {s.sms} SMs, {waves} waves, {_ms(s.duration_ns)}", "bold"
+            f"{s.blocks} blocks on {s.sms} SMs, {waves} wave{'s' if waves != 1 else ''}, "
+            f"{_ms(s.duration_ns)}",
+            "bold",
         )
         head.append(
             f"  exec {_ms(exec_ns)}  sched {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})"

@@ -87,9 +87,10 @@ def test_dmat_labels_shading_alignment_zoom() -> None:
             assert text.startswith("DMAT 6,000 accesses") and "global timer" in text
             rows = text.splitlines()[1:-1]
             assert rows[0].startswith("x    0x7f0000000000 │")
+            assert all(len(row) == view.size.width == 78 for row in rows)  # label + cells
             assert any(c in text for c in "░▒▓█")
             d = view.grid()
-            assert d.counts.shape[0] == 80 - 2 - 20 and d.counts.sum() == 6000
+            assert d.counts.shape[0] == 78 - len("x    0x7f0000000000 │") and d.counts.sum() == 6000
             await pilot.press("a")
             assert view.align == "sm_clock" and "per-SM clock" in view.render().plain
             fit = view.render().plain.splitlines()
