@@ -19,6 +19,9 @@ at run time and unknown to ptxas.
 - ``store8``: the same with an 8-byte store;
 - ``store16_l2``: ``store16`` with every warp of an SM writing one 128-byte line of its
   own, which stays in L2 (the store's request cost, without DRAM bytes);
+- ``+smid``, ``+check``, ``+pack``: ``exit_clocks_store16`` plus one piece of the probe's
+  exit: the ``%smid`` read (into the stored word), the flat kernel's 1-D launch check (in
+  the store's predicate), or the clock packing (``cvt.rn.f32.u64`` and its bit moves);
 - ``smid_at_entry``: the probe with ``%smid`` read at kernel entry instead of exit.
 
 Timing as ``probe_overhead.py``: each launch alone (event, launch, event) after its
@@ -123,6 +126,38 @@ def _store16_l2(site: Site) -> str:
 
 
 SMID = "mov.u32 %gtop_smid, %smid;\n"
+CLOCKS = "mov.u64 %gtop_bs_t1, %globaltimer;\nmov.u64 %gtop_bs_c1, %clock64;\n"
+STORE_T1_W1 = "@%gtop_ok st.global.v2.u64 [%gtop_a], {%gtop_bs_t1, %gtop_w1};\n"
+
+
+def _plus_smid(site: Site) -> str:
+    return (
+        CLOCKS
+        + "mov.u32 %gtop_smid, %smid;\n"
+        + _slot_and_writer(site, 16)
+        + "cvt.u32.u64 %gtop_y, %gtop_bs_c1;\nbfi.b32 %gtop_y, %gtop_smid, %gtop_y, 0, 8;\n"
+        "cvt.u32.u64 %gtop_z, %gtop_bs_t1;\nmov.b64 %gtop_w1, {%gtop_z, %gtop_y};\n" + STORE_T1_W1
+    )
+
+
+def _plus_check(site: Site) -> str:
+    return (
+        CLOCKS
+        + maps.ids(site, flat=True).replace(SMID, "")
+        + maps.writer(site.level, unguarded=True)
+        + maps.slot(site, block_sched.PACKED, count_drops=False)
+        + "mov.b64 %gtop_w1, %gtop_bs_c1;\nand.pred %gtop_ok, %gtop_ok, %gtop_of;\n"
+        + STORE_T1_W1
+    )
+
+
+def _plus_pack(site: Site) -> str:
+    return (
+        CLOCKS + _slot_and_writer(site, 16) + "sub.u64 %gtop_bs_c1, %gtop_bs_c1, %gtop_bs_c0;\n"
+        "cvt.rn.f32.u64 %gtop_bs_f, %gtop_bs_c1;\nmov.b32 %gtop_y, %gtop_bs_f;\n"
+        "mad.lo.u32 %gtop_y, %gtop_y, 8, 1;\ncvt.u32.u64 %gtop_z, %gtop_bs_t1;\n"
+        "mov.b64 %gtop_w1, {%gtop_z, %gtop_y};\n" + STORE_T1_W1
+    )
 
 
 def _entry_with_smid(site: Site) -> str:
@@ -156,6 +191,9 @@ VARIANTS: dict[str, tuple[Probe | None, str]] = {
     "store16": (_with(lambda s: "", _store16), "writer + slot + 16 B store of constants"),
     "store8": (_with(lambda s: "", _store8), "writer + slot + 8 B store of constants"),
     "store16_l2": (_with(lambda s: "", _store16_l2), "16 B store to one L2-resident line per SM"),
+    "+smid": (_with(lambda s: "", _plus_smid), "exit_clocks_store16 + the %smid read"),
+    "+check": (_with(lambda s: "", _plus_check), "exit_clocks_store16 + the 1-D launch check"),
+    "+pack": (_with(lambda s: "", _plus_pack), "exit_clocks_store16 + the clock packing"),
     "smid_at_entry": (_with(_entry_with_smid, _exit_without_smid), "the probe, %smid at entry"),
 }
 
