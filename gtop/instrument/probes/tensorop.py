@@ -292,7 +292,7 @@ for _k in range(MAX_CLASSES):
 
 PROBE = Probe(
     name="tensorop",
-    doc="per warp: count and cycles of mma/wgmma by shape and type, wgmma wait cycles",
+    doc="per warp: count and cycles of mma/wgmma by shape and type, wgmma waits",
     record=RECORD,
     registers=_REGISTERS,
     tracepoints=(
