@@ -16,11 +16,12 @@ issued. ``cycles[k]``:
   A run of wgmmas is counted at its first (``Site.run``).
 
 Inside a kernel every clock read is the 32-bit ``%clock`` (a span, a wait or an mma is
-taken to last under 2^32 cycles); sums are 64-bit. Each clock read costs a loop like
-flash attention's about 1% (measured on an H100: ptxas schedules no instruction across
-one), so a wgmma span takes two reads and a ``wgmma.wait_group`` none of its own: waits
-are counted (``wait_count``), and their end closes the span, but the time inside them is
-not measured separately.
+taken to last under 2^32 cycles); sums are 64-bit. Each clock read in a loop like
+flash attention's costs it about 1% on an H100, whether or not it runs (one predicated
+off costs the same), so a wgmma span takes two reads and a ``wgmma.wait_group`` none of
+its own: waits are counted (``wait_count``), and their end closes the span, but the
+time inside them is not measured separately (``benchmarks/RESULTS.md``, fifth probe
+run).
 
 One record per warp at kernel exit, only from warps that issued any tensor-core
 instruction or waited for one (in a fixed slot per (block, warp) by default); a kernel
