@@ -10,8 +10,9 @@ compressed .npz: ``<kernel>.<probe>`` arrays in the probes' record layouts and `
 (JSON: GPU, driver, SM count, per kernel: grid, block, warps, argument pointers,
 instrumented-module headers with tensor-op classes, overflow counts, sampling rates).
 Writes OUT.gtop (probe streams, ``probe_launch`` entities, a ``clock_fit`` of
-%globaltimer onto CLOCK_MONOTONIC sampled before and after the capture, and NVML ``gpu``
-samples while it ran, when NVML works) through probes_npz_to_gtop.write_gtop; with
+%globaltimer onto CLOCK_MONOTONIC sampled before and after the capture, NVML ``gpu``
+samples while it ran, when NVML works, and this process's ``process`` entity and
+``proc_host`` samples) through probes_npz_to_gtop.write_gtop; with
 ``--npz`` also the raw arrays as before. Exits non-zero if a file would exceed
 ``--max-bytes`` or a check fails.
 """
@@ -94,17 +95,23 @@ def capture(mem_records: int) -> tuple[dict[str, np.ndarray], dict]:
     return arrays, meta
 
 
-def _nvml(hub):
-    """Start NVML sampling into ``hub``; None (and why, on stderr) where NVML fails."""
+def _collectors(hub) -> list:
+    """Start NVML sampling, and host sampling of this process (its identity, CPU and RSS:
+    the process header of a replay), into ``hub``. NVML that fails is left out, with why
+    on stderr."""
+    from gtop.collectors.host import HostCollector
+
+    pid = os.getpid()
+    collectors = [HostCollector(hub, 0.25, lambda: [pid])]
     try:
         from gtop.collectors.nvml import NvmlCollector
 
-        collector = NvmlCollector(hub, 0.1)
-        collector.start()
-        return collector
+        collectors.append(NvmlCollector(hub, 0.1))
     except Exception as e:
         print(f"no NVML samples: {type(e).__name__}: {e}", file=sys.stderr)
-        return None
+    for collector in collectors:
+        collector.start()
+    return collectors
 
 
 def main() -> int:
@@ -126,12 +133,12 @@ def main() -> int:
     driver.cuInit(0)
     hub = Hub()
     sub = hub.subscribe()
-    nvml = _nvml(hub)
+    collectors = _collectors(hub)
     samples = clock.samples()
     arrays, meta = capture(args.mem_records)
     samples += clock.samples()
-    if nvml is not None:
-        nvml.stop()
+    for collector in collectors:
+        collector.stop()
     gt_fit = fit(samples)
     gaps = sorted(a - b for b, _g, a in samples)
     _, version = driver.cuDriverGetVersion()

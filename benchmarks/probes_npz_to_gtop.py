@@ -51,7 +51,7 @@ def write_gtop(
     """Write one recording: a ``clock_fit`` entity, a ``device`` entity, and per
     ``<workload>.<probe>`` array a ``probe_launch`` entity and its stream rows (launch
     numbers in time order). ``extra`` are more ``(stream, rows)`` batches and ``entities``
-    more entities (NVML samples and devices).
+    more entities (devices, and the capturing process).
     Returns rows written per stream."""
     launches = []
     for name, records in arrays.items():

@@ -97,13 +97,12 @@ class SmSchedule(ZoomPan):
             f"{_ms(s.duration_ns)}",
             "bold",
         )
-        head.append(
-            f"  exec {_ms(exec_ns)}  sched {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})"
-        )
+        head.append(f"  exec {_ms(exec_ns)}")
         style = "bold red" if s.tail_frac > 0.2 else ""
         head.append(
             f"\ntail {_ms(s.tail_ns)} ({s.tail_frac:.0%} of the launch with SMs idle)", style
         )
+        head.append(f"  sched {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})")
         return head
 
     @staticmethod
