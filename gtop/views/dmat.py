@@ -26,14 +26,6 @@ class DmatView(ZoomPan):
     """Give it ``records`` (mem_trace records) and optionally ``pointers``
     (argument -> (address, bytes)). Keys: see :class:`ZoomPan`, plus ``a`` (alignment)."""
 
-    DEFAULT_CSS = """
-    DmatView {
-        height: 1fr;
-        min-height: 8;
-        padding: 0 1;
-    }
-    """
-
     BINDINGS = [
         Binding("a", "toggle_align", "Time alignment"),
         Binding("left_square_bracket", "page_zoom(0.5)", "Fewer pages/row"),

@@ -29,14 +29,6 @@ class SmSchedule(ZoomPan):
     """The per-SM block schedule; give it ``schedule`` (a :class:`Schedule`) to draw.
     Keys (see :class:`ZoomPan`): zoom/pan time, scroll SMs."""
 
-    DEFAULT_CSS = """
-    SmSchedule {
-        height: 1fr;
-        min-height: 8;
-        padding: 0 1;
-    }
-    """
-
     schedule: reactive[Schedule | None] = reactive(None, always_update=True)
     """The schedule to draw (the output of ``block_sched.analyse``); None shows a hint."""
 

@@ -17,14 +17,6 @@ class TensorOpView(ZoomPan):
     """Give it ``ops`` (the output of ``tensorop.analyse``). Keys (see :class:`ZoomPan`):
     zoom/pan time, scroll warps."""
 
-    DEFAULT_CSS = """
-    TensorOpView {
-        height: 1fr;
-        min-height: 8;
-        padding: 0 1;
-    }
-    """
-
     ops: reactive[TensorOps | None] = reactive(None, always_update=True)
     """What to draw; None shows a hint."""
 

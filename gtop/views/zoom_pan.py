@@ -11,7 +11,18 @@ from textual.widget import Widget
 class ZoomPan(Widget, can_focus=True):
     """Keys: ``+``/``-`` zoom time, ``←``/``→`` pan, ``↑``/``↓``/PgUp/PgDn scroll rows,
     Home resets. Subclasses say how many rows they have (:meth:`row_count`) and whether
-    they have data (:meth:`has_data`)."""
+    they have data (:meth:`has_data`). Lines are cut at the widget's edge, never wrapped:
+    a wrapped line would push the rows below it out of view."""
+
+    DEFAULT_CSS = """
+    ZoomPan {
+        height: 1fr;
+        min-height: 8;
+        padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: clip;
+    }
+    """
 
     BINDINGS = [
         Binding("plus,equals_sign", "zoom(2)", "Zoom in"),
