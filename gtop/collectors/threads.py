@@ -164,6 +164,10 @@ def describe(col: ThreadCollector, report: list[TierStatus] | None = None) -> st
     for count, what in [
         (st.lost_events, "events lost"),
         (st.stack_errors, "stacks refused (stack map full or hash collision)"),
+        (
+            st.detail.get("missed_switch_ins", 0) + st.detail.get("missed_switch_outs", 0),
+            "context switches no hook saw (their time is inferred)",
+        ),
     ]:
         if count:
             line += f"; {count} {what}"

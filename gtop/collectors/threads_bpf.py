@@ -275,7 +275,8 @@ class BpfThreadCollector(ThreadCollector):
         self.submit(THREAD_STATE.name, self._in_progress(t_drain))
         self.submit(CPU_SAMPLE.name, self._samples(samples))
         bss = self._obj.global_bytes(".bss")
-        for name in ("kstack_errors", "ustack_errors", "state_full"):
+        for name in ("kstack_errors", "ustack_errors", "state_full", "missed_switch_ins",
+                     "missed_switch_outs"):  # fmt: skip
             value = int(np.frombuffer(bss, np.uint64, 1, self._obj.global_offset(name))[0])
             self.status.detail[name] = value
         self.status.stack_errors = int(self.status.detail["kstack_errors"]) + int(

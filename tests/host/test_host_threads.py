@@ -57,7 +57,11 @@ def test_tier_is_the_one_forced(tier_run):
 
 
 def test_on_and_off_cpu_match_schedstat(tier_run):
-    _tier, info, run = tier_run
+    """The BPF tier's CPU time is the scheduler's own, so it must hold to one point
+    (measured: under 0.1 point) even when context switches reach no hook (it infers
+    them); the sampled tiers get two points."""
+    tier, info, run = tier_run
+    tolerance = 0.01 if tier.startswith("bpf") else 0.02
     window = run.t1 - run.t0
     for tid in info["workers"]:
         on = run.overlap(tid, ThreadState.ON_CPU) / window
@@ -66,8 +70,8 @@ def test_on_and_off_cpu_match_schedstat(tier_run):
         ) / window
         truth = run.truth_on[tid] / window
         assert 0.1 < truth < 0.5, "the target should be on-CPU up to a third of the time"
-        assert abs(on - truth) <= 0.02, (tid, on, truth)
-        assert abs(off - (1 - truth)) <= 0.02, (tid, off, 1 - truth)
+        assert abs(on - truth) <= tolerance, (tid, on, truth)
+        assert abs(off - (1 - truth)) <= tolerance, (tid, off, 1 - truth)
 
 
 def test_thread_blocked_all_window_is_counted(tier_run):
