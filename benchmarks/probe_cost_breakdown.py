@@ -17,6 +17,10 @@ at run time and unknown to ptxas.
   warp (no SM id, packing or launch word);
 - ``store16``: writer lane, slot and one 16-byte store per warp of constants, no clocks;
 - ``store8``: the same with an 8-byte store;
+- ``store16_stride32``: ``store16`` with records 32 bytes apart, so no two warps write
+  into one 32-byte sector;
+- ``store32``: the two lowest active lanes each store 16 bytes: one whole sector per
+  warp (no partial-sector write for L2 to merge);
 - ``store16_l2``: ``store16`` with every warp of an SM writing one 128-byte line of its
   own, which stays in L2 (the store's request cost, without DRAM bytes);
 - ``+smid``, ``+check``, ``+pack``: ``exit_clocks_store16`` plus one piece of the probe's
@@ -114,6 +118,26 @@ def _store8(site: Site) -> str:
     return _slot_and_writer(site, 8) + "@%gtop_ok st.global.u64 [%gtop_a], %gtop_a;\n"
 
 
+def _store16_stride32(site: Site) -> str:
+    return (
+        _slot_and_writer(site, 32) + "@%gtop_ok st.global.v2.u64 [%gtop_a], {%gtop_a, %gtop_a};\n"
+    )
+
+
+def _store32(site: Site) -> str:
+    """The two lowest active lanes each store 16 B: one whole 32-byte sector per warp."""
+    lead = "setp.eq.u32 %gtop_lead, %gtop_x, 0;\n"
+    two = "popc.b32 %gtop_r, %gtop_x;\nsetp.lt.u32 %gtop_lead, %gtop_r, 2;\n"
+    text = _slot_and_writer(site, 32)
+    if lead not in text:
+        raise VariantError("maps.writer no longer picks its lane as expected")
+    return (
+        text.replace(lead, two)
+        + "mad.wide.u32 %gtop_a, %gtop_r, 16, %gtop_a;\n"
+        + "@%gtop_ok st.global.v2.u64 [%gtop_a], {%gtop_a, %gtop_a};\n"
+    )
+
+
 def _store16_l2(site: Site) -> str:
     return (
         "mov.u32 %gtop_smid, %smid;\n"
@@ -190,6 +214,14 @@ VARIANTS: dict[str, tuple[Probe | None, str]] = {
     ),
     "store16": (_with(lambda s: "", _store16), "writer + slot + 16 B store of constants"),
     "store8": (_with(lambda s: "", _store8), "writer + slot + 8 B store of constants"),
+    "store16_stride32": (
+        _with(lambda s: "", _store16_stride32),
+        "store16 with 32 B between warps' records (no sector shared by two warps)",
+    ),
+    "store32": (
+        _with(lambda s: "", _store32),
+        "two lanes store 16 B each: one whole 32 B sector per warp",
+    ),
     "store16_l2": (_with(lambda s: "", _store16_l2), "16 B store to one L2-resident line per SM"),
     "+smid": (_with(lambda s: "", _plus_smid), "exit_clocks_store16 + the %smid read"),
     "+check": (_with(lambda s: "", _plus_check), "exit_clocks_store16 + the 1-D launch check"),
@@ -300,7 +332,9 @@ def measure(built: dict[str, dict], reps: int) -> dict[str, dict]:
     for name, info in built.items():
         module = load_ptx(info["text"])
         header = read_header(info["text"])
-        mods[name] = (module, ProbeBuffers(module, header, WARPS) if header else None)
+        # stride-32 variants address twice the 16-byte records' bytes
+        records = WARPS * (2 if name.startswith(("store32", "store16_stride32")) else 1)
+        mods[name] = (module, ProbeBuffers(module, header, records) if header else None)
     want = None  # the uninstrumented kernel's output (its fma rounds once)
     times: dict[str, list[float]] = {n: [] for n in mods}
     for rep in range(reps + 2):
