@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One batch of GPU-machine work: install carried wheels, check the machine, run the
-# GPU tests, capture recordings and benchmarks. Results go to $OUT.
+# GPU tests, capture recordings and benchmarks. Results go to $OUT. The wheels (.whl)
+# and libbpf (.gpu-libs) come from benchmarks/gpu_carry.sh, run beforehand where pip
+# can download.
 #   bash benchmarks/gpu_session.sh [STEP...]   (default: doctor record)
 # Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.

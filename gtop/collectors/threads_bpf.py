@@ -374,7 +374,12 @@ class BpfThreadCollector(ThreadCollector):
         return hit
 
     def _in_progress(self, t_drain: int) -> np.ndarray:
-        """Rows up to now for each thread's current state; later records start after them."""
+        """Rows up to now for each thread's current state; later records start after them.
+
+        A thread woken (or preempted) and not yet back on a CPU gets rows only up to its
+        wake-up: its runnable tail is left to its next record, which places there a
+        switch-in that no hook saw (see ``offcpu.bpf.c``), had it been cut off here.
+        """
         now = time.monotonic_ns()
         states, tids = [], []
         state = _State()
@@ -393,8 +398,9 @@ class BpfThreadCollector(ThreadCollector):
                      "io_mid_start_ns", "io_mid_ns"):  # fmt: skip
             ev[name] = raw[name]
         ev["tid"] = tids
-        ev["in_ns"] = now
         oncpu = raw["oncpu"] == 1
+        woken = ~oncpu & (raw["wake_ns"] > 0) & (raw["wake_ns"] <= now)
+        ev["in_ns"] = np.where(woken, raw["wake_ns"], now)
         # a running thread's flags are from its last switch-out: in a GPU call is now
         ev["flags"][oncpu] = np.where(raw["gpu_depth"][oncpu] > 0, FLAG_GPU_WAIT, 0)
         ev["off_ns"][oncpu] = now  # running: only the on-CPU part, up to now
@@ -402,7 +408,7 @@ class BpfThreadCollector(ThreadCollector):
         ev["cpu_ns"][oncpu] = 0  # that stretch's CPU time is not known yet: wall time
         rows = self._intervals(ev)
         for i, tid in enumerate(tids):
-            self._cut[tid] = now
+            self._cut[tid] = int(ev["in_ns"][i])
             self._cut_io[tid] = (int(raw["on_ns"][i]), int(raw["io_mid_ns"][i]),
                                  int(raw["io_enter_ns"][i]))  # fmt: skip
         return rows
