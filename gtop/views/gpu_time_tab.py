@@ -134,7 +134,7 @@ class GpuTimeTab(WorkerPanel):
             return None
         gpu = model.streams.get(layouts.GPU.name)
         if gpu is None or not gpu.rows:
-            cuda = absence.agent_reason(model, self.pid, self.agent_error())
+            cuda = absence.agent_reason(model, self.pid, self.agent_error(), self.live())
             return f"no GPU time: no CUDA activity ({cuda}) and no NVML samples"
         return None
 
@@ -151,7 +151,7 @@ class GpuTimeTab(WorkerPanel):
             stacks={
                 int(k): list(v.get("frames", [])) for k, v in model.entity_values("stack").items()
             },
-            agent_reason=absence.agent_reason(model, self.pid, self.agent_error()),
+            agent_reason=absence.agent_reason(model, self.pid, self.agent_error(), self.live()),
         )
 
     def compute(self, snap: _Snap) -> _Result | None:

@@ -89,10 +89,10 @@ class KernelsTab(WorkerPanel):
 
     def reason(self, model: Model) -> str | None:
         if self.show_api:
-            return absence.api_reason(model, self.pid, self.agent_error())
+            return absence.api_reason(model, self.pid, self.agent_error(), self.live())
         data = session_of(model)
         if data.kernels.get(self.pid) is None:
-            return absence.cuda_reason(model, self.pid, self.agent_error()) or (
+            return absence.cuda_reason(model, self.pid, self.agent_error(), self.live()) or (
                 "no kernels yet: the process ran only copies or memsets"
             )
         return None

@@ -53,7 +53,10 @@ class StreamsTab(Vertical):
         self._model = model
         source = getattr(self.app, "source", None)
         why = absence.cuda_reason(
-            model, self.pid, (getattr(source, "meta", None) or {}).get("agent_error")
+            model,
+            self.pid,
+            (getattr(source, "meta", None) or {}).get("agent_error"),
+            bool(getattr(source, "live", True)),
         )
         self.note.update(why or "")
         self.note.display = why is not None

@@ -58,8 +58,8 @@ class SwimlanesTab(WorkerPanel):
         yield self.lanes
 
     def reason(self, model: Model) -> str | None:
-        cuda = absence.cuda_reason(model, self.pid, self.agent_error())
-        host = absence.threads_reason(model, self.pid)
+        cuda = absence.cuda_reason(model, self.pid, self.agent_error(), self.live())
+        host = absence.threads_reason(model, self.pid, self.live())
         if cuda and host:
             return f"{cuda}; {host}"
         return None

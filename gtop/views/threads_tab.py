@@ -66,7 +66,7 @@ class ThreadsTab(WorkerPanel):
         yield self.flame
 
     def reason(self, model: Model) -> str | None:
-        return absence.threads_reason(model, self.pid)
+        return absence.threads_reason(model, self.pid, self.live())
 
     def snapshot(self, model: Model) -> _Snap:
         intervals = _mine(model, layouts.THREAD_STATE.name, self.pid, layouts.THREAD_STATE.empty())

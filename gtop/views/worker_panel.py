@@ -48,6 +48,10 @@ class WorkerPanel(Vertical):
         meta = getattr(source, "meta", None) or {}
         return meta.get("agent_error")
 
+    def live(self) -> bool:
+        """The app shows a live source (not a replay)."""
+        return bool(getattr(getattr(self.app, "source", None), "live", True))
+
     # --- hooks ----------------------------------------------------------------------------
     def reason(self, model: Model) -> str | None:
         """One line on why there is nothing to show, or None."""

@@ -19,6 +19,7 @@ from gtop.pipeline import layouts
 from gtop.pipeline.hub import Update
 from gtop.pipeline.model import Model
 from gtop.recordings.reader import Recording
+from gtop.views import absence
 from gtop.views.gpu_time_tab import GpuTimeTab
 from gtop.views.kernels_tab import KernelsTab
 from gtop.views.process_screen import ProcessScreen
@@ -201,23 +202,33 @@ async def test_gpu_time_tab_without_cupti_is_approximate(
         assert isinstance(tab, GpuTimeTab)
         assert tab.last is not None and not tab.last.result.exact
         note = str(tab.note.render())
-        assert note.startswith("APPROXIMATE") and "agent is not attached" in note
+        assert note.startswith("APPROXIMATE") and "made without the in-process agent" in note
         assert tab.bar.summary is not None and tab.bar.summary["exact"] is False
         assert "APPROXIMATE" in str(tab.ribbon.render())
         assert 0.6 < tab.last.result.gar < 0.9  # matmuls from about 12.5 s on
 
 
 async def test_tabs_without_data_say_why(replay_app: AppFactory, idle_busy_idle: Path) -> None:
+    """A replay says what the recording lacks and how to record it, not how to attach."""
     app = replay_app(idle_busy_idle, at_s=14.0, start_pid=IDLE_PID)
     async with app.run_test(size=SIZE) as pilot:
         for title in ("Kernels", "Streams", "Swimlanes"):
             tab = await open_tab(pilot, title)
             note = str(tab.note.render())
-            assert note.startswith("no CUDA activity: the in-process agent is not attached")
-            assert "`gtop run`" in note and tab.note.display
+            assert note.startswith(
+                "no CUDA activity: the recording was made without the in-process agent"
+            ), note
+            assert "`gtop record -- CMD`" in note and tab.note.display
         tab = await open_tab(pilot, "Threads")
-        assert str(tab.note.render()).startswith("no thread states")
+        note = str(tab.note.render())
+        assert note.startswith("no thread states: host thread tracing did not run while recording")
         assert not tab.flame.display and not tab.bars.display
+        # live, the same gaps say how to start the agent and host tracing
+        cuda = absence.cuda_reason(app.model, IDLE_PID, live=True)
+        assert cuda is not None and "the in-process agent is not attached" in cuda
+        assert "`gtop run`" in cuda
+        threads = absence.threads_reason(app.model, IDLE_PID, live=True)
+        assert threads is not None and "host thread tracing is not running" in threads
 
 
 @pytest.mark.parametrize("which", ["cupti", "nvml-only"])
