@@ -13,6 +13,7 @@ from gtop.pipeline.model import Model
 from gtop.views import absence
 from gtop.views.panels import register_process_panel
 from gtop.views.stream_timeline import StreamTimeline
+from gtop.views.worker_panel import agent_error_of, is_live
 
 MAX_ROWS = 200_000
 """Most records per kind handed to the timeline in one frame (the newest are kept), so a
@@ -51,13 +52,7 @@ class StreamsTab(Vertical):
 
     def show(self, model: Model) -> None:
         self._model = model
-        source = getattr(self.app, "source", None)
-        why = absence.cuda_reason(
-            model,
-            self.pid,
-            (getattr(source, "meta", None) or {}).get("agent_error"),
-            bool(getattr(source, "live", True)),
-        )
+        why = absence.cuda_reason(model, self.pid, agent_error_of(self.app), is_live(self.app))
         self.note.update(why or "")
         self.note.display = why is not None
         self.timeline.display = why is None

@@ -20,6 +20,17 @@ from textual.widgets import Static
 from gtop.pipeline.model import Model
 
 
+def agent_error_of(app: Any) -> str | None:
+    """Why ``app``'s source could not load the agent, if the source knows."""
+    meta = getattr(getattr(app, "source", None), "meta", None) or {}
+    return meta.get("agent_error")
+
+
+def is_live(app: Any) -> bool:
+    """``app`` shows a live source (not a replay)."""
+    return bool(getattr(getattr(app, "source", None), "live", True))
+
+
 class WorkerPanel(Vertical):
     """Subclasses compose their widgets after :attr:`note` and implement the hooks."""
 
@@ -44,13 +55,11 @@ class WorkerPanel(Vertical):
 
     def agent_error(self) -> str | None:
         """Why the source could not load the agent, if the app's source knows."""
-        source = getattr(self.app, "source", None)
-        meta = getattr(source, "meta", None) or {}
-        return meta.get("agent_error")
+        return agent_error_of(self.app)
 
     def live(self) -> bool:
         """The app shows a live source (not a replay)."""
-        return bool(getattr(getattr(self.app, "source", None), "live", True))
+        return is_live(self.app)
 
     # --- hooks ----------------------------------------------------------------------------
     def reason(self, model: Model) -> str | None:

@@ -58,7 +58,7 @@ def test_tier_is_the_one_forced(tier_run):
 
 def test_on_and_off_cpu_match_schedstat(tier_run):
     """The BPF tier's CPU time is the scheduler's own, so it must hold to one point
-    (measured: under 0.1 point) even when context switches reach no hook (it infers
+    (measured: at most 0.14 point) even when context switches reach no hook (it infers
     them); the sampled tiers get two points."""
     tier, info, run = tier_run
     tolerance = 0.01 if tier.startswith("bpf") else 0.02

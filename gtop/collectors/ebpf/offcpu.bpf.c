@@ -171,7 +171,7 @@ static __always_inline int on_switch(void *ctx, bool runnable, __u32 next_tid, _
 			__u64 ran = s->exec_ns && exec > s->exec_ns ? exec - s->exec_ns : 0;
 			if (!s->oncpu) {
 				/* Running, yet its switch-in never reached us (measured: on a
-				 * Firecracker guest, 6.18, about one switch in a hundred
+				 * Firecracker guest, 6.18, under one switch in a hundred
 				 * passes no hook). Report the stretch before it now, and
 				 * place the switch-in by the CPU time charged since: its CPU
 				 * time stays exact and only its start is inferred. */
