@@ -36,3 +36,39 @@ LABELS = (
 ON_CAUSES = (Cause.G_COMP, Cause.G_XFER)
 OFF_CAUSES = tuple(c for c in Cause if c not in ON_CAUSES)
 PANELS = ("OFF-CPU^dep", "OFF-CPU^queue", "OFF-GPU^dep", "OFF-GPU^queue")
+
+PHRASES = (
+    "GPU computing",
+    "copying data",
+    "launching kernels",
+    "Python/CPU work",
+    "waiting for the GPU",
+    "file/network I/O",
+    "sleeping/blocked",
+    "GPU queue",
+    "GPU dependency wait",
+    "no host data",
+)
+"""Each cause in plain words, in :class:`Cause` order: what a view shows first, with the
+code (:data:`LABELS`) beside it."""
+
+EXPLANATIONS = (
+    "Kernels executing on the GPU.",
+    "Memory copies or memsets executing on the GPU (host<->device, device<->device).",
+    "A host thread on-CPU inside the CUDA runtime or driver: launching kernels, "
+    "allocating, setting up copies. Usual fix: fewer, larger launches; CUDA graphs.",
+    "A host thread on-CPU in application code (Python, data preparation) while the GPU "
+    "has nothing to run. Usual fix: move the work to the GPU or overlap it.",
+    "A host thread blocked or polling in a CUDA synchronise (.item(), .cpu(), "
+    "cudaStreamSynchronize) while the GPU is idle: the host waits for work it then has "
+    "to submit. Usual fix: remove the sync or move it out of the loop.",
+    "A host thread blocked in, or on-CPU inside, a file or network syscall. Usual fix: "
+    "prefetch, more DataLoader workers, faster storage.",
+    "A host thread off-CPU for another reason: a lock, a sleep, a queue wait, or "
+    "runnable but waiting for a core.",
+    "Work was submitted to the GPU but has not started yet.",
+    "Work on a stream waits for another stream or event on the GPU.",
+    "The GPU was idle and gtop had no host data to say why (before the target started "
+    "or outside its threads).",
+)
+"""One sentence per cause, in :class:`Cause` order: the legend's text."""
