@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from gtop.collectors.agent_link import REFUSALS, AgentLink
-from gtop.collectors.attach import launch_with_agent
-from gtop.pipeline.hub import Entity, Hub, Subscription
+from gtop.collectors.agent.attach import launch_with_agent
+from gtop.collectors.agent.link import REFUSALS, AgentLink
+from gtop.core.hub import Entity, Hub, Subscription
 
 ROOT = Path(__file__).resolve().parent
 WORKLOADS = ROOT / "workloads"
@@ -224,7 +224,7 @@ def _pinned(proc: subprocess.Popen) -> subprocess.Popen:
 
 def attach_link(run: Run, mode: str = "default") -> float:
     """Attach gtop to a running workload; return the seconds the attach took."""
-    from gtop.collectors.attach import attach
+    from gtop.collectors.agent.attach import attach
 
     hub = Hub(ring_rows=1 << 24)
     run.sub = hub.subscribe()

@@ -2,7 +2,7 @@
 
 Two checks, printed as a table:
 
-* live: an :class:`~gtop.analysis.live.AttributionEngine` is fed 100 ms chunks at
+* live: an :class:`~gtop.analysis.sliding_window.AttributionEngine` is fed 100 ms chunks at
   ``--rate`` CUPTI records/s (half kernels, half launch API calls, plus copies, syncs)
   and host events (thread switches, stack samples), and asked for the device result
   and the ribbon slices once per simulated second. It keeps up when records/s processed
@@ -33,9 +33,9 @@ import numpy as np
 import gtop
 from gtop.analysis import slices
 from gtop.analysis.gpu_report import gpu_report
-from gtop.analysis.live import AttributionEngine
 from gtop.analysis.records import Records
-from gtop.pipeline import layouts
+from gtop.analysis.sliding_window import AttributionEngine
+from gtop.core import layouts
 from gtop.recordings.writer import RecordingWriter
 
 PID, MAIN, LOADER = 4242, 4242, 4243

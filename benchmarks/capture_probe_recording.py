@@ -32,10 +32,10 @@ import torch
 from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
 from probes_npz_to_gtop import write_gtop
 
-from gtop.collectors.cupti_clock import fit
-from gtop.instrument import clock
-from gtop.instrument.rewrite import read_header
-from gtop.instrument.runtime import ProbeBuffers
+from gtop.cupti.clock import fit
+from gtop.probes.engine import globaltimer as clock
+from gtop.probes.engine.driver import ProbeBuffers
+from gtop.probes.engine.rewrite import read_header
 
 KERNELS = ("triton_matmul_wgmma", "triton_flash_attention_fwd")
 
@@ -128,7 +128,7 @@ def main() -> int:
     torch.zeros(1, device="cuda")
     from cuda.bindings import driver
 
-    from gtop.pipeline.hub import Hub
+    from gtop.core.hub import Hub
 
     driver.cuInit(0)
     hub = Hub()

@@ -4,7 +4,7 @@ Inputs: the JSON line a workload in ``benchmarks/workloads/`` prints (``expected
 and the ``window_ns`` to attribute), and the breakdown gtop measured over that window:
 one device entry of ``gtop report --json``'s ``gpu`` section, i.e.
 :func:`gtop.analysis.gpu_report.unit_summary` of the device over ``window_ns`` (made
-from a recording with :func:`gtop.analysis.replay.attribute_range`).
+from a recording with :func:`gtop.analysis.range_blocks.attribute_range`).
 
 A share passes when it is within ``tolerance_pp`` percentage points of the expected one;
 ``"dominant": CAUSE`` passes when CAUSE is the largest off-GPU cause.
@@ -70,8 +70,8 @@ def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict
     entry :func:`compare` reads (same shape as a ``gtop report --json`` gpu entry)."""
     from gtop.analysis.attribution import Unit
     from gtop.analysis.gpu_report import unit_summary
+    from gtop.analysis.range_blocks import attribute_range
     from gtop.analysis.records import Records
-    from gtop.analysis.replay import attribute_range
     from gtop.analysis.report import ATTRIBUTION_STREAMS
     from gtop.recordings.reader import Recording
 
@@ -108,7 +108,7 @@ def on_cpu_io_s(recording: str, window_ns: tuple[int, int]) -> float:
     """Seconds of on-CPU time inside I/O syscalls (thread_state rows: on-CPU, reason IO)
     within ``window_ns``, any thread: what the BPF tier marks and attribution charges
     ``H:IO``. 0 in a recording made by another tier, or before the BPF tier marked it."""
-    from gtop.pipeline.layouts import THREAD_STATE, BlockReason, ThreadState
+    from gtop.core.layouts import THREAD_STATE, BlockReason, ThreadState
     from gtop.recordings.reader import Recording
 
     t0, t1 = (int(t) for t in window_ns)

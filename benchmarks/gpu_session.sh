@@ -36,10 +36,10 @@ for step in $steps; do
             python3 -m gtop report "$OUT/idle_busy_idle.gtop" ;;
     probes) python3 benchmarks/capture_triton_ptx.py
             tar -cf "$OUT/triton_corpus.tar" tests/corpus/ptx/triton_*
-            python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument 2>&1 | tail -30
+            python3 -m pytest -m gpu -q -p no:cacheprovider tests/probes 2>&1 | tail -30
             timeout 400 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json"
             python3 benchmarks/capture_probe_recording.py "$OUT/probes_triton.gtop" --npz "$OUT/probes.npz" ;;
-    probe-tests) limit 280 python3 -m pytest -m gpu -q -p no:cacheprovider tests/instrument \
+    probe-tests) limit 280 python3 -m pytest -m gpu -q -p no:cacheprovider tests/probes \
                    >"$OUT/probe_tests.txt" 2>&1; tail -25 "$OUT/probe_tests.txt" ;;
     probe-overhead) limit 300 python3 benchmarks/probe_overhead.py "$OUT/probe_overhead.json" ;;
     probe-breakdown) limit 200 python3 benchmarks/probe_cost_breakdown.py "$OUT/probe_breakdown.json" ;;

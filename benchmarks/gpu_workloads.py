@@ -22,11 +22,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from triton_kernels import CORPUS, compile_kernel  # noqa: E402
 
-from gtop.instrument import ptx as ptx_parser  # noqa: E402
-from gtop.instrument.probe import Level, MapKind  # noqa: E402
-from gtop.instrument.probes import get  # noqa: E402
-from gtop.instrument.rewrite import Instrumented, instrument, read_header  # noqa: E402
-from gtop.instrument.runtime import ProbeBuffers, launch, load_ptx  # noqa: E402
+from gtop.probes.catalog import get  # noqa: E402
+from gtop.probes.engine import ptx as ptx_parser  # noqa: E402
+from gtop.probes.engine.driver import ProbeBuffers, launch, load_ptx  # noqa: E402
+from gtop.probes.engine.probe import Level, MapKind  # noqa: E402
+from gtop.probes.engine.rewrite import Instrumented, instrument, read_header  # noqa: E402
 
 NVCC_PTX = ROOT / "tests" / "corpus" / "ptx" / "nvcc_cuda_kernels.ptx"
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.collectors.threads import open_thread_collector
-from gtop.pipeline.hub import Hub
-from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE
+from gtop.collectors.threads.tiers import open_thread_collector
+from gtop.core.hub import Hub
+from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE
 
 
 def capture(pid: int, seconds: float, tier: str = "auto", **kw) -> dict:

@@ -53,9 +53,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gtop.collectors import proctree
-from gtop.collectors.threads import open_thread_collector
-from gtop.pipeline.hub import Hub
+from gtop.collectors.threads import proctree
+from gtop.collectors.threads.tiers import open_thread_collector
+from gtop.core.hub import Hub
 
 TARGET = Path(__file__).parent / "workloads" / "switcher.py"
 RATES = {"100/s": ["--sleepers", "1", "--interval", "0.01"],

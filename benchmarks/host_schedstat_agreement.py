@@ -27,8 +27,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "host")]
 
 from host_harness import collect, phases  # noqa: E402
 
-from gtop.collectors.threads import open_thread_collector  # noqa: E402
-from gtop.pipeline.layouts import ThreadState  # noqa: E402
+from gtop.collectors.threads.tiers import open_thread_collector  # noqa: E402
+from gtop.core.layouts import ThreadState  # noqa: E402
 
 
 def one_window(tier_spec: str) -> tuple[list[float], int]:

@@ -55,11 +55,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gtop.instrument import maps  # noqa: E402
-from gtop.instrument import ptx as ptx_parser  # noqa: E402
-from gtop.instrument.probe import ENTRY, EXIT, MapKind, Probe, Site, Tracepoint  # noqa: E402
-from gtop.instrument.probes import block_sched  # noqa: E402
-from gtop.instrument.rewrite import instrument  # noqa: E402
+from gtop.probes.catalog import block_sched  # noqa: E402
+from gtop.probes.engine import maps  # noqa: E402
+from gtop.probes.engine import ptx as ptx_parser  # noqa: E402
+from gtop.probes.engine.probe import ENTRY, EXIT, MapKind, Probe, Site, Tracepoint  # noqa: E402
+from gtop.probes.engine.rewrite import instrument  # noqa: E402
 
 NVCC_PTX = ROOT / "tests" / "corpus" / "ptx" / "nvcc_cuda_kernels.ptx"
 KERNEL = "saxpy"
@@ -319,8 +319,8 @@ def measure(built: dict[str, dict], reps: int) -> dict[str, dict]:
     import torch
     from gpu_workloads import ptr
 
-    from gtop.instrument.rewrite import read_header
-    from gtop.instrument.runtime import ProbeBuffers, launch, load_ptx
+    from gtop.probes.engine.driver import ProbeBuffers, launch, load_ptx
+    from gtop.probes.engine.rewrite import read_header
 
     torch.manual_seed(0)
     x = torch.randn(N, device="cuda")

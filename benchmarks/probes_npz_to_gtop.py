@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from gtop.collectors.cupti_clock import ClockFit
-from gtop.instrument.streams import SPECS, TIME_FIELD, ProbeLaunch, clock_entity, launch_batch
-from gtop.pipeline.hub import Entity
+from gtop.core.hub import Entity
+from gtop.cupti.clock import ClockFit
+from gtop.probes.catalog import ENTRIES
+from gtop.probes.record_streams import SPECS, ProbeLaunch, clock_entity, launch_batch
 from gtop.recordings.writer import RecordingWriter
 
 UNANCHORED = "unanchored: no host timestamps in the capture; first record placed at 1 s"
@@ -33,7 +34,9 @@ START_NS = 1_000_000_000
 def unanchored_fit(arrays: dict[str, np.ndarray]) -> ClockFit:
     """Shift %globaltimer so that the earliest record maps to :data:`START_NS`."""
     first = min(
-        int(a[TIME_FIELD[name.rsplit(".", 1)[1]]].min()) for name, a in arrays.items() if len(a)
+        int(a[ENTRIES[name.rsplit(".", 1)[1]].time_field].min())
+        for name, a in arrays.items()
+        if len(a)
     )
     return ClockFit(START_NS - first, 1.0, first, START_NS)
 
@@ -58,7 +61,7 @@ def write_gtop(
         workload, probe = name.rsplit(".", 1)
         info = meta["kernels"][workload]
         pinfo = info["probes"][probe]
-        t0 = int(records[TIME_FIELD[probe]].min()) if len(records) else 0
+        t0 = int(records[ENTRIES[probe].time_field].min()) if len(records) else 0
         launches.append((t0, workload, probe, info, pinfo, records))
     launches.sort(key=lambda x: x[0])
     writer = RecordingWriter(

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Hub
+from gtop.core import layouts
+from gtop.core.hub import Hub
 from gtop.recordings.recorder import Recorder
 from gtop.recordings.writer import RecordingWriter
 

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.pipeline.hub import Entity
+from gtop.core.hub import Entity
 from gtop.recordings.reader import Recording
-from gtop.recordings.replay import ReplaySource
 from gtop.recordings.writer import RecordingWriter
+from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -125,15 +125,15 @@ def cupti_frame_cost(
     """Per-frame cost of the process screen's CUPTI aggregation at ``rate`` kernel records/s.
 
     Synthetic kernel batches (one per frame) go through ``Model.apply`` with the tabs'
-    :class:`~gtop.views.session_data.SessionData` listening (kernel totals and the
+    :class:`~gtop.views.tabs.session_data.SessionData` listening (kernel totals and the
     attribution engine, incremental), then the Kernels tab's per-frame work
     (``KernelStats.rows``) and the GPU time tab's UI-thread snapshot. Attribution itself
     runs on a worker thread and is not part of a frame. Returns ms per frame by step.
     """
-    from gtop.pipeline import layouts
-    from gtop.pipeline.hub import Update
-    from gtop.pipeline.model import Model
-    from gtop.views.session_data import session_of
+    from gtop.core import layouts
+    from gtop.core.hub import Update
+    from gtop.core.model import Model
+    from gtop.views.tabs.session_data import session_of
 
     model = Model()
     data = session_of(model)

@@ -64,7 +64,7 @@ class Config:
     agent: bool = True
     host_tier: str = "auto"
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
-    """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.instrument.cli`."""
+    """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
 
 
 _N = TypeVar("_N", int, float)
@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="what works on this machine, and why not")
 
-    from gtop.instrument import cli as probe_cli
+    from gtop.probes import command as probe_cli
 
     probe_cli.add_arguments(sub.add_parser("probe", help="the PTX probe engine, offline"))
     return parser
@@ -260,10 +260,10 @@ class UserError(Exception):
 
 
 def _live_source(config: Config):  # -> LiveSource
-    from gtop.collectors.attach import AttachError
+    from gtop.collectors.agent.attach import AttachError
     from gtop.collectors.host import TargetGone
-    from gtop.collectors.live import LiveSource
     from gtop.collectors.nvml import NvmlUnavailable
+    from gtop.session.live import LiveSource
 
     targeted = config.pid is not None or bool(config.cmd)
     try:
@@ -337,7 +337,7 @@ def cmd_top(config: Config) -> int:
 
 
 def cmd_replay(config: Config) -> int:
-    from gtop.recordings.replay import ReplaySource
+    from gtop.session.replay import ReplaySource
 
     assert config.file is not None
     return _run_ui(ReplaySource(_open_recording(config.file)), config)
@@ -414,8 +414,9 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report, read_report_data
+    from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
+    from gtop.recordings.report_data import read_report_data
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
@@ -446,7 +447,7 @@ def cmd_export(config: Config) -> int:
 
 
 def cmd_probe(config: Config) -> int:
-    from gtop.instrument import cli as probe_cli
+    from gtop.probes import command as probe_cli
 
     assert config.probe_args is not None
     return probe_cli.run(config.probe_args)

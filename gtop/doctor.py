@@ -59,14 +59,14 @@ def check_nvml() -> Check:
 
 def check_agent() -> list[Check]:
     """Can the in-process agent get in (attach, ptrace, libcupti)?"""
-    from gtop.collectors.attach import doctor
+    from gtop.collectors.agent.attach import doctor
 
     return [Check(name, ok, detail) for name, ok, detail in doctor()]
 
 
 def check_host_tiers() -> list[Check]:
     """Which tier traces host threads here (bpf, perf events, /proc), and what each needs."""
-    from gtop.collectors.threads import tier_report
+    from gtop.collectors.threads.tiers import tier_report
 
     return [Check(f"threads: {t.tier}", t.available, t.needs or "works") for t in tier_report()]
 

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDINGS = REPO / "recordings"
+
+# Every subprocess a test starts (gtop itself, target programs) imports the tree under
+# test, not whichever gtop happens to be installed.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@
  * threads one GIL handover per agent wake-up, not several per buffer.
  * (gtop_shim_take() and gtop_shim_give() do the same steps one by one.)
  *
- * Built into gtop/agent/shim_blob.py by tests/agent/gen_shim_blob.py.
+ * Built into gtop/agent/shim_blob.py by tools/gen_shim_blob.py.
  */
 #include <errno.h>
 #include <poll.h>

@@ -4,7 +4,7 @@ Wraps :class:`~gtop.agent.triton_probes.TritonProbes` (created, and Triton impor
 the first probe request only). One probe per kernel pattern at a time, since a launch
 carries one probe: turning a second probe on for the same pattern replaces the first.
 Each probed launch's records go back to gtop as one :data:`~gtop.agent.wire.PROBE`
-frame, with %globaltimer clock samples (see :mod:`gtop.instrument.clock`) at most every
+frame, with %globaltimer clock samples (see :mod:`gtop.probes.engine.globaltimer`) at most every
 :data:`CLOCK_EVERY_S`. Never raises into the target: problems are answered as data.
 """
 
@@ -32,8 +32,8 @@ def _gt_samples() -> list[tuple[int, int, int]]:
     """%globaltimer samples on this (agent) thread, in the device's primary context."""
     from cuda.bindings import driver
 
-    from gtop.instrument import clock
-    from gtop.instrument.runtime import check
+    from gtop.probes.engine import globaltimer as clock
+    from gtop.probes.engine.driver import check
 
     if not int(check(driver.cuCtxGetCurrent())):
         device = check(driver.cuDeviceGet(0))
@@ -66,7 +66,7 @@ class ProbeControl:
         reply = {"kernel": kernel, "probe": probe, "on": on, "ok": False}
         try:
             from gtop.agent.triton_probes import Selection
-            from gtop.instrument.probes import get
+            from gtop.probes.catalog import get
 
             get(probe)
             every = max(1, int(msg.get("every", 1)))

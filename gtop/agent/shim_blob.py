@@ -1,6 +1,6 @@
 """cupti_shim.c built for x86-64 Linux (generated; do not edit).
 
-Regenerate with ``python tests/agent/gen_shim_blob.py``.
+Regenerate with ``python tools/gen_shim_blob.py``.
 """
 
 import base64

@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gtop.instrument import ptx
-from gtop.instrument.probe import Level
-from gtop.instrument.probes import get
-from gtop.instrument.rewrite import instrument, read_header
+from gtop.probes.catalog import get
+from gtop.probes.engine import ptx
+from gtop.probes.engine.probe import Level
+from gtop.probes.engine.rewrite import instrument, read_header
 
 if TYPE_CHECKING:
-    from gtop.instrument.runtime import Fence, Pending, ProbeBuffers
+    from gtop.probes.engine.driver import Fence, Pending, ProbeBuffers
 
 DEFAULT_CAPACITY = {"block_sched": 1 << 18, "tensorop": 1 << 18, "mem_trace": 1 << 20}
 
@@ -388,7 +388,7 @@ class TritonProbes:
                 self.errors.append(f"{name}: loaded without a probe header ({where})")
                 return
             self._count(name, "header_found")
-            from gtop.instrument.runtime import ProbeBuffers
+            from gtop.probes.engine.driver import ProbeBuffers
 
             capacity = sel.capacity or DEFAULT_CAPACITY[sel.probe]
             buffers = ProbeBuffers(int(module), header, capacity)

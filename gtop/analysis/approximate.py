@@ -29,9 +29,9 @@ from gtop.analysis import intervals as iv
 from gtop.analysis import slices
 from gtop.analysis.attribution import Partition, Unit, UnitResult
 from gtop.analysis.causes import Cause
-from gtop.analysis.host import HostIndex
+from gtop.analysis.host_window import HostIndex
 from gtop.analysis.records import Records
-from gtop.pipeline.streams import NO_INT
+from gtop.core.streams import NO_INT
 
 CUDA_FRAME = re.compile(r"(^|[^A-Za-z0-9_])(cu|cuda)[A-Z]\w*|libcuda")
 """A frame inside the CUDA runtime or driver (``cudaLaunchKernel``, ``libcuda.so``)."""

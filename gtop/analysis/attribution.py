@@ -28,7 +28,7 @@ this order (docs/attribution.md has worked examples):
    * inside another API call: on-CPU or state unknown → ``H:CTRL``;
    * outside API calls: on-CPU → ``H:APP``, except in a *launch gap* → ``H:CTRL``;
      state unknown → ``UNKNOWN``. A launch gap is a hole shorter than ``launch_gap_ns``
-     (default 100 µs, :data:`~gtop.analysis.host.LAUNCH_GAP_NS`) between two
+     (default 100 µs, :data:`~gtop.analysis.host_window.LAUNCH_GAP_NS`) between two
      consecutive launch-path calls (LAUNCH, MEMCPY, ALLOC, GRAPH_LAUNCH) of the thread:
      the framework's per-op dispatch between launches is the host's launch path;
    * anywhere: blocked with reason GPU_WAIT → ``H:WAIT_GPU``, reason IO → ``H:IO``,
@@ -65,9 +65,9 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import PANELS, Cause
-from gtop.analysis.host import LAUNCH_GAP_NS, HostIndex
+from gtop.analysis.host_window import LAUNCH_GAP_NS, HostIndex
 from gtop.analysis.records import OP_KERNEL, Records
-from gtop.pipeline.rows import take_rows
+from gtop.core.rows import take_rows
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""

@@ -1,6 +1,6 @@
 """Summaries of CUPTI activity: kernels by name, copies by direction, API calls by thread.
 
-Pure functions over record batches (:data:`~gtop.pipeline.layouts.KERNEL`, ``MEMCPY``,
+Pure functions over record batches (:data:`~gtop.core.layouts.KERNEL`, ``MEMCPY``,
 ``API``); :class:`KernelStats` keeps the kernel summary up to date batch by batch for a
 live view. The same code serves live, replay and ``gtop report --json``.
 """
@@ -14,9 +14,9 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.demangle import demangle, shorten
-from gtop.collectors.cupti_tables import DRIVER_CBIDS, RUNTIME_CBIDS
-from gtop.pipeline.hub import Entity
-from gtop.pipeline.layouts import ApiClass, CopyKind
+from gtop.core.hub import Entity
+from gtop.core.layouts import ApiClass, CopyKind
+from gtop.cupti.tables import DRIVER_CBIDS, RUNTIME_CBIDS
 
 
 @dataclass(frozen=True)

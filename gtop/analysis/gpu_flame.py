@@ -24,10 +24,10 @@ from gtop.analysis import intervals as iv
 from gtop.analysis import slices
 from gtop.analysis.attribution import UnitResult, unit_mask
 from gtop.analysis.causes import LABELS, Cause
-from gtop.analysis.host import HostIndex, frames_of
+from gtop.analysis.host_window import HostIndex, frames_of
 from gtop.analysis.records import OP_KERNEL, OP_MEMSET, Records
-from gtop.pipeline.layouts import CopyKind
-from gtop.pipeline.rows import take_rows
+from gtop.core.layouts import CopyKind
+from gtop.core.rows import take_rows
 
 DEVICE_CAUSES = (Cause.G_QUEUE, Cause.G_STALL)
 

@@ -29,9 +29,9 @@ from typing import Any
 from gtop.analysis.attribution import Summary, Unit
 from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
 from gtop.analysis.gpu_flame import fold
-from gtop.analysis.host import LAUNCH_GAP_NS
+from gtop.analysis.host_window import LAUNCH_GAP_NS
+from gtop.analysis.range_blocks import BLOCK_NS, blocks
 from gtop.analysis.records import Records
-from gtop.analysis.replay import BLOCK_NS, blocks
 
 NS = 1e-9
 
@@ -71,7 +71,7 @@ def gpu_report(
     launch_gap_ns: int = LAUNCH_GAP_NS,
 ) -> dict[str, dict[str, Any]]:
     """The ``gpu`` report section over ``[t0, t1)`` (see the module docstring), computed
-    block by block (:mod:`gtop.analysis.replay`).
+    block by block (:mod:`gtop.analysis.range_blocks`).
 
     Raises:
         ValueError: ``block_ns`` is not a multiple of ``slice_ns``.

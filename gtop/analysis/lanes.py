@@ -19,9 +19,9 @@ from gtop.analysis import intervals as iv
 from gtop.analysis import slices
 from gtop.analysis.attribution import attribute
 from gtop.analysis.causes import Cause
-from gtop.analysis.host import HostIndex
+from gtop.analysis.host_window import HostIndex
 from gtop.analysis.records import Records
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.core.layouts import BlockReason, ThreadState
 
 
 class Code(IntEnum):

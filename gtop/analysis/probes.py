@@ -1,6 +1,6 @@
 """Probed launches and their records, read from the model (live and replay alike).
 
-Pure functions over a :class:`~gtop.pipeline.model.Model`: the ``probe_launch``
+Pure functions over a :class:`~gtop.core.model.Model`: the ``probe_launch``
 entities of a process, the stream rows of one launch back in the probe's record layout,
 and the launch of the same kernel probed with another probe (one launch carries one
 probe, so the tab shows a kernel's schedule, tensor ops and DMAT from sibling launches).
@@ -12,8 +12,8 @@ import re
 
 import numpy as np
 
-from gtop.instrument.streams import LAUNCH_KIND, ProbeLaunch, from_stream, stream_name
-from gtop.pipeline.model import Model
+from gtop.core.model import Model
+from gtop.probes.record_streams import LAUNCH_KIND, ProbeLaunch, from_stream, stream_name
 
 
 def launches(model: Model, pid: int) -> list[ProbeLaunch]:

@@ -1,7 +1,7 @@
 """The slice of each record stream that attribution needs, in compact arrays.
 
 :class:`Records` is built from batches of the shared layouts
-(:mod:`gtop.pipeline.layouts`) and keeps only the fields the rules read, so the live
+(:mod:`gtop.core.layouts`) and keeps only the fields the rules read, so the live
 engine can hold a whole window of 100k records/s in little memory. GPU work of all three
 kinds (kernels, copies, memsets) goes into one ``ops`` table.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from gtop.pipeline import layouts
-from gtop.pipeline.rows import concat_rows, take_rows
+from gtop.core import layouts
+from gtop.core.rows import concat_rows, take_rows
 
 OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
 

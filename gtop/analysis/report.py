@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gtop import __version__
-from gtop.pipeline.hub import Entity
+from gtop.core.hub import Entity
 
 if TYPE_CHECKING:
     from gtop.analysis.cuda_activity import KernelStats
-    from gtop.recordings.reader import Recording
 
 MIB = 1 << 20
 
@@ -31,35 +30,12 @@ REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", *ATTRIBUTION_STREAMS)
 @dataclass(frozen=True)
 class KernelDigest:
     """What the report needs of the kernel table, gathered chunk by chunk as it is
-    decoded (:func:`read_report_data`), so the whole table is never held at once."""
+    decoded (:func:`gtop.recordings.report_data.read_report_data`), so the whole table
+    is never held at once."""
 
     stats: KernelStats
     ops: np.ndarray
     """The attribution's ops table (:class:`~gtop.analysis.records.OpsBuilder`)."""
-
-
-def read_report_data(rec: Recording) -> tuple[dict[str, np.ndarray], KernelDigest | None]:
-    """The streams :func:`build_report` reads; the kernel table as a digest when its
-    chunks are in time order (one pass over reused memory), else as rows (the reader
-    sorts them)."""
-    from gtop.analysis.cuda_activity import KernelStats
-    from gtop.analysis.records import OpsBuilder
-
-    data = {n: rec.read(n) for n in REPORT_STREAMS if n in rec.streams and n != "kernel"}
-    if "kernel" not in rec.streams:
-        return data, None
-    stats = KernelStats()
-    ops = OpsBuilder(sum(info.n for info in rec.chunks("kernel")), data)
-    last = None
-    for chunk in rec.iter_chunks("kernel", reuse=True):
-        t = chunk["t_ns"]
-        if (last is not None and t[0] < last) or bool(np.any(t[1:] < t[:-1])):
-            data["kernel"] = rec.read("kernel")
-            return data, None
-        last = t[-1]
-        stats.add(chunk)
-        ops.add_kernels(chunk)
-    return data, KernelDigest(stats, ops.finish())
 
 
 def _stats(values: np.ndarray) -> dict[str, float | None]:
@@ -192,8 +168,8 @@ def threads_section(
     data: dict[str, np.ndarray], entities: list[Entity], time_range: tuple[int, int]
 ) -> list[dict[str, Any]]:
     """The ``threads`` key: per host thread, on-CPU, runnable and blocked time by reason."""
-    from gtop.analysis.threads import threads_report
-    from gtop.pipeline import layouts
+    from gtop.analysis.thread_time import threads_report
+    from gtop.core import layouts
 
     intervals = data.get("thread_state")
     if intervals is None or not len(intervals):
@@ -256,7 +232,7 @@ def build_report(
 ) -> dict[str, Any]:
     """The report document for a recording's metadata, streams and entities (the kernel
     table as ``data["kernel"]`` or, gathered already, as ``kernels``)."""
-    from gtop.pipeline import layouts
+    from gtop.core import layouts
 
     def stream(spec: Any) -> np.ndarray:
         return data.get(spec.name, spec.empty(0))

@@ -1,38 +1,128 @@
-"""A polling collector: one named daemon thread that samples on a jittered period."""
+"""What every live collector shares: the :class:`Collector` protocol the live session
+drives, and :class:`Periodic`, the one sampling loop (a named daemon thread on a jittered
+period, errors counted as data)."""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
-from gtop.pipeline.hub import Hub
+from gtop.core.hub import Hub
+from gtop.core.status import Status
 
 JITTER = 0.05
 """Each period is stretched or shrunk by up to 5% so samples do not alias with the target."""
 
 
-@dataclass
-class CollectorStatus:
-    """What a collector reports about itself; shown by the UI and `gtop doctor`."""
+class Collector(Protocol):
+    """A live source of records: started once, stopped once, asked for its health."""
 
     name: str
-    ok: bool = True
-    detail: str = ""
-    polls: int = 0
-    late_polls: int = 0
-    """Polls that started more than one period late (the collector could not keep up)."""
-    errors: int = 0
-    last_error: str = ""
-    unsupported: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        """Begin collecting on the collector's own thread(s); never blocks for long."""
+        ...
+
+    def stop(self) -> None:
+        """Stop collecting and flush what is pending; idempotent."""
+        ...
+
+    def statuses(self) -> list[Status]:
+        """One status per thing it watches (most collectors: one)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    """What a live session gives the collectors it opens."""
+
+    hub: Hub
+    interval_s: float
+    pid: int | None
+    """The focused target (followed with its descendants), or None for the whole machine."""
+    host_tier: str
+    """How the target's threads are traced: ``auto``, ``bpf``, ``perf``, ``proc`` or ``off``."""
+    watched_pids: Callable[[], set[int]]
+    """The processes to sample now: the target's family and every process on a GPU."""
+
+
+class SessionCollector(Collector, Protocol):
+    """A collector class a live session opens by itself (see ``session.live.COLLECTORS``)."""
+
+    @classmethod
+    def for_session(cls, setup: SessionSetup) -> Collector | None:
+        """The collector for this session, or None when it has nothing to watch there."""
+        ...
+
+
+class Periodic:
+    """Calls ``step(final)`` every ``period_s`` on a daemon thread named ``gtop-<name>``.
+
+    ``step`` gets ``final=False`` while running; with ``final_step`` it is called once more
+    with ``final=True`` after :meth:`stop` (to flush). An exception in ``step`` is counted
+    in ``status`` and the loop goes on; a call that starts more than one period late is
+    counted in ``status.late_polls``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        period_s: float,
+        step: Callable[[bool], None],
+        status: Status,
+        *,
+        final_step: bool = False,
+    ) -> None:
+        self.name = name
+        self.period_s = period_s
+        self.step = step
+        self.status = status
+        self.final_step = final_step
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"gtop-{self.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and not self._stop.is_set()
+
+    def _call(self, final: bool) -> None:
+        try:
+            self.step(final)
+        except Exception as exc:  # carried as data; the loop keeps going
+            self.status.count_error(type(exc).__name__, f"{type(exc).__name__}: {exc}")
+        self.status.polls += 1
+
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self._call(False)
+            next_at += self.period_s * (1 + random.uniform(-JITTER, JITTER))
+            now = time.monotonic()
+            if now - next_at > self.period_s:
+                self.status.late_polls += 1
+                next_at = now
+            self._stop.wait(max(0.0, next_at - now))
+        if self.final_step:
+            self._call(True)
 
 
 class PollingCollector:
-    """Calls :meth:`poll` every ``interval_s`` on a daemon thread until stopped.
+    """A :class:`Collector` that calls :meth:`poll` every ``interval_s``.
 
-    Subclasses implement :meth:`poll`, which publishes to ``self.hub``. An exception in
-    ``poll`` is counted in :attr:`status` and sampling goes on.
+    Subclasses implement :meth:`poll`, which publishes to ``self.hub``.
     """
 
     name = "collector"
@@ -40,35 +130,17 @@ class PollingCollector:
     def __init__(self, hub: Hub, interval_s: float) -> None:
         self.hub = hub
         self.interval_s = interval_s
-        self.status = CollectorStatus(self.name)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.status = Status(self.name)
+        self._loop = Periodic(self.name, interval_s, lambda final: self.poll(), self.status)
 
     def poll(self) -> None:
         raise NotImplementedError
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"gtop-{self.name}", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self, timeout: float = 2.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._loop.stop(timeout)
 
-    def _run(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            try:
-                self.poll()
-            except Exception as exc:  # reported as data; the collector keeps sampling
-                self.status.errors += 1
-                self.status.last_error = f"{type(exc).__name__}: {exc}"
-            self.status.polls += 1
-            period = self.interval_s * (1 + random.uniform(-JITTER, JITTER))
-            next_at += period
-            now = time.monotonic()
-            if now - next_at > self.interval_s:
-                self.status.late_polls += 1
-                next_at = now
-            self._stop.wait(max(0.0, next_at - now))
+    def statuses(self) -> list[Status]:
+        return [self.status]

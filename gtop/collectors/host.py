@@ -13,9 +13,9 @@ from typing import Any
 
 import psutil
 
-from gtop.collectors.base import PollingCollector
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Entity, Hub
+from gtop.collectors.base import PollingCollector, SessionSetup
+from gtop.core import layouts
+from gtop.core.hub import Entity, Hub
 
 
 class TargetGone(LookupError):
@@ -101,6 +101,10 @@ class HostCollector(PollingCollector):
         self._gone: dict[int, float | None] = {}
         """Pids published as exited, with their create time: a zombie stays in its
         parent's children until reaped, and a reused pid is a new process."""
+
+    @classmethod
+    def for_session(cls, setup: SessionSetup) -> HostCollector:
+        return cls(setup.hub, setup.interval_s, setup.watched_pids)
 
     def poll(self) -> None:
         t = time.monotonic_ns()

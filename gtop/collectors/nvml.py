@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from gtop.collectors.base import PollingCollector
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Entity, Hub
+from gtop.core import layouts
+from gtop.core.hub import Entity, Hub
 
 try:
     import pynvml

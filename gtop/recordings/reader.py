@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from gtop.pipeline.hub import Entity
-from gtop.pipeline.rows import concat_rows, take_rows
+from gtop.core.hub import Entity
+from gtop.core.rows import concat_rows, take_rows
 from gtop.recordings import codec
 from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION, dtype_from_json
 

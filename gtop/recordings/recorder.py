@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gtop.pipeline import streams
-from gtop.pipeline.hub import Hub
+from gtop.core import streams
+from gtop.core.hub import Hub
 from gtop.recordings.writer import RecordingWriter
 
 FLUSH_INTERVAL_S = 0.5

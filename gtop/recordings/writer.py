@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gtop import __version__
-from gtop.pipeline.hub import Entity
+from gtop.core.hub import Entity
 from gtop.recordings import codec
 from gtop.recordings.schema import DDL, FORMAT_NAME, FORMAT_VERSION, dtype_to_json
 

@@ -1,7 +1,7 @@
-"""The gtop terminal UI over any :class:`~gtop.pipeline.source.Source`, live or replayed.
+"""The gtop terminal UI over any :class:`~gtop.core.source.Source`, live or replayed.
 
 A timer polls the source on the UI thread (``poll`` never blocks), applies the update to
-the :class:`~gtop.pipeline.model.Model`, and redraws the current screen only when the
+the :class:`~gtop.core.model.Model`, and redraws the current screen only when the
 model's ``generation`` changed. The one slow operation, starting or finalising a
 recording, runs in a thread worker.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from pathlib import Path
 from typing import Any, Protocol, cast
 
 from textual import work
@@ -21,25 +20,24 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Input
 
-from gtop.collectors.live import default_recording_path
-from gtop.pipeline.model import Model
-from gtop.pipeline.source import Source
-from gtop.recordings.recorder import Recorder
-from gtop.recordings.replay import SPEEDS
+from gtop.core.model import Model
+from gtop.core.source import Controls, Source
+from gtop.session.live import default_recording_path
+from gtop.session.replay import SPEEDS
 from gtop.views.commands import Command, GtopCommands
-from gtop.views.help_screen import HelpScreen, keys_of
-from gtop.views.overview import OverviewScreen
-from gtop.views.process_screen import ProcessScreen
-from gtop.views.process_table import ProcessTable
 from gtop.views.processes import COLUMNS, process_rows
-from gtop.views.screen import GtopScreen
-from gtop.views.session_data import session_of
-from gtop.views.status_line import Status
-from gtop.views.time_bar import Playback, TimeBar
+from gtop.views.screens.base import GtopScreen
+from gtop.views.screens.help import HelpScreen, keys_of
+from gtop.views.screens.overview import OverviewScreen
+from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs.session_data import session_of
+from gtop.views.widgets.process_table import ProcessTable
+from gtop.views.widgets.status_line import Status
+from gtop.views.widgets.time_bar import Playback, TimeBar
 
 
 class Replayable(Protocol):
-    """The controls of a replayed source (:class:`~gtop.recordings.replay.ReplaySource`)."""
+    """The controls of a replayed source (:class:`~gtop.session.replay.ReplaySource`)."""
 
     speed: float
     paused: bool
@@ -58,16 +56,6 @@ class Replayable(Protocol):
     def slower(self) -> None: ...
     def seek(self, t_ns: int) -> None: ...
     def step(self, seconds: float) -> None: ...
-
-
-class Recordable(Protocol):
-    """A live source that can record what it collects (:class:`LiveSource`)."""
-
-    pid: int | None
-    recorder: Recorder | None
-
-    def start_recording(self, path: Path) -> Recorder: ...
-    def stop_recording(self) -> Path | None: ...
 
 
 REPLAY_ACTIONS = frozenset({"step", "seek", "seek_edge", "slower", "faster", "seek_fraction"})
@@ -120,8 +108,8 @@ class GtopApp(App[int]):
         self.source = source
         self.replay = None if source.live else cast(Replayable, source)
         """The replay controls, or None when live."""
-        self.recordable = cast(Recordable, source) if hasattr(source, "start_recording") else None
-        """The recording controls, or None (replays cannot record)."""
+        self.controls = source.controls
+        """The live session's controls (probes, recording), or None in a replay."""
         self.model = Model()
         session_of(self.model)  # the process tabs' aggregates start with the session
         self.refresh_s = refresh_s
@@ -167,11 +155,11 @@ class GtopApp(App[int]):
         screen.show_chrome(self.status(), self.playback())
 
     def status(self) -> Status:
-        recorder = self.recordable.recorder if self.recordable else None
+        recorder = self.controls.recorder if self.controls else None
         trouble = []
         for st in self.source.statuses():
-            if st.errors:
-                trouble.append(f"{st.name}: {st.errors} errors ({st.last_error})")
+            if st.error_count:
+                trouble.append(f"{st.name}: {st.error_count} errors ({st.last_error})")
             elif not st.ok:
                 trouble.append(f"{st.name}: {st.detail}")
         if recorder is not None and recorder.error:
@@ -218,8 +206,8 @@ class GtopApp(App[int]):
         typing = bool(self.screen_stack) and isinstance(self.screen_stack[-1].focused, Input)
         if action in REPLAY_ACTIONS:
             return self.replay is not None and not typing
-        if action == "record":
-            return None if self.recordable is None or self.recording_busy else True
+        if action == "record":  # hidden in a replay, greyed while a recording starts/stops
+            return False if self.controls is None else (None if self.recording_busy else True)
         return True
 
     def action_pause(self) -> None:
@@ -276,14 +264,14 @@ class GtopApp(App[int]):
     def action_record(self) -> None:
         """Start recording to ``gtop-<host>-<pid>-<time>.gtop`` in the current directory,
         or stop and finalise the recording."""
-        if self.recordable is None:
+        if self.controls is None:
             return
         self.recording_busy = True
         self.refresh_bindings()
-        self._toggle_recording(self.recordable)
+        self._toggle_recording(self.controls)
 
     @work(thread=True, exclusive=True, group="recording")
-    def _toggle_recording(self, src: Recordable) -> None:
+    def _toggle_recording(self, src: Controls) -> None:
         """Runs on a worker thread: opening or finalising the file touches the disk."""
         severity: SeverityLevel = "information"
         try:
@@ -321,8 +309,8 @@ class GtopApp(App[int]):
             cmds.append(
                 Command("Filter processes", "by command, user or pid (/)", screen.action_filter)
             )
-        if self.recordable is not None:
-            rec = "Stop recording" if self.recordable.recorder else "Start recording"
+        if self.controls is not None:
+            rec = "Stop recording" if self.controls.recorder else "Start recording"
             cmds.append(Command(rec, "R", self.action_record))
         if self.replay is None:
             cmds.append(Command("Pause / resume display", "space", self.action_pause))

@@ -1,4 +1,4 @@
-"""The process rows the views show, derived from a :class:`~gtop.pipeline.model.Model`.
+"""The process rows the views show, derived from a :class:`~gtop.core.model.Model`.
 
 One row per process: its newest ``proc_gpu`` samples (summed over GPUs for memory, the
 busiest GPU for SM%), its newest ``proc_host`` sample and its ``process`` entity.
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from gtop.pipeline.model import Model
-from gtop.views import fmt
+from gtop.core.model import Model
+from gtop.views.fmt import values as fmt
 
 RECENT_S = 5.0
 """A sample older than this (in data time) no longer counts as the process's current value."""

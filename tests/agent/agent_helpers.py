@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.collectors.agent_link import AgentLink
-from gtop.collectors.attach import launch_with_agent
-from gtop.pipeline import streams
-from gtop.pipeline.hub import Entity, Subscription
+from gtop.collectors.agent.attach import launch_with_agent
+from gtop.collectors.agent.link import AgentLink
+from gtop.core import streams
+from gtop.core.hub import Entity, Subscription
 
 HERE = Path(__file__).parent
 TARGETS = HERE / "targets"

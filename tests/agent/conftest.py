@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from agent_helpers import HERE, Received
 
-from gtop.collectors.agent_link import AgentLink
-from gtop.pipeline.hub import Hub
+from gtop.collectors.agent.link import AgentLink
+from gtop.core.hub import Hub
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))  # the generators
 
 
 @pytest.fixture

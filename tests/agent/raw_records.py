@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtop.collectors import cupti_records as rec
-from gtop.collectors.cupti_tables import RECORD_SIZES
+from gtop.cupti import records as rec
+from gtop.cupti.tables import RECORD_SIZES
 
 
 def record(kind: int, **values: int) -> bytes:

@@ -15,8 +15,8 @@ import pytest
 from agent_helpers import TARGETS, script, start_target
 from agent_helpers import Target as TargetProcess
 
-from gtop.collectors import attach as attach_mod
-from gtop.collectors.attach import AttachError, Target, attach, check_ptrace, inspect
+from gtop.collectors.agent import attach as attach_mod
+from gtop.collectors.agent.attach import AttachError, Target, attach, check_ptrace, inspect
 
 needs_hypno = pytest.mark.skipif(find_spec("hypno") is None, reason="needs hypno")
 PYENV = Path.home() / ".pyenv" / "versions"
@@ -160,7 +160,7 @@ def test_doctor_reports_each_requirement():
 
 
 def test_status_summary_line():
-    from gtop.collectors.agent_link import AgentStatus
+    from gtop.collectors.agent.link import AgentStatus
 
     line = AgentStatus(1, "tracing", kinds=("kernel",), cupti_version=130001, records=5).summary()
     assert line == "agent tracing | kernel | CUPTI 13.0 | 5 records | 0 dropped"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gtop.collectors.cupti_clock import ClockTracker, fit
+from gtop.cupti.clock import ClockTracker, fit
 
 
 def samples(offset: int, scale: float, n: int, gap: int = 200, start: int = 10**15):

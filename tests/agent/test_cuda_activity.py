@@ -15,9 +15,9 @@ from gtop.analysis.cuda_activity import (
     names_from_entities,
 )
 from gtop.analysis.demangle import demangle, shorten
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Entity
-from gtop.pipeline.layouts import ApiClass, CopyKind
+from gtop.core import layouts
+from gtop.core.hub import Entity
+from gtop.core.layouts import ApiClass, CopyKind
 
 NAMES = {1: "_Z4gemmPfS_S_", 2: "triton_poi_fused_add_0", 3: "_Z4gemmPfS_S_"}
 

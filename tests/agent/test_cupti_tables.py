@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from gen_cupti_tables import render
 
-from gtop.collectors import cupti_records as rec
-from gtop.collectors.cupti_tables import RECORD_SIZES
+from gtop.cupti import records as rec
+from gtop.cupti.tables import RECORD_SIZES
 
 INCLUDE = Path("/usr/local/cuda-13.0/include")
 pytestmark = pytest.mark.skipif(
@@ -65,7 +65,7 @@ def test_field_offsets_and_sizes_match_the_headers(tmp_path):
 
 
 def test_generated_tables_match_headers():
-    committed = Path(rec.__file__).with_name("cupti_tables.py").read_text()
+    committed = Path(rec.__file__).with_name("tables.py").read_text()
     generated = subprocess.run(
         ["ruff", "format", "-"], input=render(INCLUDE), capture_output=True, text=True, check=True
     ).stdout

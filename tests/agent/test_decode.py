@@ -8,11 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from raw_records import record
 
-from gtop.collectors import cupti_records as rec
-from gtop.collectors.cupti_clock import ClockFit
-from gtop.collectors.cupti_decode import Decoder, NameTable, api_class, walk
-from gtop.collectors.cupti_tables import RECORD_SIZES, RUNTIME_CBIDS
-from gtop.pipeline.layouts import ApiClass
+from gtop.core.layouts import ApiClass
+from gtop.cupti import records as rec
+from gtop.cupti.clock import ClockFit
+from gtop.cupti.decode import Decoder, NameTable, api_class, walk
+from gtop.cupti.tables import RECORD_SIZES, RUNTIME_CBIDS
 
 CLOCK = ClockFit(offset_ns=-1_000, scale=1.0, ref_ns=0, t_ns=0)
 KINDS = [rec.CONCURRENT_KERNEL, rec.MEMCPY, rec.MEMSET, rec.RUNTIME, rec.SYNCHRONIZATION]

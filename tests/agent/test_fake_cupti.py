@@ -16,7 +16,7 @@ from agent_helpers import script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.agent.runtime import STALE_S
-from gtop.pipeline.layouts import CopyKind
+from gtop.core.layouts import CopyKind
 
 KERNEL_NAME = "_Z6saxpyifPfS_"
 

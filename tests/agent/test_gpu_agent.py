@@ -14,7 +14,7 @@ import pytest
 from agent_helpers import TARGETS, Target, script, start_target
 
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
-from gtop.collectors.attach import AttachError, attach
+from gtop.collectors.agent.attach import AttachError, attach
 
 pytestmark = pytest.mark.gpu
 STEP_KERNELS = 3  # at least: matmul, relu, add_

@@ -8,7 +8,7 @@ from importlib.util import find_spec
 import pytest
 from agent_helpers import TARGETS, start_target
 
-from gtop.collectors.attach import AttachError, attach, launch_with_agent
+from gtop.collectors.agent.attach import AttachError, attach, launch_with_agent
 
 
 def test_python_dash_m_gets_the_agent_and_a_clean_sys_path(processes, link_factory):

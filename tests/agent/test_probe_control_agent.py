@@ -9,7 +9,7 @@ import time
 import triton  # noqa: F401  (a test dependency: the agent imports it on a probe request)
 from agent_helpers import script, start_target
 
-from gtop.instrument.instrumentable import NO_PTX
+from gtop.probes.engine.instrumentable import NO_PTX
 
 KERNEL_NAME = "_Z6saxpyifPfS_"
 

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from gtop.analysis.records import Records
-from gtop.pipeline import layouts
-from gtop.pipeline.streams import StreamSpec
+from gtop.core import layouts
+from gtop.core.streams import StreamSpec
 
 
 def rows(spec: StreamSpec, items: list[dict[str, Any]]) -> np.ndarray:

@@ -7,8 +7,8 @@ import pytest
 
 from gtop.analysis.approximate import approximate
 from gtop.analysis.causes import LABELS
-from gtop.pipeline import layouts
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.core import layouts
+from gtop.core.layouts import BlockReason, ThreadState
 from tests.analysis.build import records, rows, sample, state
 
 ON, BLK = ThreadState.ON_CPU, ThreadState.BLOCKED

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import attribute, unit_mask
 from gtop.analysis.causes import Cause
-from gtop.analysis.host import LAUNCH_GAP_NS
-from gtop.analysis.live import AttributionEngine
+from gtop.analysis.host_window import LAUNCH_GAP_NS
+from gtop.analysis.range_blocks import attribute_range
 from gtop.analysis.records import OP_KERNEL, Records
-from gtop.analysis.replay import attribute_range
+from gtop.analysis.sliding_window import AttributionEngine
 from tests.analysis.build import api, copy, kernel, records, state, wait
 
 T = 1000

@@ -9,7 +9,7 @@ import pytest
 from gtop.analysis.attribution import Unit, attribute
 from gtop.analysis.causes import LABELS, Cause
 from gtop.analysis.records import Records
-from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
+from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, copy, kernel, records, state, wait
 
 ON, RUN, BLK = ThreadState.ON_CPU, ThreadState.RUNNABLE, ThreadState.BLOCKED

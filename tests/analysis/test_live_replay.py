@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtop.analysis.live import AttributionEngine
+from gtop.analysis.range_blocks import blocks
 from gtop.analysis.records import Records
-from gtop.analysis.replay import blocks
-from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
-from gtop.pipeline.rows import take_rows
+from gtop.analysis.sliding_window import AttributionEngine
+from gtop.core.layouts import ApiClass, BlockReason, ThreadState
+from gtop.core.rows import take_rows
 from tests.analysis.build import api, kernel, records, state
 
 ON, BLK = ThreadState.ON_CPU, ThreadState.BLOCKED

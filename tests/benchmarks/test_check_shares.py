@@ -7,8 +7,8 @@ from pathlib import Path
 
 from gtop.analysis.attribution import Unit
 from gtop.analysis.gpu_report import unit_summary
-from gtop.analysis.replay import attribute_range
-from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
+from gtop.analysis.range_blocks import attribute_range
+from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, kernel, records, state
 
 spec = importlib.util.spec_from_file_location(

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from gtop.collectors.host import HostCollector, family
-from gtop.pipeline.hub import Hub, Subscription
+from gtop.core.hub import Hub, Subscription
 
 
 def test_host_collector_follows_a_real_process_and_its_exit() -> None:

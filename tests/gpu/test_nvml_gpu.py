@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gpu
 
 def test_nvml_collector_samples_every_gpu() -> None:
     from gtop.collectors.nvml import NvmlCollector
-    from gtop.pipeline.hub import Hub
+    from gtop.core.hub import Hub
 
     hub = Hub()
     sub = hub.subscribe()
@@ -23,4 +23,4 @@ def test_nvml_collector_samples_every_gpu() -> None:
     assert np.all(np.isfinite(gpu["util_gpu"])) and np.all(np.isfinite(gpu["power_w"]))
     devices = [e.value for e in update.entities if e.kind == "device"]
     assert devices and all(d["name"].startswith("NVIDIA") for d in devices)
-    assert collector.status.errors == 0, collector.status.last_error
+    assert collector.status.error_count == 0, collector.status.last_error

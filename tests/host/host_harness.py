@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtop.pipeline.hub import Hub
-from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
+from gtop.core.hub import Hub
+from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 TARGET = Path(__file__).parent / "targets" / "phases.py"
 FAKE_CUDA = Path(__file__).parent / "targets" / "fake_cuda.py"

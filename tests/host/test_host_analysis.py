@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gtop.analysis.threads import clip, fold, folded_text, thread_totals, threads_report
-from gtop.pipeline.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
+from gtop.analysis.thread_time import clip, fold, folded_text, thread_totals, threads_report
+from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 STACKS = {0: {"frames": ["main", "sleep"], "kinds": "pp"}, 1: {"frames": ["read"], "kinds": "n"}}
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from host_harness import collect, target
 
-from gtop.collectors import blockreason
-from gtop.collectors.threads import open_thread_collector
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.collectors.threads import blockreason
+from gtop.collectors.threads.tiers import open_thread_collector
+from gtop.core.layouts import BlockReason, ThreadState
 
 DIRECT_IO = Path(__file__).parent / "targets" / "direct_io.py"
 TIERS = ["proc", "perf", "bpf", "bpf:raw", "bpf:tp"]

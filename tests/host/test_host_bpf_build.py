@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from gtop.collectors import threads_bpf
-from gtop.collectors.threads import tier_report
-from gtop.pipeline.hub import Hub
+from gtop.collectors.threads import bpf as threads_bpf
+from gtop.collectors.threads.tiers import tier_report
+from gtop.core.hub import Hub
 
 BUILD = threads_bpf.OBJECT.parent / "build.sh"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from host_harness import FAKE_CUDA, build_fake_cuda, collect, target
 
-from gtop.collectors import symbols
-from gtop.collectors.threads_bpf import CUDA_WAITS, BpfThreadCollector
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.collectors.threads import symbols
+from gtop.collectors.threads.bpf import CUDA_WAITS, BpfThreadCollector
+from gtop.core.layouts import BlockReason, ThreadState
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +33,8 @@ def _started(col: BpfThreadCollector) -> BpfThreadCollector:
 def test_runtime_and_driver_variants_are_probed(gpu_wait_run):
     _info, run = gpu_wait_run
     # cudaStreamSynchronize, cudaDeviceSynchronize, cuStreamSynchronize_ptsz
-    assert run.collector.status.detail.get("gpu_wait_probes") == 3, run.collector.status
-    assert run.collector.status.detail["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"]
+    assert run.collector.status.counters.get("gpu_wait_probes") == 3, run.collector.status
+    assert run.collector.status.counters["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"]
     assert "uprobe" not in run.collector.status.errors, run.collector.status.last_error
     assert "cudaStreamSynchronize" in CUDA_WAITS["libcudart.so"]
 

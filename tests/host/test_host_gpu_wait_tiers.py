@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from host_harness import FAKE_CUDA, build_fake_cuda, collect, target
 
-from gtop.collectors.threads_bpf import BpfThreadCollector
-from gtop.collectors.threads_perf import PerfThreadCollector
-from gtop.collectors.threads_proc import ProcThreadCollector
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.collectors.threads.bpf import BpfThreadCollector
+from gtop.collectors.threads.perf import PerfThreadCollector
+from gtop.collectors.threads.proc import ProcThreadCollector
+from gtop.core.layouts import BlockReason, ThreadState
 
 TIERS = {"perf": PerfThreadCollector, "proc": ProcThreadCollector, "bpf": BpfThreadCollector}
 
@@ -39,8 +39,8 @@ def _run(libs, tier: str, warmup_s: float = 0.6, **kw):
 def test_perf_tier_marks_time_inside_sync_calls_with_uprobes(libs):
     info, run = _run(libs, "perf", python_stacks=False)
     st = run.collector.status
-    assert st.detail.get("gpu_wait_probes") == 3, st
-    assert st.detail["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"], st
+    assert st.counters.get("gpu_wait_probes") == 3, st
+    assert st.counters["gpu_wait_libs"] == ["libcuda.so.1", "libcudart.so.13"], st
     assert "uprobe" not in st.errors, st.last_error
     tid = info["tid"]
     gpu = run.share(tid, ThreadState.BLOCKED, BlockReason.GPU_WAIT)
@@ -67,7 +67,7 @@ def test_proc_tier_sees_blocked_sync_calls_on_the_user_stack(libs):
 
 def test_gpu_waits_carry_the_python_frames_of_the_call(libs):
     """py-spy reads the thread a few times a second; waits no read landed in take the
-    frames of a sampled wait in the same place (pystacks.carry)."""
+    frames of a sampled wait in the same place (pystack_carry.carry)."""
     # py-spy attaches after the collector starts (slowly on a loaded machine): judge the
     # waits of the window after the warm-up, when it is reading
     info, run = _run(libs, "bpf", warmup_s=1.5, py_rate_hz=10)
@@ -84,4 +84,4 @@ def test_gpu_waits_carry_the_python_frames_of_the_call(libs):
         [any("main (fake_cuda.py)" in f for f in run.frames(s)) for s in rows["stack_id"]]
     )
     assert len(rows) and dur[framed].sum() / dur.sum() > 0.8, (framed.mean(), run.collector.status)
-    assert run.collector.status.detail.get("py_carried", 0) > 0, run.collector.status
+    assert run.collector.status.counters.get("py_carried", 0) > 0, run.collector.status

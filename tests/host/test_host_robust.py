@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from host_harness import phases
 
-from gtop.collectors.threads import describe, open_thread_collector
-from gtop.collectors.threads_bpf import BpfThreadCollector
-from gtop.pipeline.hub import Hub
-from gtop.pipeline.layouts import THREAD_STATE, BlockReason, ThreadState
+from gtop.collectors.threads.bpf import BpfThreadCollector
+from gtop.collectors.threads.tiers import describe, open_thread_collector
+from gtop.core.hub import Hub
+from gtop.core.layouts import THREAD_STATE, BlockReason, ThreadState
 
 TIERS = ["proc", "perf", "bpf"]
 
@@ -127,9 +127,9 @@ def test_bpf_stack_map_fill_is_counted():
         col.stop()
     st = col.status
     assert st.stack_errors > 0
-    assert st.detail["stack_errors"] == st.stack_errors
-    assert st.stack_errors == st.detail["kstack_errors"] + st.detail["ustack_errors"]
-    assert st.detail["kstack_errors"] > 0 and st.detail["ustack_errors"] > 0, st.detail
+    assert st.counters["stack_errors"] == st.stack_errors
+    assert st.stack_errors == st.counters["kstack_errors"] + st.counters["ustack_errors"]
+    assert st.counters["kstack_errors"] > 0 and st.counters["ustack_errors"] > 0, st.counters
     assert f"{st.stack_errors} stacks refused (stack map full or hash collision)" in describe(col)
 
 
@@ -147,7 +147,7 @@ def test_bpf_gpu_wait_uprobes_classify_blocked_time():
         attached = time.monotonic_ns() + 100_000_000
         time.sleep(1.5)
         col.stop()
-    assert col.status.detail.get("gpu_wait_probes", 0) >= 1, col.status
+    assert col.status.counters.get("gpu_wait_probes", 0) >= 1, col.status
     rows = _intervals(sub)
     mine = rows[(rows["tid"] == info["workers"][0]) & (rows["state"] == ThreadState.BLOCKED)]
     mine = mine[mine["t_ns"] > attached]

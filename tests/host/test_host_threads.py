@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from host_harness import Run, collect, phases
 
-from gtop.analysis.threads import clip, threads_report
-from gtop.collectors.threads import open_thread_collector
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.analysis.thread_time import clip, threads_report
+from gtop.collectors.threads.tiers import open_thread_collector
+from gtop.core.layouts import BlockReason, ThreadState
 
 TIERS = ["proc", "perf", "bpf", "bpf:raw", "bpf:tp"]  # bpf:MODE forces the BPF hook kind
 WINDOW_S = 3.0
@@ -102,7 +102,7 @@ def stacks_lost(run) -> int:
     none in practice) can excuse a missing kernel path, not user-stack collisions."""
     status = run.collector.status
     if "kstack_errors" in status.detail:
-        return int(status.detail["kstack_errors"])
+        return int(status.counters["kstack_errors"])
     return int(getattr(status, "stack_errors", 0))
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from host_harness import phases
 
-from gtop.collectors.threads import describe, open_thread_collector, tier_report
-from gtop.pipeline.hub import Hub
+from gtop.collectors.threads.tiers import describe, open_thread_collector, tier_report
+from gtop.core.hub import Hub
 
 ROOT = Path(__file__).parents[2]
 _UNPRIVILEGED = """
 import json, sys
-from gtop.collectors.threads import describe, open_thread_collector, tier_report
-from gtop.pipeline.hub import Hub
+from gtop.collectors.threads.tiers import describe, open_thread_collector, tier_report
+from gtop.core.hub import Hub
 col = open_thread_collector(Hub(), int(sys.argv[1]), python_stacks=False, sample_hz=99)
 col.stop()
 print(json.dumps({"tier": col.tier, "line": describe(col),

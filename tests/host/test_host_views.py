@@ -14,10 +14,10 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
-from gtop.analysis.threads import fold
-from gtop.pipeline.layouts import BlockReason
-from gtop.views.flamegraph import FlameGraph, _Icicle, build_tree, layout
-from gtop.views.thread_bars import ThreadBars, bin_states
+from gtop.analysis.thread_time import fold
+from gtop.core.layouts import BlockReason
+from gtop.views.widgets.flamegraph import FlameGraph, _Icicle, build_tree, layout
+from gtop.views.widgets.thread_bars import ThreadBars, bin_states
 
 FIXTURE = Path(__file__).parent / "fixtures" / "phases_run.npz"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtop.analysis.threads import carry_python
-from gtop.pipeline.layouts import BlockReason, ThreadState
+from gtop.analysis.thread_time import carry_python
+from gtop.core.layouts import BlockReason, ThreadState
 from gtop.recordings.reader import Recording
 
 BENCH = Path(__file__).parents[2] / "benchmarks"
@@ -48,7 +48,7 @@ def test_flamegraph_shows(checks: dict[str, float], what: str) -> None:
 def test_main_thread_loader_queue_waits_carry_python_frames():
     """py-spy reads the main thread ~4 times a second, so most of its short loader-queue
     polls get no read of their own; they take the frames of the nearest sampled poll
-    (pystacks.carry), so nearly all of the wait shows where Python waited."""
+    (pystack_carry.carry), so nearly all of the wait shows where Python waited."""
     with Recording(BENCH.parent / "recordings/slow_loader.gtop") as rec:
         intervals = rec.read("thread_state")
         stacks = {int(e.key): e.value for e in rec.entities("stack")}

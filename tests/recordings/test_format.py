@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Entity
+from gtop.core import layouts
+from gtop.core.hub import Entity
 from gtop.recordings import codec
 from gtop.recordings.reader import Recording, RecordingError
 from gtop.recordings.writer import RecordingWriter

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Hub
+from gtop.core import layouts
+from gtop.core.hub import Hub
 from gtop.recordings.recorder import FLUSH_INTERVAL_S, Recorder
 
 hub = Hub()

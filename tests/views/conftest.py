@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from gtop.recordings.reader import Recording
-from gtop.recordings.replay import ReplaySource
+from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,10 +12,10 @@ from gtop.analysis import slices
 from gtop.analysis.attribution import Unit, attribute
 from gtop.analysis.gpu_report import unit_summary
 from gtop.analysis.lanes import build_lanes
-from gtop.pipeline.layouts import ApiClass, BlockReason, ThreadState
-from gtop.views.gpu_ribbon import GpuRibbon
-from gtop.views.offgpu_bar import OffGpuBar
-from gtop.views.swimlanes import Swimlanes
+from gtop.core.layouts import ApiClass, BlockReason, ThreadState
+from gtop.views.widgets.gpu_ribbon import GpuRibbon
+from gtop.views.widgets.offgpu_bar import OffGpuBar
+from gtop.views.widgets.swimlanes import Swimlanes
 from tests.analysis.build import api, kernel, records, state
 
 MS = 1_000_000

@@ -10,11 +10,11 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from gtop.analysis.cuda_activity import api_summary, kernel_summary
-from gtop.pipeline import layouts
-from gtop.pipeline.layouts import ApiClass, CopyKind
-from gtop.views.api_table import ApiTable
-from gtop.views.kernel_table import KernelTable
-from gtop.views.stream_timeline import StreamTimeline, busy_fraction, cells
+from gtop.core import layouts
+from gtop.core.layouts import ApiClass, CopyKind
+from gtop.views.widgets.api_table import ApiTable
+from gtop.views.widgets.kernel_table import KernelTable
+from gtop.views.widgets.stream_timeline import StreamTimeline, busy_fraction, cells
 
 NAMES = {
     1: "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEE"

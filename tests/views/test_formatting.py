@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gtop.pipeline.model import Model
+from gtop.core.model import Model
 from gtop.recordings.reader import Recording
-from gtop.recordings.replay import ReplaySource
-from gtop.views import fmt, sparkline
+from gtop.session.replay import ReplaySource
+from gtop.views.fmt import sparkline
+from gtop.views.fmt import values as fmt
 from gtop.views.processes import COLUMN_KEYS, ProcessRow, descendants, process_rows, sort_rows
 from tests.views.conftest import HOST_FAMILY
 

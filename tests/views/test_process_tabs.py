@@ -15,19 +15,19 @@ from textual.widgets import DataTable, Input, Tabs
 from gtop.analysis.attribution import attribute
 from gtop.analysis.cuda_activity import KernelStats, names_from_entities
 from gtop.analysis.records import Records
-from gtop.pipeline import layouts
-from gtop.pipeline.hub import Update
-from gtop.pipeline.model import Model
+from gtop.core import layouts
+from gtop.core.hub import Update
+from gtop.core.model import Model
 from gtop.recordings.reader import Recording
-from gtop.views import absence
-from gtop.views.gpu_time_tab import GpuTimeTab
-from gtop.views.kernels_tab import KernelsTab
-from gtop.views.process_screen import ProcessScreen
-from gtop.views.session_data import LAG_NS, WINDOW_NS, session_of
-from gtop.views.streams_tab import StreamsTab
-from gtop.views.swimlanes_tab import SwimlanesTab
-from gtop.views.threads_tab import ThreadsTab
-from gtop.views.worker_panel import WorkerPanel
+from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs import absence
+from gtop.views.tabs.gpu_time_tab import GpuTimeTab
+from gtop.views.tabs.kernels_tab import KernelsTab
+from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of
+from gtop.views.tabs.streams_tab import StreamsTab
+from gtop.views.tabs.swimlanes_tab import SwimlanesTab
+from gtop.views.tabs.threads_tab import ThreadsTab
+from gtop.views.tabs.worker_panel import WorkerPanel
 from tests.views.conftest import FIXTURES, SIZE, AppFactory, load_frame_benchmark
 
 CONSTRUCTED_IO = FIXTURES / "constructed-io.gtop"

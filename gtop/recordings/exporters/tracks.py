@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtop.pipeline.layouts import ApiClass, BlockReason, CopyKind, ThreadState
+from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
 from gtop.recordings.reader import Recording
 
 

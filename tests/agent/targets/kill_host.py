@@ -3,9 +3,9 @@
 import sys
 import time
 
-from gtop.collectors.agent_link import AgentLink
-from gtop.collectors.attach import attach
-from gtop.pipeline.hub import Hub
+from gtop.collectors.agent.attach import attach
+from gtop.collectors.agent.link import AgentLink
+from gtop.core.hub import Hub
 
 link = AgentLink(Hub()).start()
 attach(int(sys.argv[1]), link)

@@ -1,0 +1,253 @@
+"""Getting the agent into a process: at launch, or into a running CPython.
+
+* :func:`launch_with_agent` starts a command with the agent loaded at startup (no change
+  to the command; see :mod:`gtop.agent.bootstrap`).
+* :func:`attach` injects it into a running CPython: ``sys.remote_exec`` (PEP 768) on
+  3.14+, ptrace injection through ``hypno`` on 3.10-3.13.
+
+When the agent cannot get in, :class:`AttachError` carries one line naming the cause and
+the fix; gtop then carries on without the agent. Nothing here stops or kills the target:
+injection runs a few lines that start the agent's thread and return.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gtop.collectors.agent.link import REFUSALS, AgentLink, AgentStatus
+
+CAP_SYS_PTRACE = 19
+CONNECT_TIMEOUT_S = 10.0
+MIN_PYTHON = (3, 10)
+INJECT_TIMEOUT_S = 30.0
+INJECTOR = "import sys, hypno; hypno.inject_py(int(sys.argv[1]), sys.stdin.read())"
+
+
+class AttachError(Exception):
+    """The agent could not get in; ``str()`` is one line: cause, then fix."""
+
+
+@dataclass(frozen=True)
+class Target:
+    pid: int
+    uid: int
+    exe: str
+    python: tuple[int, int]
+
+
+def launch_with_agent(cmd: list[str], link: AgentLink, **popen: object) -> subprocess.Popen:
+    """Start ``cmd`` with the agent loaded in every Python process it runs.
+
+    Raises:
+        AttachError: ``cmd`` cannot be started.
+    """
+    env = link.launch_env(popen.pop("env", None))  # type: ignore[arg-type]
+    try:
+        return subprocess.Popen(cmd, env=env, **popen)  # type: ignore[call-overload]
+    except OSError as exc:
+        raise AttachError(f"cannot start {cmd[0]!r}: {exc.strerror}; check the command") from None
+
+
+def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> AgentStatus:
+    """Inject the agent into running CPython ``pid`` and wait until it reports in.
+
+    Returns:
+        the agent's first status (``waiting_cuda`` or ``tracing``).
+
+    Raises:
+        AttachError: the agent could not get in, or refused to trace (one line each).
+    """
+    target = inspect(pid)
+    check_ptrace(target)
+    if os.geteuid() == 0 and target.uid != 0:
+        link.grant(target.uid)
+    inject(target, link)
+    status = link.wait(pid, ("waiting_cuda", "tracing", *REFUSALS), timeout)
+    if status is None:
+        raise AttachError(
+            f"pid {pid}: the agent was injected but did not report within {timeout:.0f} s "
+            "(the process may be stopped, or stuck holding the GIL); try again"
+        )
+    if status.state in REFUSALS:
+        raise AttachError(f"pid {pid}: {status.message}")
+    return status
+
+
+def inspect(pid: int) -> Target:
+    """Who ``pid`` is and which Python it runs.
+
+    Raises:
+        AttachError: no such process, or it is not CPython 3.10+.
+    """
+    proc = Path(f"/proc/{pid}")
+    try:
+        uid = int(re.search(r"^Uid:\s+\d+\s+(\d+)", (proc / "status").read_text(), re.M)[1])
+    except (OSError, TypeError):
+        raise AttachError(f"pid {pid} does not exist; check the pid (ps -p {pid})") from None
+    try:
+        exe = os.readlink(proc / "exe")
+        maps = (proc / "maps").read_text()
+    except PermissionError:
+        raise AttachError(
+            f"pid {pid} belongs to uid {uid}: cannot read it as uid {os.geteuid()}; "
+            "run gtop as that user or as root"
+        ) from None
+    except OSError:
+        raise AttachError(f"pid {pid} exited; nothing to attach to") from None
+    version = python_version(exe, maps)
+    if version is None:
+        name = (proc / "comm").read_text().strip()
+        raise AttachError(
+            f"pid {pid} ({name}) is not a Python process: the agent needs CPython "
+            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+; showing NVML and host data only"
+        )
+    if version < MIN_PYTHON:
+        raise AttachError(
+            f"pid {pid} runs Python {version[0]}.{version[1]}: the agent needs "
+            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+; use gtop run with a newer Python"
+        )
+    return Target(pid, uid, exe, version)
+
+
+def python_version(exe: str, maps: str) -> tuple[int, int] | None:
+    """CPython's version from the libpython it maps or its executable's name."""
+    m = re.search(r"libpython(\d+)\.(\d+)", maps)
+    if m is None:
+        m = re.search(r"python(\d+)\.(\d+)", Path(exe.removesuffix(" (deleted)")).name)
+    if m is not None:
+        return int(m[1]), int(m[2])
+    if re.fullmatch(r"python\d*", Path(exe).name):
+        out = subprocess.run(
+            [exe, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        parts = out.stdout.split()
+        if len(parts) == 2:
+            return int(parts[0]), int(parts[1])
+    return None
+
+
+def check_ptrace(target: Target) -> None:
+    """Fail early, with the fix, where the kernel would refuse ptrace.
+
+    Raises:
+        AttachError: different user without root, or Yama forbids it.
+    """
+    euid = os.geteuid()
+    privileged = euid == 0 or has_cap_sys_ptrace()
+    if target.uid != euid and not privileged:
+        raise AttachError(
+            f"pid {target.pid} belongs to uid {target.uid}, gtop runs as uid {euid}: "
+            "run gtop as that user or as root"
+        )
+    scope = yama_scope()
+    if scope == 3:
+        raise AttachError(
+            "ptrace is disabled on this machine (kernel.yama.ptrace_scope=3, only a reboot "
+            "resets it): start the program with `gtop run -- CMD` instead"
+        )
+    if scope in (1, 2) and not privileged:
+        raise AttachError(
+            f"ptrace of pid {target.pid} refused (kernel.yama.ptrace_scope={scope}): run gtop "
+            "as root, or `sudo sysctl kernel.yama.ptrace_scope=0`, or use `gtop run -- CMD`"
+        )
+
+
+def yama_scope() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/yama/ptrace_scope").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def has_cap_sys_ptrace() -> bool:
+    m = re.search(r"^CapEff:\s+([0-9a-f]+)", Path("/proc/self/status").read_text(), re.M)
+    return bool(m and int(m[1], 16) >> CAP_SYS_PTRACE & 1)
+
+
+def inject(target: Target, link: AgentLink) -> None:
+    """Run the agent's start code inside ``target``.
+
+    Raises:
+        AttachError: the injection mechanism is missing or the kernel refused it.
+    """
+    code = link.injection_code()
+    if target.python >= (3, 14):
+        script = Path(link.boot_dir) / "attach.py"
+        script.write_text(code)
+        os.chmod(script, 0o644)
+        res = subprocess.run(
+            [target.exe, "-c", f"import sys; sys.remote_exec({target.pid}, {str(script)!r})"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if res.returncode != 0:
+            last = (res.stderr.strip().splitlines() or ["unknown error"])[-1]
+            raise AttachError(f"sys.remote_exec into pid {target.pid} failed: {last}")
+        return
+    # In a child process: the injector holds its interpreter's GIL while it waits on
+    # ptrace, which must not freeze gtop's UI.
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", INJECTOR, str(target.pid)],
+            input=code,
+            capture_output=True,
+            text=True,
+            timeout=INJECT_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise AttachError(
+            f"injection into pid {target.pid} did not finish in {INJECT_TIMEOUT_S:.0f} s; "
+            f"the process may be stopped (check `ps -o stat -p {target.pid}`)"
+        ) from None
+    if res.returncode == 0:
+        return
+    last = (res.stderr.strip().splitlines() or ["unknown error"])[-1]
+    if "No module named" in last:
+        raise AttachError(
+            "attaching to Python <3.14 needs the hypno package: pip install hypno "
+            "(or start the program with `gtop run -- CMD`)"
+        )
+    if "ermission" in last or "EPERM" in last or "not permitted" in last:
+        raise AttachError(
+            f"ptrace of pid {target.pid} refused ({last}): run gtop as root or with "
+            "CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE), or use `gtop run -- CMD`"
+        )
+    raise AttachError(f"injection into pid {target.pid} failed: {last}")
+
+
+def doctor() -> list[tuple[str, bool, str]]:
+    """``(check, ok, detail)`` lines for ``gtop doctor``: can the agent get in here?"""
+    from gtop.agent.cupti import candidate_paths
+
+    lines = []
+    try:
+        import hypno  # noqa: F401
+
+        lines.append(("attach (hypno)", True, "ptrace injection for CPython 3.10-3.13"))
+    except ImportError:
+        lines.append(("attach (hypno)", False, "pip install hypno; `gtop run` still works"))
+    scope = yama_scope()
+    privileged = os.geteuid() == 0 or has_cap_sys_ptrace()
+    ok = scope == 0 or (scope in (1, 2) and privileged)
+    lines.append(("ptrace", ok, f"kernel.yama.ptrace_scope={scope}, privileged={privileged}"))
+    found = [p for p in candidate_paths() if Path(p).is_file()]
+    lines.append(
+        (
+            "libcupti",
+            bool(found),
+            found[0] if found else "not found here (targets using torch bring their own)",
+        )
+    )
+    return lines

@@ -1,0 +1,528 @@
+"""gtop's end of the in-process agent: accept agents, decode their buffers, publish.
+
+:class:`AgentLink` listens on a Unix socket in a private folder (0700, socket 0600),
+accepts agents of the same user (or any, when gtop runs as root) checked by
+``SO_PEERCRED``, and runs one daemon thread that decodes every raw CUPTI buffer into the
+``kernel``, ``memcpy``, ``memset``, ``api``, ``sync``, ``marker`` and ``overhead``
+streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
+
+* ``kernel_name`` / ``marker_name`` (key: name id): ``{"name", "pid"}``;
+* ``clock_fit`` (key ``cupti:<pid>``): see :mod:`gtop.cupti.clock`;
+* ``probe_launch`` (key ``<pid>:<launch>``) and ``clock_fit`` (key
+  ``globaltimer:<pid>``) with the ``probe_*`` streams for each probed launch an agent
+  ships (see :mod:`gtop.probes.record_streams`), and ``probe_control`` (key
+  ``<pid>:<probe>:<kernel>``): ``{"kernel", "probe", "on", "ok", "message", "pid"}``, the
+  answer to :meth:`AgentLink.set_probe`;
+* ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
+  state change. States: ``connected``, ``waiting_cuda``, ``tracing``, ``detached``,
+  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``.
+
+Several agents may connect (a launched program's Python children each bring one).
+Accounting per agent: records received + records CUPTI dropped (``Hub.source_drops``
+under ``"cupti"``) = records CUPTI produced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import platform
+import re
+import selectors
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import gtop
+from gtop.agent import bootstrap, shim_blob, wire
+from gtop.agent.modes import kinds_for
+from gtop.core.hub import Entity, Hub
+from gtop.core.status import Status
+from gtop.cupti.clock import ClockFit, ClockTracker
+from gtop.cupti.decode import Decoded, Decoder, NameTable
+from gtop.probes import record_streams as probe_streams
+from gtop.probes.catalog import PROBES
+from gtop.probes.engine import globaltimer as gt_clock
+from gtop.probes.engine.instrumentable import refusal
+
+RECV_BYTES = 1 << 20
+SELECT_S = 0.1
+SEND_TIMEOUT_S = 1.0
+REFUSALS = ("no_cupti", "other_subscriber", "error")
+REALTIME_METHOD = "assumed: %globaltimer counts CLOCK_REALTIME ns (the agent sent no samples)"
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    """What gtop knows about one agent; counts are cumulative."""
+
+    pid: int
+    state: str = "connected"
+    message: str = ""
+    kinds: tuple[str, ...] = ()
+    cupti_version: int | None = None
+    callbacks: str = ""
+    """where CUPTI's buffer callbacks run: ``c`` (the shim) or ``python`` (fallback)."""
+    python: str = ""
+    argv: tuple[str, ...] = ()
+    records: int = 0
+    """records received and decoded."""
+    dropped: int = 0
+    """records CUPTI dropped (no free buffer: gtop read too slowly)."""
+    undecoded_bytes: int = 0
+    """bytes of buffers gtop could not walk (unknown record kinds)."""
+    incomplete: int = 0
+    """GPU records without an end time (in flight at a forced flush)."""
+    buffers: int = 0
+    declined: int = 0
+    """buffer requests the agent declined because every buffer was in flight."""
+    first_record_ns: int | None = None
+    """CLOCK_MONOTONIC time the first records arrived."""
+    records_by_kind: dict[int, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line for the UI: state, what is traced, counts, drops."""
+        parts = [f"agent {self.state}"]
+        if self.kinds:
+            parts.append(",".join(self.kinds))
+        if self.cupti_version:
+            major, minor = divmod(self.cupti_version // 100, 100)
+            parts.append(f"CUPTI {major}.{minor}")
+        parts.append(f"{self.records} records")
+        parts.append(f"{self.dropped} dropped")
+        if self.incomplete:
+            parts.append(f"{self.incomplete} incomplete")
+        if self.message:
+            parts.append(self.message)
+        return " | ".join(parts)
+
+
+_sessions = itertools.count(1 << 32)  # above any pid
+
+
+class _Conn:
+    def __init__(self, sock: socket.socket, pid: int, names: NameTable) -> None:
+        self.sock = sock
+        self.send_lock = threading.Lock()
+        self.reader = wire.FrameReader()
+        self.decoder = Decoder(pid, names, session=next(_sessions))
+        self.clock = ClockTracker()
+        self.status = AgentStatus(pid)
+        self.gt_clock = ClockTracker()
+        self.gt_assumed: ClockFit | None = None
+        self.probe_launches = 0
+
+
+class AgentLink:
+    """Listens for agents and feeds what they send into ``hub``.
+
+    Args:
+        hub: where batches and entities go.
+        mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
+        options: agent options (see :func:`gtop.agent.runtime.start`), over defaults
+            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"finalize": false}``.
+
+    Raises:
+        ValueError: unknown mode or kind.
+    """
+
+    name = "agent"
+
+    def __init__(self, hub: Hub, mode: str = "default", options: dict[str, Any] | None = None):
+        kinds_for(mode)  # fail here, in gtop, on a bad mode
+        self.hub = hub
+        self.mode = mode
+        defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
+        self.options = {**defaults, **(options or {})}
+        self.dir = Path(tempfile.mkdtemp(prefix="gtop-agent-"))
+        self.path = str(self.dir / "agent.sock")
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.path)
+        os.chmod(self.path, 0o600)
+        self._listener.listen(16)
+        self._prepare_boot_dir()
+        self._names = NameTable()
+        self._conns: dict[int, _Conn] = {}
+        self._statuses: dict[int, AgentStatus] = {}
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gtop-agent-link", daemon=True)
+
+    # --- setup for the two ways in ---------------------------------------------------
+
+    def _prepare_boot_dir(self) -> None:
+        boot = self.dir / "py"
+        boot.mkdir()
+        (boot / "gtop").symlink_to(Path(gtop.__file__).resolve().parent)
+        (boot / "sitecustomize.py").write_text(bootstrap.SITECUSTOMIZE)
+        if platform.machine() == shim_blob.ARCH:
+            shim = boot / "cupti_shim.so"
+            shim.write_bytes(shim_blob.shim_bytes())
+            self.options.setdefault("shim", str(shim))
+
+    @property
+    def boot_dir(self) -> str:
+        """The folder the agent's code is imported from (PYTHONPATH or injected code)."""
+        return str(self.dir / "py")
+
+    def launch_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment that makes every Python process it reaches load the agent."""
+        env = dict(os.environ if base is None else base)
+        old = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = self.boot_dir + (os.pathsep + old if old else "")
+        env[bootstrap.ENV_SOCKET] = self.path
+        env[bootstrap.ENV_MODE] = self.mode
+        env[bootstrap.ENV_OPTIONS] = json.dumps(self.options)
+        return env
+
+    def injection_code(self) -> str:
+        """Python source that, run inside a target, starts the agent (never raises)."""
+        return (
+            "try:\n"
+            "    import sys\n"
+            f"    sys.path.insert(0, {self.boot_dir!r})\n"
+            "    try:\n"
+            "        import gtop.agent.runtime as _gtop_agent\n"
+            "    finally:\n"
+            f"        sys.path.remove({self.boot_dir!r})\n"
+            f"    _gtop_agent.start({self.path!r}, {self.mode!r}, **{self.options!r})\n"
+            "except BaseException:\n"
+            "    pass\n"
+        )
+
+    def grant(self, uid: int) -> None:
+        """Let processes of ``uid`` reach the link (gtop as root attaching to a user)."""
+        boot = self.dir / "py"
+        for p in (self.dir, boot, *boot.glob("*.py"), *boot.glob("*.so"), self.path):
+            os.chown(p, uid, -1, follow_symlinks=False)
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> AgentLink:
+        self._thread.start()
+        return self
+
+    def stop(self, detach: bool = True, timeout: float = 3.0) -> None:
+        """Ask every agent to detach (tracing off, target at full speed), then close."""
+        if detach:
+            for conn in list(self._conns.values()):
+                self._send(conn, wire.json_frame(wire.CONTROL, {"op": "detach"}))
+            deadline = time.monotonic() + timeout
+            while self._conns and time.monotonic() < deadline:
+                time.sleep(0.02)
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def statuses(self) -> list[Status]:
+        """One line per agent seen (exited ones included): state, what it traces, counts."""
+        return [
+            Status(f"agent {pid}", ok=st.state not in REFUSALS, detail=st.summary())
+            for pid, st in self.status().items()
+        ]
+
+    def status(self) -> dict[int, AgentStatus]:
+        """The latest status of every agent seen, by pid (exited ones included)."""
+        with self._cond:
+            return dict(self._statuses)
+
+    def wait(self, pid: int | None, states: tuple[str, ...], timeout: float) -> AgentStatus | None:
+        """Wait until an agent (``pid``, or any) reaches one of ``states``."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                for st in self._statuses.values():
+                    if (pid is None or st.pid == pid) and st.state in states:
+                        return st
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def set_kinds(self, kinds: list[str], pid: int | None = None) -> None:
+        """Change the activity kinds traced, live (``pid`` None: every agent).
+
+        Raises:
+            ValueError: an unknown kind.
+        """
+        kinds_for(",".join(kinds))
+        for conn in list(self._conns.values()):
+            if pid is None or conn.status.pid == pid:
+                self._send(conn, wire.json_frame(wire.CONTROL, {"op": "kinds", "kinds": kinds}))
+
+    def set_probe(
+        self, pid: int, kernel: str, probe: str, every: int = 1, on: bool = True
+    ) -> str | None:
+        """Turn ``probe`` on or off for kernel ``kernel`` (its exact name) in ``pid``.
+
+        The agent's answer arrives as a ``probe_control`` entity; records as
+        ``probe_*`` streams. Returns a refusal without asking the agent when the kernel
+        cannot be probed (no PTX: PyTorch built-in and cuBLAS kernels) or no agent is
+        connected for ``pid``; None when the request was sent.
+
+        Raises:
+            KeyError: an unknown probe.
+        """
+        if probe not in PROBES:
+            raise KeyError(f"unknown probe {probe!r} (probes: {', '.join(PROBES)})")
+        why = refusal(kernel) if on else None
+        conn = self._conns.get(pid)
+        if why is None and conn is None:
+            why = "no agent in this process: start it with gtop run, or attach"
+        pattern = f"^{re.escape(kernel)}$"
+        if why is not None:
+            value = {"kernel": pattern, "probe": probe, "on": on, "ok": False, "message": why}
+            self._publish_probe_state(pid, value)
+            return why
+        msg = {"op": "probe", "kernel": pattern, "probe": probe, "every": every, "on": on}
+        self._send(conn, wire.json_frame(wire.CONTROL, msg))
+        return None
+
+    def _publish_probe_state(self, pid: int, value: dict[str, Any]) -> None:
+        key = f"{pid}:{value.get('probe')}:{value.get('kernel')}"
+        entity = Entity("probe_control", key, time.monotonic_ns(), {**value, "pid": pid})
+        self.hub.publish_entity(entity)
+
+    # --- the thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._listener, selectors.EVENT_READ)
+        try:
+            while not self._stop.is_set():
+                for key, _ in sel.select(SELECT_S):
+                    if key.fileobj is self._listener:
+                        self._accept(sel)
+                    else:
+                        self._receive_guarded(sel, key.data)
+        finally:
+            for conn in list(self._conns.values()):
+                self._close(sel, conn)
+            sel.close()
+            self._listener.close()
+
+    def _accept(self, sel: selectors.BaseSelector) -> None:
+        sock, _ = self._listener.accept()
+        pid, uid = wire.peer_uid(sock)
+        if not (os.geteuid() == 0 or wire.peer_allowed(uid, os.geteuid())):
+            sock.close()
+            return
+        sock.settimeout(SEND_TIMEOUT_S)
+        conn = _Conn(sock, pid, self._names)
+        self._conns[pid] = conn
+        sel.register(sock, selectors.EVENT_READ, conn)
+        self._update(conn)
+
+    def _receive_guarded(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        """:meth:`_receive`; whatever one agent sends can only end that agent's link."""
+        try:
+            self._receive(sel, conn)
+        except Exception as exc:  # shown as the agent's state, as data
+            self._update(conn, state="error", message=f"link: {type(exc).__name__}: {exc}")
+            self._close(sel, conn)
+
+    def _receive(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(RECV_BYTES, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(sel, conn)
+            return
+        try:
+            for kind, payload in conn.reader.feed(data):
+                self._handle(conn, kind, payload)
+        except wire.ProtocolError as exc:
+            self._update(conn, state="error", message=f"protocol error: {exc}")
+            self._close(sel, conn)
+            return
+        self._ask_names(conn)
+
+    def _ask_names(self, conn: _Conn) -> None:
+        """Ask the agent to resolve the name pointers first seen in its buffers."""
+        pending = self._names.take_pending(conn.decoder.session)
+        if pending:
+            self._send(conn, wire.json_frame(wire.CONTROL, {"op": "resolve", "pointers": pending}))
+
+    def _handle(self, conn: _Conn, kind: int, payload: bytes) -> None:
+        if kind == wire.BUFFER:
+            self._buffer(conn, payload)
+        elif kind == wire.DRAIN:
+            # every buffer before this frame is decoded: ask for the last names, then
+            # let the agent finalise CUPTI (the agent answers in order)
+            self._ask_names(conn)
+            self._send(conn, wire.json_frame(wire.CONTROL, {"op": "drained"}))
+        elif kind == wire.HELLO:
+            hello = wire.decode_json(payload)
+            py = ".".join(str(v) for v in hello.get("python", []))
+            self._update(conn, python=py, argv=tuple(hello.get("argv", ())))
+        elif kind == wire.STATE:
+            msg = wire.decode_json(payload)
+            if "record_sizes" in msg:
+                conn.decoder.set_sizes(msg["record_sizes"])
+            changes: dict[str, Any] = {
+                "state": str(msg.get("state", "")),
+                "message": str(msg.get("message", "")),
+            }
+            if "kinds" in msg:
+                changes["kinds"] = tuple(msg["kinds"])
+            if "cupti_version" in msg:
+                changes["cupti_version"] = int(msg["cupti_version"])
+            if "callbacks" in msg:
+                changes["callbacks"] = str(msg["callbacks"])
+            self._update(conn, **changes)
+        elif kind == wire.CLOCK:
+            fit = conn.clock.add(wire.decode_json(payload).get("samples", []))
+            if fit is not None:
+                self.hub.publish_entity(
+                    Entity("clock_fit", f"cupti:{conn.status.pid}", fit.t_ns, fit.value())
+                )
+        elif kind == wire.PROBE:
+            self._probe(conn, payload)
+        elif kind == wire.PROBE_STATE:
+            self._publish_probe_state(conn.status.pid, wire.decode_json(payload))
+        elif kind == wire.NAMES:
+            names = wire.decode_json(payload).get("names", {})
+            names = {int(k): v for k, v in names.items()}
+            resolved = self._names.resolved(conn.decoder.session, names)
+            now = time.monotonic_ns()
+            for entity_kind, name_id, name in resolved:
+                value = {"name": name, "pid": conn.status.pid}
+                self.hub.publish_entity(Entity(entity_kind, str(name_id), now, value))
+
+    def _buffer(self, conn: _Conn, payload: bytes) -> None:
+        if len(payload) < wire.BUFFER_HEAD.size:
+            raise wire.ProtocolError("short buffer frame")
+        dropped, declined = wire.BUFFER_HEAD.unpack_from(payload)
+        raw = memoryview(payload)[wire.BUFFER_HEAD.size :]
+        try:
+            decoded = conn.decoder.decode(raw, conn.clock.current)
+        except Exception:
+            # A buffer we cannot decode is lost data, counted and shown (its bytes as
+            # undecoded, its drop count still added below); the link lives on.
+            self.hub.count_source_drops("cupti buffers undecodable", 1)
+            decoded = Decoded(undecoded_bytes=len(raw))
+        for stream, batch in decoded.batches.items():
+            self.hub.publish(stream, batch)
+        if dropped:
+            self.hub.count_source_drops("cupti", dropped)
+        st = conn.status
+        by_kind = dict(st.records_by_kind)
+        for k, n in decoded.records.items():
+            by_kind[k] = by_kind.get(k, 0) + n
+        received = sum(decoded.records.values())
+        self._set(
+            conn,
+            replace(
+                st,
+                records=st.records + received,
+                dropped=st.dropped + dropped,
+                undecoded_bytes=st.undecoded_bytes + decoded.undecoded_bytes,
+                incomplete=st.incomplete + decoded.incomplete,
+                buffers=st.buffers + 1,
+                declined=declined,
+                records_by_kind=by_kind,
+                first_record_ns=st.first_record_ns
+                if st.first_record_ns is not None or not received
+                else time.monotonic_ns(),
+            ),
+        )
+
+    def _probe(self, conn: _Conn, payload: bytes) -> None:
+        """One probed launch: records to the ``probe_*`` streams, its ``probe_launch``
+        entity, and the %globaltimer clock fit when the agent sent samples."""
+        info, raw = wire.decode_probe(payload)
+        probe = str(info.get("probe", ""))
+        if probe not in PROBES:
+            raise wire.ProtocolError(f"probe frame for unknown probe {probe!r}")
+        record = PROBES[probe].record
+        if len(raw) % record.itemsize:
+            raise wire.ProtocolError(f"{probe} records of {len(raw)} bytes")
+        records = np.frombuffer(raw, dtype=record)
+        pid = conn.status.pid
+        new_fit = conn.gt_clock.add(info.get("gt_samples") or [])
+        if new_fit is not None:
+            entity = probe_streams.clock_entity(pid, new_fit, gt_clock.METHOD)
+            self.hub.publish_entity(entity)
+        fit = conn.gt_clock.current if conn.gt_clock.fitted else conn.gt_assumed
+        if fit is None:
+            now = time.monotonic_ns()
+            fit = conn.gt_assumed = ClockFit(now - time.time_ns(), 1.0, 0, now)
+            entity = probe_streams.clock_entity(pid, fit, REALTIME_METHOD)
+            self.hub.publish_entity(entity)
+        conn.probe_launches += 1
+        launch = probe_streams.ProbeLaunch(
+            pid=pid,
+            launch=conn.probe_launches,
+            kernel=str(info.get("kernel", "")),
+            probe=probe,
+            grid=tuple(info.get("grid") or (0, 0, 0)),
+            block=tuple(info.get("block") or (0, 0, 0)),
+            sms=int(info.get("sms", -1)),
+            every=int(info.get("every", 1)),
+            sample=int(info.get("sample", 1)),
+            dropped=int(info.get("overflow", 0)),
+            header=dict(info.get("header") or {}),
+        )
+        entity, rows = probe_streams.launch_batch(launch, records, fit)
+        self.hub.publish(probe_streams.stream_name(probe), rows)
+        self.hub.publish_entity(entity)
+        if launch.dropped:
+            self.hub.count_source_drops(probe_streams.stream_name(probe), launch.dropped)
+
+    def _send(self, conn: _Conn, data: bytes) -> None:
+        """Send a control frame; a dead agent is noticed by the receiving side."""
+        try:
+            with conn.send_lock:
+                conn.sock.sendall(data)
+        except OSError:
+            pass
+
+    def _close(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            sel.unregister(conn.sock)
+        conn.sock.close()
+        self._conns.pop(conn.status.pid, None)
+        if conn.status.state not in (*REFUSALS, "exited"):
+            self._update(conn, state="exited" if _gone(conn.status.pid) else "detached")
+
+    def _update(self, conn: _Conn, **changes: Any) -> None:
+        """Apply a state change and publish it as the agent's entity."""
+        self._set(conn, replace(conn.status, **changes))
+        st = conn.status
+        value = {
+            "state": st.state,
+            "message": st.message,
+            "kinds": list(st.kinds),
+            "cupti_version": st.cupti_version,
+            "python": st.python,
+            "argv": list(st.argv),
+        }
+        self.hub.publish_entity(Entity("agent", str(st.pid), time.monotonic_ns(), value))
+
+    def _set(self, conn: _Conn, status: AgentStatus) -> None:
+        with self._cond:
+            conn.status = status
+            self._statuses[status.pid] = status
+            self._cond.notify_all()
+
+
+def _gone(pid: int) -> bool:
+    """True when ``pid`` has exited (a zombie counts as exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")

@@ -1,0 +1,1 @@
+"""gtop.collectors.threads.tiers."""

@@ -1,1 +1,0 @@
-"""gtop.pipeline."""

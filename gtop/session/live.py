@@ -1,0 +1,230 @@
+"""The live source: collectors on worker threads → hub → the UI's subscription."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from gtop.collectors.agent.attach import AttachError, attach, launch_with_agent
+from gtop.collectors.agent.link import AgentLink
+from gtop.collectors.base import Collector, SessionCollector, SessionSetup
+from gtop.collectors.host import HostCollector, check_pid, family
+from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
+from gtop.collectors.threads.tiers import HostThreads
+from gtop.core.hub import Hub, Update
+from gtop.core.source import Controls
+from gtop.core.status import Status
+from gtop.recordings.recorder import Recorder
+
+COLLECTORS: tuple[type[SessionCollector], ...] = (HostCollector, HostThreads)
+"""The collectors every live session opens at :meth:`LiveSource.start`, in this order: the
+one place a collector is registered. (NVML opens at construction, since it decides
+whether there is a GPU at all; the agent link opens when a target is launched or
+attached.)"""
+
+
+class LiveSource:
+    """Samples this machine's GPUs (NVML) and processes on worker threads.
+
+    Args:
+        pid: the focused target (its descendants are followed too), or None for all.
+        interval_s: sampling period of every collector.
+        host_tier: how the target's threads are traced (``auto``, ``bpf``, ``perf``,
+            ``proc``; ``off`` for not at all).
+        require_gpu: raise :class:`NvmlUnavailable` instead of carrying on without NVML.
+
+    Raises:
+        TargetGone: ``pid`` does not exist.
+        NvmlUnavailable: no usable GPU and ``require_gpu``.
+    """
+
+    live = True
+
+    def __init__(
+        self, pid: int | None, interval_s: float, *, require_gpu: bool, host_tier: str = "auto"
+    ) -> None:
+        self.pid = pid
+        self.host_tier = host_tier
+        self.interval_s = interval_s
+        self.hub = Hub()
+        self.collectors: list[Collector] = []
+        """Every collector running: NVML and the registered ones (from :meth:`start`), and
+        the agent link (from a launch or attach)."""
+        self.nvml_error: str | None = None
+        self.target = self._describe_target(pid)
+        self.title = f"pid {pid}" if pid else socket.gethostname()
+        self.nvml: NvmlCollector | None = None
+        try:
+            self.nvml = NvmlCollector(self.hub, interval_s)
+        except NvmlUnavailable as exc:
+            if require_gpu:
+                raise
+            self.nvml_error = str(exc)
+        self._sub = self.hub.subscribe()
+        self.recorder: Recorder | None = None
+        self.link: AgentLink | None = None
+        self.agent_error: str | None = None
+        """Why the in-process agent is not there (one line), when it is not."""
+        self.process: subprocess.Popen | None = None
+        self.meta: dict[str, Any] = self._meta()
+
+    @property
+    def controls(self) -> Controls:
+        """This session takes probe and recording requests (:class:`Controls`)."""
+        return self
+
+    @staticmethod
+    def _describe_target(pid: int | None) -> dict[str, Any] | None:
+        if pid is None:
+            return None
+        proc = check_pid(pid)
+        try:
+            cmdline = proc.cmdline()
+        except Exception:
+            cmdline = None
+        return {"pid": pid, "cmdline": cmdline}
+
+    # --- the in-process agent (CUPTI) ---------------------------------------------------
+
+    def _agent_link(self, mode: str) -> AgentLink:
+        if self.link is None:
+            self.link = AgentLink(self.hub, mode).start()
+            self.collectors.append(self.link)
+        return self.link
+
+    def can_probe(self) -> bool:
+        return self.link is not None
+
+    def set_probe(
+        self, pid: int, kernel: str, probe: str, every: int = 1, on: bool = True
+    ) -> str | None:
+        if self.link is None:
+            return "no agent in this session: start the program with gtop run, or attach"
+        return self.link.set_probe(pid, kernel, probe, every, on)
+
+    def launch(self, cmd: list[str], agent_mode: str = "default", **popen: Any) -> subprocess.Popen:
+        """Start ``cmd`` with the agent loaded, and focus on it.
+
+        Raises:
+            AttachError: the command cannot be started (one line).
+        """
+        self.process = launch_with_agent(cmd, self._agent_link(agent_mode), **popen)
+        self.pid = self.process.pid
+        self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
+        self.title = f"pid {self.pid}"
+        self.meta = self._meta()
+        return self.process
+
+    def attach_agent(self, agent_mode: str = "default") -> str | None:
+        """Inject the agent into the focused process; the one-line reason if it fails.
+
+        gtop carries on without the agent (NVML and host data only) when it fails.
+        """
+        if self.pid is None:
+            raise RuntimeError("no target to attach to")
+        try:
+            attach(self.pid, self._agent_link(agent_mode))
+        except AttachError as exc:
+            self.agent_error = str(exc)
+        self.meta["agent_error"] = self.agent_error
+        return self.agent_error
+
+    def target_alive(self) -> bool:
+        """Whether the focused process still runs (True when there is none)."""
+        if self.process is not None:
+            return self.process.poll() is None
+        if self.pid is None:
+            return True
+        return bool(family(self.pid))
+
+    def _watched_pids(self) -> set[int]:
+        pids = set(self.nvml.pids) if self.nvml is not None else set()
+        if self.pid is not None:
+            pids.update(family(self.pid))
+            pids.add(self.pid)  # keeps reporting it once after it exits
+        return pids
+
+    def _meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "host": socket.gethostname(),
+            "platform": platform.platform(),
+            "target": self.target,
+            "interval_s": self.interval_s,
+            "nvml_error": self.nvml_error,
+            "agent_error": self.agent_error,
+        }
+        if self.nvml is not None:
+            meta["devices"] = self.nvml.devices
+            meta.update(self.nvml.system)
+        return meta
+
+    def start(self) -> None:
+        """Start NVML and every registered collector (the agent link already runs)."""
+        setup = SessionSetup(
+            self.hub, self.interval_s, self.pid, self.host_tier, self._watched_pids
+        )
+        opened = [self.nvml] if self.nvml is not None else []
+        opened += [c for c in (cls.for_session(setup) for cls in COLLECTORS) if c is not None]
+        for collector in opened:
+            collector.start()
+        self.collectors[:0] = opened
+
+    def stop(self) -> None:
+        """Stop collecting: the agent detaches (the target runs on), recording is finalised."""
+        if self.link is not None:
+            self.link.stop()
+        for collector in reversed(self.collectors):
+            if collector is not self.link:
+                collector.stop()
+        self.stop_recording()
+
+    def poll(self) -> Update:
+        return self._sub.poll()
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def drops(self) -> dict[str, int]:
+        out = dict(self.hub.source_drops)
+        for name, n in self._sub.drops().items():
+            out[name] = out.get(name, 0) + n
+        return out
+
+    def statuses(self) -> list[Status]:
+        out = [Status("nvml", ok=False, detail=self.nvml_error)] if self.nvml_error else []
+        if self.agent_error:
+            out.append(Status("agent", ok=False, detail=self.agent_error))
+        for collector in self.collectors:
+            out.extend(collector.statuses())
+        return out
+
+    # --- recording ----------------------------------------------------------------------
+
+    def start_recording(self, path: Path, *, overwrite: bool = False) -> Recorder:
+        """Record everything from now on to ``path`` (entities known so far included).
+
+        Raises:
+            FileExistsError, OSError: the file cannot be created.
+        """
+        if self.recorder is not None:
+            raise RuntimeError("already recording")
+        self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite).start()
+        return self.recorder
+
+    def stop_recording(self) -> Path | None:
+        if self.recorder is None:
+            return None
+        recorder, self.recorder = self.recorder, None
+        return recorder.stop()
+
+
+def default_recording_path(pid: int | None) -> Path:
+    """``gtop-<host>[-<pid>]-<YYYYmmdd-HHMMSS>.gtop`` in the current directory."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    who = f"-{pid}" if pid else ""
+    return Path(os.getcwd()) / f"gtop-{socket.gethostname()}{who}-{stamp}.gtop"

@@ -1,0 +1,127 @@
+"""The replay source: a recording played back through the same model and views as live."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from gtop.core.hub import Entity, Update
+from gtop.core.status import Status
+from gtop.recordings.reader import Recording
+
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+class ReplaySource:
+    """Plays ``recording`` from its start, in recorded time scaled by :attr:`speed`.
+
+    The playhead moves only in :meth:`poll`; :meth:`seek` and :meth:`step` ask the
+    model to reset and refill the last ``history_s`` seconds before the new position.
+    """
+
+    live = False
+    controls = None
+    """A replay takes no probe or recording requests."""
+
+    def __init__(self, recording: Recording, history_s: float = 120.0) -> None:
+        self.recording = recording
+        self.meta: dict[str, Any] = recording.meta
+        self.title = f"replay {recording.path.name}"
+        self.t_start, self.t_end = recording.time_range()
+        self.history_ns = int(history_s * 1e9)
+        self.speed = 1.0
+        self.paused = False
+        self.playhead = self.t_start
+        self._emitted_to = self.t_start - 1
+        self._need_reset = True
+        self._wall = time.monotonic()
+        self._entities = sorted(recording.entities(), key=lambda e: e.t_ns)
+        self._entity_times = np.array([e.t_ns for e in self._entities], dtype=np.int64)
+
+    # --- controls -----------------------------------------------------------------------
+
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
+
+    def faster(self) -> None:
+        self.speed = next((s for s in SPEEDS if s > self.speed), SPEEDS[-1])
+
+    def slower(self) -> None:
+        self.speed = next((s for s in reversed(SPEEDS) if s < self.speed), SPEEDS[0])
+
+    def seek(self, t_ns: int) -> None:
+        self.playhead = min(max(int(t_ns), self.t_start), self.t_end)
+        self._need_reset = True
+
+    def step(self, seconds: float) -> None:
+        self.seek(self.playhead + int(seconds * 1e9))
+
+    @property
+    def position_s(self) -> float:
+        return (self.playhead - self.t_start) / 1e9
+
+    @property
+    def duration_s(self) -> float:
+        return (self.t_end - self.t_start) / 1e9
+
+    @property
+    def at_end(self) -> bool:
+        return self.playhead >= self.t_end
+
+    # --- Source -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._wall = time.monotonic()
+
+    def stop(self) -> None:
+        self.recording.close()
+
+    def now_ns(self) -> int:
+        return self.playhead
+
+    def poll(self) -> Update:
+        wall = time.monotonic()
+        if not self.paused and not self.at_end and not self._need_reset:
+            advance = int((wall - self._wall) * 1e9 * self.speed)
+            self.playhead = min(self.playhead + advance, self.t_end)
+        self._wall = wall
+        if self._need_reset:
+            self._need_reset = False
+            lo = max(self.t_start, self.playhead - self.history_ns)
+            update = self._between(lo, self.playhead, entities_from=None)
+            update.reset = True
+        else:
+            update = self._between(
+                self._emitted_to + 1, self.playhead, entities_from=self._emitted_to + 1
+            )
+        self._emitted_to = self.playhead
+        return update
+
+    def _between(self, t0: int, t1: int, entities_from: int | None) -> Update:
+        batches = {}
+        if t1 >= t0:
+            for name in self.recording.streams:
+                rows = self.recording.read(name, t0, t1 + 1)
+                if len(rows):
+                    batches[name] = rows
+        hi = int(np.searchsorted(self._entity_times, t1, side="right"))
+        lo = (
+            0
+            if entities_from is None
+            else int(np.searchsorted(self._entity_times, entities_from, side="left"))
+        )
+        entities: list[Entity] = self._entities[lo:hi]
+        return Update(batches=batches, entities=entities)
+
+    def drops(self) -> dict[str, int]:
+        recorded = self.meta.get("drops") or {}
+        out = {f"{k} (recorded)": v for k, v in recorded.items() if v}
+        if self.recording.problems:
+            out["damaged chunks"] = len(self.recording.problems)
+        return out
+
+    def statuses(self) -> list[Status]:
+        detail = f"{self.position_s:.1f}/{self.duration_s:.1f} s ×{self.speed:g}"
+        return [Status("replay", ok=not self.recording.problems, detail=detail)]

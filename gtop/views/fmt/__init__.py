@@ -1,0 +1,1 @@
+"""gtop.views.fmt.values."""

@@ -1,0 +1,91 @@
+"""One process: identity, its resource history, and the registered panels as tabs."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widget import Widget
+from textual.widgets import Input, TabbedContent, TabPane
+
+from gtop.core.model import Model
+from gtop.views.screens.base import GtopScreen
+from gtop.views.tabs.panels import ModelView, process_panels
+from gtop.views.widgets.process_summary import ProcessSummary
+
+
+class ProcessScreen(GtopScreen):
+    """Focus on ``pid``; Esc or Backspace goes back."""
+
+    DEFAULT_CSS = """
+    ProcessScreen TabbedContent { height: 1fr; }
+    ProcessScreen TabPane { padding: 0; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("backspace", "back", "Back", show=False),
+        Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
+        Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
+    ]
+
+    def __init__(self, model: Model, pid: int, *, replay: bool) -> None:
+        super().__init__(model, replay=replay)
+        self.pid = pid
+        self._panels: dict[str, ModelView] = {}
+        self.summary = ProcessSummary(pid)
+        self.tabs = TabbedContent()
+
+    def compose_body(self) -> ComposeResult:
+        yield self.summary
+        with self.tabs:
+            for i, spec in enumerate(process_panels()):
+                panel = spec.factory(self.pid)
+                self._panels[f"panel-{i}"] = panel
+                with TabPane(spec.title, id=f"panel-{i}"):
+                    yield panel
+
+    def show(self, model: Model) -> None:
+        self.summary.show(model)
+        active = self.tabs.active
+        if active in self._panels:
+            self._panels[active].show(model)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        panel = self._panels.get(event.pane.id or "")
+        if panel is not None:
+            panel.show(self.model)
+            self.call_after_refresh(self._focus_in, panel)
+
+    def _focus_in(self, panel: ModelView) -> None:
+        """Keys go to the open tab: focus its first focusable widget that is on display
+        and is not a text box (a filter box is opened with ``/``; focused, it would take
+        the screen's keys as text), else nothing: the screen's keys still work, and a
+        widget left focused in the previous tab would make TabbedContent switch back."""
+        if not isinstance(panel, Widget) or self._panels.get(self.tabs.active) is not panel:
+            return  # another tab opened since: focusing here would switch back to this one
+        for widget in (panel, *panel.query("*")):
+            if widget.focusable and not isinstance(widget, Input) and _displayed(widget, panel):
+                widget.focus()
+                return
+        self.set_focus(None)
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_tab(self, step: int) -> None:
+        """Open the next (``step`` = 1) or previous (-1) tab."""
+        ids = list(self._panels)
+        self.tabs.active = ids[(ids.index(self.tabs.active) + step) % len(ids)]
+
+
+def _displayed(widget: Widget, top: Widget) -> bool:
+    """``widget`` and its ancestors up to ``top`` are all displayed (a hidden parent
+    leaves its children focusable in Textual's sense)."""
+    node: object = widget
+    while isinstance(node, Widget):
+        if not node.display:
+            return False
+        if node is top:
+            return True
+        node = node.parent
+    return True

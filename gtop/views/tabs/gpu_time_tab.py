@@ -1,0 +1,173 @@
+"""Process-screen tab "GPU time" (issue 5): where the focused process's GPU time went.
+
+Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS` (ending
+:data:`~gtop.views.tabs.session_data.LAG_NS` before the newest record, live and replayed
+alike): the on/off-GPU ribbon (one cell per :data:`SLICE_NS`), the off-GPU breakdown bar
+with GAR and absolute times, and the GPU-centric flamegraph. Attribution runs on a worker
+thread over a snapshot of the session's :class:`~gtop.analysis.sliding_window.AttributionEngine`.
+Without CUPTI data for the process, the NVML approximation
+(:mod:`gtop.analysis.approximate`) is shown instead, labelled "approximate".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from textual.app import ComposeResult
+
+from gtop.analysis import gpu_flame, slices
+from gtop.analysis.approximate import approximate
+from gtop.analysis.attribution import UnitResult, attribute, stream_keys
+from gtop.analysis.cuda_activity import names_from_entities
+from gtop.analysis.gpu_report import unit_summary
+from gtop.analysis.records import Records
+from gtop.core import layouts
+from gtop.core.model import Model
+from gtop.views.tabs import absence
+from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of
+from gtop.views.tabs.worker_panel import WorkerPanel
+from gtop.views.widgets.flamegraph import FlameGraph, Path
+from gtop.views.widgets.gpu_ribbon import GpuRibbon
+from gtop.views.widgets.offgpu_bar import OffGpuBar
+
+SLICE_NS = 100_000_000
+"""One ribbon cell."""
+FLAME_SLICE_NS = 1_000_000
+"""One flamegraph slice (DESIGN.md: 1 ms)."""
+
+
+@dataclass(frozen=True)
+class _Snap:
+    records: Records
+    watermark: int | None
+    now_ns: int
+    gpu: np.ndarray
+    device: int
+    kernel_names: Mapping[int, str]
+    stacks: Mapping[int, Sequence[str]]
+    agent_reason: str
+
+
+@dataclass(frozen=True)
+class _Result:
+    result: UnitResult
+    ribbon: tuple[int, ...]
+    folded: dict[Path, float]
+    note: str
+
+
+def pid_device(model: Model, pid: int) -> int:
+    """The GPU ``pid`` used most recently (NVML's per-process rows), else the first GPU."""
+    rows = model.window(layouts.PROC_GPU.name, model.history_s)
+    if rows is not None:
+        mine = rows[rows["pid"] == pid]
+        if len(mine):
+            return int(mine["gpu"][-1])
+    devices = model.devices()
+    return int(devices[0].get("index", 0)) if devices else 0
+
+
+def _has_ops(records: Records, pid: int) -> bool:
+    return bool(len(records.ops) and (records.ops["pid"] == pid).any())
+
+
+def gpu_time(snap: _Snap, pid: int) -> _Result | None:
+    """Attribute the window for ``pid`` (exactly, else approximately); None: no data."""
+    rec = snap.records
+    if _has_ops(rec, pid) and snap.watermark is not None:
+        t1 = snap.watermark - LAG_NS
+        t0 = t1 - WINDOW_NS
+        units = attribute(rec, t0, t1, "process", known=stream_keys(rec.ops))
+        mine = sorted((u for u in units if u.pid == pid), key=lambda u: u.device)
+        if not mine:
+            return None
+        unit = mine[0]
+        res = units[unit]
+        note = f"GPU{unit.device} · process {pid} · exact (CUPTI) · last {WINDOW_NS / 1e9:g} s"
+    else:
+        if not len(snap.gpu):
+            return None
+        t1 = snap.now_ns
+        t0 = t1 - WINDOW_NS
+        res = approximate(snap.gpu, rec, snap.device, pid, t0, t1, snap.stacks)
+        note = (
+            f"APPROXIMATE: GPU{snap.device} NVML utilisation + host thread states "
+            f"(no CUDA activity: {snap.agent_reason})"
+        )
+    edges = slices.edges(res.t0, res.t1, SLICE_NS)
+    ribbon = tuple(slices.dominant(slices.occupancy(res.partition, edges)).tolist())
+    flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
+    folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
+    return _Result(res, ribbon, folded, note)
+
+
+class GpuTimeTab(WorkerPanel):
+    """Ribbon, breakdown bar and GPU-centric flamegraph of the focused process."""
+
+    DEFAULT_CSS = """
+    GpuTimeTab > FlameGraph { height: 1fr; min-height: 4; }
+    """
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.ribbon = GpuRibbon()
+        self.ribbon.show_legend = False
+        self.ribbon.slice_ms = SLICE_NS / 1e6
+        self.bar = OffGpuBar()
+        self.flame = FlameGraph()
+        self.last: _Result | None = None
+        """The latest attribution shown (tests compare it with the analysis)."""
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.ribbon
+        yield self.bar
+        yield self.flame
+
+    def reason(self, model: Model) -> str | None:
+        data = session_of(model)
+        if _has_ops(data.engine.records(), self.pid):
+            return None
+        gpu = model.streams.get(layouts.GPU.name)
+        if gpu is None or not gpu.rows:
+            cuda = absence.agent_reason(model, self.pid, self.agent_error(), self.live())
+            return f"no GPU time: no CUDA activity ({cuda}) and no NVML samples"
+        return None
+
+    def snapshot(self, model: Model) -> _Snap:
+        data = session_of(model)
+        gpu = model.window(layouts.GPU.name, (WINDOW_NS + LAG_NS) / 1e9 + 5)
+        return _Snap(
+            records=data.snapshot(),
+            watermark=data.engine.watermark,
+            now_ns=model.now_ns,
+            gpu=gpu if gpu is not None else layouts.GPU.empty(0),
+            device=pid_device(model, self.pid),
+            kernel_names=names_from_entities(model.entities.get("kernel_name", {}).values()),
+            stacks={
+                int(k): list(v.get("frames", [])) for k, v in model.entity_values("stack").items()
+            },
+            agent_reason=absence.agent_reason(model, self.pid, self.agent_error(), self.live()),
+        )
+
+    def compute(self, snap: _Snap) -> _Result | None:
+        return gpu_time(snap, self.pid)
+
+    def apply(self, result: Any) -> None:
+        if result is None:
+            self.set_note("no GPU work of this process in the window")
+            return
+        self.last = result
+        self.set_note(result.note)
+        self.ribbon.exact = result.result.exact
+        self.ribbon.states = result.ribbon
+        self.bar.summary = unit_summary(result.result)
+        self.flame.folded = result.folded
+        self.flame.border_title = "GPU-centric flamegraph"
+
+
+register_process_panel("GPU time", GpuTimeTab, order=60)

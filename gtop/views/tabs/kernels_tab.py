@@ -1,0 +1,186 @@
+"""Process-screen tab "Kernels": the focused process's kernels, and its CUDA API calls.
+
+Kernel totals come from :class:`~gtop.views.tabs.session_data.SessionData`, aggregated batch
+by batch as they arrive (since the session began, or since the last replay seek); the
+API table sums the calls of the last :data:`API_WINDOW_S` seconds on a worker thread.
+``a`` switches between the two; Enter on a kernel shows its full demangled name (and why
+it cannot be probed, for kernels without PTX); ``b``/``t``/``m`` toggle the
+block_sched/tensorop/mem_trace probe for the selected kernel in a live process with the
+agent (greyed in replay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.widgets import DataTable, Static
+
+from gtop.analysis import probes
+from gtop.analysis.cuda_activity import ApiRow, KernelRow, api_summary, names_from_entities
+from gtop.core import layouts
+from gtop.core.model import Model
+from gtop.core.source import Controls, HasControls
+from gtop.probes.catalog import ENTRIES
+from gtop.probes.engine.instrumentable import refusal
+from gtop.views.tabs import absence
+from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.session_data import session_of
+from gtop.views.tabs.worker_panel import WorkerPanel
+from gtop.views.widgets.api_table import ApiTable
+from gtop.views.widgets.kernel_table import KernelTable
+
+API_WINDOW_S = 10.0
+"""The API table covers this many recent seconds (calls/s and % wall are over it)."""
+
+
+@dataclass(frozen=True)
+class _Snap:
+    api: np.ndarray
+    span_ns: int
+
+
+class KernelsTab(WorkerPanel):
+    """Kernel table (sortable, filterable, Enter: full name) or API table (``a``)."""
+
+    DEFAULT_CSS = """
+    KernelsTab > #kernel-detail { height: auto; max-height: 4; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("a", "toggle_api", "Kernels/API"),
+        *(Binding(e.toggle_key, f"probe('{e.name}')", e.name) for e in ENTRIES.values()),
+    ]
+
+    show_api: reactive[bool] = reactive(False)
+    """Show the API table instead of the kernel table."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.kernels = KernelTable()
+        self.detail = Static("", id="kernel-detail")
+        self.api = ApiTable()
+        self._drawn: tuple[int, int, int] | None = None
+        self._detail_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.kernels
+        yield self.detail
+        yield self.api
+
+    def on_mount(self) -> None:
+        self._layout()
+
+    def set_empty(self, empty: bool) -> None:
+        super().set_empty(empty)
+        self._layout()
+
+    def _layout(self) -> None:
+        shown = not self._empty
+        self.detail.display = shown and bool(self._detail_text) and not self.show_api
+        self.api.display = shown and self.show_api
+        self.kernels.display = shown and not self.show_api
+
+    def reason(self, model: Model) -> str | None:
+        if self.show_api:
+            return absence.api_reason(model, self.pid, self.agent_error(), self.live())
+        data = session_of(model)
+        if data.kernels.get(self.pid) is None:
+            return absence.cuda_reason(model, self.pid, self.agent_error(), self.live()) or (
+                "no kernels yet: the process ran only copies or memsets"
+            )
+        return None
+
+    def show(self, model: Model) -> None:
+        data = session_of(model)
+        stats = data.kernels.get(self.pid)
+        if stats is not None:
+            key = (data.generation, data.batches, id(stats))
+            if key != self._drawn:
+                self._drawn = key
+                names = names_from_entities(model.entities.get("kernel_name", {}).values())
+                self.kernels.set_rows(stats.rows(names))
+        super().show(model)
+
+    def snapshot(self, model: Model) -> _Snap | None:
+        if not self.show_api:
+            return None
+        rows = model.window(layouts.API.name, API_WINDOW_S)
+        rows = rows[rows["pid"] == self.pid] if rows is not None else layouts.API.empty(0)
+        return _Snap(rows, int(API_WINDOW_S * 1e9))
+
+    def compute(self, snap: _Snap | None) -> list[ApiRow] | None:
+        return None if snap is None else api_summary(snap.api, snap.span_ns)
+
+    def apply(self, result: list[ApiRow] | None) -> None:
+        if result is not None:
+            self.api.set_rows(result)
+
+    def on_kernel_table_selected(self, message: KernelTable.Selected) -> None:
+        self.show_full_name(message.row)
+
+    def show_full_name(self, row: KernelRow) -> None:
+        """Show ``row``'s full demangled name under the table (Enter again hides it),
+        and, for a kernel that cannot be probed, why."""
+        why = refusal(row.name)
+        text = row.demangled + (f"\nnot instrumentable: {why}" if why else "")
+        self._detail_text = "" if self._detail_text == text else text
+        self.detail.update(self._detail_text)
+        self._layout()
+
+    def watch_show_api(self, show_api: bool) -> None:
+        self._layout()
+        if self._model is not None:
+            self.show(self._model)
+
+    def action_toggle_api(self) -> None:
+        self.show_api = not self.show_api
+        target = self.api if self.show_api else self.kernels
+        self.call_after_refresh(target.query_one("DataTable").focus)
+
+    # --- probes (live, through the agent) ----------------------------------------------
+
+    def _controls(self) -> Controls | None:
+        """The live session's controls, when they can reach an agent."""
+        app = self.app
+        controls = app.controls if isinstance(app, HasControls) else None
+        return controls if controls is not None and controls.can_probe() else None
+
+    def _selected(self) -> KernelRow | None:
+        shown = self.kernels.shown
+        row = self.kernels.query_one(DataTable).cursor_row
+        return shown[row] if 0 <= row < len(shown) else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "probe" and (self._controls() is None or self.show_api):
+            return None  # greyed: probes need a live process with the agent
+        return True
+
+    def action_probe(self, probe: str) -> None:
+        """Toggle ``probe`` for the selected kernel (its next launches get instrumented)."""
+        row, controls = self._selected(), self._controls()
+        if row is None or controls is None or self._model is None:
+            return
+        why = refusal(row.name)
+        if why:
+            self.notify(f"{row.short}: not instrumentable: {why}", severity="warning")
+            return
+        on = not probes.is_on(self._model, self.pid, row.name, probe)
+        self._send_probe(controls, row, probe, on)
+
+    @work(thread=True, group="probe-control")
+    def _send_probe(self, controls: Controls, row: KernelRow, probe: str, on: bool) -> None:
+        why = controls.set_probe(self.pid, row.name, probe, 1, on)
+        state = "on" if on else "off"
+        message = why or f"{probe} {state} for {row.short} (from its next launch)"
+        self.app.call_from_thread(
+            self.notify, message, severity="warning" if why else "information"
+        )
+
+
+register_process_panel("Kernels", KernelsTab, order=30)

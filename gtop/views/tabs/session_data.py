@@ -1,0 +1,105 @@
+"""Aggregates the process-screen tabs share, kept up to date batch by batch.
+
+One :class:`SessionData` per :class:`~gtop.core.model.Model` (see :func:`session_of`).
+It listens to ``model.listeners``, so every batch is aggregated once as it arrives (never
+by re-scanning the history each frame), and to ``model.reset_listeners``, so a replay
+seek starts it afresh. Live and replay feed it the same way: it only sees model batches.
+
+It holds:
+
+* per pid, a :class:`~gtop.analysis.cuda_activity.KernelStats` (kernel table);
+* one :class:`~gtop.analysis.sliding_window.AttributionEngine` over every CUPTI and host stream it
+  reads (GPU time and swimlanes tabs), which keeps only its sliding window.
+
+When it is first made, it is seeded once from the model's current history, so a tab
+opened late starts complete with what the model still holds.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from gtop.analysis.cuda_activity import KernelStats
+from gtop.analysis.records import Records
+from gtop.analysis.sliding_window import AttributionEngine
+from gtop.core import layouts
+from gtop.core.model import Model
+
+WINDOW_NS = 10_000_000_000
+"""Longest window the GPU time and swimlanes tabs attribute."""
+LAG_NS = 1_000_000_000
+"""Attributed windows end this long before the newest record (CUPTI delivers late); the
+same lag live and in replay, so both give the same numbers for the same run."""
+ENGINE_STREAMS = frozenset(
+    {
+        layouts.KERNEL.name,
+        layouts.MEMCPY.name,
+        layouts.MEMSET.name,
+        layouts.API.name,
+        layouts.SYNC.name,
+        layouts.THREAD_STATE.name,
+        layouts.CPU_SAMPLE.name,
+    }
+)
+GPU_WORK = (layouts.KERNEL.name, layouts.MEMCPY.name, layouts.MEMSET.name)
+
+
+class SessionData:
+    """Incremental aggregates of one model (module docstring)."""
+
+    def __init__(self, model: Model) -> None:
+        self._model = weakref.ref(model)
+        self.kernels: dict[int, KernelStats] = {}
+        """Kernel totals per pid, since the session (or the last seek) began."""
+        self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
+        self.generation = 0
+        """Bumped on every reset, so tabs can drop what they derived before it."""
+        self.batches = 0
+        """Batches aggregated so far (a cheap change counter)."""
+        self._seed(model)
+
+    def _seed(self, model: Model) -> None:
+        lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+        batches = {name: hist.window(lo, hi) for name, hist in model.streams.items()}
+        for name, batch in batches.items():
+            if len(batch):
+                self.on_batch(name, batch)
+
+    def on_batch(self, name: str, batch: np.ndarray) -> None:
+        """Aggregate one new batch (called by the model for every batch it applies)."""
+        if name not in ENGINE_STREAMS or not len(batch):
+            return
+        self.batches += 1
+        if name == layouts.KERNEL.name:
+            pids = batch["pid"]
+            if len(pids) and bool((pids == pids[0]).all()):
+                self.kernels.setdefault(int(pids[0]), KernelStats()).add(batch)
+            else:
+                for pid in np.unique(pids).tolist():
+                    self.kernels.setdefault(int(pid), KernelStats()).add(batch[pids == pid])
+        self.engine.feed({name: batch})
+
+    def on_reset(self) -> None:
+        """Forget everything (a replay seek): the model refills its history next."""
+        self.kernels.clear()
+        self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
+        self.generation += 1
+
+    def snapshot(self) -> Records:
+        """The engine's rows now, safe to read from a worker thread (never mutated)."""
+        return self.engine.records()
+
+
+_SESSIONS: weakref.WeakKeyDictionary[Model, SessionData] = weakref.WeakKeyDictionary()
+
+
+def session_of(model: Model) -> SessionData:
+    """The model's :class:`SessionData`, made (and hooked to the model) on first use."""
+    data = _SESSIONS.get(model)
+    if data is None:
+        data = _SESSIONS[model] = SessionData(model)
+        model.listeners.append(data.on_batch)
+        model.reset_listeners.append(data.on_reset)
+    return data

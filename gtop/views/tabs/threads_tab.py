@@ -1,0 +1,106 @@
+"""Process-screen tab "Threads": per-thread state bars over the last :data:`WINDOW_S`
+seconds and an on-/off-CPU flamegraph of the same window (``o`` cycles off-CPU, on-CPU,
+both). Folding runs on a worker thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.reactive import reactive
+
+from gtop.analysis import thread_time as threads
+from gtop.core import layouts
+from gtop.core.model import Model
+from gtop.views.tabs import absence
+from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.worker_panel import WorkerPanel
+from gtop.views.widgets.flamegraph import FlameGraph, Path
+from gtop.views.widgets.thread_bars import ThreadBars
+
+WINDOW_S = 10.0
+MODES = ("both", "off-CPU", "on-CPU")
+
+
+@dataclass(frozen=True)
+class _Snap:
+    intervals: np.ndarray
+    samples: np.ndarray
+    stacks: dict[int, Any]
+    names: dict[int, str]
+    t0: int
+    t1: int
+    mode: str
+
+
+def _mine(model: Model, stream: str, pid: int, empty: np.ndarray) -> np.ndarray:
+    rows = model.window(stream, WINDOW_S)
+    return empty if rows is None else rows[rows["pid"] == pid]
+
+
+class ThreadsTab(WorkerPanel):
+    """Thread state bars above an on/off-CPU flamegraph."""
+
+    DEFAULT_CSS = """
+    ThreadsTab > ThreadBars { max-height: 50%; }
+    ThreadsTab > FlameGraph { height: 1fr; min-height: 4; }
+    """
+
+    BINDINGS = [Binding("o", "cycle_mode", "On/off-CPU")]
+
+    mode: reactive[str] = reactive("both")
+    """Which time the flamegraph shows: one of :data:`MODES`."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.bars = ThreadBars()
+        self.bars.window_s = WINDOW_S
+        self.flame = FlameGraph()
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.bars
+        yield self.flame
+
+    def reason(self, model: Model) -> str | None:
+        return absence.threads_reason(model, self.pid, self.live())
+
+    def snapshot(self, model: Model) -> _Snap:
+        intervals = _mine(model, layouts.THREAD_STATE.name, self.pid, layouts.THREAD_STATE.empty())
+        samples = _mine(model, layouts.CPU_SAMPLE.name, self.pid, layouts.CPU_SAMPLE.empty())
+        stacks = dict(model.entity_values("stack"))
+        names = {int(k): str(v.get("name", "")) for k, v in model.entity_values("thread").items()}
+        t1 = model.now_ns
+        return _Snap(intervals, samples, stacks, names, t1 - int(WINDOW_S * 1e9), t1, self.mode)
+
+    def compute(self, snap: _Snap) -> tuple[_Snap, dict[Path, float]]:
+        rows = threads.clip(snap.intervals, snap.t0, snap.t1)
+        samples = snap.samples[(snap.samples["t_ns"] >= snap.t0) & (snap.samples["t_ns"] < snap.t1)]
+        stacks = {int(k): v for k, v in snap.stacks.items()}
+        folded = threads.fold(
+            rows,
+            samples,
+            stacks,
+            off_cpu=snap.mode != "on-CPU",
+            on_cpu=snap.mode != "off-CPU",
+        )
+        return snap, folded
+
+    def apply(self, result: tuple[_Snap, dict[Path, float]]) -> None:
+        snap, folded = result
+        self.bars.show(snap.intervals, snap.names, snap.t1)
+        self.flame.folded = folded
+        self.flame.border_title = f"{snap.mode} flamegraph, last {WINDOW_S:g} s (o: switch)"
+
+    def action_cycle_mode(self) -> None:
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+
+    def watch_mode(self) -> None:
+        if self._model is not None:
+            self.show(self._model)
+
+
+register_process_panel("Threads", ThreadsTab, order=50)

@@ -1,0 +1,99 @@
+"""The API table: CUDA runtime/driver calls per host thread, with rate and time inside."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import DataTable
+
+from gtop.analysis.cuda_activity import ApiRow
+from gtop.views.fmt import units
+
+SORTS: tuple[tuple[str, str], ...] = (
+    ("total_ns", "time"),
+    ("calls", "calls"),
+    ("max_ns", "max"),
+    ("tid", "thread"),
+)
+COLUMNS = ("Thread", "Call", "Class", "Calls/s", "Time", "% wall", "Max")
+
+
+class ApiTable(Widget):
+    """One row per (thread, API function), from :meth:`set_rows` (:class:`ApiRow` list).
+
+    Empty, with a hint, when API tracing is off (the agent's default mode leaves it off
+    to keep its cost low).
+    """
+
+    DEFAULT_CSS = """
+    ApiTable { height: 1fr; }
+    ApiTable > DataTable { height: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("r", "reverse", "Reverse"),
+    ]
+
+    sort_index: reactive[int] = reactive(0)
+    """Which of :data:`SORTS` orders the rows."""
+    descending: reactive[bool] = reactive(True)
+    """Largest first."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._rows: list[ApiRow] = []
+        self._shown: list[ApiRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns(*COLUMNS)
+        self._redraw()
+
+    def set_rows(self, rows: list[ApiRow]) -> None:
+        self._rows = rows
+        if self.is_mounted:
+            self._redraw()
+
+    @property
+    def shown(self) -> list[ApiRow]:
+        return list(self._shown)
+
+    def _redraw(self) -> None:
+        key = SORTS[self.sort_index][0]
+        self._shown = sorted(self._rows, key=lambda r: getattr(r, key), reverse=self.descending)
+        table = self.query_one(DataTable)
+        table.clear()
+        for r in self._shown:
+            table.add_row(
+                str(r.tid),
+                r.name,
+                r.api_class.lower(),
+                units.rate(r.calls_per_s),
+                units.duration(r.total_ns),
+                f"{r.time_pct:.1f}",
+                units.duration(r.max_ns),
+            )
+        self.border_subtitle = (
+            f"sort: {SORTS[self.sort_index][1]}"
+            if self._rows
+            else "no API records: trace in full mode to see them"
+        )
+
+    def watch_sort_index(self) -> None:
+        if self.is_mounted:
+            self._redraw()
+
+    def watch_descending(self) -> None:
+        if self.is_mounted:
+            self._redraw()
+
+    def action_cycle_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending

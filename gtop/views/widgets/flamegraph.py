@@ -1,0 +1,310 @@
+"""An interactive icicle flamegraph: folded stacks in, width as time.
+
+Input is folded stacks (``{(outermost, ..., innermost): seconds}``, as made by
+:func:`gtop.analysis.thread_time.fold`), so the same widget shows off-CPU, on-CPU or GPU
+flamegraphs, live or replayed. Roots are at the top. Keys: arrows move between frames,
+``enter`` zooms into the selected frame, ``escape`` zooms out, ``/`` searches (matching
+frames are highlighted and their share of the total is shown). A click selects a frame; a
+click on the selected frame zooms into it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import cast
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Input
+
+Path = tuple[str, ...]
+
+
+@dataclass
+class Node:
+    """One frame in the merged call tree; ``total`` includes its children."""
+
+    name: str
+    total: float = 0.0
+    children: dict[str, Node] = field(default_factory=dict)
+
+
+def build_tree(folded: Mapping[Path, float]) -> Node:
+    """Merge folded stacks into a call tree."""
+    root = Node("all")
+    for stack, weight in folded.items():
+        if weight <= 0:
+            continue
+        root.total += weight
+        node = root
+        for frame in stack:
+            node = node.children.setdefault(frame, Node(frame))
+            node.total += weight
+    return root
+
+
+def find(root: Node, path: Path) -> Node | None:
+    node = root
+    for frame in path:
+        node = node.children.get(frame)
+        if node is None:
+            return None
+    return node
+
+
+@dataclass(frozen=True)
+class Span:
+    """A frame drawn on one row, columns ``[x0, x1)``."""
+
+    depth: int
+    x0: int
+    x1: int
+    path: Path
+    node: Node
+
+
+def layout(root: Node, zoom: Path, width: int) -> list[Span]:
+    """Spans for the subtree at ``zoom``: it fills the width, children split it by time.
+
+    The zoomed frame's ancestors are drawn above it at full width, so the way back out
+    stays visible. Frames narrower than one column are not drawn.
+    """
+    spans = [Span(d, 0, width, zoom[: d + 1], find(root, zoom[: d + 1])) for d in range(len(zoom))]
+    top = find(root, zoom)
+    if top is None or top.total <= 0 or width <= 0:
+        return spans
+
+    def place(node: Node, path: Path, depth: int, x0: float, scale: float) -> None:
+        x = x0
+        for name in sorted(node.children):
+            child = node.children[name]
+            w = child.total * scale
+            a, b = round(x), round(x + w)
+            if b > a:
+                spans.append(Span(depth, a, b, (*path, name), child))
+                place(child, (*path, name), depth + 1, x, scale)
+            x += w
+
+    place(top, zoom, len(zoom), 0.0, width / top.total)
+    return spans
+
+
+def _color(name: str) -> str:
+    """A stable warm colour per frame name (flamegraph.pl style)."""
+    h = hashlib.md5(name.encode()).digest()
+    return f"rgb({200 + h[0] % 56},{80 + h[1] % 120},{h[2] % 60})"
+
+
+class FlameGraph(Vertical, can_focus=True):
+    """Icicle flamegraph of folded stacks, with zoom, search, keys and mouse."""
+
+    DEFAULT_CSS = """
+    FlameGraph { height: 1fr; }
+    FlameGraph > _Icicle { height: 1fr; }
+    FlameGraph > #status { height: 1; background: $panel; }
+    FlameGraph > Input { display: none; height: 3; }
+    FlameGraph > Input.-searching { display: block; }
+    """
+
+    BINDINGS = [
+        Binding("left", "move(0, -1)", "Prev frame", show=False),
+        Binding("right", "move(0, 1)", "Next frame", show=False),
+        Binding("up", "move(-1, 0)", "Caller", show=False),
+        Binding("down", "move(1, 0)", "Callee", show=False),
+        Binding("enter", "zoom_in", "Zoom in"),
+        Binding("escape", "zoom_out", "Zoom out"),
+        Binding("slash", "search", "Search"),
+    ]
+
+    folded: reactive[dict[Path, float]] = reactive(dict, always_update=True)
+    """The stacks shown: ``{(outermost, ..., innermost): seconds}``."""
+    zoom: reactive[Path] = reactive(tuple)
+    """Path of the frame that fills the width; ``()`` is the whole graph."""
+    selected: reactive[Path] = reactive(tuple)
+    """Path of the selected frame; ``()`` when none."""
+    search: reactive[str] = reactive("")
+    """Substring; frames whose name contains it are highlighted."""
+
+    class FrameSelected(Message):
+        """The selection moved to ``path``, covering ``seconds`` of the total."""
+
+        def __init__(self, path: Path, seconds: float) -> None:
+            super().__init__()
+            self.path = path
+            self.seconds = seconds
+
+    def __init__(self, folded: Mapping[Path, float] | None = None, **kw) -> None:
+        super().__init__(**kw)
+        self._root = Node("all")
+        self._spans: list[Span] = []
+        if folded:
+            self.folded = dict(folded)
+
+    def compose(self) -> ComposeResult:
+        yield _Icicle()
+        yield _Status(id="status")
+        yield Input(placeholder="search frames", id="search")
+
+    # --- reactive watchers -------------------------------------------------------------
+    def watch_folded(self, folded: dict[Path, float]) -> None:
+        self._root = build_tree(folded)
+        if find(self._root, self.zoom) is None:
+            self.zoom = ()
+        if self.selected and find(self._root, self.selected) is None:
+            self.selected = ()
+        self._refresh_all()
+
+    def watch_zoom(self) -> None:
+        self.refresh_bindings()
+        self._refresh_all()
+
+    def watch_selected(self, path: Path) -> None:
+        node = find(self._root, path) if path else None
+        self.post_message(self.FrameSelected(path, node.total if node else 0.0))
+        self.refresh_bindings()
+        self._refresh_all()
+
+    def watch_search(self) -> None:
+        self._refresh_all()
+
+    def _refresh_all(self) -> None:
+        for child in self.query("_Icicle, _Status"):
+            child.refresh()
+
+    # --- geometry shared with the canvas ------------------------------------------------
+    def spans(self, width: int) -> list[Span]:
+        self._spans = layout(self._root, self.zoom, width)
+        return self._spans
+
+    def matched_seconds(self) -> float:
+        """Time under frames matching the search (outermost match per stack counted once)."""
+        if not self.search:
+            return 0.0
+        needle = self.search.lower()
+        return sum(w for stack, w in self.folded.items() if any(needle in f.lower() for f in stack))
+
+    # --- actions --------------------------------------------------------------------------
+    def action_move(self, d_depth: int, d_x: int) -> None:
+        spans = self._spans
+        if not spans:
+            return
+        cur = next((s for s in spans if s.path == self.selected), None)
+        if cur is None:
+            self.selected = spans[0].path
+            return
+        if d_depth:
+            row = [s for s in spans if s.depth == cur.depth + d_depth]
+            inside = [s for s in row if s.x0 < cur.x1 and s.x1 > cur.x0]
+            if d_depth > 0 and inside:
+                self.selected = max(inside, key=lambda s: s.node.total).path
+            elif d_depth < 0 and cur.depth > 0:
+                self.selected = cur.path[:-1]
+        else:
+            row = sorted((s for s in spans if s.depth == cur.depth), key=lambda s: s.x0)
+            i = row.index(cur) + d_x
+            if 0 <= i < len(row):
+                self.selected = row[i].path
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Grey out zooming where it would do nothing."""
+        if action == "zoom_in":
+            return bool(self.selected) and self.selected != self.zoom
+        if action == "zoom_out":
+            return bool(self.zoom) or self.query_one(Input).has_class("-searching")
+        return True
+
+    def action_zoom_in(self) -> None:
+        if self.selected:
+            self.zoom = self.selected
+
+    def action_zoom_out(self) -> None:
+        search = self.query_one(Input)
+        if search.has_class("-searching"):
+            search.remove_class("-searching")
+            self.focus()
+        elif self.zoom:
+            self.zoom = self.zoom[:-1]
+
+    def action_search(self) -> None:
+        search = self.query_one(Input)
+        search.add_class("-searching")
+        search.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.search = event.value
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        event.input.remove_class("-searching")
+        self.focus()
+
+    def click(self, depth: int, x: int) -> None:
+        """A click at a canvas cell: select the frame there, or zoom if already selected."""
+        hit = next((s for s in self._spans if s.depth == depth and s.x0 <= x < s.x1), None)
+        if hit is None:
+            return
+        if hit.path == self.selected:
+            self.zoom = hit.path
+        else:
+            self.selected = hit.path
+        self.focus()
+
+
+class _Icicle(Widget):
+    """The drawing surface of a :class:`FlameGraph` (rows of frames)."""
+
+    DEFAULT_CSS = "_Icicle { width: 1fr; }"
+
+    @property
+    def graph(self) -> FlameGraph:
+        return cast(FlameGraph, self.parent)
+
+    def render(self) -> Text:
+        graph = self.graph
+        width, height = self.size
+        rows = [Text(" " * width) for _ in range(height)]
+        needle = graph.search.lower()
+        for span in graph.spans(width):
+            if span.depth >= height:
+                continue
+            label = f" {span.node.name}"[: span.x1 - span.x0].ljust(span.x1 - span.x0)
+            style = Style(color="black", bgcolor=_color(span.node.name))
+            if needle and needle in span.node.name.lower():
+                style = Style(color="white", bgcolor="magenta", bold=True)
+            if span.path == graph.selected:
+                style += Style(reverse=True, bold=True)
+            elif span.depth < len(graph.zoom):
+                style = Style(color="white", bgcolor="grey30")
+            row = rows[span.depth]
+            rows[span.depth] = row[: span.x0] + Text(label, style=style) + row[span.x1 :]
+        return Text("\n").join(rows)
+
+    def on_click(self, event: events.Click) -> None:
+        self.graph.click(event.y, event.x)
+
+
+class _Status(Widget):
+    """One line under a :class:`FlameGraph`: the selected frame, its time and share."""
+
+    def render(self) -> Text:
+        graph = cast(FlameGraph, self.parent)
+        total = graph._root.total
+        node = find(graph._root, graph.selected) if graph.selected else None
+        parts = []
+        if node is not None and total > 0:
+            parts.append(f"{node.name}: {node.total:.3f}s ({100 * node.total / total:.1f}%)")
+        if graph.search and total > 0:
+            parts.append(f"/{graph.search}: {100 * graph.matched_seconds() / total:.1f}%")
+        if graph.zoom:
+            parts.append(f"zoom: {graph.zoom[-1]} (esc out)")
+        return Text("  ".join(parts) or f"total {total:.3f}s  / search  enter zoom")

@@ -1,0 +1,119 @@
+"""Per-SM block schedule of one kernel launch (from the block_sched probe).
+
+Rows are SMs (by id; ids need not be dense), the x axis is time since kernel start.
+A cell's height shows how many blocks were resident on the SM then, its colour the
+wave of the earliest of them, so waves and the tail stand out. A summary on top gives
+scheduling vs execution time and the tail; the bottom line the block-duration spread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.reactive import reactive
+
+from gtop.probes.catalog.block_sched import Schedule
+from gtop.views.widgets.zoom_pan import ZoomPan
+
+WAVE_STYLES = ("bold #5fafff", "bold #87d75f", "bold #ffaf00", "bold #d787ff", "bold #ff5f5f")
+LEVELS = " ▁▂▃▄▅▆▇█"
+LABEL = 9  # "SM 131 │"
+STATS = 13  # " 97% 1.2%sch"
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} µs"
+
+
+class SmSchedule(ZoomPan):
+    """The per-SM block schedule; give it ``schedule`` (a :class:`Schedule`) to draw.
+    Keys (see :class:`ZoomPan`): zoom/pan time, scroll SMs."""
+
+    schedule: reactive[Schedule | None] = reactive(None, always_update=True)
+    """The schedule to draw (the output of ``block_sched.analyse``); None shows a hint."""
+
+    def __init__(self, schedule: Schedule | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.set_reactive(SmSchedule.schedule, schedule)
+
+    def show_result(self, schedule: Schedule | None) -> None:
+        """Draw the block_sched probe's result for one launch."""
+        self.schedule = schedule
+
+    def has_data(self) -> bool:
+        return self.schedule is not None
+
+    def row_count(self) -> int:
+        return self.schedule.sms if self.schedule else 0
+
+    def render(self) -> Text:
+        s = self.schedule
+        if s is None:
+            return Text("No block schedule: toggle the block_sched probe on a Triton kernel.")
+        width = max(self.size.width - LABEL - STATS, 10)
+        rows = max(self.size.height - 3, 1)
+        out = Text(no_wrap=True, overflow="crop")
+        out.append_text(self._summary(s))
+        lo, hi = self.window(s.duration_ns)
+        edges = np.linspace(lo, hi, width + 1)
+        mid = (edges[:-1] + edges[1:]) / 2
+        starts = np.searchsorted(s.smid, s.per_sm.sm)
+        stops = np.searchsorted(s.smid, s.per_sm.sm, side="right")
+        for i in range(self.top, min(self.top + rows, s.sms)):
+            out.append(f"\nSM {int(s.per_sm.sm[i]):>4} │", style="dim")
+            a, b = starts[i], stops[i]
+            self._row(out, s.start[a:b], s.end[a:b], s.wave[a:b], mid, s.per_sm.concurrency[i])
+            busy = s.per_sm.busy_ns[i] / max(s.duration_ns, 1)
+            sched = s.per_sm.sched_ns[i] / max(s.per_sm.exec_ns[i], 1)
+            out.append(f" {busy:4.0%} {sched:4.1%}sch", style="dim")
+        out.append("\n")
+        out.append_text(self._durations(s, lo, hi))
+        return out
+
+    @staticmethod
+    def _row(out: Text, start, end, wave, mid, conc: int) -> None:
+        resident = (start[None, :] <= mid[:, None]) & (end[None, :] > mid[:, None])
+        counts = resident.sum(axis=1)
+        first = np.where(counts > 0, np.argmax(resident, axis=1), -1)
+        for n, k in zip(counts, first, strict=True):
+            if n == 0:
+                out.append(" ")
+                continue
+            level = LEVELS[max(1, round(8 * n / max(conc, 1)))]
+            out.append(level, style=WAVE_STYLES[int(wave[k]) % len(WAVE_STYLES)])
+
+    @staticmethod
+    def _summary(s: Schedule) -> Text:
+        exec_ns = int(s.per_sm.exec_ns.sum())
+        sched_ns = int(s.per_sm.sched_ns.sum())
+        waves = int(s.wave.max()) + 1
+        head = Text(no_wrap=True, overflow="crop")
+        head.append(
+            f"{s.blocks} blocks on {s.sms} SMs, {waves} wave{'s' if waves != 1 else ''}, "
+            f"{_ms(s.duration_ns)}",
+            "bold",
+        )
+        head.append(f"  exec {_ms(exec_ns)}")
+        style = "bold red" if s.tail_frac > 0.2 else ""
+        head.append(
+            f"\ntail {_ms(s.tail_ns)} ({s.tail_frac:.0%} of the launch with SMs idle)", style
+        )
+        head.append(f"  sched {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})")
+        return head
+
+    @staticmethod
+    def _durations(s: Schedule, lo: float, hi: float) -> Text:
+        p = s.duration_pct
+        text = Text(no_wrap=True, overflow="crop")
+        text.append(f"{_ms(lo)} … {_ms(hi)}   ", "dim")
+        text.append("block durations ")
+        text.append(_spark(s.end - s.start), "bold #5fafff")
+        text.append(f" p50 {_ms(p[50])} p90 {_ms(p[90])} p99 {_ms(p[99])} max {_ms(p[100])}")
+        return text
+
+
+def _spark(durations: np.ndarray, bins: int = 12) -> str:
+    """A one-line histogram of block durations (shortest on the left)."""
+    counts, _ = np.histogram(durations, bins=bins)
+    top = max(int(counts.max()), 1)
+    return "".join(LEVELS[0 if c == 0 else max(1, round(8 * c / top))] for c in counts)

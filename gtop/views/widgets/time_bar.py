@@ -1,0 +1,86 @@
+"""The replay time bar: play state, position / duration, progress and speed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from gtop.views.fmt import values as fmt
+
+FILLED, EMPTY = "█", "░"
+
+
+@dataclass(frozen=True)
+class Playback:
+    """Where a replay stands."""
+
+    position_s: float
+    duration_s: float
+    speed: float
+    paused: bool
+    at_end: bool
+
+
+class TimeBar(Widget):
+    """``⏸ 0:12.5 / 1:05.0 ████████░░░░░░░░ ×2`` — click on the bar to seek there."""
+
+    DEFAULT_CSS = """
+    TimeBar { height: 1; padding: 0 1; background: $boost; }
+    TimeBar > .time-bar--done { color: $accent; }
+    TimeBar > .time-bar--todo { color: $text-muted; }
+    TimeBar > .time-bar--state { text-style: bold; }
+    """
+
+    COMPONENT_CLASSES = {"time-bar--done", "time-bar--todo", "time-bar--state"}
+
+    playback: reactive[Playback | None] = reactive(None, layout=False)
+    """The replay's state; set by the app on every tick."""
+
+    class Seek(Message):
+        """The user clicked the bar at ``fraction`` (0…1) of the recording."""
+
+        def __init__(self, fraction: float) -> None:
+            super().__init__()
+            self.fraction = fraction
+
+    _HELP = "  space ,. ←→ -+"
+
+    def _layout(self, pb: Playback) -> tuple[Text, int, Text]:
+        """Head text, bar width and tail text for the current size."""
+        state = "■ END" if pb.at_end else ("⏸ PAUSE" if pb.paused else "▶ PLAY")
+        head = Text.assemble(
+            (state, self.get_component_rich_style("time-bar--state", partial=True)),
+            f" {fmt.clock(pb.position_s)} / {fmt.clock(pb.duration_s)} ",
+        )
+        tail = Text(f" ×{pb.speed:g}")
+        width = self.content_size.width
+        if width - head.cell_len - tail.cell_len - len(self._HELP) >= 20:
+            tail.append(self._HELP, style=self.get_component_rich_style("time-bar--todo"))
+        return head, max(4, width - head.cell_len - tail.cell_len), tail
+
+    def render(self) -> Text:
+        pb = self.playback
+        if pb is None:
+            return Text()
+        head, bar_w, tail = self._layout(pb)
+        frac = 0.0 if pb.duration_s <= 0 else min(1.0, pb.position_s / pb.duration_s)
+        done = round(frac * bar_w)
+        return Text.assemble(
+            head,
+            (FILLED * done, self.get_component_rich_style("time-bar--done", partial=True)),
+            (EMPTY * (bar_w - done), self.get_component_rich_style("time-bar--todo", partial=True)),
+            tail,
+        )
+
+    def on_click(self, event: events.Click) -> None:
+        if self.playback is None:
+            return
+        head, bar_w, _ = self._layout(self.playback)
+        x = event.x - self.styles.padding.left - head.cell_len
+        if 0 <= x < bar_w:
+            self.post_message(self.Seek(x / max(1, bar_w - 1)))
