@@ -24,7 +24,6 @@ from gtop import __version__
 DEMO_RECORDING = "idle_busy_idle.gtop"
 MIN_INTERVAL_S = 0.1
 DEFAULT_INTERVAL_S = 0.5
-EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 DESCRIPTION = """\

@@ -6,9 +6,6 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-
-CAP_PERFMON, CAP_BPF = 38, 39
 
 
 @dataclass(frozen=True)
@@ -16,21 +13,6 @@ class Check:
     name: str
     ok: bool
     detail: str
-
-
-def _capabilities() -> int:
-    """This process's effective capability mask (0 if unreadable)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("CapEff:"):
-                return int(line.split()[1], 16)
-    except OSError:
-        pass
-    return 0
-
-
-def _has_cap(bit: int) -> bool:
-    return bool(_capabilities() >> bit & 1)
 
 
 def check_nvml() -> Check:

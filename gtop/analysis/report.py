@@ -60,12 +60,6 @@ def _valid_int(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _throttle_union(reasons: np.ndarray) -> int:
-    """Every clocks-event reason bit seen in the samples (-1 = no value is skipped)."""
-    seen = reasons[reasons > 0]
-    return int(np.bitwise_or.reduce(seen)) if len(seen) else 0
-
-
 def latest_entities(entities: list[Entity], kind: str) -> dict[str, dict[str, Any]]:
     """The last recorded value of each entity of ``kind``."""
     out: dict[str, dict[str, Any]] = {}
@@ -184,9 +178,6 @@ def threads_section(
 def stack_frames(entities: list[Entity]) -> dict[int, list[str]]:
     """Stack frames by stack id, from ``stack`` entities."""
     return {int(e.key): list(e.value.get("frames", [])) for e in entities if e.kind == "stack"}
-
-
-GPU_WORK = ("kernel", "memcpy", "memset")
 
 
 def gpu_section(

@@ -53,7 +53,6 @@ class AttributionEngine:
         self._compact_rows = compact_rows
         self.watermark: int | None = None
         """The latest time seen in any row fed so far, or the latest ``now`` given."""
-        self.rows_fed = 0
 
     @property
     def horizon(self) -> int | None:
@@ -76,7 +75,6 @@ class AttributionEngine:
         self.watermark = latest if self.watermark is None else max(self.watermark, latest)
         self._pending.append(records)
         self._pending_rows += records.rows()
-        self.rows_fed += records.rows()
         if self._pending_rows > max(self._kept.rows(), self._compact_rows):
             self._compact()
 

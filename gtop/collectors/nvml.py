@@ -92,11 +92,6 @@ def query(fn: Callable[..., Any], handle: Any, *args: Any, index: int = -1) -> A
         return None
 
 
-def unsupported_functions() -> list[str]:
-    """Names of NVML functions found unsupported so far (for `gtop doctor`)."""
-    return sorted({name for name, _ in _unsupported})
-
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 

@@ -40,6 +40,11 @@ class Status:
     def error_count(self) -> int:
         return sum(self.errors.values())
 
+    @property
+    def lagging(self) -> bool:
+        """More than one poll in ten started late: the source cannot keep up (shown)."""
+        return self.polls >= 10 and self.late_polls * 10 > self.polls
+
 
 @dataclass
 class ThreadStatus(Status):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ class Recorder:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gtop-recorder", daemon=True)
         self.error: str | None = None
-        self.started_ns = time.monotonic_ns()
 
     def start(self) -> Recorder:
         self._thread.start()

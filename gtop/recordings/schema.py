@@ -29,7 +29,6 @@ import numpy as np
 
 FORMAT_NAME = "gtop-recording"
 FORMAT_VERSION = 1
-EXTENSION = ".gtop"
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

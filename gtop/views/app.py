@@ -162,6 +162,8 @@ class GtopApp(App[int]):
                 trouble.append(f"{st.name}: {st.error_count} errors ({st.last_error})")
             elif not st.ok:
                 trouble.append(f"{st.name}: {st.detail}")
+            elif st.lagging:
+                trouble.append(f"{st.name}: {st.late_polls} of {st.polls} polls late")
         if recorder is not None and recorder.error:
             trouble.append(recorder.error)
         paused = self.replay.paused if self.replay else self.display_paused

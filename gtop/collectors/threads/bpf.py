@@ -30,7 +30,6 @@ OBJECT = Path(__file__).parent / "ebpf" / "offcpu.bpf.o"
 MODES = ("btf", "raw", "tp")
 HOOKS = ("switch", "wakeup", "sys_enter", "sys_exit", "fork", "exit")
 SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
-MAX_CPUS = 512
 FLAG_PREEMPTED, FLAG_SEEDED, FLAG_GPU_WAIT = 1, 2, 4
 MAX_STACK = 127
 CUDA_WAITS = {

@@ -37,7 +37,7 @@ from gtop.views.widgets.offgpu_bar import OffGpuBar
 SLICE_NS = 100_000_000
 """One ribbon cell."""
 FLAME_SLICE_NS = 1_000_000
-"""One flamegraph slice (DESIGN.md: 1 ms)."""
+"""One flamegraph slice: each slice of the window emits one folded stack."""
 
 
 @dataclass(frozen=True)

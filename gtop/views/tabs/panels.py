@@ -8,12 +8,12 @@ model — slow analysis belongs in a worker or in a model listener.
 To add a tab, register the panel in its own module and name that module in
 :data:`PANEL_MODULES`::
 
-    # gtop/views/widgets/kernel_table.py
-    class KernelTable(DataTable):
+    # gtop/views/tabs/kernels_tab.py
+    class KernelsTab(WorkerPanel):
         def __init__(self, pid: int) -> None: ...
         def show(self, model: Model) -> None: ...
 
-    register_process_panel("Kernels", KernelTable, order=30)
+    register_process_panel("Kernels", KernelsTab, order=30)
 
 Tabs appear in ``order`` (then title); the first is opened by default.
 """

@@ -43,7 +43,6 @@ ENGINE_STREAMS = frozenset(
         layouts.CPU_SAMPLE.name,
     }
 )
-GPU_WORK = (layouts.KERNEL.name, layouts.MEMCPY.name, layouts.MEMSET.name)
 
 
 class SessionData:

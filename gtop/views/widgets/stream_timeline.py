@@ -104,7 +104,7 @@ class StreamTimeline(Widget, can_focus=True):
             keys.update(zip(arr["pid"].tolist(), arr["stream"].tolist(), strict=True))
         return sorted(keys)
 
-    def get_content_height(self, container: object, viewport: object, width: int) -> int:
+    def get_content_height(self, _container: object, _viewport: object, width: int) -> int:
         return max(1, len(self._streams())) + 1
 
     def render(self) -> Text:

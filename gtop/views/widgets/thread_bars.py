@@ -91,7 +91,7 @@ class ThreadBars(Widget):
         order = np.argsort(busy, kind="stable")
         return [int(tids[i]) for i in order[: self.max_threads]]
 
-    def get_content_height(self, container, viewport, width: int) -> int:
+    def get_content_height(self, _container: object, _viewport: object, width: int) -> int:
         return len(self._tids()) + 1
 
     def render(self) -> Text:
