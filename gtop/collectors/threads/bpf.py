@@ -101,7 +101,7 @@ class BpfThreadCollector(ThreadCollector):
     ``sample_hz=0`` turns off on-CPU sampling; ``mode`` forces a hook kind (``btf``,
     ``raw``, ``tp``); ``stack_entries`` sizes each of the two stack maps (kernel stacks,
     user stacks: ~1 KiB an entry), whose refusals (full, or hash collisions) are counted
-    in ``status.stack_errors`` (``detail``: ``kstack_errors``, ``ustack_errors``).
+    in ``status.stack_errors`` (``counters``: ``kstack_errors``, ``ustack_errors``).
     ``gpu_waits`` maps a library name to functions whose blocked time is GPU waiting
     (default :data:`CUDA_WAITS`);
     each target process gets an entry and a return uprobe on them once it maps the library
