@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from gtop.collectors.agent.attach import launch_with_agent
-from gtop.collectors.agent.link import REFUSALS, AgentLink
+from gtop.collectors.agent.link import AgentLink
+from gtop.collectors.agent.status import REFUSALS
 from gtop.core.hub import Entity, Hub, Subscription
 
 ROOT = Path(__file__).resolve().parent

@@ -33,7 +33,7 @@ from agent_bench import attach_link, check, machine, run_section, start, table
 from gtop.agent.cupti import CONCURRENT_KERNEL
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
 from gtop.analysis.demangle import demangle
-from gtop.collectors.agent.link import REFUSALS
+from gtop.collectors.agent.status import REFUSALS
 
 STEPS = 60
 """Measured steps on both sides (the first H200 runs used 20)."""

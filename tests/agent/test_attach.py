@@ -160,7 +160,7 @@ def test_doctor_reports_each_requirement():
 
 
 def test_status_summary_line():
-    from gtop.collectors.agent.link import AgentStatus
+    from gtop.collectors.agent.status import AgentStatus
 
     line = AgentStatus(1, "tracing", kinds=("kernel",), cupti_version=130001, records=5).summary()
     assert line == "agent tracing | kernel | CUPTI 13.0 | 5 records | 0 dropped"

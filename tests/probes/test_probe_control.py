@@ -147,7 +147,7 @@ def link_conn():
     sub = hub.subscribe()
     link = AgentLink(hub)
     a, b = socket.socketpair()
-    conn = _Conn(a, 4321, NameTable())
+    conn = _Conn(a, 4321, NameTable(), hub)
     link._conns[4321] = conn
     yield link, conn, sub, b
     link._conns.clear()

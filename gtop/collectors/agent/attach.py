@@ -19,7 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gtop.collectors.agent.link import REFUSALS, AgentLink, AgentStatus
+from gtop.collectors.agent.link import AgentLink
+from gtop.collectors.agent.status import REFUSALS, AgentStatus
 
 CAP_SYS_PTRACE = 19
 CONNECT_TIMEOUT_S = 10.0

@@ -10,7 +10,7 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
 * ``clock_fit`` (key ``cupti:<pid>``): see :mod:`gtop.cupti.clock`;
 * ``probe_launch`` (key ``<pid>:<launch>``) and ``clock_fit`` (key
   ``globaltimer:<pid>``) with the ``probe_*`` streams for each probed launch an agent
-  ships (see :mod:`gtop.probes.record_streams`), and ``probe_control`` (key
+  ships (assembled by :mod:`gtop.collectors.agent.probed`), and ``probe_control`` (key
   ``<pid>:<probe>:<kernel>``): ``{"kernel", "probe", "on", "ok", "message", "pid"}``, the
   answer to :meth:`AgentLink.set_probe`;
 * ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
@@ -28,7 +28,6 @@ import contextlib
 import itertools
 import json
 import os
-import platform
 import re
 import selectors
 import shutil
@@ -36,90 +35,39 @@ import socket
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-import gtop
-from gtop.agent import bootstrap, shim_blob, wire
+from gtop.agent import bootstrap, wire
 from gtop.agent.modes import kinds_for
+from gtop.collectors.agent.boot import BootDir
+from gtop.collectors.agent.probed import ProbedLaunches
+from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.core.hub import Entity, Hub
 from gtop.core.status import Status
-from gtop.cupti.clock import ClockFit, ClockTracker
+from gtop.cupti.clock import ClockTracker
 from gtop.cupti.decode import Decoded, Decoder, NameTable
-from gtop.probes import record_streams as probe_streams
 from gtop.probes.catalog import PROBES
-from gtop.probes.engine import globaltimer as gt_clock
 from gtop.probes.engine.instrumentable import refusal
 
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
-REFUSALS = ("no_cupti", "other_subscriber", "error")
-REALTIME_METHOD = "assumed: %globaltimer counts CLOCK_REALTIME ns (the agent sent no samples)"
-
-
-@dataclass(frozen=True)
-class AgentStatus:
-    """What gtop knows about one agent; counts are cumulative."""
-
-    pid: int
-    state: str = "connected"
-    message: str = ""
-    kinds: tuple[str, ...] = ()
-    cupti_version: int | None = None
-    callbacks: str = ""
-    """where CUPTI's buffer callbacks run: ``c`` (the shim) or ``python`` (fallback)."""
-    python: str = ""
-    argv: tuple[str, ...] = ()
-    records: int = 0
-    """records received and decoded."""
-    dropped: int = 0
-    """records CUPTI dropped (no free buffer: gtop read too slowly)."""
-    undecoded_bytes: int = 0
-    """bytes of buffers gtop could not walk (unknown record kinds)."""
-    incomplete: int = 0
-    """GPU records without an end time (in flight at a forced flush)."""
-    buffers: int = 0
-    declined: int = 0
-    """buffer requests the agent declined because every buffer was in flight."""
-    first_record_ns: int | None = None
-    """CLOCK_MONOTONIC time the first records arrived."""
-    records_by_kind: dict[int, int] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        """One line for the UI: state, what is traced, counts, drops."""
-        parts = [f"agent {self.state}"]
-        if self.kinds:
-            parts.append(",".join(self.kinds))
-        if self.cupti_version:
-            major, minor = divmod(self.cupti_version // 100, 100)
-            parts.append(f"CUPTI {major}.{minor}")
-        parts.append(f"{self.records} records")
-        parts.append(f"{self.dropped} dropped")
-        if self.incomplete:
-            parts.append(f"{self.incomplete} incomplete")
-        if self.message:
-            parts.append(self.message)
-        return " | ".join(parts)
 
 
 _sessions = itertools.count(1 << 32)  # above any pid
 
 
 class _Conn:
-    def __init__(self, sock: socket.socket, pid: int, names: NameTable) -> None:
+    def __init__(self, sock: socket.socket, pid: int, names: NameTable, hub: Hub) -> None:
         self.sock = sock
         self.send_lock = threading.Lock()
         self.reader = wire.FrameReader()
         self.decoder = Decoder(pid, names, session=next(_sessions))
         self.clock = ClockTracker()
         self.status = AgentStatus(pid)
-        self.gt_clock = ClockTracker()
-        self.gt_assumed: ClockFit | None = None
-        self.probe_launches = 0
+        self.probes = ProbedLaunches(hub, pid)
 
 
 class AgentLink:
@@ -149,7 +97,9 @@ class AgentLink:
         self._listener.bind(self.path)
         os.chmod(self.path, 0o600)
         self._listener.listen(16)
-        self._prepare_boot_dir()
+        self.boot = BootDir(self.dir / "py")
+        if self.boot.shim is not None:
+            self.options.setdefault("shim", str(self.boot.shim))
         self._names = NameTable()
         self._conns: dict[int, _Conn] = {}
         self._statuses: dict[int, AgentStatus] = {}
@@ -157,52 +107,25 @@ class AgentLink:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gtop-agent-link", daemon=True)
 
-    # --- setup for the two ways in ---------------------------------------------------
-
-    def _prepare_boot_dir(self) -> None:
-        boot = self.dir / "py"
-        boot.mkdir()
-        (boot / "gtop").symlink_to(Path(gtop.__file__).resolve().parent)
-        (boot / "sitecustomize.py").write_text(bootstrap.SITECUSTOMIZE)
-        if platform.machine() == shim_blob.ARCH:
-            shim = boot / "cupti_shim.so"
-            shim.write_bytes(shim_blob.shim_bytes())
-            self.options.setdefault("shim", str(shim))
+    # --- the two ways in: launched with the agent, or injected into a running process --
 
     @property
     def boot_dir(self) -> str:
         """The folder the agent's code is imported from (PYTHONPATH or injected code)."""
-        return str(self.dir / "py")
+        return str(self.boot.path)
 
     def launch_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """Environment that makes every Python process it reaches load the agent."""
-        env = dict(os.environ if base is None else base)
-        old = env.get("PYTHONPATH")
-        env["PYTHONPATH"] = self.boot_dir + (os.pathsep + old if old else "")
-        env[bootstrap.ENV_SOCKET] = self.path
-        env[bootstrap.ENV_MODE] = self.mode
-        env[bootstrap.ENV_OPTIONS] = json.dumps(self.options)
-        return env
+        return self.boot.launch_env(base, self.path, self.mode, self.options)
 
     def injection_code(self) -> str:
         """Python source that, run inside a target, starts the agent (never raises)."""
-        return (
-            "try:\n"
-            "    import sys\n"
-            f"    sys.path.insert(0, {self.boot_dir!r})\n"
-            "    try:\n"
-            "        import gtop.agent.runtime as _gtop_agent\n"
-            "    finally:\n"
-            f"        sys.path.remove({self.boot_dir!r})\n"
-            f"    _gtop_agent.start({self.path!r}, {self.mode!r}, **{self.options!r})\n"
-            "except BaseException:\n"
-            "    pass\n"
-        )
+        return self.boot.injection_code(self.path, self.mode, self.options)
 
     def grant(self, uid: int) -> None:
         """Let processes of ``uid`` reach the link (gtop as root attaching to a user)."""
-        boot = self.dir / "py"
-        for p in (self.dir, boot, *boot.glob("*.py"), *boot.glob("*.so"), self.path):
+        self.boot.grant(uid)
+        for p in (self.dir, self.path):
             os.chown(p, uid, -1, follow_symlinks=False)
 
     # --- lifecycle --------------------------------------------------------------------
@@ -318,7 +241,7 @@ class AgentLink:
             sock.close()
             return
         sock.settimeout(SEND_TIMEOUT_S)
-        conn = _Conn(sock, pid, self._names)
+        conn = _Conn(sock, pid, self._names, self.hub)
         self._conns[pid] = conn
         sel.register(sock, selectors.EVENT_READ, conn)
         self._update(conn)
@@ -390,7 +313,7 @@ class AgentLink:
                     Entity("clock_fit", f"cupti:{conn.status.pid}", fit.t_ns, fit.value())
                 )
         elif kind == wire.PROBE:
-            self._probe(conn, payload)
+            conn.probes.receive(payload)
         elif kind == wire.PROBE_STATE:
             self._publish_probe_state(conn.status.pid, wire.decode_json(payload))
         elif kind == wire.NAMES:
@@ -439,48 +362,6 @@ class AgentLink:
                 else time.monotonic_ns(),
             ),
         )
-
-    def _probe(self, conn: _Conn, payload: bytes) -> None:
-        """One probed launch: records to the ``probe_*`` streams, its ``probe_launch``
-        entity, and the %globaltimer clock fit when the agent sent samples."""
-        info, raw = wire.decode_probe(payload)
-        probe = str(info.get("probe", ""))
-        if probe not in PROBES:
-            raise wire.ProtocolError(f"probe frame for unknown probe {probe!r}")
-        record = PROBES[probe].record
-        if len(raw) % record.itemsize:
-            raise wire.ProtocolError(f"{probe} records of {len(raw)} bytes")
-        records = np.frombuffer(raw, dtype=record)
-        pid = conn.status.pid
-        new_fit = conn.gt_clock.add(info.get("gt_samples") or [])
-        if new_fit is not None:
-            entity = probe_streams.clock_entity(pid, new_fit, gt_clock.METHOD)
-            self.hub.publish_entity(entity)
-        fit = conn.gt_clock.current if conn.gt_clock.fitted else conn.gt_assumed
-        if fit is None:
-            now = time.monotonic_ns()
-            fit = conn.gt_assumed = ClockFit(now - time.time_ns(), 1.0, 0, now)
-            entity = probe_streams.clock_entity(pid, fit, REALTIME_METHOD)
-            self.hub.publish_entity(entity)
-        conn.probe_launches += 1
-        launch = probe_streams.ProbeLaunch(
-            pid=pid,
-            launch=conn.probe_launches,
-            kernel=str(info.get("kernel", "")),
-            probe=probe,
-            grid=tuple(info.get("grid") or (0, 0, 0)),
-            block=tuple(info.get("block") or (0, 0, 0)),
-            sms=int(info.get("sms", -1)),
-            every=int(info.get("every", 1)),
-            sample=int(info.get("sample", 1)),
-            dropped=int(info.get("overflow", 0)),
-            header=dict(info.get("header") or {}),
-        )
-        entity, rows = probe_streams.launch_batch(launch, records, fit)
-        self.hub.publish(probe_streams.stream_name(probe), rows)
-        self.hub.publish_entity(entity)
-        if launch.dropped:
-            self.hub.count_source_drops(probe_streams.stream_name(probe), launch.dropped)
 
     def _send(self, conn: _Conn, data: bytes) -> None:
         """Send a control frame; a dead agent is noticed by the receiving side."""

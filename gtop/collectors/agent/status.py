@@ -1,0 +1,53 @@
+"""What gtop knows about each agent it talks to (one frozen value per change)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+REFUSALS = ("no_cupti", "other_subscriber", "error")
+"""Agent states in which it traces nothing (it says why in ``message``)."""
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    """What gtop knows about one agent; counts are cumulative."""
+
+    pid: int
+    state: str = "connected"
+    message: str = ""
+    kinds: tuple[str, ...] = ()
+    cupti_version: int | None = None
+    callbacks: str = ""
+    """where CUPTI's buffer callbacks run: ``c`` (the shim) or ``python`` (fallback)."""
+    python: str = ""
+    argv: tuple[str, ...] = ()
+    records: int = 0
+    """records received and decoded."""
+    dropped: int = 0
+    """records CUPTI dropped (no free buffer: gtop read too slowly)."""
+    undecoded_bytes: int = 0
+    """bytes of buffers gtop could not walk (unknown record kinds)."""
+    incomplete: int = 0
+    """GPU records without an end time (in flight at a forced flush)."""
+    buffers: int = 0
+    declined: int = 0
+    """buffer requests the agent declined because every buffer was in flight."""
+    first_record_ns: int | None = None
+    """CLOCK_MONOTONIC time the first records arrived."""
+    records_by_kind: dict[int, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line for the UI: state, what is traced, counts, drops."""
+        parts = [f"agent {self.state}"]
+        if self.kinds:
+            parts.append(",".join(self.kinds))
+        if self.cupti_version:
+            major, minor = divmod(self.cupti_version // 100, 100)
+            parts.append(f"CUPTI {major}.{minor}")
+        parts.append(f"{self.records} records")
+        parts.append(f"{self.dropped} dropped")
+        if self.incomplete:
+            parts.append(f"{self.incomplete} incomplete")
+        if self.message:
+            parts.append(self.message)
+        return " | ".join(parts)
