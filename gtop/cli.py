@@ -118,8 +118,10 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         metavar="MODE",
         help="what CUPTI traces in the target: default (kernels, copies, memsets, "
-        "synchronisation), full (also runtime/driver API calls, NVTX, CUPTI overhead), or a "
-        "comma list of kinds",
+        "synchronisation; a CUDA graph launch as one record), graph-nodes (the same with "
+        "every node of every graph launch; key g in the Kernels tab switches live), full "
+        "(graph nodes, runtime/driver API calls, NVTX, CUPTI overhead), or a comma list of "
+        "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead)",
     )
     parser.add_argument(
         "--no-agent",
