@@ -212,8 +212,10 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         metavar="MODE",
         help="what CUPTI traces in the target: default (kernels, copies, memsets, "
-        "synchronisation), full (also runtime/driver API calls, NVTX, CUPTI overhead), or a "
-        "comma list of kinds",
+        "synchronisation; a CUDA graph launch as one record), graph-nodes (the same with "
+        "every node of every graph launch; key g in the Kernels tab switches live), full "
+        "(graph nodes, runtime/driver API calls, NVTX, CUPTI overhead), or a comma list of "
+        "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead)",
     )
     parser.add_argument(
         "--no-agent",
@@ -297,6 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="launch CMD with the in-process agent and show it live",
         usage="gtop run [options] -- CMD ...",
+        description="Launch CMD with the in-process agent and show it live. CMD's output "
+        "goes to a new log, gtop-run-DATE-TIME-RANDOM.log (mode 0600), in the current "
+        "folder when only you can write there, else in $XDG_STATE_HOME/gtop "
+        "(~/.local/state/gtop); gtop prints its path.",
     )
     _common(run)
     _target_options(run)
@@ -458,9 +464,15 @@ def _target_output(config: Config) -> dict:
     """Where a launched target's output goes: a log file under the UI, else the terminal."""
     if config.command != "run":
         return {}
-    log = Path(f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    from gtop.core.files import create_unique, private_folder, state_folder
+
+    try:
+        folder = Path.cwd() if private_folder(".") else state_folder()
+        log, fd = create_unique(folder, f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-", ".log")
+    except OSError as exc:
+        raise UserError(f"cannot create the target's log: {exc}") from None
     print(f"gtop: the target's output goes to {log}", file=sys.stderr)
-    handle = open(log, "ab")  # noqa: SIM115 - the child owns it for its lifetime
+    handle = os.fdopen(fd, "ab")  # the child writes it for its lifetime
     return {"stdout": handle, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
 
 
