@@ -24,9 +24,9 @@ import threading
 import time
 from typing import Any
 
-from gtop.agent import wire
-from gtop.agent.buffers import BufferPool, Completed, ShimPool, make_pool
-from gtop.agent.cupti import (
+from . import wire
+from .buffers import BufferPool, Completed, ShimPool, make_pool
+from .cupti import (
     ERROR_MULTIPLE_SUBSCRIBERS,
     KIND_BY_NAME,
     Cupti,
@@ -34,9 +34,9 @@ from gtop.agent.cupti import (
     SubscriberCallback,
     load,
 )
-from gtop.agent.modes import kinds_for
-from gtop.agent.native import cuda_initialised, read_cstring
-from gtop.agent.probe_control import ProbeControl
+from .modes import kinds_for
+from .native import cuda_initialised, read_cstring
+from .probe_control import ProbeControl
 
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
