@@ -73,6 +73,22 @@ for step in $steps; do
           tar -cf "$OUT/host_recordings.tar" -C "$OUT/rec" slow_loader.gtop train_loop_cupti.gtop \
             probes_triton.gtop
           rm -rf "$OUT/rec" ;;
+    # issue 13: the four fix pairs in DEFAULT agent mode (recordings + workload JSON lines
+    # + diagnosis_pairs-*.json + the table); two steps, each under 4 minutes
+    diagnosis-recordings) mkdir -p "$OUT/diag"
+          limit 230 python3 benchmarks/diagnosis_pairs.py --out "$OUT/diag" --pairs decode,item \
+            --seconds 4
+          tar -cf "$OUT/diagnosis_a.tar" -C "$OUT" diag && rm -rf "$OUT/diag" ;;
+    diagnosis-recordings-2) mkdir -p "$OUT/diag" /tmp/slow-loader
+          limit 230 python3 benchmarks/diagnosis_pairs.py --out "$OUT/diag" \
+            --pairs loader,preprocess --seconds 4
+          tar -cf "$OUT/diagnosis_b.tar" -C "$OUT" diag && rm -rf "$OUT/diag" ;;
+    # issue 13: the constructed cases re-recorded in DEFAULT agent mode (what users run)
+    diagnosis-constructed) mkdir -p "$OUT/cdef"
+          limit 230 python3 benchmarks/constructed_shares.py --out "$OUT/cdef" --seconds 6 \
+            --agent-mode default
+          rm -f "$OUT"/cdef/gtop-io-*; ls -la "$OUT/cdef"
+          tar -cf "$OUT/constructed_default.tar" -C "$OUT" cdef && rm -rf "$OUT/cdef" ;;
     # interleaved paired slices until --budget (HOST_OVERHEAD_BUDGET, 160 s) is spent
     host-overhead) limit 190 python3 benchmarks/host_overhead.py --json "$OUT/host_overhead.json" \
                      --budget "${HOST_OVERHEAD_BUDGET:-160}" ;;

@@ -15,7 +15,9 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
   answer to :meth:`AgentLink.set_probe`;
 * ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
   state change. States: ``connected``, ``waiting_cuda``, ``tracing``, ``detached``,
-  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``.
+  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``;
+* ``agent_cost`` (key: pid), about once a second while tracing: what the agent has cost
+  its process so far (:func:`gtop.analysis.agent_cost.cost_value`).
 
 Several agents may connect (a launched program's Python children each bring one).
 Accounting per agent: records received + records CUPTI dropped (``Hub.source_drops``
@@ -40,6 +42,7 @@ from typing import Any
 
 from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
+from gtop.analysis.agent_cost import cost_value
 from gtop.collectors.agent.boot import BootDir
 from gtop.collectors.agent.probed import ProbedLaunches
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
@@ -317,6 +320,11 @@ class AgentLink:
                 self.hub.publish_entity(
                     Entity("clock_fit", f"cupti:{conn.status.pid}", fit.t_ns, fit.value())
                 )
+        elif kind == wire.COST:
+            st = conn.status
+            value = cost_value(wire.decode_json(payload), st.records, st.records_by_kind)
+            self._set(conn, replace(st, cost=value))
+            self.hub.publish_entity(Entity("agent_cost", str(st.pid), time.monotonic_ns(), value))
         elif kind == wire.PROBE:
             conn.probes.receive(payload)
         elif kind == wire.PROBE_STATE:
@@ -342,6 +350,10 @@ class AgentLink:
             # undecoded, its drop count still added below); the link lives on.
             self.hub.count_source_drops("cupti buffers undecodable", 1)
             decoded = Decoded(undecoded_bytes=len(raw))
+        now = time.monotonic_ns()
+        for entity_kind, name_id, name in decoded.names:
+            value = {"name": name, "pid": conn.status.pid}
+            self.hub.publish_entity(Entity(entity_kind, str(name_id), now, value))
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
         if dropped:
