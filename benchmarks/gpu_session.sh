@@ -100,6 +100,12 @@ for step in $steps; do
     agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" \
                       --budget "${AGENT_OVERHEAD_BUDGET:-460}" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    # issue 17: --version, --once and `gtop serve --pid` (dcgm names + per-process GAR)
+    # on the real NVML and agent path; what they printed and scraped lands in $OUT/eco/
+    eco-headless) mkdir -p "$OUT/eco"
+          GTOP_EVIDENCE="$OUT/eco" limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
+            tests/gpu/test_headless_gpu.py >"$OUT/eco/tests.txt" 2>&1
+          tail -20 "$OUT/eco/tests.txt" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

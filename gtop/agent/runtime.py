@@ -24,10 +24,10 @@ import threading
 import time
 from typing import Any
 
-from gtop.agent import wire
-from gtop.agent.buffers import BufferPool, Completed, ShimPool, make_pool
-from gtop.agent.cost import AgentCost
-from gtop.agent.cupti import (
+from . import wire
+from .buffers import BufferPool, Completed, ShimPool, make_pool
+from .cost import AgentCost
+from .cupti import (
     ERROR_MULTIPLE_SUBSCRIBERS,
     KIND_BY_NAME,
     Cupti,
@@ -35,9 +35,9 @@ from gtop.agent.cupti import (
     SubscriberCallback,
     load,
 )
-from gtop.agent.modes import KINDS, kinds_for
-from gtop.agent.native import cuda_initialised, read_cstring
-from gtop.agent.probe_control import ProbeControl
+from .modes import KINDS, kinds_for
+from .native import cuda_initialised, read_cstring
+from .probe_control import ProbeControl
 
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25

@@ -21,6 +21,8 @@ class User:
     uid: int
     gid: int
     home: str
+    python: str
+    """A Python this user can run (not gtop's, which may sit in root's home)."""
 
     def popen(self, cmd: list[str], **kwargs: object) -> subprocess.Popen:
         """Start ``cmd`` as this user (no supplementary groups), in its home."""
@@ -47,7 +49,10 @@ def attacker() -> User:
     os.makedirs(entry.pw_dir, exist_ok=True)
     os.chown(entry.pw_dir, entry.pw_uid, entry.pw_gid)
     os.chmod(entry.pw_dir, 0o755)
-    return User(USER, entry.pw_uid, entry.pw_gid, entry.pw_dir)
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python3 for the unprivileged user")
+    return User(USER, entry.pw_uid, entry.pw_gid, entry.pw_dir, python)
 
 
 @pytest.fixture

@@ -34,14 +34,13 @@ import re
 import selectors
 import shutil
 import socket
-import tempfile
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gtop.agent import bootstrap, wire
+from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
 from gtop.analysis.agent_cost import cost_value
 from gtop.collectors.agent.boot import BootDir
@@ -54,6 +53,8 @@ from gtop.cupti.decode import Decoded, Decoder, NameTable
 from gtop.probes.catalog import PROBES
 from gtop.probes.engine.instrumentable import refusal
 
+TMP_PREFIX = "gtop-agent-"
+"""The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
@@ -94,9 +95,9 @@ class AgentLink:
         self.mode = mode
         defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
         self.options = {**defaults, **(options or {})}
-        self.dir = Path(tempfile.mkdtemp(prefix="gtop-agent-"))
+        self.dir = tmpdirs.make(TMP_PREFIX)
         self.path = str(self.dir / "agent.sock")
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._listener.bind(self.path)
         os.chmod(self.path, 0o600)
         self._listener.listen(16)
@@ -126,10 +127,14 @@ class AgentLink:
         return self.boot.injection_code(self.path, self.mode, self.options)
 
     def grant(self, uid: int) -> None:
-        """Let processes of ``uid`` reach the link (gtop as root attaching to a user)."""
-        self.boot.grant(uid)
-        for p in (self.dir, self.path):
-            os.chown(p, uid, -1, follow_symlinks=False)
+        """Let processes of ``uid`` reach the link (gtop as root attaching to a user).
+
+        The folders stay gtop's: that user may read the agent's code and connect to the
+        socket (handed over, 0600), but cannot write anything gtop later writes or reads.
+        """
+        self.boot.open_to_all()
+        os.chmod(self.dir, 0o711)
+        os.chown(self.path, uid, -1, follow_symlinks=False)
 
     # --- lifecycle --------------------------------------------------------------------
 
