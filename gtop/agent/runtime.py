@@ -24,9 +24,10 @@ import threading
 import time
 from typing import Any
 
-from gtop.agent import wire
-from gtop.agent.buffers import BufferPool, Completed, ShimPool, make_pool
-from gtop.agent.cupti import (
+from . import wire
+from .buffers import BufferPool, Completed, ShimPool, make_pool
+from .cost import AgentCost
+from .cupti import (
     ERROR_MULTIPLE_SUBSCRIBERS,
     KIND_BY_NAME,
     Cupti,
@@ -34,9 +35,9 @@ from gtop.agent.cupti import (
     SubscriberCallback,
     load,
 )
-from gtop.agent.modes import kinds_for
-from gtop.agent.native import cuda_initialised, read_cstring
-from gtop.agent.probe_control import ProbeControl
+from .modes import KINDS, kinds_for
+from .native import cuda_initialised, read_cstring
+from .probe_control import ProbeControl
 
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
@@ -146,6 +147,8 @@ class Session(threading.Thread):
         """gtop has answered the DRAIN frame (every name it needs is resolved)."""
         self.probes = ProbeControl()
         """PTX probes on Triton kernels, toggled by gtop's ``probe`` op."""
+        self.cost = AgentCost()
+        """What this session costs the process, sent with every clock sample."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -217,12 +220,15 @@ class Session(threading.Thread):
             cupti_path=cupti.path,
             record_sizes=sizes,
         )
+        self.cost = AgentCost(self.pool)
         self._send_clock(5)  # several samples first, for a quick first fit
         interval = self.options.get("flush_interval", FLUSH_INTERVAL_S)
         next_flush = last_buffer = time.monotonic()
         next_clock = next_flush + CLOCK_INTERVAL_S
         while not self.stop_requested.is_set():
             self._service(POLL_S)
+            woke = time.perf_counter_ns()
+            shipped_ns = self._shipped_ns()
             now = time.monotonic()
             if now >= next_flush:
                 # Buffers that fill up come back by themselves: flush (a call into CUPTI
@@ -240,7 +246,13 @@ class Session(threading.Thread):
                 self._send(probe_frame)
             if now >= next_clock:
                 self._send_clock(1)
+                self._send(wire.json_frame(wire.COST, self.cost.snapshot()))
                 next_clock = now + CLOCK_INTERVAL_S
+            self.cost.woke(time.perf_counter_ns() - woke, self._shipped_ns() - shipped_ns)
+
+    def _shipped_ns(self) -> int:
+        """ns the C shim has spent shipping (without the GIL) so far."""
+        return self.pool.costs()[2] if isinstance(self.pool, ShimPool) else 0
 
     def _start_tracing(self) -> None:
         cupti, pool = self.cupti, self.pool
@@ -259,8 +271,12 @@ class Session(threading.Thread):
         self._set_kinds(self.kinds)
 
     def _set_kinds(self, names: tuple[str, ...]) -> None:
-        """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported."""
-        wanted = {KIND_BY_NAME[n]: n for n in names}
+        """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported.
+
+        Kinds are enabled in :data:`~gtop.agent.modes.KINDS` order: graph-level tracing
+        before the kernel records it keeps graph nodes out of.
+        """
+        wanted = {KIND_BY_NAME[n]: n for n in sorted(names, key=KINDS.index)}
         for kind in [k for k in self.enabled if k not in wanted]:
             _quietly(self.cupti.disable, kind)
             self.enabled.remove(kind)

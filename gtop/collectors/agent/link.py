@@ -15,7 +15,9 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
   answer to :meth:`AgentLink.set_probe`;
 * ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
   state change. States: ``connected``, ``waiting_cuda``, ``tracing``, ``detached``,
-  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``.
+  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``;
+* ``agent_cost`` (key: pid), about once a second while tracing: what the agent has cost
+  its process so far (:func:`gtop.analysis.agent_cost.cost_value`).
 
 Several agents may connect (a launched program's Python children each bring one).
 Accounting per agent: records received + records CUPTI dropped (``Hub.source_drops``
@@ -32,15 +34,15 @@ import re
 import selectors
 import shutil
 import socket
-import tempfile
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gtop.agent import bootstrap, wire
+from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
+from gtop.analysis.agent_cost import cost_value
 from gtop.collectors.agent.boot import BootDir
 from gtop.collectors.agent.probed import ProbedLaunches
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
@@ -51,6 +53,8 @@ from gtop.cupti.decode import Decoded, Decoder, NameTable
 from gtop.probes.catalog import PROBES
 from gtop.probes.engine.instrumentable import refusal
 
+TMP_PREFIX = "gtop-agent-"
+"""The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
@@ -91,9 +95,9 @@ class AgentLink:
         self.mode = mode
         defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
         self.options = {**defaults, **(options or {})}
-        self.dir = Path(tempfile.mkdtemp(prefix="gtop-agent-"))
+        self.dir = tmpdirs.make(TMP_PREFIX)
         self.path = str(self.dir / "agent.sock")
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._listener.bind(self.path)
         os.chmod(self.path, 0o600)
         self._listener.listen(16)
@@ -123,10 +127,14 @@ class AgentLink:
         return self.boot.injection_code(self.path, self.mode, self.options)
 
     def grant(self, uid: int) -> None:
-        """Let processes of ``uid`` reach the link (gtop as root attaching to a user)."""
-        self.boot.grant(uid)
-        for p in (self.dir, self.path):
-            os.chown(p, uid, -1, follow_symlinks=False)
+        """Let processes of ``uid`` reach the link (gtop as root attaching to a user).
+
+        The folders stay gtop's: that user may read the agent's code and connect to the
+        socket (handed over, 0600), but cannot write anything gtop later writes or reads.
+        """
+        self.boot.open_to_all()
+        os.chmod(self.dir, 0o711)
+        os.chown(self.path, uid, -1, follow_symlinks=False)
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -312,6 +320,11 @@ class AgentLink:
                 self.hub.publish_entity(
                     Entity("clock_fit", f"cupti:{conn.status.pid}", fit.t_ns, fit.value())
                 )
+        elif kind == wire.COST:
+            st = conn.status
+            value = cost_value(wire.decode_json(payload), st.records, st.records_by_kind)
+            self._set(conn, replace(st, cost=value))
+            self.hub.publish_entity(Entity("agent_cost", str(st.pid), time.monotonic_ns(), value))
         elif kind == wire.PROBE:
             conn.probes.receive(payload)
         elif kind == wire.PROBE_STATE:
@@ -337,6 +350,10 @@ class AgentLink:
             # undecoded, its drop count still added below); the link lives on.
             self.hub.count_source_drops("cupti buffers undecodable", 1)
             decoded = Decoded(undecoded_bytes=len(raw))
+        now = time.monotonic_ns()
+        for entity_kind, name_id, name in decoded.names:
+            value = {"name": name, "pid": conn.status.pid}
+            self.hub.publish_entity(Entity(entity_kind, str(name_id), now, value))
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
         if dropped:
