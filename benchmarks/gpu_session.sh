@@ -100,6 +100,10 @@ for step in $steps; do
     agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" \
                       --budget "${AGENT_OVERHEAD_BUDGET:-460}" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    # issue 18: 2 ranks on one GPU (NCCL if it takes two ranks on one device, else gloo
+    # with CUDA tensors), rank 1 sleeping 20 ms per step; outputs go to recordings/
+    ddp-straggler) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
+                     --steps 150 --timeout 100 ;;
     # issue 17: --version, --once and `gtop serve --pid` (dcgm names + per-process GAR)
     # on the real NVML and agent path; what they printed and scraped lands in $OUT/eco/
     eco-headless) mkdir -p "$OUT/eco"

@@ -74,11 +74,11 @@ async def settle_panel(pilot: Pilot, panel: WorkerPanel) -> None:
     """Wait until the panel's worker has applied its last result (and no rerun is due)."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        if panel.computed and not panel.busy and not panel._again:
+        if panel.settled():
             break
         await pilot.pause(0.02)
     await pilot.pause()
-    assert not panel.busy and not panel._again
+    assert panel.settled()
 
 
 def recorded(path: Path, stream: str, upto_s: float) -> np.ndarray:
