@@ -100,12 +100,24 @@ for step in $steps; do
     agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" \
                       --budget "${AGENT_OVERHEAD_BUDGET:-460}" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    # issue 18: 2 ranks on one GPU (NCCL if it takes two ranks on one device, else gloo
+    # with CUDA tensors), rank 1 sleeping 20 ms per step; outputs go to recordings/
+    ddp-straggler) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
+                     --steps 150 --timeout 100 ;;
     # issue 17: --version, --once and `gtop serve --pid` (dcgm names + per-process GAR)
     # on the real NVML and agent path; what they printed and scraped lands in $OUT/eco/
     eco-headless) mkdir -p "$OUT/eco"
           GTOP_EVIDENCE="$OUT/eco" limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_headless_gpu.py >"$OUT/eco/tests.txt" 2>&1
           tail -20 "$OUT/eco/tests.txt" ;;
+    # issue 14: the hardened attach path on the GPU (root into another user's CUDA
+    # process, a traced process forking loader workers, a short CUDA process's exit),
+    # then the agent's exit cost, CPU-only and with CUDA (RESULTS.md "Agent exit cost")
+    hardening) limit 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/security \
+                 >"$OUT/hardening_tests.txt" 2>&1; tail -20 "$OUT/hardening_tests.txt"
+               limit 40 python3 benchmarks/agent_exit_cost.py --runs 20 >"$OUT/agent_exit_cost.txt"
+               limit 100 python3 benchmarks/agent_exit_cost.py --runs 6 --cuda \
+                 >>"$OUT/agent_exit_cost.txt"; cat "$OUT/agent_exit_cost.txt" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done
