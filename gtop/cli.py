@@ -62,6 +62,8 @@ class Config:
     agent_mode: str = "default"
     agent: bool = True
     host_tier: str = "auto"
+    window: tuple[str | None, str | None] = (None, None)
+    """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
 
@@ -198,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summarise a recording")
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
+    _window_options(report, "the target's active window (first to last GPU work)")
 
     export = sub.add_parser("export", help="convert a recording for other tools")
     export.add_argument("file", type=Path, metavar="FILE")
@@ -209,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         "csv (a directory of one CSV per stream)",
     )
     export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    _window_options(export, "the whole recording")
 
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
@@ -219,6 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     probe_cli.add_arguments(sub.add_parser("probe", help="the PTX probe engine, offline"))
     return parser
+
+
+def _window_options(sub: argparse.ArgumentParser, default: str) -> None:
+    for flag, edge in (("--from", "start"), ("--to", "end")):
+        sub.add_argument(
+            flag,
+            dest=flag[2:] + "_s",
+            metavar="S",
+            help=f"window {edge}: seconds from the recording's start, or 'steady' (the "
+            f"steady state's {edge}); default: {default}",
+        )
 
 
 def parse_args(argv: list[str]) -> Config:
@@ -257,6 +272,7 @@ def parse_args(argv: list[str]) -> Config:
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
         host_tier=getattr(args, "host_tier", "auto"),
+        window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
     )
 
 
@@ -425,16 +441,15 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
-    from gtop.recordings.report_data import read_report_data
+    from gtop.recordings.report_data import read_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data, kernels = read_report_data(rec)
-        report = build_report(
-            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
-        )
+        try:
+            report = read_report(rec, *config.window)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     if config.json:
         print(json.dumps(report, indent=2))
     else:
@@ -446,9 +461,19 @@ def cmd_export(config: Config) -> int:
     from gtop.recordings.exporters import EXPORTERS
 
     assert config.file is not None and config.output is not None and config.format
+    from gtop.recordings.clipped import ClippedRecording, choose
+
     with _open_recording(config.file) as rec:
         try:
-            summary = EXPORTERS[config.format].export(rec, config.output)
+            view = (
+                rec
+                if config.window == (None, None)
+                else ClippedRecording(rec, choose(rec, *config.window))
+            )
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        try:
+            summary = EXPORTERS[config.format].export(view, config.output)
         except OSError as exc:
             raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
         for problem in rec.problems:
