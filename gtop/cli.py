@@ -126,7 +126,8 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-agent",
         action="store_true",
-        help="do not load the in-process agent into a --pid target (NVML and host data only)",
+        help="do not load the in-process agent into the target (--pid or a launched "
+        "command): NVML and host data only",
     )
     parser.add_argument(
         "--host-tier",
@@ -284,7 +285,9 @@ def _live_source(config: Config):  # -> LiveSource
         ) from None
     if config.cmd:
         try:
-            source.launch(list(config.cmd), config.agent_mode, **_target_output(config))
+            source.launch(
+                list(config.cmd), config.agent_mode, config.agent, **_target_output(config)
+            )
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
@@ -376,6 +379,11 @@ def cmd_demo(config: Config) -> int:
     return cmd_replay(replace(config, file=demo_recording()))
 
 
+EXIT_POLL_S = 0.05
+"""How often ``record`` looks whether a launched target has exited (was 1 s: up to a
+second added to every recorded job's wall time)."""
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
     if config.output.exists() and not config.overwrite:
@@ -393,10 +401,13 @@ def cmd_record(config: Config) -> int:
     source.start()
     started = time.monotonic()
     interactive = sys.stderr.isatty()
+    shown = -1
+    poll_s = EXIT_POLL_S if config.cmd else 1.0  # a launched target's exit is cheap to see
     try:
-        while not stop.wait(1.0):
+        while not stop.wait(poll_s):
             elapsed = time.monotonic() - started
-            if interactive:
+            if interactive and int(elapsed) != shown:
+                shown = int(elapsed)
                 drops = sum(source.drops().values())
                 print(
                     f"\rgtop: recording {config.output}: {elapsed:5.0f} s, "
