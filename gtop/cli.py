@@ -41,6 +41,7 @@ gtop: a top-like live profiler for GPU programs.
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
   gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
+  gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
   gtop serve [--port N] [--pid PID | --replay FILE]   Prometheus/OpenMetrics endpoint
@@ -60,6 +61,8 @@ class Config:
     output: Path | None = None
     duration_s: float | None = None
     file: Path | None = None
+    files: tuple[Path, ...] = ()
+    """``gtop merge``: the recordings to merge."""
     json: bool = False
     overwrite: bool = False
     format: str | None = None
@@ -329,6 +332,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
 
+    merge = sub.add_parser(
+        "merge",
+        help="merge recordings of one job (one per host) into one, on one clock",
+        description="Merge recordings of one job into one: clocks aligned by each "
+        "recording's CLOCK_REALTIME-CLOCK_MONOTONIC offset, refined by the ends of the "
+        "ranks' collectives (recordings of one boot share their clock exactly).",
+    )
+    merge.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
     _gpu_option(demo)
@@ -390,6 +404,8 @@ def parse_args(argv: list[str]) -> Config:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:
         parser.error("record: give either --pid PID or -- CMD, not both")
+    if command == "merge" and len(args.files) < 2:
+        parser.error("merge: give two recordings or more")
     if command == "serve" and args.pid and args.file:
         parser.error("serve: give either --pid PID or --replay FILE, not both")
     no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
@@ -401,6 +417,7 @@ def parse_args(argv: list[str]) -> Config:
         output=getattr(args, "output", None),
         duration_s=getattr(args, "duration", None),
         file=getattr(args, "file", None),
+        files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
         format=getattr(args, "format", None),
@@ -686,6 +703,30 @@ def cmd_export(config: Config) -> int:
     return 0
 
 
+def cmd_merge(config: Config) -> int:
+    from gtop.recordings.merge import MergeError, merge
+    from gtop.recordings.reader import Recording, RecordingError
+
+    assert config.output is not None
+    try:
+        out = merge(config.files, config.output, overwrite=config.overwrite)
+    except (MergeError, RecordingError) as exc:
+        raise UserError(str(exc)) from None
+    except FileExistsError:
+        raise UserError(f"{config.output} exists (--force overwrites it)") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
+    with Recording(out) as rec:
+        for src in rec.meta.get("merged_from", []):
+            print(
+                f"gtop: {src['file']} ({src['host']}): {src['offset_ns'] / 1e6:+.3f} ms "
+                f"({src['basis']})",
+                file=sys.stderr,
+            )
+    print(f"gtop: wrote {out}", file=sys.stderr)
+    return 0
+
+
 def cmd_probe(config: Config) -> int:
     from gtop.probes import command as probe_cli
 
@@ -707,6 +748,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "report": cmd_report,
     "export": cmd_export,
+    "merge": cmd_merge,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
     "serve": cmd_serve,
