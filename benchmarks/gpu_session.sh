@@ -113,6 +113,14 @@ for step in $steps; do
           GTOP_EVIDENCE="$OUT/eco" limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_headless_gpu.py >"$OUT/eco/tests.txt" 2>&1
           tail -20 "$OUT/eco/tests.txt" ;;
+    # issue 14: the hardened attach path on the GPU (root into another user's CUDA
+    # process, a traced process forking loader workers, a short CUDA process's exit),
+    # then the agent's exit cost, CPU-only and with CUDA (RESULTS.md "Agent exit cost")
+    hardening) limit 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/security \
+                 >"$OUT/hardening_tests.txt" 2>&1; tail -20 "$OUT/hardening_tests.txt"
+               limit 40 python3 benchmarks/agent_exit_cost.py --runs 20 >"$OUT/agent_exit_cost.txt"
+               limit 100 python3 benchmarks/agent_exit_cost.py --runs 6 --cuda \
+                 >>"$OUT/agent_exit_cost.txt"; cat "$OUT/agent_exit_cost.txt" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done
