@@ -230,4 +230,13 @@ class KernelsTab(WorkerPanel):
         )
 
 
-register_process_panel("Kernels", KernelsTab, order=30)
+register_process_panel(
+    "Kernels",
+    KernelsTab,
+    order=30,
+    about=(
+        "Every kernel the process ran since the session began (or the last seek), one row per"
+        " kernel: its share of the process's GPU time, launches per second, total and mean "
+        "time, launch geometry. Enter shows the full name; a switches to the CUDA API calls."
+    ),
+)
