@@ -20,8 +20,8 @@ import time
 from collections import deque
 from typing import NamedTuple
 
-from gtop.agent.cupti import BufferCompleted, BufferRequested, Cupti
-from gtop.agent.native import dlopen
+from .cupti import BufferCompleted, BufferRequested, Cupti
+from .native import dlopen
 
 
 class Completed(NamedTuple):

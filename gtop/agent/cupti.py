@@ -11,7 +11,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from gtop.agent.native import dlopen
+from .native import dlopen
 
 # CUpti_ActivityKind values used by the agent.
 MEMCPY = 1

@@ -26,7 +26,7 @@ PY_SUFFIX = ".py)"
 
 ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
 """What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
-REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", *ATTRIBUTION_STREAMS)
+REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "overhead", *ATTRIBUTION_STREAMS)
 """Every stream :func:`build_report` reads."""
 
 
@@ -340,6 +340,7 @@ def build_report(
     table as ``data["kernel"]`` or, gathered already, as ``kernels``) over ``time_range``
     (first and last ns); ``start`` and ``duration_s`` are those of ``recorded`` (the
     whole recording's range) when given."""
+    from gtop.analysis.agent_cost import report_section
     from gtop.core import layouts
 
     def stream(spec: Any) -> np.ndarray:
@@ -385,6 +386,9 @@ def build_report(
         "gpu": gpu,
         "verdict": verdict_section(gpu, activity["kernels"]),
         "threads": threads_section(data, entities, time_range),
+        "agent_cost": report_section(
+            latest_entities(entities, "agent_cost"), stream(layouts.OVERHEAD)
+        ),
         "problems": problems,
         "advice": advice(devices, gpu),
     }

@@ -18,7 +18,6 @@ from gtop.analysis.report import (
 from gtop.recordings.clipped import ClippedRecording, active, choose
 from gtop.recordings.reader import Recording
 
-
 WHOLE_RECORDING = ("gpu", "proc_gpu", "proc_host")
 """NVML and process samples: the report's ``devices`` and ``processes`` summarise the
 whole recording; the rest covers the window."""

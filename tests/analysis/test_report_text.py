@@ -85,8 +85,14 @@ def test_no_record_advice_on_a_recording_with_cupti_data() -> None:
 
 
 def test_every_recording_gets_a_verdict_with_its_phrase() -> None:
+    """Every recording with GPU data; one without (CPU-only DDP) says so in one line."""
     for name in ALL:
-        v = report(name)["verdict"]
+        rep = report(name)
+        v = rep["verdict"]
+        if not rep["gpu"]:
+            assert v is None and not rep["devices"] and not rep["kernels"], name
+            assert "\nVerdict: no GPU work in this recording" in format_report(rep)
+            continue
         assert v is not None, name
         assert v["phrase"] == PHRASES[LABELS.index(v["cause"])], name
         assert v["headline"] and v["fix"], name
