@@ -223,8 +223,8 @@ def _median(values: list) -> float | None:
 
 
 def markdown(summary: list[dict], machine: dict) -> str:
-    def f(v: float | None, fmt: str) -> str:
-        return "-" if v is None else format(v, fmt)
+    def f(v: float | None, fmt: str, unit: str = "") -> str:
+        return "-" if v is None else format(v, fmt) + unit
 
     lines = [
         f"GPU: {machine.get('gpu', '?')}, driver {machine.get('driver', '?')}, "
@@ -239,15 +239,18 @@ def markdown(summary: list[dict], machine: dict) -> str:
         failed = f" ({s['failed']} failed)" if s["failed"] else ""
         lines.append(
             f"| {w.what} | {s['mode']} | {f(s['rate'], '.1f')} {w.unit} | "
-            f"{f(s['relative'], '.3f')} | {f(s['spread'] and 100 * s['spread'], '.1f')}% | "
+            f"{f(s['relative'], '.3f')} | {f(pct(s['spread']), '.1f', '%')} | "
             f"{s['rounds']}{failed} | "
             f"{f(s['wall_s'], '.1f')} | {f(s['gtop_cpu_s'], '.1f')} | "
             f"{f(s['gtop_rss_mb'], '.0f')} | {f(s['records_per_s'], ',.0f')} | "
-            f"{f(s['agent_cpu'] and 100 * s['agent_cpu'], '.2f')}% | "
-            f"{f(s['gil'] and 100 * s['gil'], '.2f')}% | "
-            f"{f(s['callbacks'] and 100 * s['callbacks'], '.3f')}% |"
+            f"{f(pct(s['agent_cpu']), '.2f', '%')} | {f(pct(s['gil']), '.2f', '%')} | "
+            f"{f(pct(s['callbacks']), '.3f', '%')} |"
         )
     return "\n".join(lines)
+
+
+def pct(share: float | None) -> float | None:
+    return None if share is None else 100 * share
 
 
 def machine() -> dict:
