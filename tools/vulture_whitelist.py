@@ -27,3 +27,6 @@ hash
 HTOA, ATOH, ATOA, ATOD, DTOA, DTOD, HTOH, PTOP  # core.layouts.CopyKind
 CUPTI_API_VERSION  # cupti.tables, generated
 first_start  # probes.catalog.block_sched.SmStats: each SM's first block, for tail analysis
+
+# the io module calls these on a raw stream (recordings/exporters/output.py's stdout wrapper)
+writable
