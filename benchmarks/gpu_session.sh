@@ -73,6 +73,22 @@ for step in $steps; do
           tar -cf "$OUT/host_recordings.tar" -C "$OUT/rec" slow_loader.gtop train_loop_cupti.gtop \
             probes_triton.gtop
           rm -rf "$OUT/rec" ;;
+    # issue 13: the four fix pairs in DEFAULT agent mode (recordings + workload JSON lines
+    # + diagnosis_pairs-*.json + the table); two steps, each under 4 minutes
+    diagnosis-recordings) mkdir -p "$OUT/diag"
+          limit 230 python3 benchmarks/diagnosis_pairs.py --out "$OUT/diag" --pairs decode,item \
+            --seconds 4
+          tar -cf "$OUT/diagnosis_a.tar" -C "$OUT" diag && rm -rf "$OUT/diag" ;;
+    diagnosis-recordings-2) mkdir -p "$OUT/diag" /tmp/slow-loader
+          limit 230 python3 benchmarks/diagnosis_pairs.py --out "$OUT/diag" \
+            --pairs loader,preprocess --seconds 4
+          tar -cf "$OUT/diagnosis_b.tar" -C "$OUT" diag && rm -rf "$OUT/diag" ;;
+    # issue 13: the constructed cases re-recorded in DEFAULT agent mode (what users run)
+    diagnosis-constructed) mkdir -p "$OUT/cdef"
+          limit 230 python3 benchmarks/constructed_shares.py --out "$OUT/cdef" --seconds 6 \
+            --agent-mode default
+          rm -f "$OUT"/cdef/gtop-io-*; ls -la "$OUT/cdef"
+          tar -cf "$OUT/constructed_default.tar" -C "$OUT" cdef && rm -rf "$OUT/cdef" ;;
     # interleaved paired slices until --budget (HOST_OVERHEAD_BUDGET, 160 s) is spent
     host-overhead) limit 190 python3 benchmarks/host_overhead.py --json "$OUT/host_overhead.json" \
                      --budget "${HOST_OVERHEAD_BUDGET:-160}" ;;
@@ -84,6 +100,16 @@ for step in $steps; do
     agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" \
                       --budget "${AGENT_OVERHEAD_BUDGET:-460}" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    # issue 18: 2 ranks on one GPU (NCCL if it takes two ranks on one device, else gloo
+    # with CUDA tensors), rank 1 sleeping 20 ms per step; outputs go to recordings/
+    ddp-straggler) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
+                     --steps 150 --timeout 100 ;;
+    # issue 17: --version, --once and `gtop serve --pid` (dcgm names + per-process GAR)
+    # on the real NVML and agent path; what they printed and scraped lands in $OUT/eco/
+    eco-headless) mkdir -p "$OUT/eco"
+          GTOP_EVIDENCE="$OUT/eco" limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
+            tests/gpu/test_headless_gpu.py >"$OUT/eco/tests.txt" 2>&1
+          tail -20 "$OUT/eco/tests.txt" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

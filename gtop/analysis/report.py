@@ -145,17 +145,42 @@ def process_summaries(
     return out
 
 
-def advice(devices: list[dict]) -> list[str]:
-    """Plain-language hints from what the summary shows."""
+def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
+    """Plain-language hints from what the summary shows: a GPU with low utilisation and
+    no exact breakdown (``gpu``) is worth recording with its process."""
     hints = []
     for dev in devices:
         util = dev["utilization"]["mean"]
-        if util is not None and util < 50 and dev["samples"] > 0:
+        exact = gpu.get(str(dev["index"]), {}).get("exact", False)
+        if util is not None and util < 50 and dev["samples"] > 0 and not exact:
             hints.append(
                 f"GPU {dev['index']} was busy only {util:.0f}% of the time: the host may be "
-                "starving it (run under `gtop run` to see why)."
+                "starving it (record its process with `gtop record -- CMD` to see why)."
             )
     return hints
+
+
+def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict | None:
+    """The ``verdict`` key (:mod:`gtop.analysis.verdict`) for the device with the most
+    time explained (the least UNKNOWN), or None without a breakdown."""
+    from gtop.analysis.verdict import decide
+
+    if not gpu:
+        return None
+    device, entry = max(
+        gpu.items(), key=lambda kv: (kv[1]["duration_s"] - kv[1]["off"]["UNKNOWN"], -int(kv[0]))
+    )
+    count = sum(k["count"] for k in kernels)
+    total_ns = sum(k["total_ns"] for k in kernels)
+    duration = entry["duration_s"]
+    verdict = decide(
+        {**entry["on"], **entry["off"]},
+        duration,
+        [(s["stack"], s["seconds"]) for s in entry.get("top_off_gpu_stacks", [])],
+        launches_per_s=count / duration if count and duration > 0 else None,
+        mean_kernel_us=total_ns / count / 1e3 if count else None,
+    )
+    return None if verdict is None else {"device": int(device), **verdict.as_json()}
 
 
 def threads_section(
@@ -244,6 +269,9 @@ def build_report(
         names_from_entities(entities),
         kernels.stats if kernels is not None else None,
     )
+    gpu = gpu_section(
+        meta, data, entities, time_range, kernels.ops if kernels is not None else None
+    )
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),
@@ -262,10 +290,9 @@ def build_report(
         ),
         "drops": drops,
         **activity,
-        "gpu": gpu_section(
-            meta, data, entities, time_range, kernels.ops if kernels is not None else None
-        ),
+        "gpu": gpu,
+        "verdict": verdict_section(gpu, activity["kernels"]),
         "threads": threads_section(data, entities, time_range),
         "problems": problems,
-        "advice": advice(devices),
+        "advice": advice(devices, gpu),
     }

@@ -18,6 +18,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
 from gtop.core.model import Model
@@ -347,11 +348,19 @@ class GtopApp(App[int]):
         return cmds
 
 
-def run_app(source: Source, **kw: Any) -> int:
+def theme_names() -> list[str]:
+    """Textual's built-in colour themes, the names ``--theme`` takes."""
+    return sorted(BUILTIN_THEMES)
+
+
+def run_app(source: Source, theme: str | None = None, **kw: Any) -> int:
     """Run the UI until the user quits; returns the exit status (0).
 
-    Keyword arguments are those of :class:`GtopApp`.
+    ``theme``: one of :func:`theme_names` (default: Textual's own). Other keyword
+    arguments are those of :class:`GtopApp`.
     """
     app = GtopApp(source, **kw)
+    if theme is not None:
+        app.theme = theme
     app.run()
     return app.return_code or 0

@@ -62,6 +62,12 @@ def test_launch_traces_every_kernel_with_names_and_monotonic_times(
     assert status.records_by_kind == {CONCURRENT_KERNEL: 2000, MEMCPY: 200}
     assert status.dropped == 0 and status.undecoded_bytes == 0
 
+    # the agent's own cost arrives once a second: its buffer callbacks were timed
+    cost = got.named("agent_cost", timeout=3.0)[str(target.pid)]
+    assert cost["buffer_callbacks"] >= 1 and cost["callback_s"] > 0
+    assert cost["wakes"] > 0 and 0 <= cost["gil"] < 1 and 0 <= cost["agent_cpu"] < 1
+    assert "gtop cost:" in link.status()[target.pid].summary()
+
 
 @CALLBACKS
 def test_slow_reader_drops_are_counted_exactly(

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gtop.core.files import UnsafeFile
 from gtop.recordings.exporters import EXPORTERS, infer_format
 from gtop.recordings.exporters.output import ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
@@ -71,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
         except ExportError as exc:
             print(f"gtop: export: {exc}", file=sys.stderr)
             return 2
+        except UnsafeFile as exc:
+            print(f"gtop: {exc}", file=sys.stderr)
+            return 1
         except OSError as exc:
             where = exc.filename or args.output
             print(f"gtop: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)

@@ -1,21 +1,25 @@
 """Where an export goes: files made safely, standard output, gzip, and progress.
 
-A file is created with ``O_NOFOLLOW`` (a symlink planted at the path is refused, not
-followed) and mode 0644 less the umask. ``-`` is standard output. A format that writes
-several files (one per view) names them after the output: ``x.folded`` →
-``x.on-cpu.folded``. If the export fails, the files it made are removed.
+A file is written as :func:`gtop.core.files.replace_output` writes: a new file (mode
+0644) beside the path, renamed over it when the export succeeds and removed when it
+fails; a symlink or anything but a regular file at the path is refused. ``-`` is
+standard output. A format that writes several files (one per view) names them after the
+output: ``x.folded`` → ``x.on-cpu.folded``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
-import os
 import sys
 from pathlib import Path
 from typing import IO, Any
 
+from gtop.core.files import replace_output
+
 STDOUT = Path("-")
+FILE_MODE = 0o644
 
 
 class ExportError(Exception):
@@ -28,6 +32,7 @@ class Output:
     def __init__(self, path: Path, *, gzip: bool = False, total: int = 0) -> None:
         self.path, self.gzip = path, gzip
         self.made: list[Path] = []
+        self._files = contextlib.ExitStack()
         self._open_streams: list[IO[Any]] = []
         self._progress, self._task = _progress(total)
 
@@ -43,7 +48,7 @@ class Output:
         return self.path.with_name(f"{head}.{tag}{dot}{rest}" if dot else f"{head}.{tag}")
 
     def stream(self, binary: bool, tag: str = "", compress: bool | None = None) -> IO[Any]:
-        """A new stream (closed by :meth:`close`): text is UTF-8."""
+        """A new stream, closed when the ``with`` block ends; text is UTF-8."""
         return self._open(self.named(tag) if tag else self.path, binary, compress)
 
     def in_directory(self, name: str, fmt: str) -> IO[Any]:
@@ -54,12 +59,10 @@ class Output:
         if path == STDOUT:
             raw: IO[bytes] = _Unclosed(sys.stdout.buffer)
         else:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-            raw = os.fdopen(os.open(path, flags, 0o644), "wb", buffering=1 << 20)
+            raw = self._files.enter_context(replace_output(path, FILE_MODE))
             self.made.append(path)
         if self.gzip if compress is None else compress:
             raw = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)  # type: ignore[assignment]
-            self._open_streams.append(raw.fileobj)  # type: ignore[attr-defined]
         stream: IO[Any] = raw if binary else io.TextIOWrapper(raw, "utf-8", newline="")
         self._open_streams.append(stream)
         return stream
@@ -81,23 +84,26 @@ class Output:
         if self._progress is not None:
             self._progress.advance(self._task, rows)
 
-    def close(self, failed: bool = False) -> None:
-        for stream in reversed(self._open_streams):
-            stream.close()
-        self._open_streams.clear()
-        if self._progress is not None:
-            self._progress.stop()
-        if failed:
-            for path in self.made:
-                path.unlink(missing_ok=True)
-
     def __enter__(self) -> Output:
         if self._progress is not None:
             self._progress.start()
         return self
 
-    def __exit__(self, kind: object, *exc: object) -> None:
-        self.close(failed=kind is not None)
+    def __exit__(self, *exc: Any) -> bool:
+        """Flush every stream, then put the files in place (or, on an error, drop them)."""
+        if self._progress is not None:
+            self._progress.stop()
+        try:
+            for stream in reversed(self._open_streams):
+                if exc[0] is None:
+                    stream.close()
+                else:  # the file goes anyway: only release the stream
+                    with contextlib.suppress(Exception):
+                        stream.close()
+        finally:
+            self._open_streams.clear()
+            done = self._files.__exit__(*exc)
+        return bool(done)
 
 
 class _Unclosed(io.RawIOBase):

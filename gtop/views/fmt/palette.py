@@ -35,7 +35,6 @@ LANE_STYLE = {
     Code.BLOCKED_SLEEP: "bright_black", Code.BLOCKED_POLL: "bright_black",
     Code.BLOCKED_GPU: "red", Code.BLOCKED_OTHER: "bright_black", Code.UNKNOWN: "grey30",
 }  # fmt: skip
-NO_DATA_GLYPH = " "
 
 
 def style(name: str, color: bool) -> str:

@@ -10,6 +10,7 @@ from textual.widgets import Input, TabbedContent, TabPane
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
 from gtop.views.tabs.panels import ModelView, process_panels
+from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
 
 
@@ -49,6 +50,10 @@ class ProcessScreen(GtopScreen):
         active = self.tabs.active
         if active in self._panels:
             self._panels[active].show(model)
+
+    def ready(self) -> bool:
+        panel = self._panels.get(self.tabs.active)
+        return not isinstance(panel, WorkerPanel) or panel.settled()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         panel = self._panels.get(event.pane.id or "")

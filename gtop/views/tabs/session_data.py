@@ -30,8 +30,8 @@ from gtop.core.model import Model
 WINDOW_NS = 10_000_000_000
 """Longest window the GPU time and swimlanes tabs attribute."""
 LAG_NS = 1_000_000_000
-"""Attributed windows end this long before the newest record (CUPTI delivers late); the
-same lag live and in replay, so both give the same numbers for the same run."""
+"""Live, attributed windows end this long before now: CUPTI delivers its records late
+(a replay has every record up to its playhead, so its windows end there)."""
 ENGINE_STREAMS = frozenset(
     {
         layouts.KERNEL.name,
@@ -43,6 +43,13 @@ ENGINE_STREAMS = frozenset(
         layouts.CPU_SAMPLE.name,
     }
 )
+
+
+def window_end(model: Model, live: bool) -> tuple[int, int]:
+    """``(t1, lag_ns)``: where the tabs' windows end, and how far before the newest data
+    (the axis labels it): a replay's playhead, or :data:`LAG_NS` before now live."""
+    lag = LAG_NS if live else 0
+    return model.now_ns - lag, lag
 
 
 class SessionData:
