@@ -42,6 +42,7 @@ gtop: a top-like live profiler for GPU programs.
   gtop report FILE [--json]   summary of a recording
   gtop export FILE [--format F] -o OUT   convert a recording (perfetto, chrome, kineto,
                               speedscope, folded, pprof, csv; F from OUT's name)
+  gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
   gtop serve [--port N] [--pid PID | --replay FILE]   Prometheus/OpenMetrics endpoint
@@ -61,6 +62,8 @@ class Config:
     output: Path | None = None
     duration_s: float | None = None
     file: Path | None = None
+    files: tuple[Path, ...] = ()
+    """``gtop merge``: the recordings to merge."""
     json: bool = False
     overwrite: bool = False
     cmd: tuple[str, ...] = ()
@@ -222,7 +225,8 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-agent",
         action="store_true",
-        help="do not load the in-process agent into a --pid target (NVML and host data only)",
+        help="do not load the in-process agent into the target (--pid or a launched "
+        "command): NVML and host data only",
     )
     parser.add_argument(
         "--host-tier",
@@ -324,6 +328,17 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
 
+    merge = sub.add_parser(
+        "merge",
+        help="merge recordings of one job (one per host) into one, on one clock",
+        description="Merge recordings of one job into one: clocks aligned by each "
+        "recording's CLOCK_REALTIME-CLOCK_MONOTONIC offset, refined by the ends of the "
+        "ranks' collectives (recordings of one boot share their clock exactly).",
+    )
+    merge.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
     _gpu_option(demo)
@@ -385,6 +400,8 @@ def parse_args(argv: list[str]) -> Config:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:
         parser.error("record: give either --pid PID or -- CMD, not both")
+    if command == "merge" and len(args.files) < 2:
+        parser.error("merge: give two recordings or more")
     if command == "serve" and args.pid and args.file:
         parser.error("serve: give either --pid PID or --replay FILE, not both")
     no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
@@ -396,6 +413,7 @@ def parse_args(argv: list[str]) -> Config:
         output=getattr(args, "output", None),
         duration_s=getattr(args, "duration", None),
         file=getattr(args, "file", None),
+        files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
         probe_args=args if command == "probe" else None,
@@ -437,7 +455,9 @@ def _live_source(config: Config):  # -> LiveSource
         ) from None
     if config.cmd:
         try:
-            source.launch(list(config.cmd), config.agent_mode, **_target_output(config))
+            source.launch(
+                list(config.cmd), config.agent_mode, config.agent, **_target_output(config)
+            )
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
@@ -600,6 +620,11 @@ def cmd_demo(config: Config) -> int:
     return cmd_replay(replace(config, file=demo_recording()))
 
 
+EXIT_POLL_S = 0.05
+"""How often ``record`` looks whether a launched target has exited (was 1 s: up to a
+second added to every recorded job's wall time)."""
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
     if config.output.exists() and not config.overwrite:
@@ -617,10 +642,13 @@ def cmd_record(config: Config) -> int:
     source.start()
     started = time.monotonic()
     interactive = sys.stderr.isatty()
+    shown = -1
+    poll_s = EXIT_POLL_S if config.cmd else 1.0  # a launched target's exit is cheap to see
     try:
-        while not stop.wait(1.0):
+        while not stop.wait(poll_s):
             elapsed = time.monotonic() - started
-            if interactive:
+            if interactive and int(elapsed) != shown:
+                shown = int(elapsed)
                 drops = sum(source.drops().values())
                 print(
                     f"\rgtop: recording {config.output}: {elapsed:5.0f} s, "
@@ -673,6 +701,30 @@ def cmd_export(config: Config) -> int:
     return export_cli.run(config.export_args)
 
 
+def cmd_merge(config: Config) -> int:
+    from gtop.recordings.merge import MergeError, merge
+    from gtop.recordings.reader import Recording, RecordingError
+
+    assert config.output is not None
+    try:
+        out = merge(config.files, config.output, overwrite=config.overwrite)
+    except (MergeError, RecordingError) as exc:
+        raise UserError(str(exc)) from None
+    except FileExistsError:
+        raise UserError(f"{config.output} exists (--force overwrites it)") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
+    with Recording(out) as rec:
+        for src in rec.meta.get("merged_from", []):
+            print(
+                f"gtop: {src['file']} ({src['host']}): {src['offset_ns'] / 1e6:+.3f} ms "
+                f"({src['basis']})",
+                file=sys.stderr,
+            )
+    print(f"gtop: wrote {out}", file=sys.stderr)
+    return 0
+
+
 def cmd_probe(config: Config) -> int:
     from gtop.probes import command as probe_cli
 
@@ -694,6 +746,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "report": cmd_report,
     "export": cmd_export,
+    "merge": cmd_merge,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
     "serve": cmd_serve,
