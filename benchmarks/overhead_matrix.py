@@ -249,6 +249,28 @@ def markdown(summary: list[dict], machine: dict) -> str:
     return "\n".join(lines)
 
 
+def rounds_table(rows: list[dict]) -> str:
+    """Every run's rate beside what the agent measured in it: whether a slow round is
+    one where gtop took more (GIL, callbacks, agent CPU) or one where the machine was
+    slow (untraced rounds moving as much)."""
+    lines = [
+        "| workload | round | mode | rate | agent GIL | callbacks | agent CPU | records/s |",
+        "|" + "---|" * 8,
+    ]
+    for r in sorted(rows, key=lambda r: (r["workload"], r["round"], MODES.index(r["mode"]))):
+        c = r.get("agent_cost") or {}
+        lines.append(
+            f"| {r['workload']} | {r['round']} | {r['mode']} | "
+            + (f"{r['rate']:.1f}" if r["rate"] else "failed")
+            + "".join(
+                f" | {100 * c[k]:.3f}%" if c.get(k) is not None else " | -"
+                for k in ("gil", "callbacks", "agent_cpu")
+            )
+            + (f" | {c['records_per_s']:,.0f} |" if c.get("records_per_s") else " | - |")
+        )
+    return "\n".join(lines)
+
+
 def pct(share: float | None) -> float | None:
     return None if share is None else 100 * share
 
@@ -283,9 +305,12 @@ def main() -> int:
     args = ap.parse_args()
     if args.merge:
         parts = [json.loads(p.read_text()) for p in args.merge if p.exists()]
+        if not parts:
+            print("overhead_matrix: no partial results to merge", file=sys.stderr)
+            return 1
         rows = [r for p in parts for r in p["rows"]]
         info = parts[0]["machine"] if parts else {}
-        commands = [p["command"] for p in parts]
+        commands = [c for p in parts for c in p["command"].split("; ")]
     else:
         names = args.workloads.split(",")
         unknown = [n for n in names if n not in WORKLOADS]
@@ -296,11 +321,12 @@ def main() -> int:
         commands = [" ".join(["python3", *sys.argv])]
     summary = summarise(rows)
     text = markdown(summary, info) + "\n\nCommands:\n" + "\n".join(f"    {c}" for c in commands)
+    text += "\n\nEvery run:\n\n" + rounds_table(rows)
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
     if args.json:
-        doc = {"machine": info, "command": commands[0], "rows": rows, "summary": summary}
+        doc = {"machine": info, "command": "; ".join(commands), "rows": rows, "summary": summary}
         args.json.write_text(json.dumps(doc, indent=1))
     return 0
 
