@@ -40,7 +40,8 @@ gtop: a top-like live profiler for GPU programs.
   gtop record -o FILE [--pid PID | -- CMD ...] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
-  gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
+  gtop export FILE [--format F] -o OUT   convert a recording (perfetto, chrome, kineto,
+                              speedscope, folded, pprof, csv; F from OUT's name)
   gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
@@ -65,7 +66,6 @@ class Config:
     """``gtop merge``: the recordings to merge."""
     json: bool = False
     overwrite: bool = False
-    format: str | None = None
     cmd: tuple[str, ...] = ()
     """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
     agent_mode: str = "default"
@@ -75,6 +75,8 @@ class Config:
     """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
+    export_args: argparse.Namespace | None = field(default=None, compare=False)
+    """The parsed ``gtop export`` arguments (:mod:`gtop.recordings.exporters.command`)."""
     once: bool = False
     """Print one frame of the overview (text, or JSON with ``json``) instead of the UI."""
     at_s: float | None = None
@@ -237,12 +239,6 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _export_formats() -> list[str]:
-    from gtop.recordings.exporters import EXPORTERS
-
-    return list(EXPORTERS)
-
-
 PID_HELP = (
     "focus this process; its descendants (DataLoader workers, subprocesses) are always "
     "followed, as py-spy's --subprocesses does"
@@ -323,19 +319,19 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summarise a recording")
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
-    _window_options(report, "the target's active window (first to last GPU work)")
+    from gtop.recordings.clipped import add_window_options
 
-    export = sub.add_parser("export", help="convert a recording for other tools")
-    export.add_argument("file", type=Path, metavar="FILE")
-    export.add_argument(
-        "--format",
-        required=True,
-        choices=_export_formats(),
-        help="perfetto (TrackEvent protobuf), chrome (trace-event JSON), "
-        "csv (a directory of one CSV per stream)",
+    add_window_options(report, "the steady state of the target's GPU work")
+
+    from gtop.recordings.exporters import command as export_cli
+
+    export_cli.add_arguments(
+        sub.add_parser(
+            "export",
+            help="convert a recording for other tools",
+            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip] [--from S] [--to S]",
+        )
     )
-    export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
-    _window_options(export, "the whole recording")
 
     merge = sub.add_parser(
         "merge",
@@ -390,17 +386,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _window_options(sub: argparse.ArgumentParser, default: str) -> None:
-    for flag, edge in (("--from", "start"), ("--to", "end")):
-        sub.add_argument(
-            flag,
-            dest=flag[2:] + "_s",
-            metavar="S",
-            help=f"window {edge}: seconds from the recording's start, or 'steady' (the "
-            f"steady state's {edge}); default: {default}",
-        )
-
-
 def parse_args(argv: list[str]) -> Config:
     """Parse ``argv`` (without the program name) into a Config.
 
@@ -436,8 +421,8 @@ def parse_args(argv: list[str]) -> Config:
         files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
-        format=getattr(args, "format", None),
         probe_args=args if command == "probe" else None,
+        export_args=args if command == "export" else None,
         cmd=cmd,
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
@@ -715,28 +700,10 @@ def cmd_report(config: Config) -> int:
 
 
 def cmd_export(config: Config) -> int:
-    from gtop.recordings.exporters import EXPORTERS
+    from gtop.recordings.exporters import command as export_cli
 
-    assert config.file is not None and config.output is not None and config.format
-    from gtop.recordings.clipped import ClippedRecording, choose
-
-    with _open_recording(config.file) as rec:
-        try:
-            view = (
-                rec
-                if config.window == (None, None)
-                else ClippedRecording(rec, choose(rec, *config.window))
-            )
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        try:
-            summary = EXPORTERS[config.format].export(view, config.output)
-        except OSError as exc:
-            raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
-    print(f"gtop: {summary}", file=sys.stderr)
-    return 0
+    assert config.export_args is not None
+    return export_cli.run(config.export_args)
 
 
 def cmd_merge(config: Config) -> int:

@@ -159,6 +159,8 @@ class Session(threading.Thread):
         """PTX probes on Triton kernels, toggled by gtop's ``probe`` op."""
         self.cost = AgentCost()
         """What this session costs the process, sent with every clock sample."""
+        self.buffers_sent = 0
+        """Buffers shipped to gtop (none: a process that never launched GPU work)."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -330,7 +332,8 @@ class Session(threading.Thread):
             try:
                 self._ship(items)
                 items = []
-                self._drain()
+                if self.buffers_sent:  # else no name can be pending: exit at once
+                    self._drain()
             except BaseException:
                 self.connected = False
         for item in items:
@@ -415,6 +418,7 @@ class Session(threading.Thread):
         if not isinstance(self.pool, ShimPool):
             items = self.pool.completed()
             self._ship(items)
+            self.buffers_sent += len(items)
             return len(items)
         if not self.connected:
             raise HostGone
@@ -426,6 +430,7 @@ class Session(threading.Thread):
         if sent < 0:
             self.connected = False
             raise HostGone
+        self.buffers_sent += sent
         return sent
 
     def _ship(self, items: list[Completed]) -> None:

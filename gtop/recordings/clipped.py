@@ -10,6 +10,7 @@ intervals to the window itself.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,3 +174,15 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
         raise ValueError(f"the window {start or ''}..{end or ''} is empty in this recording")
     same = {name for name, w in named.items() if (w.t0, w.t1) == (t0, t1)}
     return Window(t0, t1, "steady" if "steady" in same else "active" if same else "given")
+
+
+def add_window_options(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--from S`` and ``--to S`` (into ``from_s``/``to_s``), for :func:`choose`."""
+    for flag, edge in (("--from", "start"), ("--to", "end")):
+        parser.add_argument(
+            flag,
+            dest=flag[2:] + "_s",
+            metavar="S",
+            help=f"window {edge}: seconds from the recording's start, 'steady' or 'active' "
+            f"(that window's {edge}); default: {default}",
+        )
