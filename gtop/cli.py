@@ -584,19 +584,17 @@ def cmd_serve(config: Config) -> int:
 
 
 def demo_recording() -> Path:
-    """The bundled recording `gtop demo` plays.
+    """The recording `gtop demo` plays: ``GTOP_DEMO`` if set, else the one packaged in
+    ``gtop/demo/`` (``recordings/`` links to it in the repository).
 
     Raises:
-        UserError: it is not there (an install without the repository's recordings/).
+        UserError: it is not there.
     """
     override = os.environ.get("GTOP_DEMO")
-    candidates = [Path(override)] if override else []
-    root = Path(__file__).resolve().parent.parent / "recordings"
-    candidates += [root / DEMO_RECORDING]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise UserError(f"no bundled recording at {candidates[-1]}; set GTOP_DEMO=FILE.gtop")
+    path = Path(override) if override else Path(__file__).resolve().parent / "demo" / DEMO_RECORDING
+    if not path.is_file():
+        raise UserError(f"no recording at {path}; set GTOP_DEMO=FILE.gtop")
+    return path
 
 
 def cmd_demo(config: Config) -> int:
