@@ -40,7 +40,9 @@ gtop: a top-like live profiler for GPU programs.
   gtop record -o FILE [--pid PID | -- CMD ...] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
-  gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
+  gtop export FILE [--format F] -o OUT   convert a recording (perfetto, chrome, kineto,
+                              speedscope, folded, pprof, csv; F from OUT's name)
+  gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
   gtop serve [--port N] [--pid PID | --replay FILE]   Prometheus/OpenMetrics endpoint
@@ -60,9 +62,10 @@ class Config:
     output: Path | None = None
     duration_s: float | None = None
     file: Path | None = None
+    files: tuple[Path, ...] = ()
+    """``gtop merge``: the recordings to merge."""
     json: bool = False
     overwrite: bool = False
-    format: str | None = None
     cmd: tuple[str, ...] = ()
     """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
     agent_mode: str = "default"
@@ -70,6 +73,8 @@ class Config:
     host_tier: str = "auto"
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
+    export_args: argparse.Namespace | None = field(default=None, compare=False)
+    """The parsed ``gtop export`` arguments (:mod:`gtop.recordings.exporters.command`)."""
     once: bool = False
     """Print one frame of the overview (text, or JSON with ``json``) instead of the UI."""
     at_s: float | None = None
@@ -220,7 +225,8 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-agent",
         action="store_true",
-        help="do not load the in-process agent into a --pid target (NVML and host data only)",
+        help="do not load the in-process agent into the target (--pid or a launched "
+        "command): NVML and host data only",
     )
     parser.add_argument(
         "--host-tier",
@@ -229,12 +235,6 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         help="how the target's threads are traced: auto picks the best that works (bpf, "
         "then perf events, then /proc sampling); off for none",
     )
-
-
-def _export_formats() -> list[str]:
-    from gtop.recordings.exporters import EXPORTERS
-
-    return list(EXPORTERS)
 
 
 PID_HELP = (
@@ -318,16 +318,26 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
 
-    export = sub.add_parser("export", help="convert a recording for other tools")
-    export.add_argument("file", type=Path, metavar="FILE")
-    export.add_argument(
-        "--format",
-        required=True,
-        choices=_export_formats(),
-        help="perfetto (TrackEvent protobuf), chrome (trace-event JSON), "
-        "csv (a directory of one CSV per stream)",
+    from gtop.recordings.exporters import command as export_cli
+
+    export_cli.add_arguments(
+        sub.add_parser(
+            "export",
+            help="convert a recording for other tools",
+            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip]",
+        )
     )
-    export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge recordings of one job (one per host) into one, on one clock",
+        description="Merge recordings of one job into one: clocks aligned by each "
+        "recording's CLOCK_REALTIME-CLOCK_MONOTONIC offset, refined by the ends of the "
+        "ranks' collectives (recordings of one boot share their clock exactly).",
+    )
+    merge.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
 
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
@@ -390,6 +400,8 @@ def parse_args(argv: list[str]) -> Config:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:
         parser.error("record: give either --pid PID or -- CMD, not both")
+    if command == "merge" and len(args.files) < 2:
+        parser.error("merge: give two recordings or more")
     if command == "serve" and args.pid and args.file:
         parser.error("serve: give either --pid PID or --replay FILE, not both")
     no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
@@ -401,10 +413,11 @@ def parse_args(argv: list[str]) -> Config:
         output=getattr(args, "output", None),
         duration_s=getattr(args, "duration", None),
         file=getattr(args, "file", None),
+        files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
-        format=getattr(args, "format", None),
         probe_args=args if command == "probe" else None,
+        export_args=args if command == "export" else None,
         cmd=cmd,
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
@@ -442,7 +455,9 @@ def _live_source(config: Config):  # -> LiveSource
         ) from None
     if config.cmd:
         try:
-            source.launch(list(config.cmd), config.agent_mode, **_target_output(config))
+            source.launch(
+                list(config.cmd), config.agent_mode, config.agent, **_target_output(config)
+            )
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
@@ -603,6 +618,11 @@ def cmd_demo(config: Config) -> int:
     return cmd_replay(replace(config, file=demo_recording()))
 
 
+EXIT_POLL_S = 0.05
+"""How often ``record`` looks whether a launched target has exited (was 1 s: up to a
+second added to every recorded job's wall time)."""
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
     if config.output.exists() and not config.overwrite:
@@ -620,10 +640,13 @@ def cmd_record(config: Config) -> int:
     source.start()
     started = time.monotonic()
     interactive = sys.stderr.isatty()
+    shown = -1
+    poll_s = EXIT_POLL_S if config.cmd else 1.0  # a launched target's exit is cheap to see
     try:
-        while not stop.wait(1.0):
+        while not stop.wait(poll_s):
             elapsed = time.monotonic() - started
-            if interactive:
+            if interactive and int(elapsed) != shown:
+                shown = int(elapsed)
                 drops = sum(source.drops().values())
                 print(
                     f"\rgtop: recording {config.output}: {elapsed:5.0f} s, "
@@ -670,17 +693,33 @@ def cmd_report(config: Config) -> int:
 
 
 def cmd_export(config: Config) -> int:
-    from gtop.recordings.exporters import EXPORTERS
+    from gtop.recordings.exporters import command as export_cli
 
-    assert config.file is not None and config.output is not None and config.format
-    with _open_recording(config.file) as rec:
-        try:
-            summary = EXPORTERS[config.format].export(rec, config.output)
-        except OSError as exc:
-            raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
-    print(f"gtop: {summary}", file=sys.stderr)
+    assert config.export_args is not None
+    return export_cli.run(config.export_args)
+
+
+def cmd_merge(config: Config) -> int:
+    from gtop.recordings.merge import MergeError, merge
+    from gtop.recordings.reader import Recording, RecordingError
+
+    assert config.output is not None
+    try:
+        out = merge(config.files, config.output, overwrite=config.overwrite)
+    except (MergeError, RecordingError) as exc:
+        raise UserError(str(exc)) from None
+    except FileExistsError:
+        raise UserError(f"{config.output} exists (--force overwrites it)") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
+    with Recording(out) as rec:
+        for src in rec.meta.get("merged_from", []):
+            print(
+                f"gtop: {src['file']} ({src['host']}): {src['offset_ns'] / 1e6:+.3f} ms "
+                f"({src['basis']})",
+                file=sys.stderr,
+            )
+    print(f"gtop: wrote {out}", file=sys.stderr)
     return 0
 
 
@@ -705,6 +744,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "report": cmd_report,
     "export": cmd_export,
+    "merge": cmd_merge,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
     "serve": cmd_serve,

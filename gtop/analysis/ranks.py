@@ -71,6 +71,66 @@ def _host_parts(rows: np.ndarray, coll: np.ndarray, pid: int, t0: int, t1: int) 
     return out
 
 
+def _per_rank(
+    processes: Mapping[int, Mapping[str, Any]],
+    data: Mapping[str, np.ndarray],
+    stacks: Mapping[int, Mapping[str, Any]],
+    kernel_names: Mapping[int, str],
+    t0: int,
+    t1: int,
+) -> list[tuple[dict[str, Any], iv.Spans]]:
+    """Each rank's entry (without its straggler wait) and its collective calls."""
+    by_rank = rank_pids(processes)
+    threads = data.get("thread_state")
+    kernels = data.get("kernel")
+    copies = [data[n] for n in ("memcpy", "memset") if n in data and len(data[n])]
+    coll_mask = (
+        collective_rows(threads, stacks, set(by_rank.values()))
+        if threads is not None and len(threads)
+        else None
+    )
+    out = []
+    for rank in sorted(by_rank):
+        pid = by_rank[rank]
+        entry: dict[str, Any] = {"rank": rank, "pid": pid, "host": processes[pid].get("host")}
+        comp = comm = xfer = iv.EMPTY
+        names: list[str] = []
+        if kernels is not None and len(kernels):
+            comp, comm, xfer, names = _gpu_parts(pid, kernels, copies, kernel_names, t0, t1)
+        host_coll = iv.EMPTY
+        if coll_mask is not None:
+            host_coll = _spans(threads[coll_mask & (threads["pid"] == pid)], t0, t1)
+            entry["main_thread"] = _host_parts(threads, coll_mask, pid, t0, t1)
+        on = comp.measure() + comm.measure() + xfer.measure()
+        entry["gar"] = on / (t1 - t0) if (kernels is not None and len(kernels)) else None
+        entry["on"] = {"G:COMP": comp.measure() * NS, "G:COMM": comm.measure() * NS,
+                       "G:XFER": xfer.measure() * NS}  # fmt: skip
+        entry["collectives"] = names
+        coll = comm if len(comm) else host_coll
+        entry["collective_source"] = "gpu" if len(comm) else "host"
+        entry["collective_s"] = coll.measure() * NS
+        busy = iv.union(
+            np.concatenate((comp.starts, xfer.starts)), np.concatenate((comp.ends, xfer.ends))
+        )
+        entry["overlap"] = (
+            iv.intersect(comm, busy).measure() / comm.measure() if len(comm) else None
+        )
+        out.append((entry, calls(coll, BRIDGE_NS)))
+    return out
+
+
+def rank_calls(
+    processes: Mapping[int, Mapping[str, Any]],
+    data: Mapping[str, np.ndarray],
+    stacks: Mapping[int, Mapping[str, Any]],
+    kernel_names: Mapping[int, str],
+    t0: int,
+    t1: int,
+) -> dict[int, iv.Spans]:
+    """The collective calls of each rank in ``[t0, t1)`` (one rank is enough)."""
+    return {e["rank"]: c for e, c in _per_rank(processes, data, stacks, kernel_names, t0, t1)}
+
+
 def analyse(
     processes: Mapping[int, Mapping[str, Any]],
     data: Mapping[str, np.ndarray],
@@ -86,48 +146,13 @@ def analyse(
         data: ``thread_state``, ``kernel``, ``memcpy``, ``memset`` rows (any missing).
         stacks: ``stack`` entity values (``frames``, ``kinds``) by stack id.
     """
-    by_rank = rank_pids(processes)
-    if len(by_rank) < 2 or t1 <= t0:
+    if t1 <= t0:
         return None
-    window = t1 - t0
-    threads = data.get("thread_state")
-    kernels = data.get("kernel")
-    copies = [data[n] for n in ("memcpy", "memset") if n in data and len(data[n])]
-    coll_mask = (
-        collective_rows(threads, stacks, set(by_rank.values()))
-        if threads is not None and len(threads)
-        else None
-    )
-    out = []
-    spans = []
-    for rank in sorted(by_rank):
-        pid = by_rank[rank]
-        entry: dict[str, Any] = {"rank": rank, "pid": pid, "host": processes[pid].get("host")}
-        comp = comm = xfer = iv.EMPTY
-        names: list[str] = []
-        if kernels is not None and len(kernels):
-            comp, comm, xfer, names = _gpu_parts(pid, kernels, copies, kernel_names, t0, t1)
-        host_coll = iv.EMPTY
-        if coll_mask is not None:
-            host_coll = _spans(threads[coll_mask & (threads["pid"] == pid)], t0, t1)
-            entry["main_thread"] = _host_parts(threads, coll_mask, pid, t0, t1)
-        on = comp.measure() + comm.measure() + xfer.measure()
-        entry["gar"] = on / window if (kernels is not None and len(kernels)) else None
-        entry["on"] = {"G:COMP": comp.measure() * NS, "G:COMM": comm.measure() * NS,
-                       "G:XFER": xfer.measure() * NS}  # fmt: skip
-        entry["collectives"] = names
-        coll = comm if len(comm) else host_coll
-        entry["collective_source"] = "gpu" if len(comm) else "host"
-        entry["collective_s"] = coll.measure() * NS
-        busy = iv.union(
-            np.concatenate((comp.starts, xfer.starts)), np.concatenate((comp.ends, xfer.ends))
-        )
-        entry["overlap"] = (
-            iv.intersect(comm, busy).measure() / comm.measure() if len(comm) else None
-        )
-        spans.append(calls(coll, BRIDGE_NS))
-        out.append(entry)
-    return _straggler(out, match(spans), window)
+    ranks = _per_rank(processes, data, stacks, kernel_names, t0, t1)
+    if len(ranks) < 2:
+        return None
+    found = match([c for _, c in ranks])
+    return _straggler([e for e, _ in ranks], found, t1 - t0)
 
 
 def _straggler(out: list[dict[str, Any]], found: Any, window: int) -> dict[str, Any]:

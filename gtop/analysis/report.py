@@ -23,7 +23,7 @@ MIB = 1 << 20
 
 ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
 """What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
-REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", *ATTRIBUTION_STREAMS)
+REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "overhead", *ATTRIBUTION_STREAMS)
 """Every stream :func:`build_report` reads."""
 
 
@@ -248,6 +248,7 @@ def build_report(
 ) -> dict[str, Any]:
     """The report document for a recording's metadata, streams and entities (the kernel
     table as ``data["kernel"]`` or, gathered already, as ``kernels``)."""
+    from gtop.analysis.agent_cost import report_section
     from gtop.core import layouts
 
     def stream(spec: Any) -> np.ndarray:
@@ -293,6 +294,9 @@ def build_report(
         "gpu": gpu,
         "verdict": verdict_section(gpu, activity["kernels"]),
         "threads": threads_section(data, entities, time_range),
+        "agent_cost": report_section(
+            latest_entities(entities, "agent_cost"), stream(layouts.OVERHEAD)
+        ),
         "problems": problems,
         "advice": advice(devices, gpu),
     }

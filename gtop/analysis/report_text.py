@@ -7,6 +7,7 @@ import os
 import textwrap
 from typing import Any
 
+from gtop.analysis.agent_cost import cost_line
 from gtop.analysis.causes import LABELS, PHRASES
 from gtop.analysis.verdict import stack_frames, syscall, top_frames
 
@@ -192,6 +193,19 @@ def _gpus(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _cost(report: dict[str, Any]) -> list[str]:
+    """gtop's own cost to the traced processes, as its agents measured it."""
+    cost = report.get("agent_cost")
+    if not cost:
+        return []
+    total = cost["total"]
+    cpu = total["agent_cpu_s"]
+    line = f"{cost_line(total)} ({total['processes']} traced, agent CPU {cpu:.2f} s)"
+    if cost.get("cupti_overhead_s"):
+        line += f"; CUPTI overhead records: {cost['cupti_overhead_s']:.3f} s"
+    return _wrap(line, "", "  ")
+
+
 def format_report(report: dict[str, Any]) -> str:
     lines = _header(report) + _verdict(report) + _breakdown(report)
     lines += _kernels(report) + _api(report) + _threads(report) + _stacks(report)
@@ -199,6 +213,7 @@ def format_report(report: dict[str, Any]) -> str:
     drops = {k: v for k, v in report["drops"].items() if v}
     lines.append("")
     lines.append("Drops: " + (", ".join(f"{k} {v}" for k, v in drops.items()) if drops else "none"))
+    lines += _cost(report)
     for problem in report.get("problems", []):
         lines += _wrap(f"Problem: {problem}", "", "  ")
     for hint in report.get("advice", []):

@@ -3,10 +3,12 @@ runs as root) whose processes play the attacker against a root gtop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -49,9 +51,13 @@ def attacker() -> User:
     os.makedirs(entry.pw_dir, exist_ok=True)
     os.chown(entry.pw_dir, entry.pw_uid, entry.pw_gid)
     os.chmod(entry.pw_dir, 0o755)
+    user = User(USER, entry.pw_uid, entry.pw_gid, entry.pw_dir, sys.executable)
+    with contextlib.suppress(OSError):  # not even executable for the user
+        if user.popen([sys.executable, "-c", "pass"], stderr=subprocess.DEVNULL).wait(60) == 0:
+            return user  # gtop's own Python (with its packages) is open to the user
     python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
     if python is None:
-        pytest.skip("no system python3 for the unprivileged user")
+        pytest.skip("no Python the unprivileged user can run")
     return User(USER, entry.pw_uid, entry.pw_gid, entry.pw_dir, python)
 
 

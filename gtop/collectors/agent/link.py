@@ -27,6 +27,7 @@ under ``"cupti"``) = records CUPTI produced.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
@@ -55,6 +56,8 @@ from gtop.probes.engine.instrumentable import refusal
 
 TMP_PREFIX = "gtop-agent-"
 """The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
+MAX_AGENTS = 256
+"""Agents connected at once; more are refused, so a flood cannot take every descriptor."""
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
@@ -109,6 +112,9 @@ class AgentLink:
         self._statuses: dict[int, AgentStatus] = {}
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self.refused: tuple[int, str] = (0, "")
+        """Connections refused (out of descriptors, too many agents), and the last why."""
+        self._spare: int | None = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self._thread = threading.Thread(target=self._run, name="gtop-agent-link", daemon=True)
 
     # --- the two ways in: launched with the agent, or injected into a running process --
@@ -153,14 +159,21 @@ class AgentLink:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        elif self._thread.ident is None:  # never started
+            self._listener.close()
+            self._close_spare()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def statuses(self) -> list[Status]:
         """One line per agent seen (exited ones included): state, what it traces, counts."""
-        return [
+        lines = [
             Status(f"agent {pid}", ok=st.state not in REFUSALS, detail=st.summary())
             for pid, st in self.status().items()
         ]
+        count, why = self.refused
+        if count:
+            lines.append(Status("agent link", ok=False, detail=f"{count} refused ({why})"))
+        return lines
 
     def status(self) -> dict[int, AgentStatus]:
         """The latest status of every agent seen, by pid (exited ones included)."""
@@ -241,18 +254,55 @@ class AgentLink:
                 self._close(sel, conn)
             sel.close()
             self._listener.close()
+            self._close_spare()
 
     def _accept(self, sel: selectors.BaseSelector) -> None:
-        sock, _ = self._listener.accept()
-        pid, uid = wire.peer_uid(sock)
+        """Take one connection; whatever goes wrong refuses that one, never the link."""
+        try:
+            sock, _ = self._listener.accept()
+        except OSError as exc:
+            self._refuse(exc.strerror or str(exc))
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self._shed()
+            return
+        try:
+            pid, uid = wire.peer_uid(sock)
+        except OSError:
+            sock.close()
+            return
         if not (os.geteuid() == 0 or wire.peer_allowed(uid, os.geteuid())):
             sock.close()
+            return
+        old = self._conns.get(pid)
+        if old is not None:  # the same process dialled again (its old socket was lost)
+            self._close(sel, old)
+        if len(self._conns) >= MAX_AGENTS:
+            sock.close()
+            self._refuse(f"more than {MAX_AGENTS} agents at once")
             return
         sock.settimeout(SEND_TIMEOUT_S)
         conn = _Conn(sock, pid, self._names, self.hub)
         self._conns[pid] = conn
         sel.register(sock, selectors.EVENT_READ, conn)
         self._update(conn)
+
+    def _refuse(self, why: str) -> None:
+        with self._cond:
+            self.refused = (self.refused[0] + 1, why)
+
+    def _close_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            os.close(spare)
+
+    def _shed(self) -> None:
+        """Out of descriptors: give the spare one up to take the waiting connection and
+        close it, so it stops waking the loop (the listener would stay readable)."""
+        self._close_spare()
+        with contextlib.suppress(OSError):
+            self._listener.accept()[0].close()
+        with contextlib.suppress(OSError):
+            self._spare = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
     def _receive_guarded(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
         """:meth:`_receive`; whatever one agent sends can only end that agent's link."""
