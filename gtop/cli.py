@@ -27,6 +27,11 @@ DEFAULT_INTERVAL_S = 0.5
 EXIT_FAILURE = 1
 ONCE_SETTLE_S = 1.0
 """``--once`` live: how long collectors run before the frame (at least two samples)."""
+FOREIGN_SUFFIXES = (
+    *(".perfetto-trace", ".pftrace", ".json", ".json.gz", ".pb.gz", ".folded", ".csv"),
+    *(".svg", ".html", ".txt", ".nsys-rep", ".qdrep"),
+)
+"""Names ``gtop record -o`` refuses: formats of other tools (``gtop export`` writes some)."""
 SERVE_PORT = 9401
 """``gtop serve``'s default port (dcgm-exporter's is 9400, so both can run)."""
 
@@ -623,8 +628,21 @@ EXIT_POLL_S = 0.05
 second added to every recorded job's wall time)."""
 
 
+def _check_recording_name(path: Path) -> None:
+    """Refuse a name that promises another format: ``record`` writes only ``.gtop``
+    (SQLite); other formats come from ``gtop export``."""
+    name = path.name.lower()
+    if any(name.endswith(suffix) for suffix in FOREIGN_SUFFIXES):
+        gtop_name = path.with_name(path.name.split(".")[0] + ".gtop")
+        raise UserError(
+            f"{path}: gtop record writes a .gtop recording (SQLite), not that format; record "
+            f"to {gtop_name}, then convert it: gtop export {gtop_name} ... -o {path}"
+        )
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
+    _check_recording_name(config.output)
     if config.output.exists() and not config.overwrite:
         raise UserError(f"{config.output} exists (use --force to overwrite)")
     source = _live_source(config)
