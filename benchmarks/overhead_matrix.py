@@ -74,7 +74,7 @@ WORKLOADS = {
     ),
     "resnet-loader": Workload(
         W / "startup_loader.py",
-        ("--batches", "120"),
+        ("--batches", "80"),
         "img_per_s",
         "img/s",
         "ResNet-18-shaped training, DataLoader with 8 workers",
@@ -223,8 +223,8 @@ def _median(values: list) -> float | None:
 
 
 def markdown(summary: list[dict], machine: dict) -> str:
-    def f(v: float | None, fmt: str) -> str:
-        return "-" if v is None else format(v, fmt)
+    def f(v: float | None, fmt: str, unit: str = "") -> str:
+        return "-" if v is None else format(v, fmt) + unit
 
     lines = [
         f"GPU: {machine.get('gpu', '?')}, driver {machine.get('driver', '?')}, "
@@ -239,15 +239,40 @@ def markdown(summary: list[dict], machine: dict) -> str:
         failed = f" ({s['failed']} failed)" if s["failed"] else ""
         lines.append(
             f"| {w.what} | {s['mode']} | {f(s['rate'], '.1f')} {w.unit} | "
-            f"{f(s['relative'], '.3f')} | {f(s['spread'] and 100 * s['spread'], '.1f')}% | "
+            f"{f(s['relative'], '.3f')} | {f(pct(s['spread']), '.1f', '%')} | "
             f"{s['rounds']}{failed} | "
             f"{f(s['wall_s'], '.1f')} | {f(s['gtop_cpu_s'], '.1f')} | "
             f"{f(s['gtop_rss_mb'], '.0f')} | {f(s['records_per_s'], ',.0f')} | "
-            f"{f(s['agent_cpu'] and 100 * s['agent_cpu'], '.2f')}% | "
-            f"{f(s['gil'] and 100 * s['gil'], '.2f')}% | "
-            f"{f(s['callbacks'] and 100 * s['callbacks'], '.3f')}% |"
+            f"{f(pct(s['agent_cpu']), '.2f', '%')} | {f(pct(s['gil']), '.2f', '%')} | "
+            f"{f(pct(s['callbacks']), '.3f', '%')} |"
         )
     return "\n".join(lines)
+
+
+def rounds_table(rows: list[dict]) -> str:
+    """Every run's rate beside what the agent measured in it: whether a slow round is
+    one where gtop took more (GIL, callbacks, agent CPU) or one where the machine was
+    slow (untraced rounds moving as much)."""
+    lines = [
+        "| workload | round | mode | rate | agent GIL | callbacks | agent CPU | records/s |",
+        "|" + "---|" * 8,
+    ]
+    for r in sorted(rows, key=lambda r: (r["workload"], r["round"], MODES.index(r["mode"]))):
+        c = r.get("agent_cost") or {}
+        lines.append(
+            f"| {r['workload']} | {r['round']} | {r['mode']} | "
+            + (f"{r['rate']:.1f}" if r["rate"] else "failed")
+            + "".join(
+                f" | {100 * c[k]:.3f}%" if c.get(k) is not None else " | -"
+                for k in ("gil", "callbacks", "agent_cpu")
+            )
+            + (f" | {c['records_per_s']:,.0f} |" if c.get("records_per_s") else " | - |")
+        )
+    return "\n".join(lines)
+
+
+def pct(share: float | None) -> float | None:
+    return None if share is None else 100 * share
 
 
 def machine() -> dict:
@@ -280,9 +305,12 @@ def main() -> int:
     args = ap.parse_args()
     if args.merge:
         parts = [json.loads(p.read_text()) for p in args.merge if p.exists()]
+        if not parts:
+            print("overhead_matrix: no partial results to merge", file=sys.stderr)
+            return 1
         rows = [r for p in parts for r in p["rows"]]
         info = parts[0]["machine"] if parts else {}
-        commands = [p["command"] for p in parts]
+        commands = [c for p in parts for c in p["command"].split("; ")]
     else:
         names = args.workloads.split(",")
         unknown = [n for n in names if n not in WORKLOADS]
@@ -293,11 +321,12 @@ def main() -> int:
         commands = [" ".join(["python3", *sys.argv])]
     summary = summarise(rows)
     text = markdown(summary, info) + "\n\nCommands:\n" + "\n".join(f"    {c}" for c in commands)
+    text += "\n\nEvery run:\n\n" + rounds_table(rows)
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
     if args.json:
-        doc = {"machine": info, "command": commands[0], "rows": rows, "summary": summary}
+        doc = {"machine": info, "command": "; ".join(commands), "rows": rows, "summary": summary}
         args.json.write_text(json.dumps(doc, indent=1))
     return 0
 

@@ -3,7 +3,8 @@
 Inductor compiles in worker processes (it starts a pool of compile workers, spawned, each
 a fresh Python), so a profiler that costs something per process shows up here. Runs
 ``--steps`` compiled training steps and exits; prints one JSON line with CLOCK_MONOTONIC
-times of the script's first line, the first compiled step and the end.
+times of the script's first line, the first compiled step and the end, and the steps/s
+after the first.
 
     python benchmarks/workloads/startup_compile.py [--steps 30] [--device cuda]
 """
@@ -70,6 +71,7 @@ def main() -> None:
                 "t_first_ns": first,
                 "t_end_ns": end,
                 "steps": args.steps,
+                "steps_per_s": (args.steps - 1) / max(1e-9, (end - first) / 1e9),
                 "device": args.device,
             }
         ),

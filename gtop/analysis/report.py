@@ -218,15 +218,18 @@ def gpu_section(
     from gtop.analysis.approximate import approximate
     from gtop.analysis.cuda_activity import names_from_entities
     from gtop.analysis.gpu_report import gpu_report, unit_summary
-    from gtop.analysis.records import Records
+    from gtop.analysis.ranks import comm_labels
+    from gtop.analysis.records import Records, mark_comm
 
     t0, t1 = time_range
     if t1 <= t0:
         return {}
     records = Records.from_streams({k: v for k, v in data.items() if len(v)}, ops)
     stacks = stack_frames(entities)
+    names = names_from_entities(entities)
     if len(records.ops):
-        return gpu_report(records, t0, t1 + 1, names_from_entities(entities), stacks)
+        mark_comm(records.ops, comm_labels(names))
+        return gpu_report(records, t0, t1 + 1, names, stacks)
     gpu = data.get("gpu")
     if gpu is None or not len(gpu):
         return {}
@@ -236,6 +239,31 @@ def gpu_section(
         str(dev): unit_summary(approximate(gpu, records, dev, tid, t0, t1 + 1, stacks).summary())
         for dev in sorted({int(d) for d in gpu["gpu"]})
     }
+
+
+def ranks_section(
+    meta: dict[str, Any],
+    data: dict[str, np.ndarray],
+    entities: list[Entity],
+    time_range: tuple[int, int],
+    ops: np.ndarray | None = None,
+) -> dict[str, Any] | None:
+    """The ``ranks`` key (:func:`gtop.analysis.ranks.analyse`): None unless the
+    recording holds two ranks or more."""
+    from gtop.analysis.cuda_activity import names_from_entities
+    from gtop.analysis.ranks import analyse, comm_labels
+    from gtop.analysis.records import Records, mark_comm
+
+    processes = {
+        int(k): {"host": meta.get("host"), **v}
+        for k, v in latest_entities(entities, "process").items()
+    }
+    names = names_from_entities(entities)
+    records = Records.from_streams({k: v for k, v in data.items() if len(v)}, ops)
+    mark_comm(records.ops, comm_labels(names))
+    stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
+    t0, t1 = time_range
+    return analyse(processes, records, stacks, names, t0, t1 + 1)
 
 
 def build_report(
@@ -294,6 +322,9 @@ def build_report(
         "gpu": gpu,
         "verdict": verdict_section(gpu, activity["kernels"]),
         "threads": threads_section(data, entities, time_range),
+        "ranks": ranks_section(
+            meta, data, entities, time_range, kernels.ops if kernels is not None else None
+        ),
         "agent_cost": report_section(
             latest_entities(entities, "agent_cost"), stream(layouts.OVERHEAD)
         ),

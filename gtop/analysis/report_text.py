@@ -193,6 +193,38 @@ def _gpus(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ranks(report: dict[str, Any]) -> list[str]:
+    r = report.get("ranks")
+    if not r:
+        return []
+    lines = ["", f"Ranks ({len(r['ranks'])}, {r['collectives']} collectives matched)"]
+    lines.append(
+        f"  {'rank':>4} {'pid':>8} {'host':<12} {'GAR':>6} {'G:COMM s':>9} "
+        f"{'in coll. s':>10} {'straggler wait':>16} {'entered last':>12}"
+    )
+    for e in r["ranks"]:
+        gar = _num(None if e["gar"] is None else e["gar"] * 100, ".1f", "%")
+        wait = f"{e['straggler_wait_s']:.3f} s {e['straggler_wait_share']:5.1%}"
+        lines.append(
+            fit(
+                f"  {e['rank']:>4} {e['pid']:>8} {e['host'] or '?'!s:<12.12} {gar:>6} "
+                f"{e['on']['G:COMM']:9.3f} {e['collective_s']:10.3f} {wait:>16} "
+                f"{e['entered_last']:>12}",
+                WIDTH,
+            )
+        )
+    slow = r["slowest_rank"]
+    if slow is None:
+        lines.append("  No straggler: no rank waited 1% of the time for another.")
+    else:
+        lines += _wrap(
+            f"Slowest rank: {slow}. The other ranks wait for it in the collectives "
+            f"(up to {r['max_wait_share']:.0%} of the time): look at what rank {slow} does "
+            "between collectives that the others do not (data, I/O, a larger shard).",
+        )
+    return lines
+
+
 def _cost(report: dict[str, Any]) -> list[str]:
     """gtop's own cost to the traced processes, as its agents measured it."""
     cost = report.get("agent_cost")
@@ -208,6 +240,7 @@ def _cost(report: dict[str, Any]) -> list[str]:
 
 def format_report(report: dict[str, Any]) -> str:
     lines = _header(report) + _verdict(report) + _breakdown(report)
+    lines += _ranks(report)
     lines += _kernels(report) + _api(report) + _threads(report) + _stacks(report)
     lines += _gpus(report) + _processes(report)
     drops = {k: v for k, v in report["drops"].items() if v}

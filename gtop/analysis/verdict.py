@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, PHRASES, Cause
+from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PHRASES, Cause
 
 GPU_BOUND_GAR = 0.8
 """At or above this GPU Active Ratio the GPU itself is the bottleneck."""
@@ -135,7 +135,7 @@ def decide(
     the window is empty."""
     if duration_s <= 0:
         return None
-    on = seconds.get(LABELS[Cause.G_COMP], 0.0) + seconds.get(LABELS[Cause.G_XFER], 0.0)
+    on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
     gar = on / duration_s
     rates = _rates(launches_per_s, mean_kernel_us)
     if gar >= GPU_BOUND_GAR:

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.ranks import analyse, rank_calls
+from gtop.analysis.ranks import analyse, comm_labels, rank_calls
+from gtop.analysis.records import Records, mark_comm
 from gtop.recordings.reader import Recording
 
 RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset")
@@ -15,9 +16,9 @@ RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset")
 
 def inputs(
     rec: Recording,
-) -> tuple[dict[int, dict[str, Any]], dict[str, np.ndarray], dict[int, Any], dict[int, str]]:
+) -> tuple[dict[int, dict[str, Any]], Records, dict[int, Any], dict[int, str]]:
     """What :func:`gtop.analysis.ranks.analyse` reads: processes (with their host),
-    streams, stacks and kernel names."""
+    the ops (communication kernels marked) and thread states, stacks, kernel names."""
     entities = rec.entities()
     host = rec.meta.get("host")
     processes: dict[int, dict[str, Any]] = {}
@@ -25,8 +26,10 @@ def inputs(
         if e.kind == "process":
             processes[int(e.key)] = {"host": host, **e.value}
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
-    data = {n: rec.read(n) for n in RANK_STREAMS if n in rec.streams}
-    return processes, data, stacks, names_from_entities(entities)
+    names = names_from_entities(entities)
+    records = Records.from_streams({n: rec.read(n) for n in RANK_STREAMS if n in rec.streams})
+    mark_comm(records.ops, comm_labels(names))
+    return processes, records, stacks, names
 
 
 def ranks_of(rec: Recording, window: tuple[int, int] | None = None) -> dict[str, Any] | None:

@@ -77,8 +77,12 @@ def test_no_record_advice_on_a_recording_with_cupti_data() -> None:
 
 
 def test_every_recording_gets_a_verdict_with_its_phrase() -> None:
+    """Every recording with GPU data; the CPU-only (gloo) ones of issue 18 have none."""
     for name in ALL:
         v = report(name)["verdict"]
+        if not report(name)["gpu"]:
+            assert v is None, name
+            continue
         assert v is not None, name
         assert v["phrase"] == PHRASES[LABELS.index(v["cause"])], name
         assert v["headline"] and v["fix"], name
