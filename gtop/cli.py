@@ -27,6 +27,11 @@ DEFAULT_INTERVAL_S = 0.5
 EXIT_FAILURE = 1
 ONCE_SETTLE_S = 1.0
 """``--once`` live: how long collectors run before the frame (at least two samples)."""
+FOREIGN_SUFFIXES = (
+    *(".perfetto-trace", ".pftrace", ".json", ".json.gz", ".pb.gz", ".folded", ".csv"),
+    *(".svg", ".html", ".txt", ".nsys-rep", ".qdrep"),
+)
+"""Names ``gtop record -o`` refuses: formats of other tools (``gtop export`` writes some)."""
 SERVE_PORT = 9401
 """``gtop serve``'s default port (dcgm-exporter's is 9400, so both can run)."""
 
@@ -605,19 +610,17 @@ def cmd_serve(config: Config) -> int:
 
 
 def demo_recording() -> Path:
-    """The bundled recording `gtop demo` plays.
+    """The recording `gtop demo` plays: ``GTOP_DEMO`` if set, else the one packaged in
+    ``gtop/demo/`` (``recordings/`` links to it in the repository).
 
     Raises:
-        UserError: it is not there (an install without the repository's recordings/).
+        UserError: it is not there.
     """
     override = os.environ.get("GTOP_DEMO")
-    candidates = [Path(override)] if override else []
-    root = Path(__file__).resolve().parent.parent / "recordings"
-    candidates += [root / DEMO_RECORDING]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise UserError(f"no bundled recording at {candidates[-1]}; set GTOP_DEMO=FILE.gtop")
+    path = Path(override) if override else Path(__file__).resolve().parent / "demo" / DEMO_RECORDING
+    if not path.is_file():
+        raise UserError(f"no recording at {path}; set GTOP_DEMO=FILE.gtop")
+    return path
 
 
 def cmd_demo(config: Config) -> int:
@@ -631,8 +634,21 @@ EXIT_POLL_S = 0.05
 second added to every recorded job's wall time)."""
 
 
+def _check_recording_name(path: Path) -> None:
+    """Refuse a name that promises another format: ``record`` writes only ``.gtop``
+    (SQLite); other formats come from ``gtop export``."""
+    name = path.name.lower()
+    if any(name.endswith(suffix) for suffix in FOREIGN_SUFFIXES):
+        gtop_name = path.with_name(path.name.split(".")[0] + ".gtop")
+        raise UserError(
+            f"{path}: gtop record writes a .gtop recording (SQLite), not that format; record "
+            f"to {gtop_name}, then convert it: gtop export {gtop_name} ... -o {path}"
+        )
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
+    _check_recording_name(config.output)
     if config.output.exists() and not config.overwrite:
         raise UserError(f"{config.output} exists (use --force to overwrite)")
     source = _live_source(config)

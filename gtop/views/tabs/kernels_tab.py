@@ -238,5 +238,6 @@ register_process_panel(
         "Every kernel the process ran since the session began (or the last seek), one row per"
         " kernel: its share of the process's GPU time, launches per second, total and mean "
         "time, launch geometry. Enter shows the full name; a switches to the CUDA API calls."
+        " A CUDA graph launch is one row, CUDA graph N, unless g (live) traces every node."
     ),
 )
