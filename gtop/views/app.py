@@ -21,6 +21,7 @@ from textual.screen import ModalScreen, Screen
 from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
+from gtop.analysis.agent_cost import combined, cost_line
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.core.model import Model
 from gtop.core.source import Controls, Source
@@ -180,7 +181,14 @@ class GtopApp(App[int]):
             recording=f"{recorder.path.name} {recorder.rows():,} rows" if recorder else None,
             drops={**self.source.drops(), **self.model.drops()},
             trouble=tuple(trouble),
+            cost=self._cost(),
         )
+
+    def _cost(self) -> str | None:
+        """gtop's cost to the traced processes (live or replayed ``agent_cost``)."""
+        costs = self.model.entities.get("agent_cost", {}).values()
+        total = combined(e.value for e in costs)
+        return cost_line(total) if total is not None else None
 
     def playback(self) -> Playback | None:
         rp = self.replay
