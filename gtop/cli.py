@@ -27,6 +27,11 @@ DEFAULT_INTERVAL_S = 0.5
 EXIT_FAILURE = 1
 ONCE_SETTLE_S = 1.0
 """``--once`` live: how long collectors run before the frame (at least two samples)."""
+FOREIGN_SUFFIXES = (
+    *(".perfetto-trace", ".pftrace", ".json", ".json.gz", ".pb.gz", ".folded", ".csv"),
+    *(".svg", ".html", ".txt", ".nsys-rep", ".qdrep"),
+)
+"""Names ``gtop record -o`` refuses: formats of other tools (``gtop export`` writes some)."""
 SERVE_PORT = 9401
 """``gtop serve``'s default port (dcgm-exporter's is 9400, so both can run)."""
 
@@ -40,7 +45,9 @@ gtop: a top-like live profiler for GPU programs.
   gtop record -o FILE [--pid PID | -- CMD ...] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
-  gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
+  gtop export FILE [--format F] -o OUT   convert a recording (perfetto, chrome, kineto,
+                              speedscope, folded, pprof, csv; F from OUT's name)
+  gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
   gtop serve [--port N] [--pid PID | --replay FILE]   Prometheus/OpenMetrics endpoint
@@ -60,16 +67,21 @@ class Config:
     output: Path | None = None
     duration_s: float | None = None
     file: Path | None = None
+    files: tuple[Path, ...] = ()
+    """``gtop merge``: the recordings to merge."""
     json: bool = False
     overwrite: bool = False
-    format: str | None = None
     cmd: tuple[str, ...] = ()
     """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
     agent_mode: str = "default"
     agent: bool = True
     host_tier: str = "auto"
+    window: tuple[str | None, str | None] = (None, None)
+    """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
+    export_args: argparse.Namespace | None = field(default=None, compare=False)
+    """The parsed ``gtop export`` arguments (:mod:`gtop.recordings.exporters.command`)."""
     once: bool = False
     """Print one frame of the overview (text, or JSON with ``json``) instead of the UI."""
     at_s: float | None = None
@@ -220,7 +232,8 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-agent",
         action="store_true",
-        help="do not load the in-process agent into a --pid target (NVML and host data only)",
+        help="do not load the in-process agent into the target (--pid or a launched "
+        "command): NVML and host data only",
     )
     parser.add_argument(
         "--host-tier",
@@ -229,12 +242,6 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         help="how the target's threads are traced: auto picks the best that works (bpf, "
         "then perf events, then /proc sampling); off for none",
     )
-
-
-def _export_formats() -> list[str]:
-    from gtop.recordings.exporters import EXPORTERS
-
-    return list(EXPORTERS)
 
 
 PID_HELP = (
@@ -317,17 +324,30 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summarise a recording")
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
+    from gtop.recordings.clipped import add_window_options
 
-    export = sub.add_parser("export", help="convert a recording for other tools")
-    export.add_argument("file", type=Path, metavar="FILE")
-    export.add_argument(
-        "--format",
-        required=True,
-        choices=_export_formats(),
-        help="perfetto (TrackEvent protobuf), chrome (trace-event JSON), "
-        "csv (a directory of one CSV per stream)",
+    add_window_options(report, "the steady state of the target's GPU work")
+
+    from gtop.recordings.exporters import command as export_cli
+
+    export_cli.add_arguments(
+        sub.add_parser(
+            "export",
+            help="convert a recording for other tools",
+            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip] [--from S] [--to S]",
+        )
     )
-    export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge recordings of one job (one per host) into one, on one clock",
+        description="Merge recordings of one job into one: clocks aligned by each "
+        "recording's CLOCK_REALTIME-CLOCK_MONOTONIC offset, refined by the ends of the "
+        "ranks' collectives (recordings of one boot share their clock exactly).",
+    )
+    merge.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
 
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
@@ -390,6 +410,8 @@ def parse_args(argv: list[str]) -> Config:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:
         parser.error("record: give either --pid PID or -- CMD, not both")
+    if command == "merge" and len(args.files) < 2:
+        parser.error("merge: give two recordings or more")
     if command == "serve" and args.pid and args.file:
         parser.error("serve: give either --pid PID or --replay FILE, not both")
     no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
@@ -401,14 +423,16 @@ def parse_args(argv: list[str]) -> Config:
         output=getattr(args, "output", None),
         duration_s=getattr(args, "duration", None),
         file=getattr(args, "file", None),
+        files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
-        format=getattr(args, "format", None),
         probe_args=args if command == "probe" else None,
+        export_args=args if command == "export" else None,
         cmd=cmd,
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
         host_tier=getattr(args, "host_tier", "auto"),
+        window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
         once=getattr(args, "once", False) or (command != "report" and getattr(args, "json", False)),
         at_s=getattr(args, "at", None),
         gpus=getattr(args, "gpus", None),
@@ -442,7 +466,9 @@ def _live_source(config: Config):  # -> LiveSource
         ) from None
     if config.cmd:
         try:
-            source.launch(list(config.cmd), config.agent_mode, **_target_output(config))
+            source.launch(
+                list(config.cmd), config.agent_mode, config.agent, **_target_output(config)
+            )
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
@@ -584,19 +610,17 @@ def cmd_serve(config: Config) -> int:
 
 
 def demo_recording() -> Path:
-    """The bundled recording `gtop demo` plays.
+    """The recording `gtop demo` plays: ``GTOP_DEMO`` if set, else the one packaged in
+    ``gtop/demo/`` (``recordings/`` links to it in the repository).
 
     Raises:
-        UserError: it is not there (an install without the repository's recordings/).
+        UserError: it is not there.
     """
     override = os.environ.get("GTOP_DEMO")
-    candidates = [Path(override)] if override else []
-    root = Path(__file__).resolve().parent.parent / "recordings"
-    candidates += [root / DEMO_RECORDING]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise UserError(f"no bundled recording at {candidates[-1]}; set GTOP_DEMO=FILE.gtop")
+    path = Path(override) if override else Path(__file__).resolve().parent / "demo" / DEMO_RECORDING
+    if not path.is_file():
+        raise UserError(f"no recording at {path}; set GTOP_DEMO=FILE.gtop")
+    return path
 
 
 def cmd_demo(config: Config) -> int:
@@ -605,8 +629,26 @@ def cmd_demo(config: Config) -> int:
     return cmd_replay(replace(config, file=demo_recording()))
 
 
+EXIT_POLL_S = 0.05
+"""How often ``record`` looks whether a launched target has exited (was 1 s: up to a
+second added to every recorded job's wall time)."""
+
+
+def _check_recording_name(path: Path) -> None:
+    """Refuse a name that promises another format: ``record`` writes only ``.gtop``
+    (SQLite); other formats come from ``gtop export``."""
+    name = path.name.lower()
+    if any(name.endswith(suffix) for suffix in FOREIGN_SUFFIXES):
+        gtop_name = path.with_name(path.name.split(".")[0] + ".gtop")
+        raise UserError(
+            f"{path}: gtop record writes a .gtop recording (SQLite), not that format; record "
+            f"to {gtop_name}, then convert it: gtop export {gtop_name} ... -o {path}"
+        )
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
+    _check_recording_name(config.output)
     if config.output.exists() and not config.overwrite:
         raise UserError(f"{config.output} exists (use --force to overwrite)")
     source = _live_source(config)
@@ -622,10 +664,13 @@ def cmd_record(config: Config) -> int:
     source.start()
     started = time.monotonic()
     interactive = sys.stderr.isatty()
+    shown = -1
+    poll_s = EXIT_POLL_S if config.cmd else 1.0  # a launched target's exit is cheap to see
     try:
-        while not stop.wait(1.0):
+        while not stop.wait(poll_s):
             elapsed = time.monotonic() - started
-            if interactive:
+            if interactive and int(elapsed) != shown:
+                shown = int(elapsed)
                 drops = sum(source.drops().values())
                 print(
                     f"\rgtop: recording {config.output}: {elapsed:5.0f} s, "
@@ -654,16 +699,15 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
-    from gtop.recordings.report_data import read_report_data
+    from gtop.recordings.report_data import read_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data, kernels = read_report_data(rec)
-        report = build_report(
-            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
-        )
+        try:
+            report = read_report(rec, *config.window)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     if config.json:
         print(json.dumps(report, indent=2))
     else:
@@ -672,17 +716,33 @@ def cmd_report(config: Config) -> int:
 
 
 def cmd_export(config: Config) -> int:
-    from gtop.recordings.exporters import EXPORTERS
+    from gtop.recordings.exporters import command as export_cli
 
-    assert config.file is not None and config.output is not None and config.format
-    with _open_recording(config.file) as rec:
-        try:
-            summary = EXPORTERS[config.format].export(rec, config.output)
-        except OSError as exc:
-            raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
-    print(f"gtop: {summary}", file=sys.stderr)
+    assert config.export_args is not None
+    return export_cli.run(config.export_args)
+
+
+def cmd_merge(config: Config) -> int:
+    from gtop.recordings.merge import MergeError, merge
+    from gtop.recordings.reader import Recording, RecordingError
+
+    assert config.output is not None
+    try:
+        out = merge(config.files, config.output, overwrite=config.overwrite)
+    except (MergeError, RecordingError) as exc:
+        raise UserError(str(exc)) from None
+    except FileExistsError:
+        raise UserError(f"{config.output} exists (--force overwrites it)") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
+    with Recording(out) as rec:
+        for src in rec.meta.get("merged_from", []):
+            print(
+                f"gtop: {src['file']} ({src['host']}): {src['offset_ns'] / 1e6:+.3f} ms "
+                f"({src['basis']})",
+                file=sys.stderr,
+            )
+    print(f"gtop: wrote {out}", file=sys.stderr)
     return 0
 
 
@@ -707,6 +767,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "report": cmd_report,
     "export": cmd_export,
+    "merge": cmd_merge,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
     "serve": cmd_serve,

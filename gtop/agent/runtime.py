@@ -159,6 +159,8 @@ class Session(threading.Thread):
         """PTX probes on Triton kernels, toggled by gtop's ``probe`` op."""
         self.cost = AgentCost()
         """What this session costs the process, sent with every clock sample."""
+        self.buffers_sent = 0
+        """Buffers shipped to gtop (none: a process that never launched GPU work)."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -239,7 +241,7 @@ class Session(threading.Thread):
         while not self.stop_requested.is_set():
             self._service(POLL_S)
             woke = time.perf_counter_ns()
-            shipped_ns = self._shipped_ns()
+            released = -self._shipped_ns()  # ns in calls that let go of the GIL
             now = time.monotonic()
             if now >= next_flush:
                 # Buffers that fill up come back by themselves: flush (a call into CUPTI
@@ -249,7 +251,9 @@ class Session(threading.Thread):
                 # without any buffer, force one out (its in-flight records come back
                 # without end times, and are counted as incomplete).
                 if now - last_buffer >= interval:
-                    cupti.flush(forced=now - last_buffer >= STALE_S)
+                    t_flush = time.perf_counter_ns()
+                    cupti.flush(forced=now - last_buffer >= STALE_S)  # ctypes: GIL let go
+                    released += time.perf_counter_ns() - t_flush
                 next_flush = now + interval
             if self._ship_returned():
                 last_buffer = now
@@ -259,7 +263,7 @@ class Session(threading.Thread):
                 self._send_clock(1)
                 self._send(wire.json_frame(wire.COST, self.cost.snapshot()))
                 next_clock = now + CLOCK_INTERVAL_S
-            self.cost.woke(time.perf_counter_ns() - woke, self._shipped_ns() - shipped_ns)
+            self.cost.woke(time.perf_counter_ns() - woke, released + self._shipped_ns())
 
     def _shipped_ns(self) -> int:
         """ns the C shim has spent shipping (without the GIL) so far."""
@@ -330,7 +334,8 @@ class Session(threading.Thread):
             try:
                 self._ship(items)
                 items = []
-                self._drain()
+                if self.buffers_sent:  # else no name can be pending: exit at once
+                    self._drain()
             except BaseException:
                 self.connected = False
         for item in items:
@@ -415,6 +420,7 @@ class Session(threading.Thread):
         if not isinstance(self.pool, ShimPool):
             items = self.pool.completed()
             self._ship(items)
+            self.buffers_sent += len(items)
             return len(items)
         if not self.connected:
             raise HostGone
@@ -426,6 +432,7 @@ class Session(threading.Thread):
         if sent < 0:
             self.connected = False
             raise HostGone
+        self.buffers_sent += sent
         return sent
 
     def _ship(self, items: list[Completed]) -> None:

@@ -8,7 +8,10 @@ time the agent has been tracing. Shown in the status line, the report and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
 
 from gtop.cupti import records as rec
 
@@ -40,6 +43,46 @@ def cost_value(raw: dict[str, Any], records: int, by_kind: dict[int, int]) -> di
         "buffer_callbacks": int(raw.get("callbacks", 0)),
         "ship_s": int(raw.get("ship_ns", 0)) / 1e9,
         "wakes": int(raw.get("wakes", 0)),
+    }
+
+
+def combined(values: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Several traced processes as one: rates and CPU shares add up; the GIL share is
+    the worst process's (each process has its own GIL)."""
+    values = list(values)
+    if not values:
+        return None
+
+    def total(key: str) -> float:
+        return sum(float(v.get(key, 0.0)) for v in values)
+
+    return {
+        "processes": len(values),
+        "records": int(total("records")),
+        "records_per_s": total("records_per_s"),
+        "overhead_records": int(total("overhead_records")),
+        "agent_cpu_s": total("agent_cpu_s"),
+        "agent_cpu": total("agent_cpu"),
+        "gil_s": total("gil_s"),
+        "gil": max(float(v.get("gil", 0.0)) for v in values),
+        "callback_s": total("callback_s"),
+        "callbacks": total("callbacks"),
+    }
+
+
+def report_section(
+    latest: dict[str, dict[str, Any]], overhead: np.ndarray
+) -> dict[str, Any] | None:
+    """``report``'s ``agent_cost``: the last value of each process's agent, their sum,
+    and the time CUPTI's OVERHEAD records (full mode) say CUPTI spent."""
+    total = combined(latest.values())
+    if total is None:
+        return None
+    done = overhead[overhead["end_ns"] >= overhead["t_ns"]]
+    return {
+        "total": total,
+        "by_pid": latest,
+        "cupti_overhead_s": float((done["end_ns"] - done["t_ns"]).sum()) / 1e9,
     }
 
 

@@ -78,7 +78,8 @@ def _has_python(stack: Mapping[str, Any]) -> bool:
 def collective_rows(
     rows: np.ndarray, stacks: Mapping[int, Mapping[str, Any]], pids: set[int]
 ) -> np.ndarray:
-    """Mask of the ``thread_state`` ``rows`` of ``pids`` that are inside a collective
+    """Mask of the host-thread ``rows`` (:data:`gtop.analysis.records.STATE`) of ``pids``
+    that are inside a collective
     (see the module docstring for the rule on rows without Python frames)."""
     sid = rows["stack_id"].astype(np.int64)
     wanted = np.isin(rows["pid"], list(pids))
@@ -112,8 +113,8 @@ def _call_edges(rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
     entered first lost about 1 ms per step that way, at worst 20 ms). A runnable row
     after a block (waking from a sleep) is not taken.
     """
-    order = np.lexsort((rows["t_ns"], rows["tid"]))
-    tid, t, end = rows["tid"][order], rows["t_ns"][order], rows["end_ns"][order]
+    order = np.lexsort((rows["t"], rows["tid"]))
+    tid, t, end = rows["tid"][order], rows["t"][order], rows["end"][order]
     state, inside = rows["state"][order], mask[order]
     touch = np.append((tid[:-1] == tid[1:]) & (end[:-1] == t[1:]), False)
     """touch[i]: row i ends where row i + 1 of the same thread starts."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.collectives import calls, collective_rows, comm_name, match
+from gtop.analysis.records import OP_COMM, OP_KERNEL, OP_MEMCPY, OP_MEMSET, Records
 from gtop.analysis.roles import ranks as rank_pids
 from gtop.core.layouts import ThreadState
 
@@ -29,32 +30,18 @@ runs briefly and blocks again; buckets all-reduced back to back)."""
 NS = 1e-9
 
 
-def _spans(rows: np.ndarray, t0: int, t1: int, end: str = "end_ns") -> iv.Spans:
-    return iv.clip(iv.union(rows["t_ns"], rows[end]), t0, t1)
+def _spans(rows: np.ndarray, t0: int, t1: int) -> iv.Spans:
+    return iv.clip(iv.union(rows["t"], rows["end"]), t0, t1)
 
 
-def _gpu_parts(
-    pid: int,
-    kernels: np.ndarray,
-    copies: list[np.ndarray],
-    names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> tuple[iv.Spans, iv.Spans, iv.Spans, list[str]]:
-    """A rank's compute, communication and copy spans, and its collectives' names."""
-    k = kernels[kernels["pid"] == pid]
-    found = [comm_name(names.get(int(n), "")) for n in k["name_id"]]
-    is_comm = np.array([c is not None for c in found], dtype=bool)
-    comm = _spans(k[is_comm], t0, t1)
-    comp = iv.subtract(_spans(k[~is_comm], t0, t1), comm)
-    xfer = iv.EMPTY
-    for rows in copies:
-        mine = rows[rows["pid"] == pid]
-        xfer = iv.union(
-            np.concatenate((xfer.starts, mine["t_ns"])), np.concatenate((xfer.ends, mine["end_ns"]))
-        )
-    xfer = iv.subtract(iv.subtract(iv.clip(xfer, t0, t1), comp), comm)
-    return comp, comm, xfer, sorted({c for c in found if c})
+def _gpu_parts(ops: np.ndarray, t0: int, t1: int) -> tuple[iv.Spans, iv.Spans, iv.Spans]:
+    """One rank's compute, communication and copy spans (compute hides the others,
+    communication hides copies, as in attribution)."""
+    comp = _spans(ops[ops["kind"] == OP_KERNEL], t0, t1)
+    comm = iv.subtract(_spans(ops[ops["kind"] == OP_COMM], t0, t1), comp)
+    copies = ops[(ops["kind"] == OP_MEMCPY) | (ops["kind"] == OP_MEMSET)]
+    xfer = iv.subtract(iv.subtract(_spans(copies, t0, t1), comp), comm)
+    return comp, comm, xfer
 
 
 def _host_parts(rows: np.ndarray, coll: np.ndarray, pid: int, t0: int, t1: int) -> dict[str, float]:
@@ -67,55 +54,40 @@ def _host_parts(rows: np.ndarray, coll: np.ndarray, pid: int, t0: int, t1: int) 
         ("runnable", main & ~coll & (rows["state"] == ThreadState.RUNNABLE)),
         ("blocked", main & ~coll & (rows["state"] == ThreadState.BLOCKED)),
     ):
-        out[name] = iv.clipped_total(rows["t_ns"][sel], rows["end_ns"][sel], t0, t1) * NS
+        out[name] = iv.clipped_total(rows["t"][sel], rows["end"][sel], t0, t1) * NS
     return out
 
 
-def analyse(
+def _per_rank(
     processes: Mapping[int, Mapping[str, Any]],
-    data: Mapping[str, np.ndarray],
+    records: Records,
     stacks: Mapping[int, Mapping[str, Any]],
     kernel_names: Mapping[int, str],
     t0: int,
     t1: int,
-) -> dict[str, Any] | None:
-    """The ranks of the job over ``[t0, t1)``, or None when it has fewer than two.
-
-    Args:
-        processes: ``process`` entity values by pid.
-        data: ``thread_state``, ``kernel``, ``memcpy``, ``memset`` rows (any missing).
-        stacks: ``stack`` entity values (``frames``, ``kinds``) by stack id.
-    """
+) -> list[tuple[dict[str, Any], iv.Spans]]:
+    """Each rank's entry (without its straggler wait) and its collective calls."""
     by_rank = rank_pids(processes)
-    if len(by_rank) < 2 or t1 <= t0:
-        return None
-    window = t1 - t0
-    threads = data.get("thread_state")
-    kernels = data.get("kernel")
-    copies = [data[n] for n in ("memcpy", "memset") if n in data and len(data[n])]
-    coll_mask = (
-        collective_rows(threads, stacks, set(by_rank.values()))
-        if threads is not None and len(threads)
-        else None
-    )
+    states, ops = records.states, records.ops
+    coll_mask = collective_rows(states, stacks, set(by_rank.values())) if len(states) else None
     out = []
-    spans = []
     for rank in sorted(by_rank):
         pid = by_rank[rank]
         entry: dict[str, Any] = {"rank": rank, "pid": pid, "host": processes[pid].get("host")}
-        comp = comm = xfer = iv.EMPTY
-        names: list[str] = []
-        if kernels is not None and len(kernels):
-            comp, comm, xfer, names = _gpu_parts(pid, kernels, copies, kernel_names, t0, t1)
+        mine = ops[ops["pid"] == pid]
+        comp, comm, xfer = _gpu_parts(mine, t0, t1)
         host_coll = iv.EMPTY
         if coll_mask is not None:
-            host_coll = _spans(threads[coll_mask & (threads["pid"] == pid)], t0, t1)
-            entry["main_thread"] = _host_parts(threads, coll_mask, pid, t0, t1)
+            host_coll = _spans(states[coll_mask & (states["pid"] == pid)], t0, t1)
+            entry["main_thread"] = _host_parts(states, coll_mask, pid, t0, t1)
         on = comp.measure() + comm.measure() + xfer.measure()
-        entry["gar"] = on / window if (kernels is not None and len(kernels)) else None
+        entry["gar"] = on / (t1 - t0) if len(mine) else None
         entry["on"] = {"G:COMP": comp.measure() * NS, "G:COMM": comm.measure() * NS,
                        "G:XFER": xfer.measure() * NS}  # fmt: skip
-        entry["collectives"] = names
+        labels = np.unique(mine["label"][mine["kind"] == OP_COMM]).tolist()
+        entry["collectives"] = sorted(
+            {comm_name(kernel_names.get(int(n), "")) or "?" for n in labels}
+        )
         coll = comm if len(comm) else host_coll
         entry["collective_source"] = "gpu" if len(comm) else "host"
         entry["collective_s"] = coll.measure() * NS
@@ -125,9 +97,50 @@ def analyse(
         entry["overlap"] = (
             iv.intersect(comm, busy).measure() / comm.measure() if len(comm) else None
         )
-        spans.append(calls(coll, BRIDGE_NS))
-        out.append(entry)
-    return _straggler(out, match(spans), window)
+        out.append((entry, calls(coll, BRIDGE_NS)))
+    return out
+
+
+def rank_calls(
+    processes: Mapping[int, Mapping[str, Any]],
+    records: Records,
+    stacks: Mapping[int, Mapping[str, Any]],
+    kernel_names: Mapping[int, str],
+    t0: int,
+    t1: int,
+) -> dict[int, iv.Spans]:
+    """The collective calls of each rank in ``[t0, t1)`` (one rank is enough)."""
+    return {e["rank"]: c for e, c in _per_rank(processes, records, stacks, kernel_names, t0, t1)}
+
+
+def analyse(
+    processes: Mapping[int, Mapping[str, Any]],
+    records: Records,
+    stacks: Mapping[int, Mapping[str, Any]],
+    kernel_names: Mapping[int, str],
+    t0: int,
+    t1: int,
+) -> dict[str, Any] | None:
+    """The ranks of the job over ``[t0, t1)``, or None when it has fewer than two.
+
+    Args:
+        processes: ``process`` entity values by pid.
+        records: the ops (communication kernels marked: :func:`mark_comm`) and host
+            thread states.
+        stacks: ``stack`` entity values (``frames``, ``kinds``) by stack id.
+    """
+    if t1 <= t0:
+        return None
+    ranks = _per_rank(processes, records, stacks, kernel_names, t0, t1)
+    if len(ranks) < 2:
+        return None
+    found = match([c for _, c in ranks])
+    return _straggler([e for e, _ in ranks], found, t1 - t0)
+
+
+def comm_labels(kernel_names: Mapping[int, str]) -> np.ndarray:
+    """The name ids of communication kernels, for :func:`mark_comm`."""
+    return np.array([i for i, n in kernel_names.items() if comm_name(n)], np.int64)
 
 
 def _straggler(out: list[dict[str, Any]], found: Any, window: int) -> dict[str, Any]:

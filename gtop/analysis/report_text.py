@@ -7,6 +7,7 @@ import os
 import textwrap
 from typing import Any
 
+from gtop.analysis.agent_cost import cost_line
 from gtop.analysis.causes import LABELS, PHRASES
 from gtop.analysis.verdict import stack_frames, syscall, top_frames
 
@@ -49,11 +50,42 @@ def _header(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+WINDOW_WORDS = {
+    "active": "the target's first to last GPU work",
+    "steady": "the steady state of the target's GPU work",
+    "given": "as asked",
+    "recording": "no GPU work found: the whole recording",
+}
+
+
+def _window(report: dict[str, Any]) -> list[str]:
+    w = report.get("window")
+    if not w:
+        return []
+    lines = _wrap(
+        f"Window: {w['from_s']:.2f}–{w['to_s']:.2f} s of {report['duration_s']:.2f} s "
+        f"({WINDOW_WORDS.get(w['kind'], w['kind'])}), which all below covers",
+        "",
+        "  ",
+    )
+    for phase in report.get("phases", []):
+        if phase["name"] == w["kind"]:
+            continue
+        text = f"{phase['name']}: {phase['seconds']:.2f} s, {phase['what']}"
+        if phase.get("top_on_cpu"):
+            doing = "; ".join(
+                f"{' > '.join(g['frames'])} {g['seconds']:.2f} s" for g in phase["top_on_cpu"]
+            )
+            text += f" (on-CPU {phase['on_cpu_s']:.2f} s: {doing})"
+        lines += _wrap(text)
+    return lines
+
+
 def _verdict(report: dict[str, Any]) -> list[str]:
     v = report.get("verdict")
     if not v:
-        return []
-    lines = ["", f"Verdict (GPU {v['device']}): {v['headline']}"]
+        return ["", "Verdict: no GPU work in this recording, so no idle GPU to explain"]
+    lines = ["", *_wrap(f"Verdict (GPU {v['device']}): {v['headline']}", "", "  ")]
     for item in v["evidence"]:
         lines += _wrap(f"- {item}")
     lines += _wrap(f"Why: {v['explanation'].split(' Usual fix:')[0]}")
@@ -192,13 +224,60 @@ def _gpus(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ranks(report: dict[str, Any]) -> list[str]:
+    r = report.get("ranks")
+    if not r:
+        return []
+    lines = ["", f"Ranks ({len(r['ranks'])}, {r['collectives']} collectives matched)"]
+    lines.append(
+        f"  {'rank':>4} {'pid':>8} {'host':<12} {'GAR':>6} {'G:COMM s':>9} "
+        f"{'in coll. s':>10} {'straggler wait':>16} {'entered last':>12}"
+    )
+    for e in r["ranks"]:
+        gar = _num(None if e["gar"] is None else e["gar"] * 100, ".1f", "%")
+        wait = f"{e['straggler_wait_s']:.3f} s {e['straggler_wait_share']:5.1%}"
+        lines.append(
+            fit(
+                f"  {e['rank']:>4} {e['pid']:>8} {e['host'] or '?'!s:<12.12} {gar:>6} "
+                f"{e['on']['G:COMM']:9.3f} {e['collective_s']:10.3f} {wait:>16} "
+                f"{e['entered_last']:>12}",
+                WIDTH,
+            )
+        )
+    slow = r["slowest_rank"]
+    if slow is None:
+        lines.append("  No straggler: no rank waited 1% of the time for another.")
+    else:
+        lines += _wrap(
+            f"Slowest rank: {slow}. The other ranks wait for it in the collectives "
+            f"(up to {r['max_wait_share']:.0%} of the time): look at what rank {slow} does "
+            "between collectives that the others do not (data, I/O, a larger shard).",
+        )
+    return lines
+
+
+def _cost(report: dict[str, Any]) -> list[str]:
+    """gtop's own cost to the traced processes, as its agents measured it."""
+    cost = report.get("agent_cost")
+    if not cost:
+        return []
+    total = cost["total"]
+    cpu = total["agent_cpu_s"]
+    line = f"{cost_line(total)} ({total['processes']} traced, agent CPU {cpu:.2f} s)"
+    if cost.get("cupti_overhead_s"):
+        line += f"; CUPTI overhead records: {cost['cupti_overhead_s']:.3f} s"
+    return _wrap(line, "", "  ")
+
+
 def format_report(report: dict[str, Any]) -> str:
-    lines = _header(report) + _verdict(report) + _breakdown(report)
+    lines = _header(report) + _window(report) + _verdict(report) + _breakdown(report)
+    lines += _ranks(report)
     lines += _kernels(report) + _api(report) + _threads(report) + _stacks(report)
     lines += _gpus(report) + _processes(report)
     drops = {k: v for k, v in report["drops"].items() if v}
     lines.append("")
     lines.append("Drops: " + (", ".join(f"{k} {v}" for k, v in drops.items()) if drops else "none"))
+    lines += _cost(report)
     for problem in report.get("problems", []):
         lines += _wrap(f"Problem: {problem}", "", "  ")
     for hint in report.get("advice", []):

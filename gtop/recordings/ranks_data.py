@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.ranks import analyse
+from gtop.analysis.ranks import analyse, comm_labels, rank_calls
+from gtop.analysis.records import Records, mark_comm
 from gtop.recordings.reader import Recording
 
 RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset")
 
 
-def ranks_of(rec: Recording, window: tuple[int, int] | None = None) -> dict[str, Any] | None:
-    """The ranks section of ``rec`` over ``window`` (default: the whole recording), or
-    None when it holds fewer than two ranks."""
+def inputs(
+    rec: Recording,
+) -> tuple[dict[int, dict[str, Any]], Records, dict[int, Any], dict[int, str]]:
+    """What :func:`gtop.analysis.ranks.analyse` reads: processes (with their host),
+    the ops (communication kernels marked) and thread states, stacks, kernel names."""
     entities = rec.entities()
     host = rec.meta.get("host")
     processes: dict[int, dict[str, Any]] = {}
@@ -21,9 +26,24 @@ def ranks_of(rec: Recording, window: tuple[int, int] | None = None) -> dict[str,
         if e.kind == "process":
             processes[int(e.key)] = {"host": host, **e.value}
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
+    names = names_from_entities(entities)
+    records = Records.from_streams({n: rec.read(n) for n in RANK_STREAMS if n in rec.streams})
+    mark_comm(records.ops, comm_labels(names))
+    return processes, records, stacks, names
+
+
+def ranks_of(rec: Recording, window: tuple[int, int] | None = None) -> dict[str, Any] | None:
+    """The ranks section of ``rec`` over ``window`` (default: the whole recording), or
+    None when it holds fewer than two ranks."""
     t0, t1 = window or rec.time_range()
-    data = {n: rec.read(n) for n in RANK_STREAMS if n in rec.streams}
-    return analyse(processes, data, stacks, names_from_entities(entities), int(t0), int(t1))
+    return analyse(*inputs(rec), int(t0), int(t1))
+
+
+def collective_ends(rec: Recording) -> np.ndarray:
+    """Where every collective call of every rank in ``rec`` ends (sorted)."""
+    t0, t1 = rec.time_range()
+    calls = rank_calls(*inputs(rec), int(t0), int(t1) + 1)
+    return np.sort(np.concatenate([c.ends for c in calls.values()] or [np.empty(0, np.int64)]))
 
 
 def analyse_recording(path: str, window: tuple[int, int] | None = None) -> dict[str, Any] | None:

@@ -63,6 +63,7 @@ class RecordingWriter:
             "clock": {
                 "domain": "CLOCK_MONOTONIC",
                 "realtime_minus_monotonic_ns": time.time_ns() - time.monotonic_ns(),
+                "boot_id": _boot_id(),
             },
         }
         self.set_meta({**base, **meta})
@@ -153,3 +154,12 @@ class RecordingWriter:
         self._db.execute("PRAGMA journal_mode=DELETE")
         self._db.close()
         self.closed = True
+
+
+def _boot_id() -> str | None:
+    """This boot's id: recordings with the same one share CLOCK_MONOTONIC exactly."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None

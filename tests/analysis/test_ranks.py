@@ -102,3 +102,24 @@ def test_truth_window_inside_recording() -> None:
         t0, t1 = rec.time_range()
     assert t0 < truth["window_ns"][0] < truth["window_ns"][1] < t1
     assert np.isclose(truth["sleep_ms"], 20.0)
+
+
+def test_report_has_a_ranks_section() -> None:
+    """``gtop report`` (JSON and text) over the whole recording names rank 1."""
+    from gtop.analysis.report import build_report
+    from gtop.analysis.report_text import format_report
+    from gtop.recordings.report_data import read_report_data
+
+    with Recording(RECORDINGS / "ddp-straggler-cpu.gtop") as rec:
+        data, kernels = read_report_data(rec)
+        report = build_report(
+            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
+        )
+    ranks = report["ranks"]
+    assert [e["rank"] for e in ranks["ranks"]] == [0, 1]
+    assert ranks["slowest_rank"] == 1
+    assert "Slowest rank: 1." in format_report(report)
+    with Recording(RECORDINGS / "train_loop_cupti.gtop") as rec:
+        data, kernels = read_report_data(rec)
+        single = build_report(rec.meta, data, rec.entities(), [], rec.time_range(), kernels)
+    assert single["ranks"] is None and "Ranks (" not in format_report(single)

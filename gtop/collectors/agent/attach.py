@@ -42,13 +42,16 @@ class Target:
     python: tuple[int, int]
 
 
-def launch_with_agent(cmd: list[str], link: AgentLink, **popen: object) -> subprocess.Popen:
-    """Start ``cmd`` with the agent loaded in every Python process it runs.
+def launch_with_agent(cmd: list[str], link: AgentLink | None, **popen: object) -> subprocess.Popen:
+    """Start ``cmd`` with the agent loaded in every Python process it runs (``link``
+    None: without it).
 
     Raises:
         AttachError: ``cmd`` cannot be started.
     """
-    env = link.launch_env(popen.pop("env", None))  # type: ignore[arg-type]
+    env = popen.pop("env", None)
+    if link is not None:
+        env = link.launch_env(env)  # type: ignore[arg-type]
     try:
         return subprocess.Popen(cmd, env=env, **popen)  # type: ignore[call-overload]
     except OSError as exc:

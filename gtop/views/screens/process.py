@@ -9,7 +9,7 @@ from textual.widgets import Input, TabbedContent, TabPane
 
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
-from gtop.views.tabs.panels import ModelView, process_panels
+from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
 
@@ -33,6 +33,7 @@ class ProcessScreen(GtopScreen):
         super().__init__(model, replay=replay)
         self.pid = pid
         self._panels: dict[str, ModelView] = {}
+        self._specs: dict[str, PanelSpec] = {}
         self.summary = ProcessSummary(pid)
         self.tabs = TabbedContent()
 
@@ -42,6 +43,7 @@ class ProcessScreen(GtopScreen):
             for i, spec in enumerate(process_panels()):
                 panel = spec.factory(self.pid)
                 self._panels[f"panel-{i}"] = panel
+                self._specs[f"panel-{i}"] = spec
                 with TabPane(spec.title, id=f"panel-{i}"):
                     yield panel
 
@@ -50,6 +52,13 @@ class ProcessScreen(GtopScreen):
         active = self.tabs.active
         if active in self._panels:
             self._panels[active].show(model)
+
+    def about(self) -> str:
+        spec = self._specs.get(self.tabs.active)
+        head = (
+            f"Process {self.pid}: identity and resource history on top, then tabs ([ and ] switch)."
+        )
+        return f"{head}\n\n{spec.title}: {spec.about}" if spec and spec.about else head
 
     def ready(self) -> bool:
         panel = self._panels.get(self.tabs.active)

@@ -164,4 +164,15 @@ class GpuTimeTab(WorkerPanel):
         self.flame.border_title = "GPU-centric flamegraph"
 
 
-register_process_panel("GPU time", GpuTimeTab, order=60)
+register_process_panel(
+    "GPU time",
+    GpuTimeTab,
+    order=60,
+    about=(
+        "Where the process's wall-clock time went over the last 10 s, seen from the GPU. The "
+        "ribbon's height is the GPU's busy share of each slice; its colour, or its letter "
+        "when the GPU did nothing, is the reason that held the slice. The breakdown names "
+        "each reason in plain words with its code (l explains them); the flamegraph shows "
+        "which kernels and which host code held the time."
+    ),
+)

@@ -21,8 +21,9 @@ import weakref
 
 import numpy as np
 
+from gtop.analysis.collectives import comm_name
 from gtop.analysis.cuda_activity import KernelStats
-from gtop.analysis.records import Records
+from gtop.analysis.records import Records, mark_comm
 from gtop.analysis.sliding_window import AttributionEngine
 from gtop.core import layouts
 from gtop.core.model import Model
@@ -64,6 +65,8 @@ class SessionData:
         """Bumped on every reset, so tabs can drop what they derived before it."""
         self.batches = 0
         """Batches aggregated so far (a cheap change counter)."""
+        self._comm: dict[int, bool] = {}
+        """Kernel name id -> whether it names a communication (NCCL) kernel."""
         self._seed(model)
 
     def _seed(self, model: Model) -> None:
@@ -85,7 +88,20 @@ class SessionData:
             else:
                 for pid in np.unique(pids).tolist():
                     self.kernels.setdefault(int(pid), KernelStats()).add(batch[pids == pid])
-        self.engine.feed({name: batch})
+        records = Records.from_streams({name: batch})
+        if name == layouts.KERNEL.name:
+            mark_comm(records.ops, self._comm_ids(batch["name_id"]))
+        self.engine.feed_records(records)
+
+    def _comm_ids(self, name_ids: np.ndarray) -> np.ndarray:
+        """The communication kernels' name ids among ``name_ids`` (names looked up once,
+        in the model's ``kernel_name`` entities, which arrive before their kernels)."""
+        model = self._model()
+        names = model.entities.get("kernel_name", {}) if model is not None else {}
+        for nid in np.unique(name_ids).tolist():
+            if nid not in self._comm and str(nid) in names:
+                self._comm[nid] = comm_name(names[str(nid)].value.get("name", "")) is not None
+        return np.array([n for n, is_comm in self._comm.items() if is_comm], np.int64)
 
     def on_reset(self) -> None:
         """Forget everything (a replay seek): the model refills its history next."""

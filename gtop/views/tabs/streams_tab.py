@@ -74,4 +74,14 @@ class StreamsTab(Vertical):
             self.show(self._model)
 
 
-register_process_panel("Streams", StreamsTab, order=40)
+register_process_panel(
+    "Streams",
+    StreamsTab,
+    order=40,
+    about=(
+        "One row per CUDA stream over a recent window. Each cell's height is the share of "
+        "that slice the stream was busy (▁ a little, █ all of it), its colour the kind of "
+        "work (kernel, copy, memset); the % on the right is the stream's busy share of the "
+        "whole window."
+    ),
+)

@@ -94,4 +94,14 @@ class SwimlanesTab(WorkerPanel):
         self.lanes.show(lanes, t0, t1)
 
 
-register_process_panel("Swimlanes", SwimlanesTab, order=70)
+register_process_panel(
+    "Swimlanes",
+    SwimlanesTab,
+    order=70,
+    about=(
+        "The process's GPU streams above its host threads on one time axis, so a gap on the "
+        "GPU lines up with what the host did meanwhile. Cell height: busy share (a stream "
+        "running work, a thread on a CPU); a letter: why not (l lists them). The last line "
+        "reads the cell under the cursor."
+    ),
+)

@@ -67,8 +67,8 @@ class StreamTimeline(Widget, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("plus", "zoom_in", "Zoom in"),
-        Binding("minus", "zoom_out", "Zoom out"),
+        Binding("z", "zoom_in", "Zoom in"),
+        Binding("x", "zoom_out", "Zoom out"),
     ]
 
     window_ns: reactive[int] = reactive(1_000_000_000)

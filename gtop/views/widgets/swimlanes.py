@@ -43,12 +43,12 @@ class Swimlanes(Widget, can_focus=True):
     }
     """
     BINDINGS = [
-        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
-        Binding("minus", "zoom(2)", "Zoom out"),
-        Binding("left", "move_cursor(-1)", "Cursor left", show=False),
-        Binding("right", "move_cursor(1)", "Cursor right", show=False),
-        Binding("shift+left", "pan(-0.25)", "Pan left"),
-        Binding("shift+right", "pan(0.25)", "Pan right"),
+        Binding("z", "zoom(0.5)", "Zoom in"),
+        Binding("x", "zoom(2)", "Zoom out"),
+        Binding("shift+left", "move_cursor(-1)", "Cursor left", show=False),
+        Binding("shift+right", "move_cursor(1)", "Cursor right", show=False),
+        Binding("less_than_sign", "pan(-0.25)", "Pan left"),
+        Binding("greater_than_sign", "pan(0.25)", "Pan right"),
         Binding("0", "reset", "Whole window"),
     ]
 
