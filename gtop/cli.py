@@ -76,6 +76,8 @@ class Config:
     agent_mode: str = "default"
     agent: bool = True
     host_tier: str = "auto"
+    window: tuple[str | None, str | None] = (None, None)
+    """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
     export_args: argparse.Namespace | None = field(default=None, compare=False)
@@ -322,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summarise a recording")
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
+    from gtop.recordings.clipped import add_window_options
+
+    add_window_options(report, "the steady state of the target's GPU work")
 
     from gtop.recordings.exporters import command as export_cli
 
@@ -329,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "export",
             help="convert a recording for other tools",
-            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip]",
+            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip] [--from S] [--to S]",
         )
     )
 
@@ -427,6 +432,7 @@ def parse_args(argv: list[str]) -> Config:
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
         host_tier=getattr(args, "host_tier", "auto"),
+        window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
         once=getattr(args, "once", False) or (command != "report" and getattr(args, "json", False)),
         at_s=getattr(args, "at", None),
         gpus=getattr(args, "gpus", None),
@@ -693,16 +699,15 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
-    from gtop.recordings.report_data import read_report_data
+    from gtop.recordings.report_data import read_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data, kernels = read_report_data(rec)
-        report = build_report(
-            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
-        )
+        try:
+            report = read_report(rec, *config.window)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     if config.json:
         print(json.dumps(report, indent=2))
     else:
