@@ -74,7 +74,7 @@ WORKLOADS = {
     ),
     "resnet-loader": Workload(
         W / "startup_loader.py",
-        ("--batches", "120"),
+        ("--batches", "80"),
         "img_per_s",
         "img/s",
         "ResNet-18-shaped training, DataLoader with 8 workers",

@@ -5,7 +5,8 @@ target: CUPTI's buffer callbacks, which run on the target's launching threads (t
 the C shim, or in the Python fallback pool); the agent thread's CPU time; and the GIL
 the agent thread holds while its Python code runs between waits, which the target's
 Python threads then wait for. The last is measured as the wall time of each wake-up's
-Python work, minus the calls that release the GIL (the C shim's ship).
+Python work, minus the calls that release the GIL (the C shim's ship, CUPTI's flush); it
+is an upper bound (being descheduled while holding the GIL counts too).
 """
 
 from __future__ import annotations

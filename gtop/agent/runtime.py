@@ -241,7 +241,7 @@ class Session(threading.Thread):
         while not self.stop_requested.is_set():
             self._service(POLL_S)
             woke = time.perf_counter_ns()
-            shipped_ns = self._shipped_ns()
+            released = -self._shipped_ns()  # ns in calls that let go of the GIL
             now = time.monotonic()
             if now >= next_flush:
                 # Buffers that fill up come back by themselves: flush (a call into CUPTI
@@ -251,7 +251,9 @@ class Session(threading.Thread):
                 # without any buffer, force one out (its in-flight records come back
                 # without end times, and are counted as incomplete).
                 if now - last_buffer >= interval:
-                    cupti.flush(forced=now - last_buffer >= STALE_S)
+                    t_flush = time.perf_counter_ns()
+                    cupti.flush(forced=now - last_buffer >= STALE_S)  # ctypes: GIL let go
+                    released += time.perf_counter_ns() - t_flush
                 next_flush = now + interval
             if self._ship_returned():
                 last_buffer = now
@@ -261,7 +263,7 @@ class Session(threading.Thread):
                 self._send_clock(1)
                 self._send(wire.json_frame(wire.COST, self.cost.snapshot()))
                 next_clock = now + CLOCK_INTERVAL_S
-            self.cost.woke(time.perf_counter_ns() - woke, self._shipped_ns() - shipped_ns)
+            self.cost.woke(time.perf_counter_ns() - woke, released + self._shipped_ns())
 
     def _shipped_ns(self) -> int:
         """ns the C shim has spent shipping (without the GIL) so far."""

@@ -429,7 +429,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
 
     threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)
     blocked, runnable, on_cpu = prep.host.thread_panels(threads)
-    dep, queue = iv.clipped_total(sub, elig, t0, t1), iv.clipped_total(elig, start, t0, t1)
+    dep, queue = iv.clipped_measure(sub, elig, t0, t1), iv.clipped_measure(elig, start, t0, t1)
     panels = dict(zip(PANELS, (blocked, runnable, dep, queue), strict=True))
     return UnitResult(
         unit=unit,

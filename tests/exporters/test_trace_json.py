@@ -68,7 +68,9 @@ def test_kineto_trace_has_pytorch_profilers_shape(kineto: Path) -> None:
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     assert {e["pid"] for e in gpu} == {0}  # pid = device index, as Kineto writes it
     assert all(e["tid"] == e["args"]["stream"] for e in gpu)
-    runtime = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime"}
+    calls = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    assert all("cbid" in e["args"] for e in calls)
+    runtime = {e["args"].get("correlation") for e in calls}
     assert sum(e["args"]["correlation"] in runtime for e in gpu) > 0.9 * len(gpu)
     assert _flows_pair(events) > 5000
 

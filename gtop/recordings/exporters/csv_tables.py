@@ -62,10 +62,15 @@ def _enum_names(enum: type[IntEnum] | dict[int, str]) -> dict[int, str]:
     return {int(m): m.name for m in enum} if isinstance(enum, type) else enum
 
 
-def _cell(value: object) -> object:
-    if isinstance(value, float) and not np.isfinite(value):
-        return ""
-    return value
+def _column(values: np.ndarray, enum: dict[int, str] | None) -> list:
+    """One column of a chunk as cells: enum names, float32 at float32 precision (0.1, not
+    0.10000000149011612), missing floats empty."""
+    if enum is not None:
+        return [enum.get(v, v) for v in values.tolist()]
+    if values.dtype.kind == "f":
+        text = np.char.mod("%.7g" if values.dtype == np.float32 else "%r", values)
+        return np.where(np.isfinite(values), text, "").tolist()
+    return values.tolist()
 
 
 def _extra_columns(rec: Recording, stream: str) -> dict[str, Callable[[np.ndarray], list[str]]]:
@@ -88,20 +93,11 @@ def _write_stream(rec: Recording, stream: str, writer: Any, out: Output) -> int:
     fields = list(rec.streams[stream].names)
     extra = _extra_columns(rec, stream)
     writer.writerow([UNITS.get(f, f) for f in fields] + list(extra))
-    enums = {i: _enum_names(ENUMS[f]) for i, f in enumerate(fields) if f in ENUMS}
-    # float32 values printed to float32 precision (0.1, not 0.10000000149011612)
-    singles = [i for i, f in enumerate(fields) if rec.streams[stream][f] == np.float32]
+    enums = {f: _enum_names(ENUMS[f]) for f in fields if f in ENUMS}
     total = 0
     for rows in rec.iter_chunks(stream, reuse=True):
-        derived = [fn(rows) for fn in extra.values()]
-        for i, row in enumerate(rows.tolist()):
-            cells = [_cell(v) for v in row]
-            for col, names in enums.items():
-                cells[col] = names.get(cells[col], cells[col])
-            for col in singles:
-                if cells[col] != "":
-                    cells[col] = float(f"{cells[col]:.7g}")
-            writer.writerow(cells + [d[i] for d in derived])
+        columns = [_column(rows[f], enums.get(f)) for f in fields]
+        writer.writerows(zip(*columns, *(fn(rows) for fn in extra.values())))
         total += len(rows)
         out.advance(len(rows))
     return total

@@ -66,6 +66,7 @@ FLAVOUR = trace_json.Flavour(
     families=("gpu", "host"),
     counters=False,
     relative=False,
+    api_cbid=True,
     header=_header,
     process_label=_process_label,
 )

@@ -26,7 +26,7 @@ DESCRIPTION = "Perfetto TrackEvent protobuf"
 SUFFIXES = (".perfetto-trace", ".pftrace")
 BYTES_PER_ROW = 60
 
-SEQUENCE_ID = 0x67746F70  # "gtop"
+SEQUENCE_ID = 0x67  # "g": any id from 2 to 127 is one byte per packet (1 is the service's)
 BATCH = 1 << 18
 """Events encoded per numpy batch (bounds the encoder's memory)."""
 
@@ -156,12 +156,18 @@ def _grid_strings(table: tk.SliceTable, axis: str) -> np.ndarray:
     return text[inverse.ravel()]
 
 
-def _annotate(event: pw.Batch, table: tk.SliceTable, rows: np.ndarray, begin: np.ndarray) -> None:
+def _annotate(
+    event: pw.Batch,
+    table: tk.SliceTable,
+    rows: np.ndarray,
+    begin: np.ndarray,
+    texts: dict[str, np.ndarray],
+) -> None:
+    """Debug annotations on the begin events of GPU slices (``texts``: the grid and
+    block of every slice, as text)."""
     for iid, name in enumerate(ANNOTATIONS, start=1):
-        if name in ("grid", "block"):
-            if f"{name}_x" not in table.args:
-                continue
-            values = _grid_strings(table, name)[rows]
+        if name in texts:
+            values = texts[name][rows]
             has = begin & (table.args[f"{name}_x"][rows] >= 0)
         else:
             if name not in table.args:
@@ -181,8 +187,9 @@ def _annotate(event: pw.Batch, table: tk.SliceTable, rows: np.ndarray, begin: np
 
 def _slices(w: _Writer, table: tk.SliceTable, linked: np.ndarray) -> None:
     order, begins = event_order(table)
-    flows = np.isin(table.flow, linked) if len(linked) else np.zeros(len(table), bool)
+    flows = np.isin(table.flow, linked, kind="sort") if len(linked) else np.zeros(len(table), bool)
     host = table.category >= tk.RUNTIME
+    texts = {n: _grid_strings(table, n) for n in ("grid", "block") if f"{n}_x" in table.args}
     for lo in range(0, len(order), BATCH):
         rows, begin = order[lo : lo + BATCH], begins[lo : lo + BATCH]
         times = np.where(begin, table.start[rows], table.end[rows])
@@ -193,7 +200,7 @@ def _slices(w: _Writer, table: tk.SliceTable, linked: np.ndarray) -> None:
         flow = begin & flows[rows]
         event.fixed64(E_FLOW, table.flow[rows], where=flow & host[rows])
         event.fixed64(E_END_FLOW, table.flow[rows], where=flow & ~host[rows])
-        _annotate(event, table, rows, begin)
+        _annotate(event, table, rows, begin, texts)
         w.events(event, times)
         w.out.advance(len(rows) // 2)
 
@@ -205,7 +212,7 @@ def export(rec: Recording, out: Output) -> str:
     slices = clipped = values = 0
     for table in tk.slice_tables(rec, tracks, names):
         if table.category[0] == tk.STATE:
-            for t in np.unique(table.track).tolist():
+            for t in tk.distinct(table.track).tolist():
                 track = tracks.all[t]
                 tracks.get("thread", track.pid, track.tid)
         w.describe_new()

@@ -112,10 +112,10 @@ def export(rec: Recording, out: Output) -> str:
         states = rec.read("thread_state")
         stacks = {int(e.key): e.value.get("frames", []) for e in rec.entities("stack")}
         frames_of = {sid: w.frame_ids(frames) for sid, frames in stacks.items()}
-        keys = np.unique(states["state"].astype(np.int64) << 8 | states["reason"]).tolist()
+        keys = tk.distinct(states["state"].astype(np.int64) << 8 | states["reason"]).tolist()
         state_frames = {k: w.frames.add(tk.state_label(k >> 8, k & 0xFF)) for k in keys}
         tracks = tk.Tracks(rec)
-        for tid in np.unique(states["tid"]).tolist():
+        for tid in tk.distinct(states["tid"]).tolist():
             mine = states[states["tid"] == tid]
             mine = mine[np.argsort(mine["t_ns"], kind="stable")]
             events = timeline(mine, t0, frames_of, state_frames)

@@ -31,6 +31,8 @@ class Flavour:
     counters: bool
     relative: bool
     """Timestamps from the recording's start (else CLOCK_MONOTONIC µs)."""
+    api_cbid: bool = False
+    """CUDA calls carry CUPTI's callback id (``cbid``) in their args, as Kineto's do."""
     header: Callable[[Recording, tk.Tracks], dict[str, Any]] = field(default=lambda r, t: {})
     process_label: Callable[[int, tk.Tracks], str] | None = None
 
@@ -78,8 +80,10 @@ class _Writer:
         self.names += [json.dumps(s) for s in names.strings[len(self.names) :]]
         self.name_lanes()
         lanes = [self.flavour.lane(t) for t in self.tracks.all]
-        args = _args(table)
-        flows = np.isin(table.flow, linked) if len(linked) else np.zeros(len(table), bool)
+        flows = (
+            np.isin(table.flow, linked, kind="sort") if len(linked) else np.zeros(len(table), bool)
+        )
+        args = _args(table, flows, self.flavour.api_cbid)
         host = table.category >= tk.RUNTIME
         step = 1 << 16
         for lo in range(0, len(table), step):
@@ -94,7 +98,7 @@ class _Writer:
                 pid, tid = lanes[track]
                 lines.append(
                     f'{{"ph":"X","cat":"{tk.CATEGORIES[cat]}","name":{self.names[name]},'
-                    f'"pid":{pid},"tid":{tid},"ts":{ts[i]},"dur":{dur[i]},"args":{args[lo + i]}}}'
+                    f'"pid":{pid},"tid":{tid},"ts":{ts[i]},"dur":{dur[i]}{args[lo + i]}}}'
                 )
             for i in np.flatnonzero(flows[sl]).tolist():
                 pid, tid = lanes[int(table.track[lo + i])]
@@ -118,14 +122,18 @@ class _Writer:
         )
 
 
-def _args(table: tk.SliceTable) -> list[str]:
-    """Each slice's ``args`` object as JSON text."""
+def _args(table: tk.SliceTable, flows: np.ndarray, cbid: bool) -> list[str]:
+    """Each slice's ``,"args":{…}`` as JSON text ("" for none). An API call has its
+    correlation id only when it launched GPU work (``flows``), and its ``cbid`` only when
+    ``cbid`` (its name says which function it is): a million calls that launched nothing
+    would otherwise add ~40 MB."""
     cols = {k: v.tolist() for k, v in table.args.items()}
+    linked = flows.tolist()
     out = []
     for i, cat in enumerate(table.category.tolist()):
         if cat == tk.KERNEL:
             out.append(
-                f'{{"device":{cols["device"][i]},"stream":{cols["stream"][i]},'
+                f',"args":{{"device":{cols["device"][i]},"stream":{cols["stream"][i]},'
                 f'"correlation":{cols["correlation"][i]},'
                 f'"grid":[{cols["grid_x"][i]},{cols["grid_y"][i]},{cols["grid_z"][i]}],'
                 f'"block":[{cols["block_x"][i]},{cols["block_y"][i]},{cols["block_z"][i]}],'
@@ -134,13 +142,16 @@ def _args(table: tk.SliceTable) -> list[str]:
             )
         elif cat in (tk.MEMCPY, tk.MEMSET):
             out.append(
-                f'{{"device":{cols["device"][i]},"stream":{cols["stream"][i]},'
+                f',"args":{{"device":{cols["device"][i]},"stream":{cols["stream"][i]},'
                 f'"correlation":{cols["correlation"][i]},"bytes":{cols["bytes"][i]}}}'
             )
         elif cat in (tk.RUNTIME, tk.DRIVER):
-            out.append(f'{{"cbid":{cols["cbid"][i]},"correlation":{cols["correlation"][i]}}}')
+            parts = [f'"cbid":{cols["cbid"][i]}'] if cbid else []
+            if linked[i]:
+                parts.append(f'"correlation":{cols["correlation"][i]}')
+            out.append(',"args":{' + ",".join(parts) + "}" if parts else "")
         else:
-            out.append("{}")
+            out.append("")
     return out
 
 

@@ -136,6 +136,15 @@ class SliceTable:
         yield from zip(self.track[heads].tolist(), heads.tolist(), ends.tolist())
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (numpy 2's hash-based ``np.unique`` takes seconds on a
+    million distinct 64-bit keys; a sort takes a tenth of that)."""
+    ordered = np.sort(values)
+    if not len(ordered):
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
 def _flow_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
     corr = correlation.astype(np.uint64)
     return np.where(corr > 0, (pid.astype(np.uint64) << np.uint64(32)) | corr, np.uint64(0))
@@ -190,7 +199,7 @@ def _lookup(keys: np.ndarray, name_of: dict[int, int]) -> np.ndarray:
 def _tracks_for(tracks: Tracks, kind: str, pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     pairs = (pid.astype(np.int64) << 32) | (tid.astype(np.int64) & 0xFFFFFFFF)
     table = {}
-    for p in np.unique(pairs).tolist():
+    for p in distinct(pairs).tolist():
         table[p] = tracks.get(kind, p >> 32, int(np.int32(np.uint32(p & 0xFFFFFFFF)))).index
     return _lookup(pairs, table)
 
@@ -213,13 +222,13 @@ def gpu_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | Non
         n = len(rows)
         if stream == "kernel":
             ids = rows["name_id"].astype(np.int64)
-            missing = {int(i) for i in np.unique(ids).tolist()} - kernel_names.keys()
+            missing = {int(i) for i in distinct(ids).tolist()} - kernel_names.keys()
             kernel_names.update({i: names.add(f"kernel {i}") for i in missing})
             name = _lookup(ids, kernel_names)
         elif stream == "memcpy":
             kinds = {
                 int(k): names.add(f"Memcpy {_copy_kind(int(k))}")
-                for k in np.unique(rows["copy_kind"]).tolist()
+                for k in distinct(rows["copy_kind"]).tolist()
             }
             name = _lookup(rows["copy_kind"].astype(np.int64), kinds)
         else:
@@ -275,7 +284,7 @@ def _copy_kind(kind: int) -> str:
 
 def _groups(a: np.ndarray, b: np.ndarray) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
     pairs = (a.astype(np.int64) << 32) | b.astype(np.int64)
-    for p in np.unique(pairs).tolist():
+    for p in distinct(pairs).tolist():
         yield (p >> 32, p & 0xFFFFFFFF), pairs == p
 
 
@@ -285,7 +294,7 @@ def host_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | No
     rows = rec.read("api") if "api" in rec.streams else None
     if rows is not None and len(rows):
         fn = (rows["domain"].astype(np.int64) << 32) | rows["cbid"]
-        name_of = {int(k): names.add(api_name(k >> 32, k & 0xFFFFFFFF)) for k in np.unique(fn)}
+        name_of = {int(k): names.add(api_name(k >> 32, k & 0xFFFFFFFF)) for k in distinct(fn)}
         parts.append(
             {
                 "track": _tracks_for(tracks, "thread", rows["pid"], rows["tid"]),
@@ -302,7 +311,7 @@ def host_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | No
     if rows is not None and len(rows):
         marks = {int(e.key): str(e.value.get("name")) for e in rec.entities("marker_name")}
         ids = rows["name_id"].astype(np.int64)
-        name_of = {int(i): names.add(marks.get(int(i), f"marker {i}")) for i in np.unique(ids)}
+        name_of = {int(i): names.add(marks.get(int(i), f"marker {i}")) for i in distinct(ids)}
         n = len(rows)
         parts.append(
             {
@@ -335,7 +344,7 @@ def state_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | N
     if rows is None or not len(rows):
         return None
     key = rows["state"].astype(np.int64) << 8 | rows["reason"]
-    name_of = {int(k): names.add(state_label(k >> 8, k & 0xFF)) for k in np.unique(key)}
+    name_of = {int(k): names.add(state_label(k >> 8, k & 0xFF)) for k in distinct(key)}
     n = len(rows)
     return _table(
         [
@@ -376,9 +385,10 @@ def linked_flows(rec: Recording) -> np.ndarray:
     ]
     if "api" not in rec.streams or not gpu:
         return np.empty(0, np.uint64)
-    launched = np.unique(np.concatenate(gpu))
+    launched = distinct(np.concatenate(gpu))
     api = [_flow_key(r["pid"], r["correlation"]) for r in rec.iter_chunks("api")]
-    both = np.intersect1d(launched, np.concatenate(api) if api else np.empty(0, np.uint64))
+    calls = np.concatenate(api) if api else np.empty(0, np.uint64)
+    both = distinct(calls[np.isin(calls, launched, kind="sort")])
     return both[both > 0]
 
 
@@ -413,7 +423,7 @@ def counters(rec: Recording, tracks: Tracks) -> Iterator[Counters]:
         rows = rec.read(stream) if stream in rec.streams else None
         if rows is None or not len(rows):
             continue
-        for owner in np.unique(rows[key]).tolist():
+        for owner in distinct(rows[key]).tolist():
             part = rows[rows[key] == owner]
             for column, label, unit in fields:
                 values = part[column].astype(np.float64)
