@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -563,7 +563,8 @@ def cmd_top(config: Config) -> int:
         )
     if config.command == "top" and _headless(config):
         settle_s = max(ONCE_SETTLE_S, 2.5 * config.interval_s)
-        return _print_frame(_live_source(config), config, settle_s)
+        # one frame shows no CUPTI data: no agent goes into the target for it
+        return _print_frame(_live_source(replace(config, agent=False)), config, settle_s)
     source = _live_source(config)
     status = _run_ui(source, config)
     if source.process is not None and source.process.poll() is None:
@@ -591,8 +592,6 @@ def _replay_source(config: Config):  # -> ReplaySource
 def cmd_replay(config: Config) -> int:
     _check_theme(config)
     if _headless(config):
-        from dataclasses import replace
-
         return _print_frame(_replay_source(replace(config, once=True)), config, 0.0)
     return _run_ui(_replay_source(config), config)
 
@@ -624,8 +623,6 @@ def demo_recording() -> Path:
 
 
 def cmd_demo(config: Config) -> int:
-    from dataclasses import replace
-
     return cmd_replay(replace(config, file=demo_recording()))
 
 
