@@ -29,6 +29,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +40,13 @@ SLEEP_MS = 20.0
 SLOW_RANK = 1
 
 
-def _record_cmd(recording: Path, job: list[str]) -> list[str]:
+def _recorder(recording: Path) -> list[str]:
     return [sys.executable, "-m", "gtop", "record", "--force", "--agent-mode", "full",
-            "--interval", "0.25", "-o", str(recording), "--", *job]  # fmt: skip
+            "--interval", "0.25", "-o", str(recording)]  # fmt: skip
+
+
+def _record_cmd(recording: Path, job: list[str]) -> list[str]:
+    return [*_recorder(recording), "--", *job]
 
 
 def _workload_args(args: argparse.Namespace, backend: str, ranks_dir: Path) -> list[str]:
@@ -75,21 +81,105 @@ def _run_all(cmds: list[list[str]], timeout: float) -> str | None:
     return None
 
 
-def run_job(args: argparse.Namespace, backend: str, ranks_dir: Path) -> list[Path] | str:
-    """Record the job; the recordings, or why it failed (the tail of gtop's output)."""
+def _jobs(args: argparse.Namespace, backend: str, ranks_dir: Path, attach: bool) -> list[list[str]]:
+    """The torchrun command of each node (one, or two with ``--split``)."""
     run = [sys.executable, "-m", "torch.distributed.run"]
     work = _workload_args(args, backend, ranks_dir)
+    if attach:
+        work += ["--go-file", str(ranks_dir / "go")]
+    if not args.split:
+        return [[*run, "--standalone", "--nproc-per-node", "2", *work]]
+    node = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1",
+            "--master-port", str(args.port)]  # fmt: skip
+    return [[*run, *node, "--node-rank", str(n), *work] for n in (0, 1)]
+
+
+def _outputs(args: argparse.Namespace) -> list[Path]:
     tag = "gpu" if args.device == "cuda" else "cpu"
     if not args.split:
-        outs = [args.out / f"ddp-straggler-{tag}.gtop"]
-        cmds = [_record_cmd(outs[0], [*run, "--standalone", "--nproc-per-node", "2", *work])]
-    else:
-        outs = [args.out / f"ddp-node{n}-{tag}.gtop" for n in (0, 1)]
-        node = ["--nnodes", "2", "--nproc-per-node", "1", "--master-addr", "127.0.0.1",
-                "--master-port", str(args.port)]  # fmt: skip
-        cmds = [_record_cmd(outs[n], [*run, *node, "--node-rank", str(n), *work]) for n in (0, 1)]
+        return [args.out / f"ddp-straggler-{tag}.gtop"]
+    return [args.out / f"ddp-node{n}-{tag}.gtop" for n in (0, 1)]
+
+
+def run_job(args: argparse.Namespace, backend: str, ranks_dir: Path) -> list[Path] | str:
+    """Record the job; the recordings, or why it failed (the tail of gtop's output)."""
+    outs = _outputs(args)
+    if args.attach:
+        return _attached(args, backend, ranks_dir, outs)
+    cmds = [_record_cmd(o, job) for o, job in zip(outs, _jobs(args, backend, ranks_dir, False))]
     failed = _run_all(cmds, args.timeout)
     return outs if failed is None else failed
+
+
+def _attached(
+    args: argparse.Namespace, backend: str, ranks_dir: Path, outs: list[Path]
+) -> list[Path] | str:
+    """Start the job, and once every rank has warmed up, ``gtop record --pid`` each
+    node's torchrun; let the ranks go when every recording holds host data."""
+    jobs = _jobs(args, backend, ranks_dir, True)
+    logs = [open(ranks_dir / f"node{n}.log", "w") for n in range(len(jobs))]  # noqa: SIM115
+    procs = [
+        subprocess.Popen(
+            j, cwd=HERE.parent, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        for j, log in zip(jobs, logs, strict=True)
+    ]
+    recorders: list[subprocess.Popen] = []
+    try:
+        _until(lambda: all((ranks_dir / f"ready-{r}").exists() for r in (0, 1)), procs, args)
+        for proc, out in zip(procs, outs, strict=True):
+            cmd = [*_recorder(out), "--pid", str(proc.pid)]
+            recorders.append(
+                subprocess.Popen(
+                    cmd,
+                    cwd=HERE.parent,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+            )
+        _until(lambda: all(_holds(out, "thread_state") for out in outs), recorders, args)
+        (ranks_dir / "go").touch()
+        for p in procs + recorders:
+            p.wait(timeout=args.timeout)
+    except (subprocess.TimeoutExpired, RuntimeError) as exc:
+        for p in procs + recorders:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        return f"{exc}: " + " | ".join((ranks_dir / f"node{n}.log").read_text()[-600:]
+                                        for n in range(len(jobs)))  # fmt: skip
+    finally:
+        for log in logs:
+            log.close()
+    bad = [p.stderr.read().decode(errors="replace")[-600:] for p in recorders if p.returncode]
+    if bad or any(p.returncode for p in procs):
+        return "job or gtop record failed: " + " | ".join(bad)
+    return outs
+
+
+def _until(
+    ready: Callable[[], bool], procs: list[subprocess.Popen], args: argparse.Namespace
+) -> None:
+    """Wait for ``ready()``; raise when one of ``procs`` exits first or on timeout."""
+    deadline = time.monotonic() + args.timeout
+    while not ready():
+        if any(p.poll() is not None for p in procs):
+            raise RuntimeError("a process exited before it was ready")
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired("capture_ddp", args.timeout)
+        time.sleep(0.05)
+
+
+def _holds(path: Path, stream: str) -> bool:
+    """Whether the recording at ``path`` has committed rows of ``stream`` yet."""
+    from gtop.recordings.reader import Recording, RecordingError
+
+    try:
+        with Recording(path) as rec:
+            return bool(rec.chunks(stream))
+    except RecordingError:
+        return False
 
 
 def truth(ranks_dir: Path) -> dict[str, Any]:
@@ -155,6 +245,12 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--split", action="store_true", help="one recording per node")
     ap.add_argument("--port", type=int, default=29531, help="rendezvous port (--split)")
+    ap.add_argument(
+        "--attach",
+        action="store_true",
+        help="record with --pid once the ranks have warmed up (no agent: CPU jobs; "
+        "the recordings leave out the seconds of imports and set-up)",
+    )
     ap.add_argument("--timeout", type=float, default=180.0)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import os
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 POLL_S = 0.05
@@ -31,7 +31,6 @@ class Measured:
     peak_rss_mb: float
     result: dict[str, Any] | None
     stderr_tail: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "stderr_tail"}

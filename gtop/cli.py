@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -27,6 +27,11 @@ DEFAULT_INTERVAL_S = 0.5
 EXIT_FAILURE = 1
 ONCE_SETTLE_S = 1.0
 """``--once`` live: how long collectors run before the frame (at least two samples)."""
+FOREIGN_SUFFIXES = (
+    *(".perfetto-trace", ".pftrace", ".json", ".json.gz", ".pb.gz", ".folded", ".csv"),
+    *(".svg", ".html", ".txt", ".nsys-rep", ".qdrep"),
+)
+"""Names ``gtop record -o`` refuses: formats of other tools (``gtop export`` writes some)."""
 SERVE_PORT = 9401
 """``gtop serve``'s default port (dcgm-exporter's is 9400, so both can run)."""
 
@@ -71,6 +76,8 @@ class Config:
     agent_mode: str = "default"
     agent: bool = True
     host_tier: str = "auto"
+    window: tuple[str | None, str | None] = (None, None)
+    """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
     export_args: argparse.Namespace | None = field(default=None, compare=False)
@@ -317,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="summarise a recording")
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
+    from gtop.recordings.clipped import add_window_options
+
+    add_window_options(report, "the steady state of the target's GPU work")
 
     from gtop.recordings.exporters import command as export_cli
 
@@ -324,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(
             "export",
             help="convert a recording for other tools",
-            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip]",
+            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip] [--from S] [--to S]",
         )
     )
 
@@ -422,6 +432,7 @@ def parse_args(argv: list[str]) -> Config:
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
         host_tier=getattr(args, "host_tier", "auto"),
+        window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
         once=getattr(args, "once", False) or (command != "report" and getattr(args, "json", False)),
         at_s=getattr(args, "at", None),
         gpus=getattr(args, "gpus", None),
@@ -552,7 +563,8 @@ def cmd_top(config: Config) -> int:
         )
     if config.command == "top" and _headless(config):
         settle_s = max(ONCE_SETTLE_S, 2.5 * config.interval_s)
-        return _print_frame(_live_source(config), config, settle_s)
+        # one frame shows no CUPTI data: no agent goes into the target for it
+        return _print_frame(_live_source(replace(config, agent=False)), config, settle_s)
     source = _live_source(config)
     status = _run_ui(source, config)
     if source.process is not None and source.process.poll() is None:
@@ -580,8 +592,6 @@ def _replay_source(config: Config):  # -> ReplaySource
 def cmd_replay(config: Config) -> int:
     _check_theme(config)
     if _headless(config):
-        from dataclasses import replace
-
         return _print_frame(_replay_source(replace(config, once=True)), config, 0.0)
     return _run_ui(_replay_source(config), config)
 
@@ -599,24 +609,20 @@ def cmd_serve(config: Config) -> int:
 
 
 def demo_recording() -> Path:
-    """The bundled recording `gtop demo` plays.
+    """The recording `gtop demo` plays: ``GTOP_DEMO`` if set, else the one packaged in
+    ``gtop/demo/`` (``recordings/`` links to it in the repository).
 
     Raises:
-        UserError: it is not there (an install without the repository's recordings/).
+        UserError: it is not there.
     """
     override = os.environ.get("GTOP_DEMO")
-    candidates = [Path(override)] if override else []
-    root = Path(__file__).resolve().parent.parent / "recordings"
-    candidates += [root / DEMO_RECORDING]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise UserError(f"no bundled recording at {candidates[-1]}; set GTOP_DEMO=FILE.gtop")
+    path = Path(override) if override else Path(__file__).resolve().parent / "demo" / DEMO_RECORDING
+    if not path.is_file():
+        raise UserError(f"no recording at {path}; set GTOP_DEMO=FILE.gtop")
+    return path
 
 
 def cmd_demo(config: Config) -> int:
-    from dataclasses import replace
-
     return cmd_replay(replace(config, file=demo_recording()))
 
 
@@ -625,8 +631,21 @@ EXIT_POLL_S = 0.05
 second added to every recorded job's wall time)."""
 
 
+def _check_recording_name(path: Path) -> None:
+    """Refuse a name that promises another format: ``record`` writes only ``.gtop``
+    (SQLite); other formats come from ``gtop export``."""
+    name = path.name.lower()
+    if any(name.endswith(suffix) for suffix in FOREIGN_SUFFIXES):
+        gtop_name = path.with_name(path.name.split(".")[0] + ".gtop")
+        raise UserError(
+            f"{path}: gtop record writes a .gtop recording (SQLite), not that format; record "
+            f"to {gtop_name}, then convert it: gtop export {gtop_name} ... -o {path}"
+        )
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
+    _check_recording_name(config.output)
     if config.output.exists() and not config.overwrite:
         raise UserError(f"{config.output} exists (use --force to overwrite)")
     source = _live_source(config)
@@ -677,16 +696,15 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
-    from gtop.recordings.report_data import read_report_data
+    from gtop.recordings.report_data import read_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data, kernels = read_report_data(rec)
-        report = build_report(
-            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
-        )
+        try:
+            report = read_report(rec, *config.window)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     if config.json:
         print(json.dumps(report, indent=2))
     else:

@@ -137,3 +137,10 @@ def test_serve_is_scraped_by_prometheus_parser() -> None:
     off = sum(s.value for s in families["gtop_off_gpu_seconds"].samples)
     (window,) = families["gtop_attribution_window_seconds"].samples
     assert off == pytest.approx(window.value * (1 - gar.value), rel=1e-6)
+
+
+def test_record_refuses_a_name_that_promises_another_format(tmp_path: Path) -> None:
+    out = tmp_path / "x.perfetto-trace"
+    line = one_line_error(gtop("record", "--pid", "1", "-o", str(out)))
+    assert "gtop export" in line and "x.gtop" in line
+    assert not out.exists()

@@ -18,6 +18,7 @@ metricId  # nvmlGpmMetric_t
 border_title
 no_wrap
 get_content_height
+_on_tab_pane_focused  # a TabbedContent message handler (views/screens/process.py)
 required  # argparse subparsers: sub.required
 
 # Triton's kernel_load_end_hook calls fn(module, function, name, metadata_group, hash)

@@ -34,6 +34,11 @@ def _args() -> argparse.Namespace:
     p.add_argument("--sleep-ms", type=float, default=20.0)
     p.add_argument("--slow-rank", type=int, default=1)
     p.add_argument("--width", type=int, default=512, help="MLP width (compute per step)")
+    p.add_argument(
+        "--go-file",
+        type=Path,
+        help="after the warm-up, write OUT/ready-RANK and wait until this file exists",
+    )
     return p.parse_args()
 
 
@@ -58,6 +63,10 @@ def main() -> None:
     enters: list[int] = []
     exits: list[int] = []
     for step in range(args.warmup + args.steps):
+        if step == args.warmup and args.go_file is not None:
+            (args.out / f"ready-{rank}").touch()
+            while not args.go_file.exists():
+                time.sleep(0.005)
         opt.zero_grad()
         model(x).square().mean().backward()
         flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()])

@@ -94,6 +94,11 @@ class FrameReader:
     def __init__(self) -> None:
         self._buf = bytearray()
 
+    @property
+    def pending(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         """Add received bytes; return every complete ``(type, payload)`` frame.
 

@@ -3,8 +3,9 @@
 Every recording keeps CLOCK_MONOTONIC nanoseconds and stores, when it starts, its
 host's ``CLOCK_REALTIME - CLOCK_MONOTONIC`` and boot id. Two recordings of one boot share
 the monotonic clock exactly. Across hosts the realtime clocks (NTP) put them within
-about a millisecond; the ranks of a job then leave each collective together, so matching
-the ends of their collective calls refines the offset (:func:`refine`).
+about a millisecond; the ranks of a job leave each collective together, and none leaves
+before all have entered, so their matched collective calls refine the offset
+(:func:`refine`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from gtop.analysis import intervals as iv
+from gtop.analysis.collectives import match
+
 TOLERANCE_NS = 10_000_000
-"""How far a collective's ends on two hosts may lie apart after the realtime offset."""
+"""How far a collective's ends on two hosts may lie apart after the realtime offset
+(matched calls further apart are not used)."""
 MIN_PAIRS = 5
+ROUNDS = 4
+"""Match, correct, match again: a first offset far off leaves pairs out of the tolerance."""
+CONVERGED_NS = 100_000
 
 
 class Offset(NamedTuple):
@@ -39,21 +47,44 @@ def initial(ref: Mapping[str, Any], other: Mapping[str, Any]) -> Offset | None:
     return Offset(rb - ra, "realtime")
 
 
-def refine(ref_ends: np.ndarray, other_ends: np.ndarray, start: Offset) -> Offset:
-    """``start`` corrected by the median distance from each of the other recording's
-    collective ends (shifted by ``start``) to the nearest reference end within
-    :data:`TOLERANCE_NS`; ``start`` itself with fewer than :data:`MIN_PAIRS` pairs or
-    when both share a boot (their clocks are one already)."""
-    if start.basis == "same boot" or not len(ref_ends) or not len(other_ends):
+def refine(ref_calls: iv.Spans, other_calls: iv.Spans, start: Offset) -> Offset:
+    """``start`` corrected by the ranks' collective calls (each recording's calls of
+    all its ranks, as spans), matched once moved by ``start``
+    (:func:`gtop.analysis.collectives.match`).
+
+    The correction is the median distance between matched ends (ranks leave a
+    collective together), kept inside what causality allows: nobody leaves a collective
+    before every rank has entered it, so each matched pair bounds the offset from both
+    sides. ``start`` itself with fewer than :data:`MIN_PAIRS` pairs, or when both
+    recordings share a boot (their clocks are one already).
+    """
+    if start.basis == "same boot" or not len(ref_calls) or not len(other_calls):
         return start
-    ref = np.sort(np.asarray(ref_ends, np.int64))
-    shifted = np.asarray(other_ends, np.int64) + start.ns
-    pos = np.clip(np.searchsorted(ref, shifted), 1, max(len(ref) - 1, 1))
-    left = ref[pos - 1]
-    right = ref[np.minimum(pos, len(ref) - 1)]
-    nearest = np.where(np.abs(left - shifted) <= np.abs(right - shifted), left, right)
-    gap = nearest - shifted
-    close = np.abs(gap) <= TOLERANCE_NS
-    if close.sum() < MIN_PAIRS:
+    offset, pairs = start.ns, 0
+    for _ in range(ROUNDS):
+        step, used = _correction(ref_calls, other_calls, offset)
+        if step is None:
+            break
+        offset, pairs = offset + step, used
+        if abs(step) < CONVERGED_NS:
+            break
+    if not pairs:
         return start
-    return Offset(start.ns + int(np.median(gap[close])), "realtime + collectives", int(close.sum()))
+    return Offset(offset, "realtime + collectives", pairs)
+
+
+def _correction(ref_calls: iv.Spans, other_calls: iv.Spans, offset: int) -> tuple[int | None, int]:
+    """One round of :func:`refine`: the correction to ``offset`` and the pairs used."""
+    moved = iv.Spans(other_calls.starts + offset, other_calls.ends + offset)
+    found = match([ref_calls, moved])
+    ends, starts = found.ends, found.starts
+    near = np.abs(ends[:, 0] - ends[:, 1]) <= TOLERANCE_NS
+    if near.sum() < MIN_PAIRS:
+        return None, 0
+    ends, starts = ends[near], starts[near]
+    shift = int(np.median(ends[:, 0] - ends[:, 1]))
+    lo = int((starts[:, 0] - ends[:, 1]).max())
+    hi = int((ends[:, 0] - starts[:, 1]).min())
+    if lo <= hi:
+        shift = min(max(shift, lo), hi)
+    return shift, int(near.sum())

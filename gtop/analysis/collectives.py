@@ -1,12 +1,17 @@
 """Which host-thread intervals and GPU kernels of a rank are collective communication,
 and the collective calls they make up, matched across ranks.
 
-Host side: intervals whose Python frames are inside a torch.distributed collective
-(:data:`COLLECTIVES`). Python frames come from sampling, so a short wait often has none;
-such an interval still counts when its native place (state, block reason and
-native/kernel frames) is one where a collective wait of a thread of the same kind (main
-thread or not) was sampled on any rank of the job: ranks run one program, so they wait
-in the same place. GPU side: NCCL kernels (:func:`comm_name`).
+Host side: a thread's blocked interval is in a collective when its *place* is a
+collective place. A place is the thread's kind (main thread or not), block reason and
+native/kernel frames; it is a collective place when, over the intervals at it that have
+Python frames, on any rank of the job, more time was inside a torch.distributed
+collective (:data:`COLLECTIVES`) than outside. Python frames come from sampling: a short
+wait often has none, and a sample placed a few ms off lends its frames to a neighbour
+(seen on a loaded 2-core VM); the vote takes every interval at the place, framed or not,
+by what most of its framed time says. Ranks run one program, so they wait in the same
+places. Runnable and on-CPU intervals count only next to such a wait
+(:func:`_call_edges`): their places (preempted anywhere) say nothing. GPU side: NCCL
+kernels (:func:`comm_name`).
 
 A call is a run of collective time of one rank (short gaps bridged). Calls of different
 ranks that overlap and end nearest to each other are one collective (:func:`match`); a
@@ -46,7 +51,9 @@ COLLECTIVES = frozenset(
     }
 )
 """Functions of ``torch/distributed/distributed_c10d.py`` that block in a collective."""
-_C10D_FRAME = re.compile(r"^(\w+) \(torch/distributed/distributed_c10d\.py\)$")
+_C10D_FRAME = re.compile(r"^(\w+) \((?:torch/distributed/)?distributed_c10d\.py\)$")
+"""A frame of torch.distributed's collectives module: py-spy's dumps name the file
+``torch/distributed/distributed_c10d.py``, its streamed samples only the file name."""
 _NCCL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
 ENTRY_NS = 300_000
 """On-CPU time from calling a collective to blocking in it (measured here with gloo:
@@ -79,25 +86,29 @@ def collective_rows(
     rows: np.ndarray, stacks: Mapping[int, Mapping[str, Any]], pids: set[int]
 ) -> np.ndarray:
     """Mask of the host-thread ``rows`` (:data:`gtop.analysis.records.STATE`) of ``pids``
-    that are inside a collective
-    (see the module docstring for the rule on rows without Python frames)."""
-    sid = rows["stack_id"].astype(np.int64)
+    that are inside a collective: the rows at a collective place (module docstring),
+    and the rows around them that are still in the call (:func:`_call_edges`)."""
     wanted = np.isin(rows["pid"], list(pids))
-    direct = {s for s, st in stacks.items() if in_collective(st.get("frames") or [])}
-    mask = wanted & np.isin(sid, list(direct))
-    main = rows["tid"] == rows["pid"]
-    places = {
-        (bool(m), int(st), int(r), _native_place(stacks[int(s)]))
-        for m, st, r, s in zip(main[mask], rows["state"][mask], rows["reason"][mask], sid[mask])
-    }
-    if not places:
-        return mask
-    bare = {s for s, st in stacks.items() if not _has_python(st) and _native_place(st)}
-    cand = np.flatnonzero(wanted & ~mask & np.isin(sid, list(bare)))
-    for i in cand:
-        key = (bool(main[i]), int(rows["state"][i]), int(rows["reason"][i]))
-        if (*key, _native_place(stacks[int(sid[i])])) in places:
-            mask[i] = True
+    sid = rows["stack_id"].astype(np.int64)
+    known = wanted & (sid >= 0) & (rows["state"] == ThreadState.BLOCKED)
+    ids, inverse = np.unique(sid[known], return_inverse=True)
+    main = (rows["tid"] == rows["pid"])[known]
+    keys = [
+        (bool(m), int(state), int(reason), _native_place(stacks.get(int(ids[i]), {})))
+        for m, state, reason, i in zip(main, rows["state"][known], rows["reason"][known], inverse)
+    ]
+    labelled = np.array([_has_python(stacks.get(int(s), {})) for s in ids], dtype=bool)[inverse]
+    inside = np.array(
+        [in_collective(stacks.get(int(s), {}).get("frames") or []) for s in ids], dtype=bool
+    )[inverse]
+    length = (rows["end"] - rows["t"])[known]
+    votes: dict[tuple, int] = {}
+    for key, lab, ins, n in zip(keys, labelled, inside, length.tolist()):
+        if lab and key[3]:
+            votes[key] = votes.get(key, 0) + (n if ins else -n)
+    places = {k for k, v in votes.items() if v > 0}
+    mask = np.zeros(len(rows), dtype=bool)
+    mask[np.flatnonzero(known)] = [k in places for k in keys]
     return mask | _call_edges(rows, mask)
 
 

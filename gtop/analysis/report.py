@@ -17,9 +17,12 @@ from gtop import __version__
 from gtop.core.hub import Entity
 
 if TYPE_CHECKING:
+    from gtop.analysis.active_window import Window
     from gtop.analysis.cuda_activity import KernelStats
 
 MIB = 1 << 20
+PY_SUFFIX = ".py)"
+"""How a Python frame ends in the stack tables (``func (path/file.py)``)."""
 
 ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
 """What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
@@ -241,6 +244,92 @@ def gpu_section(
     }
 
 
+STARTUP_DEPTH = 2
+"""Outermost Python frames that name what the startup phase did (``<module> (train.py)
+> <module> (torch/__init__.py)``: importing torch)."""
+
+
+def startup_activity(
+    states: np.ndarray, samples: np.ndarray, stacks: dict[int, dict], tid: int, top: int = 3
+) -> list[dict[str, Any]]:
+    """What thread ``tid`` did on-CPU, grouped by its outermost :data:`STARTUP_DEPTH`
+    Python frames (stacks without any: by their innermost user-space frame), widest
+    first."""
+    from gtop.analysis.thread_time import fold
+    from gtop.analysis.verdict import top_frames
+
+    groups: dict[tuple[str, ...], float] = {}
+    mine = fold(states[states["tid"] == tid], samples[samples["tid"] == tid], stacks, off_cpu=False)
+    for frames, seconds in mine.items():
+        py = tuple(f for f in frames if PY_SUFFIX in f)[:STARTUP_DEPTH]
+        native = tuple(f"[native] {f}" for f in top_frames(frames[1:], 1))
+        key = py or native or ("[no frames]",)
+        groups[key] = groups.get(key, 0.0) + seconds
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1])[:top]
+    return [{"frames": list(k), "seconds": round(v, 3)} for k, v in ranked]
+
+
+def phases_section(
+    recorded: tuple[int, int],
+    active: Window,
+    window: Window,
+    startup: dict[str, np.ndarray],
+    stacks: dict[int, dict],
+    target_pid: int | None,
+) -> list[dict[str, Any]]:
+    """The ``phases`` key, in seconds from the recording's start: ``startup`` (before the
+    target's first GPU work: starting, importing, building its model), ``warm-up`` (from
+    it to the window), the window diagnosed (named by its kind), ``wind-down`` (from the
+    window to the last GPU work) and ``after``; empty ones left out. The startup phase
+    names the target's busiest thread then, and what it did on-CPU
+    (:func:`startup_activity`), from ``startup``'s ``thread_state``/``cpu_sample`` rows."""
+    from gtop.analysis.thread_time import clip, thread_totals
+    from gtop.core import layouts
+
+    r0, r1 = recorded[0], recorded[1] + 1
+    first, last = min(active.t0, window.t0), max(active.t1, window.t1)
+    spans = [
+        ("startup", r0, first, "before the first GPU work: starting, importing, building"),
+        ("warm-up", first, window.t0, "GPU work before the steady state"),
+        (window.kind, window.t0, window.t1, "the window diagnosed"),
+        ("wind-down", window.t1, last, "GPU work after the steady state"),
+        ("after", last, r1, "after the last GPU work: shutdown, or waiting for the target"),
+    ]
+    if window.kind == "given":
+        spans[1:2] = spans[3:4] = []
+    states = clip(startup.get("thread_state", layouts.THREAD_STATE.empty(0)), r0, first)
+    samples = startup.get("cpu_sample", layouts.CPU_SAMPLE.empty(0))
+    totals = {tid: t for tid, t in thread_totals(states).items() if target_pid in (None, t["pid"])}
+    out = []
+    for name, a, b, what in spans:
+        if b <= a:
+            continue
+        phase: dict[str, Any] = {
+            "name": name,
+            "what": what,
+            "from_s": round((a - r0) / 1e9, 3),
+            "to_s": round((b - r0) / 1e9, 3),
+            "seconds": round((b - a) / 1e9, 3),
+        }
+        if name == "startup" and totals:
+            tid = max(totals, key=lambda t: (t == target_pid, totals[t]["on_cpu_s"]))
+            phase["thread"] = tid
+            phase["on_cpu_s"] = round(totals[tid]["on_cpu_s"], 3)
+            phase["top_on_cpu"] = startup_activity(states, samples, stacks, tid)
+        out.append(phase)
+    return out
+
+
+def window_section(recorded: tuple[int, int], window: Window) -> dict[str, Any]:
+    """The ``window`` key: what the breakdown and the verdict cover."""
+    return {
+        "kind": window.kind,
+        "from_s": round((window.t0 - recorded[0]) / 1e9, 3),
+        "to_s": round((window.t1 - recorded[0]) / 1e9, 3),
+        "duration_s": round(window.duration_ns / 1e9, 3),
+    }
+
+
 def ranks_section(
     meta: dict[str, Any],
     data: dict[str, np.ndarray],
@@ -273,20 +362,23 @@ def build_report(
     problems: list[str],
     time_range: tuple[int, int],
     kernels: KernelDigest | None = None,
+    recorded: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The report document for a recording's metadata, streams and entities (the kernel
-    table as ``data["kernel"]`` or, gathered already, as ``kernels``)."""
+    table as ``data["kernel"]`` or, gathered already, as ``kernels``) over ``time_range``
+    (first and last ns); ``start`` and ``duration_s`` are those of ``recorded`` (the
+    whole recording's range) when given."""
     from gtop.analysis.agent_cost import report_section
     from gtop.core import layouts
 
     def stream(spec: Any) -> np.ndarray:
         return data.get(spec.name, spec.empty(0))
 
-    t0, t1 = time_range
+    r0, r1 = recorded or time_range
     wall0 = meta.get("clock", {}).get("realtime_minus_monotonic_ns")
     start = None
-    if wall0 is not None and t0:
-        start = dt.datetime.fromtimestamp((t0 + wall0) / 1e9, dt.timezone.utc).isoformat()
+    if wall0 is not None and r0:
+        start = dt.datetime.fromtimestamp((r0 + wall0) / 1e9, dt.timezone.utc).isoformat()
     devices = device_summaries(stream(layouts.GPU), latest_entities(entities, "device"))
     drops = {k: int(v) for k, v in (meta.get("drops") or {}).items()}
     from gtop.analysis.cuda_activity import kernels_report, names_from_entities
@@ -305,7 +397,7 @@ def build_report(
         "version": __version__,
         "format_version": meta.get("format_version"),
         "start": start,
-        "duration_s": round((t1 - t0) / 1e9, 3),
+        "duration_s": round((r1 - r0) / 1e9, 3),
         "host": meta.get("host"),
         "driver_version": meta.get("driver_version"),
         "cuda_version": meta.get("cuda_version"),

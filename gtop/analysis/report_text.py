@@ -50,11 +50,42 @@ def _header(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+WINDOW_WORDS = {
+    "active": "the target's first to last GPU work",
+    "steady": "the steady state of the target's GPU work",
+    "given": "as asked",
+    "recording": "no GPU work found: the whole recording",
+}
+
+
+def _window(report: dict[str, Any]) -> list[str]:
+    w = report.get("window")
+    if not w:
+        return []
+    lines = _wrap(
+        f"Window: {w['from_s']:.2f}–{w['to_s']:.2f} s of {report['duration_s']:.2f} s "
+        f"({WINDOW_WORDS.get(w['kind'], w['kind'])}), which all below covers",
+        "",
+        "  ",
+    )
+    for phase in report.get("phases", []):
+        if phase["name"] == w["kind"]:
+            continue
+        text = f"{phase['name']}: {phase['seconds']:.2f} s, {phase['what']}"
+        if phase.get("top_on_cpu"):
+            doing = "; ".join(
+                f"{' > '.join(g['frames'])} {g['seconds']:.2f} s" for g in phase["top_on_cpu"]
+            )
+            text += f" (on-CPU {phase['on_cpu_s']:.2f} s: {doing})"
+        lines += _wrap(text)
+    return lines
+
+
 def _verdict(report: dict[str, Any]) -> list[str]:
     v = report.get("verdict")
     if not v:
-        return []
-    lines = ["", f"Verdict (GPU {v['device']}): {v['headline']}"]
+        return ["", "Verdict: no GPU work in this recording, so no idle GPU to explain"]
+    lines = ["", *_wrap(f"Verdict (GPU {v['device']}): {v['headline']}", "", "  ")]
     for item in v["evidence"]:
         lines += _wrap(f"- {item}")
     lines += _wrap(f"Why: {v['explanation'].split(' Usual fix:')[0]}")
@@ -239,7 +270,7 @@ def _cost(report: dict[str, Any]) -> list[str]:
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = _header(report) + _verdict(report) + _breakdown(report)
+    lines = _header(report) + _window(report) + _verdict(report) + _breakdown(report)
     lines += _ranks(report)
     lines += _kernels(report) + _api(report) + _threads(report) + _stacks(report)
     lines += _gpus(report) + _processes(report)

@@ -33,10 +33,12 @@ FIXES = {
     "host-compute": "move this host work to the GPU, or overlap it with GPU work",
     "io-bound": "prefetch or cache the data, more DataLoader workers, faster storage",
     "blocked": "find what the thread waits for (sleep, lock, queue) and overlap or remove it",
-    "gpu-queue": "work waits behind other work on the GPU (other streams or processes)",
+    "gpu-queue": "submitted work waits to start: many small kernels (fuse them, e.g. "
+    "torch.compile) or other work ahead on the GPU (other streams or processes)",
     "gpu-dependency": "streams wait on each other's events: overlap independent work",
     "gpu-bound": "the GPU is the bottleneck: speed up the top kernels",
-    "no-host-data": "record the process itself (gtop record -- CMD, or --pid PID) to see why",
+    "no-host-data": "gtop saw no CUDA activity or host threads of the target here: record "
+    "it with the agent (gtop record -- CMD); gtop doctor says what works on the machine",
 }
 """The usual fix per kind of verdict."""
 
@@ -108,10 +110,12 @@ def _cause_stacks(stacks: Sequence[tuple[str, float]], label: str) -> list[tuple
     return [(s, w) for s, w in stacks if s == prefix or s.startswith(prefix + ";")]
 
 
-def _input_bound(stacks: Sequence[tuple[str, float]], seconds: float) -> bool:
-    """Most of the cause's stacked time is in DataLoader frames."""
-    loader = sum(w for s, w in stacks if INPUT_FRAMES.search(s))
-    return seconds > 0 and loader >= 0.5 * sum(w for _, w in stacks)
+def _input_bound(stacks: Sequence[tuple[str, float]]) -> bool:
+    """Most of the cause's stacked time that has Python frames is in DataLoader frames
+    (stacks without Python frames, e.g. a lock wait py-spy did not catch, say nothing)."""
+    with_py = [(s, w) for s, w in stacks if any(PY_FRAME.match(f) for f in stack_frames(s))]
+    loader = sum(w for s, w in with_py if INPUT_FRAMES.search(s))
+    return loader > 0 and loader >= 0.5 * sum(w for _, w in with_py)
 
 
 def _rates(launches_per_s: float | None, mean_kernel_us: float | None) -> str | None:
@@ -166,9 +170,11 @@ def decide(
     share = idle / duration_s
     own = _cause_stacks(stacks, label)
     kind = KIND_OF_CAUSE[cause]
-    if cause in (Cause.OFF_CPU, Cause.H_APP) and _input_bound(own, idle):
+    if cause in (Cause.OFF_CPU, Cause.H_APP) and _input_bound(own):
         kind = "input-bound"
-    frames = stack_frames(own[0][0]) if own else []
+    framed = [(s, w) for s, w in own if stack_frames(s)]
+    widest = framed[0] if framed else None
+    frames = stack_frames(widest[0]) if widest else []
     top = top_frames(frames)
     what = {
         "input-bound": "waiting for input data (DataLoader)",
@@ -183,9 +189,9 @@ def decide(
         evidence.append(f"no host data for {unknown:.2f} s ({unknown / duration_s:.0%})")
     if rates:
         evidence.append(rates)
-    if own:
+    if widest:
         where = " > ".join(top) if top else "(no frames)"
-        evidence.append(f"top stack ({own[0][1]:.2f} s): {where}")
+        evidence.append(f"top stack ({widest[1]:.2f} s): {where}")
         call = syscall(frames)
         if cause == Cause.H_IO and call:
             evidence.append(f"system call: {call}")

@@ -20,7 +20,7 @@ import numpy as np
 
 from gtop.analysis.clock_align import Offset, initial, refine
 from gtop.core.hub import Entity
-from gtop.recordings.ranks_data import collective_ends
+from gtop.recordings.ranks_data import collective_calls
 from gtop.recordings.reader import Recording
 from gtop.recordings.writer import RecordingWriter
 
@@ -128,15 +128,15 @@ def offsets(recs: Sequence[Recording]) -> list[Offset]:
         MergeError: a recording has no clock metadata.
     """
     out = [Offset(0, "reference")]
-    ref_ends: np.ndarray | None = None
+    ref_calls = None
     for rec in recs[1:]:
         start = initial(recs[0].meta, rec.meta)
         if start is None:
             raise MergeError(f"{rec.path}: no clock offset in its metadata; cannot align it")
         if start.basis != "same boot":
-            if ref_ends is None:
-                ref_ends = collective_ends(recs[0])
-            start = refine(ref_ends, collective_ends(rec), start)
+            if ref_calls is None:
+                ref_calls = collective_calls(recs[0])
+            start = refine(ref_calls, collective_calls(rec), start)
         out.append(start)
     return out
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from gtop.analysis import intervals as iv
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.ranks import analyse, comm_labels, rank_calls
 from gtop.analysis.records import Records, mark_comm
@@ -39,11 +40,15 @@ def ranks_of(rec: Recording, window: tuple[int, int] | None = None) -> dict[str,
     return analyse(*inputs(rec), int(t0), int(t1))
 
 
-def collective_ends(rec: Recording) -> np.ndarray:
-    """Where every collective call of every rank in ``rec`` ends (sorted)."""
+def collective_calls(rec: Recording) -> iv.Spans:
+    """The collective calls of all the ranks in ``rec``, as one set of spans."""
     t0, t1 = rec.time_range()
-    calls = rank_calls(*inputs(rec), int(t0), int(t1) + 1)
-    return np.sort(np.concatenate([c.ends for c in calls.values()] or [np.empty(0, np.int64)]))
+    calls = list(rank_calls(*inputs(rec), int(t0), int(t1) + 1).values())
+    if not calls:
+        return iv.EMPTY
+    return iv.union(
+        np.concatenate([c.starts for c in calls]), np.concatenate([c.ends for c in calls])
+    )
 
 
 def analyse_recording(path: str, window: tuple[int, int] | None = None) -> dict[str, Any] | None:

@@ -22,17 +22,20 @@ from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
 from gtop.analysis.agent_cost import combined, cost_line
+from gtop.analysis.cuda_activity import names_from_entities
 from gtop.core.model import Model
 from gtop.core.source import Controls, Source
 from gtop.session.live import default_recording_path
 from gtop.session.replay import SPEEDS
 from gtop.views.commands import Command, GtopCommands
+from gtop.views.fmt import kernel_names
 from gtop.views.processes import COLUMNS, process_rows
 from gtop.views.screens.base import GtopScreen
 from gtop.views.screens.help import HelpScreen, keys_of
 from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.overview import OverviewScreen
 from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs.kernels_tab import KernelsTab
 from gtop.views.tabs.session_data import session_of
 from gtop.views.widgets.process_table import ProcessTable
 from gtop.views.widgets.status_line import Status
@@ -268,6 +271,13 @@ class GtopApp(App[int]):
         self._replay().faster()
         self.redraw()
 
+    def _process_commands(self, screen: ProcessScreen) -> list[Command]:
+        cmds = [
+            Command(f"Open tab: {title}", about, lambda t=title: screen.open_tab(t))
+            for title, about in screen.tab_titles()
+        ]
+        return cmds + _kernel_commands(screen, self.model)
+
     def _set_speed(self, speed: float) -> None:
         self._replay().speed = speed
         self.redraw()
@@ -330,6 +340,8 @@ class GtopApp(App[int]):
             cmds.append(
                 Command("Filter processes", "by command, user or pid (/)", screen.action_filter)
             )
+        if isinstance(screen, ProcessScreen):
+            cmds += self._process_commands(screen)
         if self.controls is not None:
             rec = "Stop recording" if self.controls.recorder else "Start recording"
             cmds.append(Command(rec, "R", self.action_record))
@@ -369,6 +381,31 @@ class GtopApp(App[int]):
 def theme_names() -> list[str]:
     """Textual's built-in colour themes, the names ``--theme`` takes."""
     return sorted(BUILTIN_THEMES)
+
+
+def _kernel_commands(screen: ProcessScreen, model: Model) -> list[Command]:
+    """One palette command per kernel of the screen's process: open it in the table."""
+    data = session_of(model)
+    stats = data.kernels.get(screen.pid)
+    if stats is None:
+        return []
+    rows = stats.rows(names_from_entities(model.entities.get("kernel_name", {}).values()))
+    shown = kernel_names.labels(rows)
+    total = sum(r.total_ns for r in rows) or 1
+
+    def select(name: str) -> None:
+        tab = screen.open_tab("Kernels")
+        if isinstance(tab, KernelsTab):
+            tab.select_kernel(name)
+
+    return [
+        Command(
+            f"Kernel: {shown[r.name]}",
+            f"{100 * r.total_ns / total:.1f}% of GPU time, {r.count:,} launches",
+            lambda n=r.name: select(n),
+        )
+        for r in rows
+    ]
 
 
 def run_app(source: Source, theme: str | None = None, **kw: Any) -> int:

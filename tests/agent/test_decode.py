@@ -195,8 +195,11 @@ def test_memcpy_memset_sync_api_overhead():
         ("cudaGraphLaunch", ApiClass.GRAPH_LAUNCH),
         ("cudaDeviceSynchronize", ApiClass.SYNC),
         ("cudaMemcpyAsync", ApiClass.MEMCPY),
+        ("cudaMemcpy", ApiClass.SYNC),  # blocking: .cpu()
+        ("cudaMemcpy2D", ApiClass.SYNC),
         ("cudaMalloc", ApiClass.ALLOC),
-        ("cudaGetDevice", ApiClass.QUERY),
+        ("cudaEventQuery", ApiClass.QUERY),
+        ("cudaGetDevice", ApiClass.OTHER),  # a plain call, not a poll of the GPU
         ("cudaStreamWaitEvent", ApiClass.OTHER),
     ],
 )

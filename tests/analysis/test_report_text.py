@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
-from gtop.analysis.report import build_report
 from gtop.analysis.report_text import WIDTH, format_report
 from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report_data
+from gtop.recordings.report_data import read_report
 
 from .recordings import RECORDINGS
 
@@ -22,11 +21,12 @@ ALL = sorted(p.name for p in RECORDINGS.glob("*.gtop"))
 @functools.cache
 def report(name: str) -> dict[str, Any]:
     with Recording(RECORDINGS / name) as rec:
-        data, kernels = read_report_data(rec)
-        return build_report(rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels)
+        return read_report(rec)
 
 
-@pytest.mark.parametrize("name", ["constructed-io.gtop", "loader-8-workers.gtop"])
+@pytest.mark.parametrize(
+    "name", ["constructed-io.gtop", "loader-8-workers.gtop", "decode-graphs.gtop"]
+)
 def test_every_line_fits_100_columns(name: str) -> None:
     text = format_report(report(name))
     assert max(len(line) for line in text.splitlines()) <= WIDTH
@@ -43,6 +43,14 @@ def test_breakdown_names_each_cause_in_plain_words() -> None:
         assert section in text
     # the I/O stack shows the system call the thread was in
     assert "preadv2 (syscall)" in text
+
+
+def test_window_and_phases_are_said_first() -> None:
+    text = format_report(report("constructed-io.gtop"))
+    lines = text.splitlines()
+    assert lines[3].startswith("Window: ") and "steady state" in lines[3]
+    assert any(line.startswith("  startup: ") for line in lines[4:6])
+    assert "torch/__init__.py" in text
 
 
 def test_verdict_in_json_and_text() -> None:
@@ -77,11 +85,13 @@ def test_no_record_advice_on_a_recording_with_cupti_data() -> None:
 
 
 def test_every_recording_gets_a_verdict_with_its_phrase() -> None:
-    """Every recording with GPU data; the CPU-only (gloo) ones of issue 18 have none."""
+    """Every recording with GPU data; one without (CPU-only DDP) says so in one line."""
     for name in ALL:
-        v = report(name)["verdict"]
-        if not report(name)["gpu"]:
-            assert v is None, name
+        rep = report(name)
+        v = rep["verdict"]
+        if not rep["gpu"]:
+            assert v is None and not rep["devices"] and not rep["kernels"], name
+            assert "\nVerdict: no GPU work in this recording" in format_report(rep)
             continue
         assert v is not None, name
         assert v["phrase"] == PHRASES[LABELS.index(v["cause"])], name

@@ -16,7 +16,7 @@ from gtop.analysis import intervals as iv
 from gtop.analysis.clock_align import MIN_PAIRS, Offset, initial, refine
 from gtop.analysis.roles import ranks
 from gtop.recordings.merge import DEVICE_STRIDE, ID_STRIDE, PID_STRIDE, merge
-from gtop.recordings.ranks_data import inputs
+from gtop.recordings.ranks_data import analyse_recording, inputs
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 
@@ -124,19 +124,23 @@ def test_other_hosts_move_apart(hosts: Path) -> None:
 
 
 def test_refine_recovers_a_skew() -> None:
-    """Rank 1's real collective ends, moved by a known 3.7 ms, are put back within 1 ms."""
+    """Rank 1's real collective calls, moved 6 ms off, are put back within 2.5 ms: with
+    gloo on this loaded VM the rank that enters an all-reduce last also leaves it last,
+    about 2 ms after the other (measured in this recording), which bounds how well
+    ends can align two hosts' clocks; nobody leaves before every rank entered, which
+    bounds the offset from the other side."""
     from gtop.analysis.ranks import rank_calls
 
     with Recording(REC / "ddp-straggler-cpu.gtop") as rec:
         t0, t1 = rec.time_range()
         calls = rank_calls(*inputs(rec), t0, t1 + 1)
-    ends0, ends1 = calls[0].ends, calls[1].ends
-    skew = 3_700_000
-    got = refine(ends0, ends1 - skew, Offset(0, "realtime"))
+    skew = 6_000_000
+    off = iv.Spans(calls[1].starts - skew, calls[1].ends - skew)
+    got = refine(calls[0], off, Offset(0, "realtime"))
     assert got.basis == "realtime + collectives" and got.pairs >= MIN_PAIRS
-    assert abs(got.ns - skew) < 1_000_000
-    assert refine(ends0, ends1, Offset(0, "same boot")).ns == 0
-    assert refine(ends0, iv.EMPTY.ends, Offset(5, "realtime")) == Offset(5, "realtime")
+    assert abs(got.ns - skew) < 2_500_000
+    assert refine(calls[0], calls[1], Offset(0, "same boot")).ns == 0
+    assert refine(calls[0], iv.EMPTY, Offset(5, "realtime")) == Offset(5, "realtime")
 
 
 def _gtop(*args: str) -> subprocess.CompletedProcess:
@@ -159,3 +163,13 @@ def test_cli_merge_and_errors(tmp_path: Path) -> None:
     report = _gtop("report", "--json", str(out))
     assert report.returncode == 0
     assert len(json.loads(report.stdout)["processes"]) == 4
+
+
+def test_merged_job_names_the_straggler(job: Path) -> None:
+    """The two nodes' recordings, merged, give the straggler wait the ranks measured."""
+    truth = json.loads((REC / "ddp-split-cpu.json").read_text())
+    found = analyse_recording(str(job), tuple(truth["window_ns"]))
+    assert found is not None and found["slowest_rank"] == truth["slow_rank"]
+    for entry in found["ranks"]:
+        want = truth["ranks"][str(entry["rank"])]["straggler_wait_share"]
+        assert abs(entry["straggler_wait_share"] - want) * 100 <= truth["tolerance_pp"]

@@ -64,6 +64,35 @@ def test_a_binary_named_python_is_never_run_by_root(attacker, processes, link, t
     assert proc.poll() is None  # and nothing was injected into it
 
 
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the fake python")
+def test_gtop_record_pid_as_root_runs_nothing_of_the_user(attacker, processes, tmp_path):
+    """The whole command line: `gtop record --pid` on a binary named python3.12."""
+    home = Path(attacker.home)
+    mark, exe = home / "ran-cli", home / "bin" / "python3.12"
+    mark.unlink(missing_ok=True)
+    exe.parent.mkdir(exist_ok=True)
+    (tmp_path / "fake.c").write_text(FAKE_PYTHON_C)
+    subprocess.run(
+        ["gcc", f'-DMARK="{mark}"', "-o", str(exe), str(tmp_path / "fake.c")], check=True
+    )
+    os.chown(exe, attacker.uid, attacker.gid)
+    proc = attacker.popen([str(exe)], stdout=subprocess.PIPE, text=True)
+    processes.append(proc)
+    wait_ready(proc)
+    out = tmp_path / "r.gtop"
+    cmd = [sys.executable, "-m", "gtop", "record", "--pid", str(proc.pid), "-o", str(out)]
+    res = subprocess.run(
+        [*cmd, "--duration", "1", "--host-tier", "proc"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "is not a Python process" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    assert mark.read_text().split() == [str(attacker.uid)], "the target's file ran as root"
+    assert proc.poll() is None
+
+
 def test_remote_exec_never_runs_the_targets_executable(monkeypatch, tmp_path):
     """3.14 targets: sys.remote_exec from gtop's own interpreter, or a clear refusal."""
     ran = []

@@ -12,6 +12,8 @@ import sys
 import textwrap
 import time
 
+from gtop.core.hub import Hub
+
 HOST = textwrap.dedent(
     """
     import resource, sys
@@ -74,3 +76,41 @@ def test_flood_is_refused_and_the_link_lives(processes):
             time.sleep(0.1)
     assert state == "connected"
     assert ask()[0] == "True"
+
+
+HOLDER = textwrap.dedent(
+    """
+    import socket, sys, time
+    from gtop.agent import wire
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(wire.HEADER.pack(wire.BUFFER, 0, 32 << 20) + bytes(1 << 20))
+    print("sent", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_unfinished_frames_cannot_fill_gtops_memory(monkeypatch, processes):
+    """Agents announcing big frames and never finishing them are cut off past the cap."""
+    from gtop.collectors.agent import link as link_mod
+
+    monkeypatch.setattr(link_mod, "MAX_PENDING_BYTES", 3 << 20)
+    link = link_mod.AgentLink(Hub()).start()
+    try:
+        for _ in range(4):  # 4 processes holding 1 MiB each pass 3 MiB
+            p = subprocess.Popen(
+                [sys.executable, "-c", HOLDER, link.path], stdout=subprocess.PIPE, text=True
+            )
+            processes.append(p)
+            assert p.stdout.readline().strip() == "sent"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            errors = [st for st in link.status().values() if st.state == "error"]
+            if errors:
+                break
+            time.sleep(0.05)
+        assert errors and "unfinished frames" in errors[0].message
+        assert link._thread.is_alive()
+    finally:
+        link.stop()

@@ -1,10 +1,13 @@
-"""A profiled user's planted ``/tmp/perf-PID.map`` (a FIFO, a link to /dev/zero, a file
-of someone else) neither hangs a root gtop nor fills its memory nor is believed."""
+"""Files a profiled user controls and gtop (as root) reads to name frames: a planted
+``/tmp/perf-PID.map`` (a FIFO, a link to /dev/zero, a file of someone else) neither hangs
+gtop nor fills its memory nor is believed; a mapped file swapped for a FIFO does not hang
+it either."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,39 @@ def test_a_huge_map_is_read_up_to_the_cap(target, attacker):
         f.truncate(4 << 30)  # 4 GiB, sparse: NUL bytes after the first line
     plant(perf_map, attacker.uid, attacker.gid)
     assert resolve_within(proc.pid, 20) == "jitted_fn"
+
+
+def test_a_mapped_file_swapped_for_a_fifo_does_not_hang(attacker, processes):
+    """The user renames a FIFO over the executable their process maps: symbolising its
+    frames must not block on opening that path."""
+    home = Path(attacker.home)
+    exe = home / "bin" / "swapped"
+    exe.parent.mkdir(exist_ok=True)
+    os.chown(exe.parent, attacker.uid, attacker.gid)
+    exe.unlink(missing_ok=True)  # FIFOs left by an earlier run
+    exe.write_bytes(Path("/bin/sleep").read_bytes())
+    os.chmod(exe, 0o755)
+    os.chown(exe, attacker.uid, attacker.gid)
+    proc = attacker.popen([str(exe), "60"])
+    processes.append(proc)
+    deadline = time.monotonic() + 5
+    text = ""
+    while str(exe) not in text and time.monotonic() < deadline:
+        text = Path(f"/proc/{proc.pid}/maps").read_text()
+    start = next(
+        int(line.split("-")[0], 16)
+        for line in text.splitlines()
+        if line.endswith(str(exe)) and " r-xp " in line
+    )
+    exe.unlink()  # the mapping now reads "<path> (deleted)": plant FIFOs at both names
+    deleted = home / "bin" / "swapped (deleted)"
+    deleted.unlink(missing_ok=True)
+    os.mkfifo(exe)
+    os.mkfifo(deleted)
+    out: list[str] = []
+    t = threading.Thread(
+        target=lambda: out.extend(ProcessSymbols(proc.pid).resolve([start])), daemon=True
+    )
+    t.start()
+    t.join(5)
+    assert out and out[0].startswith("swapped"), out

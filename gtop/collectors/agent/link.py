@@ -58,6 +58,9 @@ TMP_PREFIX = "gtop-agent-"
 """The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
 MAX_AGENTS = 256
 """Agents connected at once; more are refused, so a flood cannot take every descriptor."""
+MAX_PENDING_BYTES = 256 << 20
+"""Unfinished frames held for all agents together: past it, the agent whose bytes tip it
+over is cut off (a frame may announce 64 MiB; agents send 1 MiB buffers)."""
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
@@ -325,6 +328,10 @@ class AgentLink:
         try:
             for kind, payload in conn.reader.feed(data):
                 self._handle(conn, kind, payload)
+            if sum(c.reader.pending for c in self._conns.values()) > MAX_PENDING_BYTES:
+                raise wire.ProtocolError(
+                    f"agents hold over {MAX_PENDING_BYTES >> 20} MiB of unfinished frames"
+                )
         except wire.ProtocolError as exc:
             self._update(conn, state="error", message=f"protocol error: {exc}")
             self._close(sel, conn)

@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gtop.agent import tmpdirs
 
 if TYPE_CHECKING:
     from gtop.collectors.threads.tier import ThreadCollector
@@ -138,7 +139,9 @@ class PyStackSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._exe = available()
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: Path | None = None
+        """Chunk traces; a gtop killed before removing it leaves it to the next one
+        (:func:`gtop.agent.tmpdirs.make`)."""
         self._live: list[_Chunk] = []
         self._seq = 0
 
@@ -148,7 +151,7 @@ class PyStackSampler:
                 f"py-spy not found beside {sys.executable} nor on PATH: no Python frames"
             )
             return
-        self._tmp = tempfile.TemporaryDirectory(prefix="gtop-pyspy-")
+        self._tmp = tmpdirs.make("gtop-pyspy-")
         self._thread = threading.Thread(
             target=self._run, args=(collector,), name="gtop-pyspy", daemon=True
         )
@@ -163,7 +166,7 @@ class PyStackSampler:
             chunk.proc.wait()
         self._live.clear()
         if self._tmp is not None:
-            self._tmp.cleanup()
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _run(self, collector: ThreadCollector) -> None:
         next_start = time.monotonic()
@@ -179,7 +182,7 @@ class PyStackSampler:
     def _spawn(self, pid: int) -> None:
         assert self._tmp is not None and self._exe is not None
         self._seq += 1
-        out = Path(self._tmp.name, f"{pid}-{self._seq}.json")
+        out = self._tmp / f"{pid}-{self._seq}.json"
         cmd = [self._exe, "record", "--pid", str(pid), "--rate", f"{self.rate_hz:g}"]
         cmd += ["--duration", str(CHUNK_S), "--format", "chrometrace", "--idle", "--threads"]
         cmd += ["--nonblocking", "--output", str(out)]

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from gtop.core.files import UnsafeFile
+from gtop.recordings.clipped import ClippedRecording, add_window_options, choose
 from gtop.recordings.exporters import EXPORTERS, infer_format
 from gtop.recordings.exporters.output import ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output", type=Path, required=True, metavar="OUT", help="output path, - for stdout"
     )
     parser.add_argument("--gzip", action="store_true", help="gzip-compress the output")
+    add_window_options(parser, "the whole recording")
 
 
 def _estimate(rec: Recording, module: object) -> tuple[int, int]:
@@ -61,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"gtop: {exc}", file=sys.stderr)
         return 1
     with rec:
+        if (args.from_s, args.to_s) != (None, None):
+            try:
+                rec = ClippedRecording(rec, choose(rec, args.from_s, args.to_s))
+            except ValueError as exc:
+                print(f"gtop: {exc}", file=sys.stderr)
+                return 2
         rows, size = _estimate(rec, module)
         if size >= BIG_EXPORT_B and not args.gzip:
             print(

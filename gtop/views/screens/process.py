@@ -6,12 +6,24 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, TabPane
+from textual.widgets._tabbed_content import ContentTabs
 
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
 from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
+
+
+class ProcessTabs(TabbedContent):
+    """Tabs that only ``[``/``]``, a click or the palette switch: Textual's TabbedContent
+    also opens the pane of any widget that gets focus, so a focus arriving late (the
+    screen's auto-focus while a slow first frame draws, a deferred focus) switched back
+    to the tab just left, and the key that had switched it looked lost."""
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        event.prevent_default()  # Textual would run TabbedContent's handler too
+        event.stop()
 
 
 class ProcessScreen(GtopScreen):
@@ -35,7 +47,7 @@ class ProcessScreen(GtopScreen):
         self._panels: dict[str, ModelView] = {}
         self._specs: dict[str, PanelSpec] = {}
         self.summary = ProcessSummary(pid)
-        self.tabs = TabbedContent()
+        self.tabs = ProcessTabs()
 
     def compose_body(self) -> ComposeResult:
         yield self.summary
@@ -83,13 +95,31 @@ class ProcessScreen(GtopScreen):
                 return
         self.set_focus(None)
 
+    def open_tab(self, title: str) -> Widget | None:
+        """Open the tab ``title``; its panel, or None when there is no such tab."""
+        for pane, spec in self._specs.items():
+            if spec.title == title:
+                self.tabs.active = pane
+                panel = self._panels[pane]
+                return panel if isinstance(panel, Widget) else None
+        return None
+
+    def tab_titles(self) -> list[tuple[str, str]]:
+        """Each tab's title and the first sentence of its ``about``."""
+        return [(s.title, s.about.split(". ")[0]) for s in self._specs.values()]
+
     def action_back(self) -> None:
         self.dismiss()
 
     def action_tab(self, step: int) -> None:
-        """Open the next (``step`` = 1) or previous (-1) tab."""
-        ids = list(self._panels)
-        self.tabs.active = ids[(ids.index(self.tabs.active) + step) % len(ids)]
+        """Open the next (``step`` = 1) or previous (-1) tab. Through the tab bar, whose
+        own state moves at once: TabbedContent follows it by messages, which a busy
+        frame delays, so a second key read its stale ``active`` and one key was lost."""
+        bar = self.tabs.get_child_by_type(ContentTabs)
+        if step > 0:
+            bar.action_next_tab()
+        else:
+            bar.action_previous_tab()
 
 
 def _displayed(widget: Widget, top: Widget) -> bool:

@@ -72,6 +72,8 @@ class KernelsTab(WorkerPanel):
         self.api = ApiTable()
         self._drawn: tuple[int, int, int] | None = None
         self._detail_text = ""
+        self._wanted: str | None = None
+        """A kernel to select once the table has it (the palette's kernel commands)."""
         self._graph_text = ""
 
     def compose(self) -> ComposeResult:
@@ -131,18 +133,21 @@ class KernelsTab(WorkerPanel):
             if key != self._drawn:
                 self._drawn = key
                 names = names_from_entities(model.entities.get("kernel_name", {}).values())
-                self.kernels.set_rows(stats.rows(names))
+                lo, hi = data.kernel_span.get(self.pid, (0, 0))
+                self.kernels.set_rows(stats.rows(names), hi - lo)
+                self._select_wanted()
         super().show(model)
 
     def snapshot(self, model: Model) -> _Snap | None:
         if not self.show_api:
             return None
         rows = model.window(layouts.API.name, API_WINDOW_S)
-        rows = rows[rows["pid"] == self.pid] if rows is not None else layouts.API.empty(0)
-        return _Snap(rows, int(API_WINDOW_S * 1e9))
+        return _Snap(layouts.API.empty(0) if rows is None else rows, int(API_WINDOW_S * 1e9))
 
     def compute(self, snap: _Snap | None) -> list[ApiRow] | None:
-        return None if snap is None else api_summary(snap.api, snap.span_ns)
+        if snap is None:
+            return None
+        return api_summary(snap.api[snap.api["pid"] == self.pid], snap.span_ns)
 
     def apply(self, result: list[ApiRow] | None) -> None:
         if result is not None:
@@ -151,11 +156,27 @@ class KernelsTab(WorkerPanel):
     def on_kernel_table_selected(self, message: KernelTable.Selected) -> None:
         self.show_full_name(message.row)
 
+    def select_kernel(self, name: str) -> None:
+        """Show the kernel table with the cursor on ``name``, and its full name (now, or
+        once the table has the kernel: the tab may have just been opened)."""
+        self.show_api = False
+        self._wanted = name
+        self._select_wanted()
+
+    def _select_wanted(self) -> None:
+        if self._wanted is None:
+            return
+        row = self.kernels.select(self._wanted)
+        if row is not None:
+            self._wanted = None
+            self._detail_text = ""
+            self.show_full_name(row)
+
     def show_full_name(self, row: KernelRow) -> None:
         """Show ``row``'s full demangled name under the table (Enter again hides it),
         and, for a kernel that cannot be probed, why."""
         why = refusal(row.name)
-        text = row.demangled + (f"\nnot instrumentable: {why}" if why else "")
+        text = row.demangled + (f"\n{why}" if why else "")
         self._detail_text = "" if self._detail_text == text else text
         self.detail.update(self._detail_text)
         self._layout()
@@ -215,7 +236,7 @@ class KernelsTab(WorkerPanel):
             return
         why = refusal(row.name)
         if why:
-            self.notify(f"{row.short}: not instrumentable: {why}", severity="warning")
+            self.notify(f"{row.short}: {why}", severity="warning")
             return
         on = not probes.is_on(self._model, self.pid, row.name, probe)
         self._send_probe(controls, row, probe, on)
@@ -238,5 +259,6 @@ register_process_panel(
         "Every kernel the process ran since the session began (or the last seek), one row per"
         " kernel: its share of the process's GPU time, launches per second, total and mean "
         "time, launch geometry. Enter shows the full name; a switches to the CUDA API calls."
+        " A CUDA graph launch is one row, CUDA graph N, unless g (live) traces every node."
     ),
 )

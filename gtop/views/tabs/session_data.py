@@ -60,6 +60,10 @@ class SessionData:
         self._model = weakref.ref(model)
         self.kernels: dict[int, KernelStats] = {}
         """Kernel totals per pid, since the session (or the last seek) began."""
+        self.pids_seen: dict[str, set[int]] = {}
+        """Per stream, the pids with rows in it (the tabs' "why is this empty" lines ask)."""
+        self.kernel_span: dict[int, tuple[int, int]] = {}
+        """Per pid, the first kernel's start and the last one's end seen so far."""
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation = 0
         """Bumped on every reset, so tabs can drop what they derived before it."""
@@ -78,16 +82,23 @@ class SessionData:
 
     def on_batch(self, name: str, batch: np.ndarray) -> None:
         """Aggregate one new batch (called by the model for every batch it applies)."""
+        if len(batch) and batch.dtype.names and "pid" in batch.dtype.names:
+            pids = batch["pid"]
+            seen = self.pids_seen.setdefault(name, set())
+            if not (pids == pids[0]).all():
+                seen.update(np.unique(pids).tolist())
+            else:
+                seen.add(int(pids[0]))
         if name not in ENGINE_STREAMS or not len(batch):
             return
         self.batches += 1
         if name == layouts.KERNEL.name:
             pids = batch["pid"]
             if len(pids) and bool((pids == pids[0]).all()):
-                self.kernels.setdefault(int(pids[0]), KernelStats()).add(batch)
+                self._add_kernels(int(pids[0]), batch)
             else:
                 for pid in np.unique(pids).tolist():
-                    self.kernels.setdefault(int(pid), KernelStats()).add(batch[pids == pid])
+                    self._add_kernels(int(pid), batch[pids == pid])
         records = Records.from_streams({name: batch})
         if name == layouts.KERNEL.name:
             mark_comm(records.ops, self._comm_ids(batch["name_id"]))
@@ -103,9 +114,17 @@ class SessionData:
                 self._comm[nid] = comm_name(names[str(nid)].value.get("name", "")) is not None
         return np.array([n for n, is_comm in self._comm.items() if is_comm], np.int64)
 
+    def _add_kernels(self, pid: int, batch: np.ndarray) -> None:
+        self.kernels.setdefault(pid, KernelStats()).add(batch)
+        lo, hi = int(batch["t_ns"].min()), int(batch["end_ns"].max())
+        old = self.kernel_span.get(pid)
+        self.kernel_span[pid] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+
     def on_reset(self) -> None:
         """Forget everything (a replay seek): the model refills its history next."""
         self.kernels.clear()
+        self.kernel_span.clear()
+        self.pids_seen.clear()
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation += 1
 

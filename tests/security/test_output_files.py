@@ -1,5 +1,6 @@
-"""``gtop run``'s log of the target's output: a new 0600 file with a name nobody can
-guess, never written through a planted link, and not in a folder others can write."""
+"""Files gtop writes where others may plant links: ``gtop run``'s log of the target's
+output (a new 0600 file with a name nobody can guess, not in a folder others can write)
+and a recording with the two files SQLite keeps beside it."""
 
 from __future__ import annotations
 
@@ -62,3 +63,24 @@ def test_a_state_folder_others_can_write_is_refused(monkeypatch, tmp_path, capsy
     os.chmod(state / "gtop", 0o777)
     with pytest.raises(cli.UserError, match="writable by others"):
         open_log(monkeypatch, shared, state)
+
+
+def test_a_recording_never_writes_through_links_planted_beside_it(tmp_path):
+    """SQLite opens FILE-wal and FILE-shm by name: links planted there (in /tmp, by
+    another user) are refused, or removed with --force, never written through."""
+    from gtop.recordings.writer import RecordingWriter
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out = tmp_path / "x.gtop"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{out}{suffix}").symlink_to(victim)
+        with pytest.raises(FileExistsError):
+            RecordingWriter(out, {})
+        assert not out.exists()  # nothing half-made is left
+        Path(f"{out}{suffix}").unlink()
+    Path(f"{out}-wal").symlink_to(victim)
+    writer = RecordingWriter(out, {}, overwrite=True)
+    writer.close()
+    assert victim.read_text() == "precious"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
