@@ -493,8 +493,12 @@ def _target_output(config: Config) -> dict:
     from gtop.core.files import create_unique, private_folder, state_folder
 
     try:
-        folder = Path.cwd() if private_folder(".") else state_folder()
-        log, fd = create_unique(folder, f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-", ".log")
+        name = f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-"
+        if private_folder("."):  # made relative to the folder itself, not through its path
+            log, fd = create_unique(".", name, ".log")
+            log = Path.cwd() / log.name
+        else:
+            log, fd = create_unique(state_folder(), name, ".log")
     except OSError as exc:
         raise UserError(f"cannot create the target's log: {exc}") from None
     print(f"gtop: the target's output goes to {log}", file=sys.stderr)
