@@ -150,7 +150,9 @@ def _pid(text: str) -> int:
     return value
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, color: bool = True) -> None:
+    """The sampling period (``--interval`` or ``--rate``), ``--gpus``, and ``--no-color``
+    where something is drawn (``color``)."""
     period = parser.add_mutually_exclusive_group()
     period.add_argument(
         "--interval",
@@ -166,9 +168,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="HZ",
         help="samples per second, as py-spy's --rate: --rate 4 is --interval 0.25",
     )
-    parser.add_argument(
-        "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
-    )
+    if color:
+        parser.add_argument(
+            "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
+        )
     _gpu_option(parser)
 
 
@@ -382,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a recording played back in real time instead of this machine",
     )
     _at_option(serve)
-    _common(serve)
+    _common(serve, color=False)
     _target_options(serve)
 
     from gtop.probes import command as probe_cli
@@ -493,8 +496,12 @@ def _target_output(config: Config) -> dict:
     from gtop.core.files import create_unique, private_folder, state_folder
 
     try:
-        folder = Path.cwd() if private_folder(".") else state_folder()
-        log, fd = create_unique(folder, f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-", ".log")
+        name = f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-"
+        if private_folder("."):  # made relative to the folder itself, not through its path
+            log, fd = create_unique(".", name, ".log")
+            log = Path.cwd() / log.name
+        else:
+            log, fd = create_unique(state_folder(), name, ".log")
     except OSError as exc:
         raise UserError(f"cannot create the target's log: {exc}") from None
     print(f"gtop: the target's output goes to {log}", file=sys.stderr)

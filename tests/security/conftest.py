@@ -31,6 +31,8 @@ class User:
     def popen(self, cmd: list[str], **kwargs: object) -> subprocess.Popen:
         """Start ``cmd`` as this user (no supplementary groups), in its home."""
         env = {"PATH": "/usr/bin:/bin", "HOME": self.home, **kwargs.pop("env", {})}  # type: ignore[dict-item]
+        if "LD_LIBRARY_PATH" in os.environ:  # where the machine's CUDA libraries are
+            env.setdefault("LD_LIBRARY_PATH", os.environ["LD_LIBRARY_PATH"])
         return subprocess.Popen(
             cmd, user=self.uid, group=self.gid, extra_groups=[], cwd=self.home, env=env, **kwargs
         )  # type: ignore[call-overload]
