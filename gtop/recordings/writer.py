@@ -14,9 +14,15 @@ import numpy as np
 from gtop import __version__
 from gtop.core.hub import Entity
 from gtop.recordings import codec
-from gtop.recordings.schema import DDL, FORMAT_NAME, FORMAT_VERSION, dtype_to_json
+from gtop.recordings.schema import (
+    DDL,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MAX_CHUNK_ROWS,
+    dtype_to_json,
+)
 
-CHUNK_ROWS = 1 << 16
+CHUNK_ROWS = MAX_CHUNK_ROWS
 """Rows per chunk for busy streams: large enough for zstd, small enough to seek."""
 
 
