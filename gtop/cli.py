@@ -439,8 +439,9 @@ def cmd_export(config: Config) -> int:
             summary = EXPORTERS[config.format].export(rec, config.output)
         except OSError as exc:
             raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
+        damage = rec.damage()
+        if damage:
+            print(f"gtop: warning: {damage}", file=sys.stderr)
     print(f"gtop: {summary}", file=sys.stderr)
     return 0
 

@@ -1,6 +1,7 @@
 """Run one gtop command line in a forked child, bounded in time and address space.
 
-The parent imports gtop once; each child runs ``gtop.cli.main(argv)`` as the console
+The parent imports gtop once (by running each command once, as gtop imports lazily);
+each child runs ``gtop.cli.main(argv)`` as the console
 script would (stdout and stderr to a file), under ``RLIMIT_AS`` and an alarm. Forking
 costs milliseconds where a fresh interpreter costs half a second, so hundreds of
 variants fit in a test. A traceback is whatever escapes ``main``.
@@ -8,6 +9,9 @@ variants fit in a test. A traceback is whatever escapes ``main``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import os
 import resource
 import signal
@@ -17,10 +21,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
-import gtop.analysis.report
-import gtop.recordings.exporters
-import gtop.recordings.report_data  # noqa: F401 - imported before forking, once
 from gtop import cli
+from gtop.recordings.exporters import EXPORTERS
 
 GIB = 1 << 30
 TRACEBACK_EXIT = 70
@@ -54,6 +56,8 @@ class Outcome:
 def _child(argv: list[str], out_fd: int, limit_bytes: int, timeout_s: int) -> None:
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the child exits with _exit
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
     resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.alarm(timeout_s)
@@ -69,8 +73,20 @@ def _child(argv: list[str], out_fd: int, limit_bytes: int, timeout_s: int) -> No
     os._exit(status or 0)
 
 
+@functools.cache
+def _warm_up() -> None:
+    """Run report and every export once here, so that children inherit their imports."""
+    demo = cli.demo_recording()
+    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+    with tempfile.TemporaryDirectory() as out, quiet[0], quiet[1]:
+        cli.main(["report", str(demo)])
+        for fmt in EXPORTERS:
+            cli.main(["export", str(demo), "--format", fmt, "-o", f"{out}/{fmt}"])
+
+
 def run_gtop(argv: list[str], limit_bytes: int = GIB, timeout_s: int = 30) -> Outcome:
     """``gtop ARGV`` in a forked child under ``limit_bytes`` of address space."""
+    _warm_up()
     with tempfile.TemporaryFile() as out:
         started = time.monotonic()
         pid = os.fork()
