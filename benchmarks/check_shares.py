@@ -83,15 +83,17 @@ def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict
     return unit_summary(summary)
 
 
-def record_workload(script: str, args: list[str], recording: Path) -> dict[str, Any]:
-    """Run ``benchmarks/workloads/SCRIPT ARGS`` under ``gtop record --agent-mode full``
+def record_workload(
+    script: str, args: list[str], recording: Path, mode: str = "full"
+) -> dict[str, Any]:
+    """Run ``benchmarks/workloads/SCRIPT ARGS`` under ``gtop record --agent-mode MODE``
     into ``recording`` and return the workload's JSON line (window, expected shares).
 
     Raises:
         RuntimeError: gtop or the workload failed, or the workload printed no JSON line.
     """
     here = Path(__file__).resolve().parent
-    cmd = [sys.executable, "-m", "gtop", "record", "--force", "--agent-mode", "full",
+    cmd = [sys.executable, "-m", "gtop", "record", "--force", "--agent-mode", mode,
            "--interval", "0.25", "-o", str(recording), "--",
            sys.executable, str(here / "workloads" / script), *args]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

@@ -2,13 +2,14 @@
 
     python benchmarks/constructed_shares.py --out DIR [--cases app,sleep,io,tiny,hostfunc]
 
-For each case: ``gtop record --agent-mode full -o DIR/constructed-CASE.gtop -- python
-benchmarks/workloads/constructed.py --case CASE``; the workload's JSON line (window and
-expected shares) goes to DIR/constructed-CASE.json; gtop's breakdown over that window
-is compared with it (±3 points). Prints a Markdown table; exit 1 if a share is off, or
-if the ``io`` case's recording has no on-CPU time inside I/O syscalls (the host tier was
-not BPF, or its collector predates that data: the ``H:IO`` share would then miss the
-reads' own kernel work).
+For each case: ``gtop record --agent-mode MODE -o DIR/constructed-CASE.gtop -- python
+benchmarks/workloads/constructed.py --case CASE`` (MODE: ``--agent-mode``, full unless
+given); the workload's JSON line (window and expected shares) goes to
+DIR/constructed-CASE.json; gtop's breakdown over that window is compared with it (±3
+points). Prints a Markdown table; exit 1 if a share is off, or if the ``io`` case's
+recording has no on-CPU time inside I/O syscalls (the host tier was not BPF, or its
+collector predates that data: the ``H:IO`` share would then miss the reads' own kernel
+work).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from pathlib import Path
 from check_shares import compare, measure, on_cpu_io_s, record_workload
 
 
-def run_case(case: str, out: Path, seconds: float) -> dict:
+def run_case(case: str, out: Path, seconds: float, mode: str = "full") -> dict:
     recording = out / f"constructed-{case}.gtop"
     args = ["--case", case, "--seconds", str(seconds), "--io-dir", str(out)]
-    workload = record_workload("constructed.py", args, recording)
+    workload = record_workload("constructed.py", args, recording, mode)
     (out / f"constructed-{case}.json").write_text(json.dumps(workload, indent=1))
     entry = measure(str(recording), workload["window_ns"])
     return {
@@ -42,12 +43,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--cases", default="app,sleep,io,tiny,hostfunc")
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--agent-mode", default="full", help="gtop record's --agent-mode")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results, ok = [], True
     for case in args.cases.split(","):
         try:
-            results.append(run_case(case, args.out, args.seconds))
+            results.append(run_case(case, args.out, args.seconds, args.agent_mode))
         except (RuntimeError, subprocess.TimeoutExpired, KeyError) as exc:
             print(f"{case}: FAILED {exc}", file=sys.stderr)
             ok = False

@@ -6,6 +6,9 @@
 #   bash benchmarks/gpu_session.sh [STEP...]   (default: doctor record)
 # Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.
+# Overhead steps (issue 15): graph-trace startup-overhead startup-ablation startup-compile
+# overhead-matrix overhead-matrix-eager overhead-matrix-loader overhead-matrix-train overhead-matrix-compile
+# overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
 set -u
 OUT=${OUT:-/tmp/gtop-out}
 mkdir -p "$OUT"
@@ -73,6 +76,22 @@ for step in $steps; do
           tar -cf "$OUT/host_recordings.tar" -C "$OUT/rec" slow_loader.gtop train_loop_cupti.gtop \
             probes_triton.gtop
           rm -rf "$OUT/rec" ;;
+    # issue 13: the four fix pairs in DEFAULT agent mode (recordings + workload JSON lines
+    # + diagnosis_pairs-*.json + the table); two steps, each under 4 minutes
+    diagnosis-recordings) mkdir -p "$OUT/diag"
+          limit 230 python3 benchmarks/diagnosis_pairs.py --out "$OUT/diag" --pairs decode,item \
+            --seconds 4
+          tar -cf "$OUT/diagnosis_a.tar" -C "$OUT" diag && rm -rf "$OUT/diag" ;;
+    diagnosis-recordings-2) mkdir -p "$OUT/diag" /tmp/slow-loader
+          limit 230 python3 benchmarks/diagnosis_pairs.py --out "$OUT/diag" \
+            --pairs loader,preprocess --seconds 4
+          tar -cf "$OUT/diagnosis_b.tar" -C "$OUT" diag && rm -rf "$OUT/diag" ;;
+    # issue 13: the constructed cases re-recorded in DEFAULT agent mode (what users run)
+    diagnosis-constructed) mkdir -p "$OUT/cdef"
+          limit 230 python3 benchmarks/constructed_shares.py --out "$OUT/cdef" --seconds 6 \
+            --agent-mode default
+          rm -f "$OUT"/cdef/gtop-io-*; ls -la "$OUT/cdef"
+          tar -cf "$OUT/constructed_default.tar" -C "$OUT" cdef && rm -rf "$OUT/cdef" ;;
     # interleaved paired slices until --budget (HOST_OVERHEAD_BUDGET, 160 s) is spent
     host-overhead) limit 190 python3 benchmarks/host_overhead.py --json "$OUT/host_overhead.json" \
                      --budget "${HOST_OVERHEAD_BUDGET:-160}" ;;
@@ -83,7 +102,58 @@ for step in $steps; do
     # rounds stop early to end within --budget seconds (AGENT_OVERHEAD_BUDGET, 460 s)
     agent-overhead) limit 540 python3 benchmarks/agent_overhead.py "$OUT/agent_overhead.json" \
                       --budget "${AGENT_OVERHEAD_BUDGET:-460}" ;;
+    # CUDA graphs per launch by default, per node after the g key; recordings of both
+    graph-trace) limit 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/agent/test_gpu_agent.py \
+                   -k graphs >"$OUT/graph_trace_test.txt" 2>&1; tail -15 "$OUT/graph_trace_test.txt"
+                 for mode in default graph-nodes; do
+                   limit 50 python3 -m gtop record --force --agent-mode $mode -o "$OUT/decode-graphs-$mode.gtop" \
+                     -- python3 benchmarks/workloads/decode_loop.py --graphs --seconds 5
+                   limit 40 python3 -m gtop report "$OUT/decode-graphs-$mode.gtop" >"$OUT/decode-graphs-$mode.txt"
+                   head -40 "$OUT/decode-graphs-$mode.txt"
+                 done ;;
+    # whole-job wall time untraced vs gtop record, phases, and a py-spy profile of gtop
+    startup-overhead) limit 235 python3 benchmarks/startup_overhead.py --workload loader --rounds 3 \
+                        --budget 150 --json "$OUT/startup_loader.json" --profile "$OUT/startup_loader_profile.txt" ;;
+    # the same job under gtop with one part left out each: which part costs the time
+    startup-ablation) limit 235 python3 benchmarks/startup_overhead.py --workload loader --rounds 1 \
+                        --variants gtop,no-agent,host-off,host-proc,no-pyspy --json "$OUT/startup_ablation.json" ;;
+    startup-compile) limit 235 python3 benchmarks/startup_overhead.py --workload compile --rounds 3 \
+                       --budget 150 --json "$OUT/startup_compile.json" --profile "$OUT/startup_compile_profile.txt" ;;
+    # one workload each (4 modes x up to 5 interleaved rounds within --budget seconds)
+    overhead-matrix) limit 235 python3 benchmarks/overhead_matrix.py --workloads graph-decode \
+                       --json "$OUT/overhead_graph-decode.json" ;;
+    overhead-matrix-eager) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
+                             --json "$OUT/overhead_eager-decode.json" ;;
+    overhead-matrix-loader) limit 235 python3 benchmarks/overhead_matrix.py --workloads resnet-loader \
+                              --json "$OUT/overhead_resnet-loader.json" ;;
+    overhead-matrix-train) limit 235 python3 benchmarks/overhead_matrix.py --workloads gpu-train \
+                             --json "$OUT/overhead_gpu-train.json" ;;
+    overhead-matrix-compile) limit 235 python3 benchmarks/overhead_matrix.py --workloads compile \
+                               --json "$OUT/overhead_compile.json" ;;
+    overhead-matrix-table) python3 benchmarks/overhead_matrix.py --merge "$OUT"/overhead_*.json \
+                             --markdown "$OUT/overhead_matrix.md" --json "$OUT/matrix_all.json" ;;
     agent-fidelity) limit 300 python3 benchmarks/agent_fidelity.py "$OUT/agent_fidelity.json" ;;
+    # issue 18: 2 ranks on one GPU (NCCL if it takes two ranks on one device, else gloo
+    # with CUDA tensors), rank 1 sleeping 20 ms per step; outputs go to recordings/
+    ddp-straggler) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
+                     --steps 150 --timeout 100 ;;
+    # issue 18: the same job as two nodes, each recorded by its own gtop (for gtop merge)
+    ddp-split) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
+                 --steps 150 --timeout 100 --split ;;
+    # issue 17: --version, --once and `gtop serve --pid` (dcgm names + per-process GAR)
+    # on the real NVML and agent path; what they printed and scraped lands in $OUT/eco/
+    eco-headless) mkdir -p "$OUT/eco"
+          GTOP_EVIDENCE="$OUT/eco" limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
+            tests/gpu/test_headless_gpu.py >"$OUT/eco/tests.txt" 2>&1
+          tail -20 "$OUT/eco/tests.txt" ;;
+    # issue 14: the hardened attach path on the GPU (root into another user's CUDA
+    # process, a traced process forking loader workers, a short CUDA process's exit),
+    # then the agent's exit cost, CPU-only and with CUDA (RESULTS.md "Agent exit cost")
+    hardening) limit 150 python3 -m pytest -m gpu -q -p no:cacheprovider -rs tests/security \
+                 >"$OUT/hardening_tests.txt" 2>&1; tail -20 "$OUT/hardening_tests.txt"
+               limit 40 python3 benchmarks/agent_exit_cost.py --runs 20 >"$OUT/agent_exit_cost.txt"
+               limit 100 python3 benchmarks/agent_exit_cost.py --runs 6 --cuda \
+                 >>"$OUT/agent_exit_cost.txt"; cat "$OUT/agent_exit_cost.txt" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

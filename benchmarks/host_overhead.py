@@ -66,9 +66,9 @@ CONFIGS = {
     "perf": {"tier": "perf", "python_stacks": False},
     "bpf, no sampling": {"tier": "bpf", "sample_hz": 0, "python_stacks": False},
     "bpf 99Hz": {"tier": "bpf", "sample_hz": 99, "python_stacks": False},
-    "bpf 99Hz + py-spy 4Hz": {"tier": "bpf", "sample_hz": 99, "python_stacks": True},
+    "bpf 99Hz + py-spy 100Hz": {"tier": "bpf", "sample_hz": 99, "python_stacks": True},
 }
-DEFAULT = "bpf 99Hz + py-spy 4Hz"  # gtop's default settings
+DEFAULT = "bpf 99Hz + py-spy 100Hz"  # gtop's default settings
 OPEN_SETTLE, CLOSE_SETTLE = 0.3, 0.1
 RATIOS = ("speed", "cpu_share", "work_per_cpu")  # per slice, compared with baselines
 MEANS = ("sw_per_s", "collector_cpu_pct", "bpf_cpu_pct", "runq_ms_per_s")

@@ -25,19 +25,32 @@ DEMO_RECORDING = "idle_busy_idle.gtop"
 MIN_INTERVAL_S = 0.1
 DEFAULT_INTERVAL_S = 0.5
 EXIT_FAILURE = 1
+ONCE_SETTLE_S = 1.0
+"""``--once`` live: how long collectors run before the frame (at least two samples)."""
+FOREIGN_SUFFIXES = (
+    *(".perfetto-trace", ".pftrace", ".json", ".json.gz", ".pb.gz", ".folded", ".csv"),
+    *(".svg", ".html", ".txt", ".nsys-rep", ".qdrep"),
+)
+"""Names ``gtop record -o`` refuses: formats of other tools (``gtop export`` writes some)."""
+SERVE_PORT = 9401
+"""``gtop serve``'s default port (dcgm-exporter's is 9400, so both can run)."""
 
 DESCRIPTION = """\
 gtop: a top-like live profiler for GPU programs.
 
   gtop                        live overview of all GPUs and their processes
+  gtop --once [--json]        print one frame of the overview and exit
   gtop --pid PID              focus one process (and attach the CUPTI agent)
   gtop run [opts] -- CMD ...  launch CMD with the in-process agent, show it live
   gtop record -o FILE [--pid PID | -- CMD ...] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
-  gtop export FILE --format {perfetto,chrome,csv} -o OUT   convert a recording
+  gtop export FILE [--format F] -o OUT   convert a recording (perfetto, chrome, kineto,
+                              speedscope, folded, pprof, csv; F from OUT's name)
+  gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
   gtop demo                   replay a bundled real recording (works without a GPU)
   gtop doctor                 what works on this machine and why not
+  gtop serve [--port N] [--pid PID | --replay FILE]   Prometheus/OpenMetrics endpoint
   gtop probe list | instrument IN.ptx --probe NAME [--kernel RE] [--sample N] -o OUT.ptx
                               the PTX probe engine, offline
 """
@@ -54,16 +67,30 @@ class Config:
     output: Path | None = None
     duration_s: float | None = None
     file: Path | None = None
+    files: tuple[Path, ...] = ()
+    """``gtop merge``: the recordings to merge."""
     json: bool = False
     overwrite: bool = False
-    format: str | None = None
     cmd: tuple[str, ...] = ()
     """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
     agent_mode: str = "default"
     agent: bool = True
     host_tier: str = "auto"
+    window: tuple[str | None, str | None] = (None, None)
+    """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
     """The parsed ``gtop probe`` arguments, handed to :mod:`gtop.probes.command`."""
+    export_args: argparse.Namespace | None = field(default=None, compare=False)
+    """The parsed ``gtop export`` arguments (:mod:`gtop.recordings.exporters.command`)."""
+    once: bool = False
+    """Print one frame of the overview (text, or JSON with ``json``) instead of the UI."""
+    at_s: float | None = None
+    """Replay: where the frame or the endpoint starts, in seconds from the start."""
+    gpus: frozenset[int] | None = None
+    """Only these GPU indices (``--gpus``), else all."""
+    theme: str | None = None
+    port: int = SERVE_PORT
+    bind: str = "127.0.0.1"
 
 
 _N = TypeVar("_N", int, float)
@@ -91,6 +118,31 @@ def _positive(text: str) -> float:
     return value
 
 
+def _rate(text: str) -> float:
+    """``--rate HZ`` as a sampling period in seconds."""
+    hz = _number(text, float, "number")
+    if hz <= 0 or 1 / hz < MIN_INTERVAL_S:
+        raise argparse.ArgumentTypeError(f"must be in (0, {1 / MIN_INTERVAL_S:g}] Hz")
+    return 1 / hz
+
+
+def _gpus(text: str) -> frozenset[int]:
+    try:
+        found = frozenset(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        found = frozenset({-1})
+    if not found or min(found) < 0:
+        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (e.g. 0,1)")
+    return found
+
+
+def _port(text: str) -> int:
+    value = _number(text, int, "port")
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
+    return value
+
+
 def _pid(text: str) -> int:
     value = _number(text, int, "pid")
     if value <= 0:
@@ -99,16 +151,70 @@ def _pid(text: str) -> int:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    period = parser.add_mutually_exclusive_group()
+    period.add_argument(
         "--interval",
         type=_interval,
         default=DEFAULT_INTERVAL_S,
         metavar="S",
         help=f"sampling period in seconds (default 0.5, at least {MIN_INTERVAL_S})",
     )
+    period.add_argument(
+        "--rate",
+        type=_rate,
+        dest="interval",
+        metavar="HZ",
+        help="samples per second, as py-spy's --rate: --rate 4 is --interval 0.25",
+    )
     parser.add_argument(
         "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
     )
+    _gpu_option(parser)
+
+
+def _gpu_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gpus",
+        type=_gpus,
+        metavar="LIST",
+        help="only these GPUs, by NVML index, e.g. 0,1 (their samples, processes, kernels "
+        "and copies; host data is kept)",
+    )
+
+
+def _ui_options(parser: argparse.ArgumentParser, replay: bool) -> None:
+    """Options of the commands that draw the UI: a theme, or one frame printed instead."""
+    parser.add_argument(
+        "--theme",
+        metavar="NAME",
+        help="colour theme from Textual's set: textual-dark (default), textual-light, nord, "
+        "gruvbox, dracula, tokyo-night, monokai, solarized-light, ... (a wrong name lists all)",
+    )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="print one frame of the overview and exit (also what happens when stdout is "
+        "not a terminal)" + (": the frame at --at, default the recording's end" if replay else ""),
+    )
+    parser.add_argument("--json", action="store_true", help="one frame as JSON (implies --once)")
+    if replay:
+        _at_option(parser)
+
+
+def _at_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--at",
+        type=_non_negative,
+        metavar="S",
+        help="start at S seconds into the recording",
+    )
+
+
+def _non_negative(text: str) -> float:
+    value = _number(text, float, "number")
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
 
 
 def _target_options(parser: argparse.ArgumentParser) -> None:
@@ -118,13 +224,16 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         metavar="MODE",
         help="what CUPTI traces in the target: default (kernels, copies, memsets, "
-        "synchronisation), full (also runtime/driver API calls, NVTX, CUPTI overhead), or a "
-        "comma list of kinds",
+        "synchronisation; a CUDA graph launch as one record), graph-nodes (the same with "
+        "every node of every graph launch; key g in the Kernels tab switches live), full "
+        "(graph nodes, runtime/driver API calls, NVTX, CUPTI overhead), or a comma list of "
+        "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead)",
     )
     parser.add_argument(
         "--no-agent",
         action="store_true",
-        help="do not load the in-process agent into a --pid target (NVML and host data only)",
+        help="do not load the in-process agent into the target (--pid or a launched "
+        "command): NVML and host data only",
     )
     parser.add_argument(
         "--host-tier",
@@ -135,20 +244,36 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _export_formats() -> list[str]:
-    from gtop.recordings.exporters import EXPORTERS
+PID_HELP = (
+    "focus this process; its descendants (DataLoader workers, subprocesses) are always "
+    "followed, as py-spy's --subprocesses does"
+)
 
-    return list(EXPORTERS)
+
+class _Version(argparse.Action):
+    """``--version``: print versions (probing the driver libraries only now) and exit."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from gtop.doctor import versions
+
+        print("\n".join([f"gtop {__version__}", *versions()]))
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gtop", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"gtop {__version__}")
-    parser.add_argument("--pid", type=_pid, help="focus this process (and its children)")
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="gtop's version, and the NVIDIA driver, CUDA driver API and CUPTI found here",
+    )
+    parser.add_argument("--pid", type=_pid, help=PID_HELP)
     _common(parser)
     _target_options(parser)
+    _ui_options(parser, replay=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     record = sub.add_parser(
@@ -159,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with the in-process agent (-- CMD ...; recording ends when it exits).",
     )
     record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
-    record.add_argument("--pid", type=_pid, help="focus this process (and its children)")
+    record.add_argument("--pid", type=_pid, help=PID_HELP)
     record.add_argument(
         "--duration",
         type=_positive,
@@ -181,33 +306,84 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="launch CMD with the in-process agent and show it live",
         usage="gtop run [options] -- CMD ...",
+        description="Launch CMD with the in-process agent and show it live. CMD's output "
+        "goes to a new log, gtop-run-DATE-TIME-RANDOM.log (mode 0600), in the current "
+        "folder when only you can write there, else in $XDG_STATE_HOME/gtop "
+        "(~/.local/state/gtop); gtop prints its path.",
     )
     _common(run)
     _target_options(run)
+    _ui_options(run, replay=False)
 
     replay = sub.add_parser("replay", help="replay a recording in the UI")
     replay.add_argument("file", type=Path, metavar="FILE")
     replay.add_argument("--no-color", action="store_true", help="no colours")
+    _gpu_option(replay)
+    _ui_options(replay, replay=True)
 
     report = sub.add_parser("report", help="summarise a recording")
     report.add_argument("file", type=Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
+    from gtop.recordings.clipped import add_window_options
 
-    export = sub.add_parser("export", help="convert a recording for other tools")
-    export.add_argument("file", type=Path, metavar="FILE")
-    export.add_argument(
-        "--format",
-        required=True,
-        choices=_export_formats(),
-        help="perfetto (TrackEvent protobuf), chrome (trace-event JSON), "
-        "csv (a directory of one CSV per stream)",
+    add_window_options(report, "the steady state of the target's GPU work")
+
+    from gtop.recordings.exporters import command as export_cli
+
+    export_cli.add_arguments(
+        sub.add_parser(
+            "export",
+            help="convert a recording for other tools",
+            usage="gtop export FILE [--format FORMAT] -o OUT [--gzip] [--from S] [--to S]",
+        )
     )
-    export.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge recordings of one job (one per host) into one, on one clock",
+        description="Merge recordings of one job into one: clocks aligned by each "
+        "recording's CLOCK_REALTIME-CLOCK_MONOTONIC offset, refined by the ends of the "
+        "ranks' collectives (recordings of one boot share their clock exactly).",
+    )
+    merge.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
 
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
     demo.add_argument("--no-color", action="store_true", help="no colours")
+    _gpu_option(demo)
+    _ui_options(demo, replay=True)
 
     sub.add_parser("doctor", help="what works on this machine, and why not")
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve Prometheus/OpenMetrics metrics over HTTP",
+        description="Serve /metrics: dcgm-exporter's GPU gauges (DCGM_FI_DEV_GPU_UTIL, "
+        "DCGM_FI_DEV_FB_USED, ...) plus what only gtop knows: per-process GPU Active Ratio "
+        "and off-GPU seconds by cause (needs the agent: --pid), kernels per second, drops. "
+        "Runs until Ctrl-C or SIGTERM.",
+    )
+    serve.add_argument(
+        "--port", type=_port, default=SERVE_PORT, help=f"TCP port (default {SERVE_PORT})"
+    )
+    serve.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
+    serve.add_argument("--pid", type=_pid, help=PID_HELP)
+    serve.add_argument(
+        "--replay",
+        type=Path,
+        metavar="FILE",
+        dest="file",
+        help="serve a recording played back in real time instead of this machine",
+    )
+    _at_option(serve)
+    _common(serve)
+    _target_options(serve)
 
     from gtop.probes import command as probe_cli
 
@@ -234,6 +410,10 @@ def parse_args(argv: list[str]) -> Config:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:
         parser.error("record: give either --pid PID or -- CMD, not both")
+    if command == "merge" and len(args.files) < 2:
+        parser.error("merge: give two recordings or more")
+    if command == "serve" and args.pid and args.file:
+        parser.error("serve: give either --pid PID or --replay FILE, not both")
     no_color = bool(getattr(args, "no_color", False)) or "NO_COLOR" in os.environ
     return Config(
         command=command,
@@ -243,14 +423,22 @@ def parse_args(argv: list[str]) -> Config:
         output=getattr(args, "output", None),
         duration_s=getattr(args, "duration", None),
         file=getattr(args, "file", None),
+        files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
-        format=getattr(args, "format", None),
         probe_args=args if command == "probe" else None,
+        export_args=args if command == "export" else None,
         cmd=cmd,
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
         host_tier=getattr(args, "host_tier", "auto"),
+        window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
+        once=getattr(args, "once", False) or (command != "report" and getattr(args, "json", False)),
+        at_s=getattr(args, "at", None),
+        gpus=getattr(args, "gpus", None),
+        theme=getattr(args, "theme", None),
+        port=getattr(args, "port", SERVE_PORT),
+        bind=getattr(args, "bind", "127.0.0.1"),
     )
 
 
@@ -278,7 +466,9 @@ def _live_source(config: Config):  # -> LiveSource
         ) from None
     if config.cmd:
         try:
-            source.launch(list(config.cmd), config.agent_mode, **_target_output(config))
+            source.launch(
+                list(config.cmd), config.agent_mode, config.agent, **_target_output(config)
+            )
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
@@ -300,9 +490,15 @@ def _target_output(config: Config) -> dict:
     """Where a launched target's output goes: a log file under the UI, else the terminal."""
     if config.command != "run":
         return {}
-    log = Path(f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    from gtop.core.files import create_unique, private_folder, state_folder
+
+    try:
+        folder = Path.cwd() if private_folder(".") else state_folder()
+        log, fd = create_unique(folder, f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-", ".log")
+    except OSError as exc:
+        raise UserError(f"cannot create the target's log: {exc}") from None
     print(f"gtop: the target's output goes to {log}", file=sys.stderr)
-    handle = open(log, "ab")  # noqa: SIM115 - the child owns it for its lifetime
+    handle = os.fdopen(fd, "ab")  # the child writes it for its lifetime
     return {"stdout": handle, "stderr": subprocess.STDOUT, "stdin": subprocess.DEVNULL}
 
 
@@ -315,16 +511,59 @@ def _open_recording(path: Path):  # -> Recording
         raise UserError(str(exc)) from None
 
 
+def _headless(config: Config) -> bool:
+    """Print one frame instead of the UI: asked for, or stdout is not a terminal."""
+    return config.once or not sys.stdout.isatty()
+
+
+def _print_frame(source, config: Config, settle_s: float) -> int:
+    from gtop.headless import print_once
+
+    if not config.once:
+        print("gtop: stdout is not a terminal: one frame as text (as --once)", file=sys.stderr)
+    return print_once(_filtered(source, config), settle_s, config.json, config.gpus)
+
+
+def _filtered(source, config: Config):  # -> Source
+    if config.gpus is None:
+        return source
+    from gtop.session.gpu_subset import GpuSubset
+
+    return GpuSubset(source, config.gpus)
+
+
+def _check_theme(config: Config) -> None:
+    if config.theme is None:
+        return
+    from gtop.views.app import theme_names
+
+    if config.theme not in theme_names():
+        raise UserError(f"no theme {config.theme!r}; one of: {', '.join(theme_names())}")
+
+
 def _run_ui(source, config: Config) -> int:
     from gtop.views.app import run_app
 
     start_pid = config.pid if config.pid is not None else getattr(source, "pid", None)
     return run_app(
-        source, no_color=config.no_color, start_pid=start_pid, refresh_s=min(0.5, config.interval_s)
+        _filtered(source, config),
+        theme=config.theme,
+        no_color=config.no_color,
+        start_pid=start_pid,
+        refresh_s=min(0.5, config.interval_s),
     )
 
 
 def cmd_top(config: Config) -> int:
+    _check_theme(config)
+    if config.command == "run" and _headless(config):
+        raise UserError(
+            "gtop run draws a live UI and needs a terminal; without one, record instead: "
+            "gtop record -o FILE -- CMD ..."
+        )
+    if config.command == "top" and _headless(config):
+        settle_s = max(ONCE_SETTLE_S, 2.5 * config.interval_s)
+        return _print_frame(_live_source(config), config, settle_s)
     source = _live_source(config)
     status = _run_ui(source, config)
     if source.process is not None and source.process.poll() is None:
@@ -335,27 +574,53 @@ def cmd_top(config: Config) -> int:
     return status
 
 
-def cmd_replay(config: Config) -> int:
+def _replay_source(config: Config):  # -> ReplaySource
+    """The recording ``config.file`` played from ``--at`` (default: its start; ``--once``:
+    its end)."""
     from gtop.session.replay import ReplaySource
 
     assert config.file is not None
-    return _run_ui(ReplaySource(_open_recording(config.file)), config)
+    source = ReplaySource(_open_recording(config.file))
+    if config.at_s is not None:
+        source.seek(source.t_start + int(config.at_s * 1e9))
+    elif config.once:
+        source.seek(source.t_end)
+    return source
+
+
+def cmd_replay(config: Config) -> int:
+    _check_theme(config)
+    if _headless(config):
+        from dataclasses import replace
+
+        return _print_frame(_replay_source(replace(config, once=True)), config, 0.0)
+    return _run_ui(_replay_source(config), config)
+
+
+def cmd_serve(config: Config) -> int:
+    from gtop.headless import serve
+
+    source = _replay_source(config) if config.file is not None else _live_source(config)
+    try:
+        return serve(_filtered(source, config), config.port, config.bind)
+    except OSError as exc:
+        raise UserError(
+            f"cannot serve on {config.bind}:{config.port}: {exc.strerror or exc}"
+        ) from None
 
 
 def demo_recording() -> Path:
-    """The bundled recording `gtop demo` plays.
+    """The recording `gtop demo` plays: ``GTOP_DEMO`` if set, else the one packaged in
+    ``gtop/demo/`` (``recordings/`` links to it in the repository).
 
     Raises:
-        UserError: it is not there (an install without the repository's recordings/).
+        UserError: it is not there.
     """
     override = os.environ.get("GTOP_DEMO")
-    candidates = [Path(override)] if override else []
-    root = Path(__file__).resolve().parent.parent / "recordings"
-    candidates += [root / DEMO_RECORDING]
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise UserError(f"no bundled recording at {candidates[-1]}; set GTOP_DEMO=FILE.gtop")
+    path = Path(override) if override else Path(__file__).resolve().parent / "demo" / DEMO_RECORDING
+    if not path.is_file():
+        raise UserError(f"no recording at {path}; set GTOP_DEMO=FILE.gtop")
+    return path
 
 
 def cmd_demo(config: Config) -> int:
@@ -364,8 +629,26 @@ def cmd_demo(config: Config) -> int:
     return cmd_replay(replace(config, file=demo_recording()))
 
 
+EXIT_POLL_S = 0.05
+"""How often ``record`` looks whether a launched target has exited (was 1 s: up to a
+second added to every recorded job's wall time)."""
+
+
+def _check_recording_name(path: Path) -> None:
+    """Refuse a name that promises another format: ``record`` writes only ``.gtop``
+    (SQLite); other formats come from ``gtop export``."""
+    name = path.name.lower()
+    if any(name.endswith(suffix) for suffix in FOREIGN_SUFFIXES):
+        gtop_name = path.with_name(path.name.split(".")[0] + ".gtop")
+        raise UserError(
+            f"{path}: gtop record writes a .gtop recording (SQLite), not that format; record "
+            f"to {gtop_name}, then convert it: gtop export {gtop_name} ... -o {path}"
+        )
+
+
 def cmd_record(config: Config) -> int:
     assert config.output is not None
+    _check_recording_name(config.output)
     if config.output.exists() and not config.overwrite:
         raise UserError(f"{config.output} exists (use --force to overwrite)")
     source = _live_source(config)
@@ -381,10 +664,13 @@ def cmd_record(config: Config) -> int:
     source.start()
     started = time.monotonic()
     interactive = sys.stderr.isatty()
+    shown = -1
+    poll_s = EXIT_POLL_S if config.cmd else 1.0  # a launched target's exit is cheap to see
     try:
-        while not stop.wait(1.0):
+        while not stop.wait(poll_s):
             elapsed = time.monotonic() - started
-            if interactive:
+            if interactive and int(elapsed) != shown:
+                shown = int(elapsed)
                 drops = sum(source.drops().values())
                 print(
                     f"\rgtop: recording {config.output}: {elapsed:5.0f} s, "
@@ -413,16 +699,15 @@ def cmd_record(config: Config) -> int:
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report import build_report
     from gtop.analysis.report_text import format_report
-    from gtop.recordings.report_data import read_report_data
+    from gtop.recordings.report_data import read_report
 
     assert config.file is not None
     with _open_recording(config.file) as rec:
-        data, kernels = read_report_data(rec)
-        report = build_report(
-            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
-        )
+        try:
+            report = read_report(rec, *config.window)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     if config.json:
         print(json.dumps(report, indent=2))
     else:
@@ -431,8 +716,9 @@ def cmd_report(config: Config) -> int:
 
 
 def cmd_export(config: Config) -> int:
-    from gtop.recordings.exporters import EXPORTERS
+    from gtop.recordings.exporters import command as export_cli
 
+<<<<<<< HEAD
     assert config.file is not None and config.output is not None and config.format
     with _open_recording(config.file) as rec:
         try:
@@ -443,6 +729,33 @@ def cmd_export(config: Config) -> int:
         if damage:
             print(f"gtop: warning: {damage}", file=sys.stderr)
     print(f"gtop: {summary}", file=sys.stderr)
+=======
+    assert config.export_args is not None
+    return export_cli.run(config.export_args)
+
+
+def cmd_merge(config: Config) -> int:
+    from gtop.recordings.merge import MergeError, merge
+    from gtop.recordings.reader import Recording, RecordingError
+
+    assert config.output is not None
+    try:
+        out = merge(config.files, config.output, overwrite=config.overwrite)
+    except (MergeError, RecordingError) as exc:
+        raise UserError(str(exc)) from None
+    except FileExistsError:
+        raise UserError(f"{config.output} exists (--force overwrites it)") from None
+    except OSError as exc:
+        raise UserError(f"cannot write {config.output}: {exc.strerror or exc}") from None
+    with Recording(out) as rec:
+        for src in rec.meta.get("merged_from", []):
+            print(
+                f"gtop: {src['file']} ({src['host']}): {src['offset_ns'] / 1e6:+.3f} ms "
+                f"({src['basis']})",
+                file=sys.stderr,
+            )
+    print(f"gtop: wrote {out}", file=sys.stderr)
+>>>>>>> main
     return 0
 
 
@@ -467,8 +780,10 @@ COMMANDS = {
     "replay": cmd_replay,
     "report": cmd_report,
     "export": cmd_export,
+    "merge": cmd_merge,
     "demo": cmd_demo,
     "doctor": cmd_doctor,
+    "serve": cmd_serve,
     "probe": cmd_probe,
 }
 

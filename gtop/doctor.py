@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -92,3 +93,40 @@ def run_checks() -> list[Check]:
 def format_checks(checks: list[Check]) -> str:
     width = max(len(c.name) for c in checks)
     return "\n".join(f"{'ok ' if c.ok else 'NO '} {c.name:<{width}}  {c.detail}" for c in checks)
+
+
+def _c_version(names: list[str], symbol: str) -> tuple[int, str] | str:
+    """``(version, library)`` from the first of ``names`` that loads and answers
+    ``symbol(int *)`` with 0 (success), else why not (one phrase)."""
+    why = "not found"
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        value = ctypes.c_int(0)
+        status = getattr(lib, symbol)(ctypes.byref(value))
+        if status == 0:
+            return value.value, name
+        why = f"{symbol} failed ({status}) in {name}"
+    return why
+
+
+def versions() -> list[str]:
+    """What ``gtop --version`` prints below gtop's own version: the NVIDIA driver (NVML),
+    the CUDA driver API and CUPTI found here, or "not found" and why."""
+    from gtop.agent.cupti import candidate_paths
+    from gtop.collectors import nvml
+
+    try:
+        system = nvml.system_info()
+        driver = f"{system['driver_version']} (NVML; CUDA {system['cuda_version']})"
+    except nvml.NvmlUnavailable as exc:
+        driver = f"not found ({exc})"
+    cuda = _c_version(["libcuda.so.1", "libcuda.so"], "cuDriverGetVersion")
+    if not isinstance(cuda, str):
+        cuda = f"{cuda[0] // 1000}.{cuda[0] % 1000 // 10} ({cuda[1]})"
+    cupti = _c_version(candidate_paths(), "cuptiGetVersion")
+    if not isinstance(cupti, str):
+        cupti = f"API version {cupti[0]} ({cupti[1]})"
+    return [f"NVIDIA driver: {driver}", f"CUDA driver API: {cuda}", f"CUPTI: {cupti}"]

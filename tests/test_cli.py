@@ -155,12 +155,16 @@ def test_doctor_reports_every_check() -> None:
 def test_report_gpu_section_is_a_labelled_approximation_without_cupti(
     idle_busy_idle: Path,
 ) -> None:
-    report = json.loads(gtop("report", "--json", str(idle_busy_idle)).stdout)
+    whole = ["--from", "0", "--to", "1000"]
+    report = json.loads(gtop("report", "--json", *whole, str(idle_busy_idle)).stdout)
     gpu = report["gpu"]["0"]
     assert gpu["exact"] is False
     total = sum(gpu["on"].values()) + sum(gpu["off"].values())
     assert abs(total - report["duration_s"]) <= 0.005 * report["duration_s"]
     assert 0.3 < gpu["gar"] < 0.45  # 10 s of matmuls in ~26 s
+    # by default the breakdown covers the GPU's busy span only (NVML's, without CUPTI)
+    busy = json.loads(gtop("report", "--json", str(idle_busy_idle)).stdout)
+    assert 9 < busy["window"]["duration_s"] < 11 and busy["gpu"]["0"]["gar"] > 0.9
     assert gpu["panels"]["OFF-GPU^queue"] is None  # unknowable from NVML
     assert report["kernels"] == []  # no CUPTI in this recording
 

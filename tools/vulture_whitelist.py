@@ -18,6 +18,7 @@ metricId  # nvmlGpmMetric_t
 border_title
 no_wrap
 get_content_height
+_on_tab_pane_focused  # a TabbedContent message handler (views/screens/process.py)
 required  # argparse subparsers: sub.required
 
 # Triton's kernel_load_end_hook calls fn(module, function, name, metadata_group, hash)
@@ -27,3 +28,9 @@ hash
 HTOA, ATOH, ATOA, ATOD, DTOA, DTOD, HTOH, PTOP  # core.layouts.CopyKind
 CUPTI_API_VERSION  # cupti.tables, generated
 first_start  # probes.catalog.block_sched.SmStats: each SM's first block, for tail analysis
+
+# analysis.verdict.Verdict fields that reach the report through as_json (dataclasses.asdict)
+phrase, explanation, share_of_window
+
+# the io module calls these on a raw stream (recordings/exporters/output.py's stdout wrapper)
+writable

@@ -1,7 +1,8 @@
 """Loading the agent at launch (``gtop run -- CMD``) without changing CMD.
 
 gtop puts a private folder first on the target's ``PYTHONPATH`` holding
-:data:`SITECUSTOMIZE` as ``sitecustomize.py`` and a ``gtop`` link to this package.
+:func:`sitecustomize` as ``sitecustomize.py`` and a copy of the agent's code under a
+private package name (see :mod:`gtop.collectors.agent.boot`).
 Every Python process started from CMD (``python train.py``, ``python -m pkg``,
 ``torchrun``, a shell script that runs Python, a spawned worker) imports it at startup:
 it starts the agent from the ``GTOP_AGENT_*`` variables, then runs the
@@ -21,7 +22,10 @@ ENV_SOCKET = "GTOP_AGENT_SOCKET"
 ENV_MODE = "GTOP_AGENT_MODE"
 ENV_OPTIONS = "GTOP_AGENT_OPTIONS"
 
-SITECUSTOMIZE = '''\
+
+def sitecustomize(package: str) -> str:
+    """The ``sitecustomize.py`` that starts the agent from ``package`` (its private name)."""
+    return f'''\
 """Written by gtop: starts gtop's agent, then runs the sitecustomize this one shadows."""
 import os as _os
 import sys as _sys
@@ -29,7 +33,9 @@ import sys as _sys
 _gtop_dir = _os.path.dirname(_os.path.abspath(__file__))
 try:
     _sys.path.insert(0, _gtop_dir)
-    from gtop.agent import bootstrap as _gtop_boot
+    import importlib as _importlib
+
+    _gtop_boot = _importlib.import_module("{package}.agent.bootstrap")
 except BaseException:
     _gtop_boot = None
 finally:
@@ -47,7 +53,7 @@ def boot(boot_dir: str) -> None:
     try:
         path = os.environ.get(ENV_SOCKET)
         if path:
-            from gtop.agent import runtime
+            from . import runtime
 
             options = json.loads(os.environ.get(ENV_OPTIONS) or "{}")
             runtime.start(path, os.environ.get(ENV_MODE) or "default", **options)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections import deque
 from typing import NamedTuple
 
-from gtop.agent.cupti import BufferCompleted, BufferRequested, Cupti
-from gtop.agent.native import dlopen
+from .cupti import BufferCompleted, BufferRequested, Cupti
+from .native import dlopen
 
 
 class Completed(NamedTuple):
@@ -45,6 +46,7 @@ class BufferPool:
         self.size = size
         self.count = count
         self.declined = 0
+        self._cost = [0, 0]  # ns in the callbacks, calls
         self._arrays: dict[int, ctypes.Array] = {}
         self._free: deque[int] = deque()
         self._completed: deque[Completed] = deque()
@@ -67,6 +69,7 @@ class BufferPool:
             return address
 
     def _on_requested(self, buffer, size, max_records) -> None:
+        t0 = time.perf_counter_ns()
         try:
             address = self._take()
             max_records[0] = 0
@@ -80,8 +83,18 @@ class BufferPool:
         except BaseException:  # never raise into CUPTI's thread
             buffer[0] = None
             size[0] = 0
+        self._count(t0)
+
+    def _count(self, t0: int) -> None:
+        self._cost[0] += time.perf_counter_ns() - t0
+        self._cost[1] += 1
+
+    def costs(self) -> tuple[int, int, int, int]:
+        """ns in the buffer callbacks, their calls; shipping is timed by the agent."""
+        return self._cost[0], self._cost[1], 0, 0
 
     def _on_completed(self, context, stream, buffer, _size, valid) -> None:
+        t0 = time.perf_counter_ns()
         try:
             dropped = self.cupti.dropped(context, stream)
             if buffer:
@@ -90,6 +103,7 @@ class BufferPool:
                 self._completed.append(Completed(0, 0, dropped))
         except BaseException:
             pass
+        self._count(t0)
 
     def completed(self) -> list[Completed]:
         """Take every buffer returned since the last call, oldest first."""
@@ -135,6 +149,8 @@ class ShimPool:
         lib.gtop_shim_give.argtypes = [ctypes.c_void_p]
         lib.gtop_shim_declined.restype = ctypes.c_uint64
         lib.gtop_shim_ship.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        lib.gtop_shim_costs.argtypes = [ctypes.c_void_p]
+        self._costs = (ctypes.c_uint64 * 4)()
         dropped = ctypes.cast(cupti.lib.cuptiActivityGetNumDroppedRecords, ctypes.c_void_p)
         if lib.gtop_shim_setup(size, count, dropped) != 0:
             raise OSError("cupti shim rejected its settings")
@@ -147,6 +163,11 @@ class ShimPool:
     @property
     def declined(self) -> int:
         return int(self.lib.gtop_shim_declined())
+
+    def costs(self) -> tuple[int, int, int, int]:
+        """ns in the buffer callbacks (on CUPTI's threads), their calls; ns shipping, ships."""
+        self.lib.gtop_shim_costs(self._costs)
+        return tuple(int(v) for v in self._costs)
 
     def completed(self) -> list[Completed]:
         n = self.lib.gtop_shim_take(self._bufs, self._valid, self._dropped, self.TAKE)

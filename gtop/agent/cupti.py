@@ -11,7 +11,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from gtop.agent.native import dlopen
+from .native import dlopen
 
 # CUpti_ActivityKind values used by the agent.
 MEMCPY = 1
@@ -22,8 +22,10 @@ CONCURRENT_KERNEL = 10
 MARKER = 12
 OVERHEAD = 17
 SYNCHRONIZATION = 38
+GRAPH_TRACE = 51
 
 KIND_BY_NAME = {
+    "graph": GRAPH_TRACE,
     "kernel": CONCURRENT_KERNEL,
     "memcpy": MEMCPY,
     "memset": MEMSET,

@@ -9,6 +9,9 @@
  * threads one GIL handover per agent wake-up, not several per buffer.
  * (gtop_shim_take() and gtop_shim_give() do the same steps one by one.)
  *
+ * The shim times itself (gtop_shim_costs()): the time CUPTI's threads spend in its two
+ * callbacks, and the time the agent spends shipping, so gtop can show what it costs.
+ *
  * Built into gtop/agent/shim_blob.py by tools/gen_shim_blob.py.
  */
 #include <errno.h>
@@ -34,6 +37,14 @@ static uint8_t *done_buf[MAX_BUFFERS];
 static size_t done_valid[MAX_BUFFERS], done_dropped[MAX_BUFFERS];
 static uint64_t declined;
 static dropped_fn get_dropped;
+/* Self-timing, ns and calls: callbacks (on CUPTI's threads) and gtop_shim_ship(). */
+static uint64_t callback_ns, callbacks, ship_ns, ships;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Size and count of the buffers, and cuptiActivityGetNumDroppedRecords. */
 int gtop_shim_setup(size_t size, int count, dropped_fn fn) {
@@ -48,6 +59,7 @@ int gtop_shim_setup(size_t size, int count, dropped_fn fn) {
 
 void gtop_shim_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   uint8_t *b = NULL;
+  uint64_t t0 = now_ns();
   pthread_mutex_lock(&mu);
   if (n_free > 0) {
     b = free_list[--n_free];
@@ -56,6 +68,8 @@ void gtop_shim_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
     if (b) allocated++;
   }
   if (!b) declined++;
+  callback_ns += now_ns() - t0; /* calloc included: that is what the launch waits for */
+  callbacks++;
   pthread_mutex_unlock(&mu);
   *buffer = b;
   *size = b ? buffer_size : 0;
@@ -65,6 +79,7 @@ void gtop_shim_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
 void gtop_shim_completed(void *context, uint32_t stream, uint8_t *buffer, size_t size,
                          size_t valid) {
   size_t dropped = 0;
+  uint64_t t0 = now_ns();
   (void)size;
   if (get_dropped) get_dropped(context, stream, &dropped);
   pthread_mutex_lock(&mu);
@@ -74,6 +89,8 @@ void gtop_shim_completed(void *context, uint32_t stream, uint8_t *buffer, size_t
     done_dropped[n_done] = dropped;
     n_done++;
   }
+  callback_ns += now_ns() - t0;
+  callbacks++;
   pthread_mutex_unlock(&mu);
 }
 
@@ -119,6 +136,16 @@ int gtop_shim_trim(void) {
 
 uint64_t gtop_shim_declined(void) { return declined; }
 
+/* out[0..3]: ns in the buffer callbacks, their calls, ns in gtop_shim_ship, its calls. */
+void gtop_shim_costs(uint64_t *out) {
+  pthread_mutex_lock(&mu);
+  out[0] = callback_ns;
+  out[1] = callbacks;
+  out[2] = ship_ns;
+  out[3] = ships;
+  pthread_mutex_unlock(&mu);
+}
+
 /* One BUFFER frame as gtop/agent/wire.py frames it: HEADER (type, reserved, payload
  * length) and BUFFER_HEAD (dropped, declined), little-endian like the x86-64 host. */
 #define FRAME_BUFFER 2
@@ -127,11 +154,7 @@ struct frame_head {
   uint64_t dropped, declined;
 } __attribute__((packed));
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t now_ms(void) { return (int64_t)(now_ns() / 1000000u); }
 
 /* Write every byte of iov to fd (which may be non-blocking), waiting at most until
  * deadline (CLOCK_MONOTONIC ms) for room; 0 on success, -1 on error or timeout. */
@@ -178,6 +201,7 @@ int gtop_shim_ship(int fd, int timeout_ms, uint64_t *bytes_sent) {
   size_t valid[MAX_BUFFERS], dropped[MAX_BUFFERS];
   uint64_t declined_now, total = 0;
   int n, i, sent = 0, failed = fd < 0;
+  uint64_t t0 = now_ns();
   n = gtop_shim_take(bufs, valid, dropped, MAX_BUFFERS);
   pthread_mutex_lock(&mu);
   declined_now = declined;
@@ -208,5 +232,9 @@ int gtop_shim_ship(int fd, int timeout_ms, uint64_t *bytes_sent) {
     }
   }
   if (bytes_sent) *bytes_sent = total;
+  pthread_mutex_lock(&mu);
+  ship_ns += now_ns() - t0;
+  ships++;
+  pthread_mutex_unlock(&mu);
   return failed ? -1 : sent;
 }

@@ -4,16 +4,39 @@ The default is the cheap set that meets the overhead target: runtime/driver API 
 about double CUPTI's cost on launch-bound code (measured on an H200, 0.56 vs 0.83 of
 untraced steps/s with and without them), so they are only in ``full`` (or named
 explicitly, e.g. ``kernel,memcpy,runtime``).
+
+CUDA graphs: with ``graph`` on (the default), CUPTI traces each graph launch as one
+record (CUPTI_ACTIVITY_KIND_GRAPH_TRACE: the whole graph's start and end on the GPU) and
+leaves the kernels inside it out, as Nsight Systems' ``--cuda-graph-trace=graph`` does;
+kernels launched outside graphs are traced as before. ``graph-nodes`` traces every node
+of every replay as its own kernel record: what a decode step's kernels cost, at a cost
+per node on graph replay that ``graph`` avoids. ``full`` traces nodes too.
 """
 
 from __future__ import annotations
 
-KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "driver", "marker", "overhead")
+KINDS = ("graph", "kernel", "memcpy", "memset", "sync", "runtime", "driver", "marker", "overhead")
+"""``graph`` first: it is enabled before the node-level kinds it changes."""
+
+NODE_KINDS = ("kernel", "memcpy", "memset", "sync")
 
 MODES: dict[str, tuple[str, ...]] = {
-    "default": ("kernel", "memcpy", "memset", "sync"),
-    "full": KINDS,
+    "default": ("graph", *NODE_KINDS),
+    "graph-nodes": NODE_KINDS,
+    "full": KINDS[1:],
 }
+
+
+def graph_level(kinds: tuple[str, ...] | list[str]) -> bool:
+    """Whether CUDA graphs are traced one record per launch (else one per node)."""
+    return "graph" in kinds
+
+
+def toggle_graph_nodes(kinds: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``kinds`` with graph-level tracing switched (graph-level <-> per node)."""
+    if graph_level(kinds):
+        return tuple(k for k in kinds if k != "graph")
+    return ("graph", *kinds)
 
 
 def kinds_for(mode: str) -> tuple[str, ...]:

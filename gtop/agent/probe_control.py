@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from gtop.agent import wire
+from . import wire
 
 CLOCK_EVERY_S = 10.0
 MEM_TRACE_SAMPLE = 64
@@ -23,7 +23,7 @@ MEM_TRACE_SAMPLE = 64
 
 
 def _triton_probes() -> Any:
-    from gtop.agent.triton_probes import TritonProbes
+    from .triton_probes import TritonProbes
 
     return TritonProbes()
 
@@ -32,8 +32,8 @@ def _gt_samples() -> list[tuple[int, int, int]]:
     """%globaltimer samples on this (agent) thread, in the device's primary context."""
     from cuda.bindings import driver
 
-    from gtop.probes.engine import globaltimer as clock
-    from gtop.probes.engine.driver import check
+    from ..probes.engine import globaltimer as clock
+    from ..probes.engine.driver import check
 
     if not int(check(driver.cuCtxGetCurrent())):
         device = check(driver.cuDeviceGet(0))
@@ -65,8 +65,8 @@ class ProbeControl:
         on = bool(msg.get("on", True))
         reply = {"kernel": kernel, "probe": probe, "on": on, "ok": False}
         try:
-            from gtop.agent.triton_probes import Selection
-            from gtop.probes.catalog import get
+            from ..probes.catalog import get
+            from .triton_probes import Selection
 
             get(probe)
             every = max(1, int(msg.get("every", 1)))

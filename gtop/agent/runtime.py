@@ -24,9 +24,10 @@ import threading
 import time
 from typing import Any
 
-from gtop.agent import wire
-from gtop.agent.buffers import BufferPool, Completed, ShimPool, make_pool
-from gtop.agent.cupti import (
+from . import wire
+from .buffers import BufferPool, Completed, ShimPool, make_pool
+from .cost import AgentCost
+from .cupti import (
     ERROR_MULTIPLE_SUBSCRIBERS,
     KIND_BY_NAME,
     Cupti,
@@ -34,9 +35,10 @@ from gtop.agent.cupti import (
     SubscriberCallback,
     load,
 )
-from gtop.agent.modes import kinds_for
-from gtop.agent.native import cuda_initialised, read_cstring
-from gtop.agent.probe_control import ProbeControl
+from .modes import KINDS, kinds_for
+from .native import cuda_initialised, read_cstring
+from .owned import FdLost, OwnedSocket
+from .probe_control import ProbeControl
 
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
@@ -56,11 +58,14 @@ POLL_S = 0.1
 """How often the agent thread wakes (each wake takes the GIL from the target briefly)."""
 SEND_TIMEOUT_S = 10.0
 EXIT_JOIN_S = 3.0
+MAX_REDIALS = 8
+"""How often a process that keeps closing the agent's socket gets it back."""
 DRAIN_S = 1.5
 """After the last buffer, how long to keep answering gtop's name requests."""
 
 _lock = threading.Lock()
 _session: Session | None = None
+_redials = 0
 _cupti: Cupti | None = None
 _pool: ShimPool | BufferPool | None = None
 _noop_subscriber = SubscriberCallback(lambda *args: None)
@@ -133,8 +138,14 @@ class Session(threading.Thread):
         self.stop_requested = threading.Event()
         self.exiting = False
         """Set when the process is exiting (rather than gtop asking to detach)."""
-        self.sock: socket.socket | None = None
+        self.wanted = kinds
+        """The kinds asked for (``kinds`` keeps those CUPTI enabled)."""
+        self.owned: OwnedSocket | None = None
         self.connected = False
+        self.tracing = False
+        """CUPTI was started: at exit, its buffers must be delivered (worth a wait)."""
+        self.lost = False
+        """The process closed our socket's descriptor: dial gtop again."""
         self.cupti: Cupti | None = None
         self.pool: ShimPool | BufferPool | None = None
         self.subscriber = None
@@ -146,6 +157,10 @@ class Session(threading.Thread):
         """gtop has answered the DRAIN frame (every name it needs is resolved)."""
         self.probes = ProbeControl()
         """PTX probes on Triton kernels, toggled by gtop's ``probe`` op."""
+        self.cost = AgentCost()
+        """What this session costs the process, sent with every clock sample."""
+        self.buffers_sent = 0
+        """Buffers shipped to gtop (none: a process that never launched GPU work)."""
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -165,20 +180,19 @@ class Session(threading.Thread):
             if self.exiting:
                 self._report("exited", "the process is exiting")
             self._close()
+            self._redial()
 
     def _connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.owned = OwnedSocket(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+        sock = self.owned.sock
         sock.settimeout(SEND_TIMEOUT_S)
         try:
             sock.connect(self.path)
+            _, uid = wire.peer_uid(sock)
         except OSError:
-            sock.close()
             raise HostGone from None
-        _, uid = wire.peer_uid(sock)
         if not wire.peer_allowed(uid, os.geteuid()):
-            sock.close()
             raise HostGone  # not our user: say nothing to it
-        self.sock = sock
         self.connected = True
         self._send(
             wire.json_frame(
@@ -198,9 +212,11 @@ class Session(threading.Thread):
         if not cuda_initialised():
             self._report("waiting_cuda", "waiting for the process to initialise CUDA")
             while not cuda_initialised():
-                self._service(CUDA_POLL_S)
                 if self.stop_requested.is_set():
                     return
+                self._service(CUDA_POLL_S)
+        if self.stop_requested.is_set():
+            return
         try:
             self.cupti, self.pool = _cupti_and_pool(self.options)
         except OSError as exc:
@@ -217,12 +233,15 @@ class Session(threading.Thread):
             cupti_path=cupti.path,
             record_sizes=sizes,
         )
+        self.cost = AgentCost(self.pool)
         self._send_clock(5)  # several samples first, for a quick first fit
         interval = self.options.get("flush_interval", FLUSH_INTERVAL_S)
         next_flush = last_buffer = time.monotonic()
         next_clock = next_flush + CLOCK_INTERVAL_S
         while not self.stop_requested.is_set():
             self._service(POLL_S)
+            woke = time.perf_counter_ns()
+            released = -self._shipped_ns()  # ns in calls that let go of the GIL
             now = time.monotonic()
             if now >= next_flush:
                 # Buffers that fill up come back by themselves: flush (a call into CUPTI
@@ -232,7 +251,9 @@ class Session(threading.Thread):
                 # without any buffer, force one out (its in-flight records come back
                 # without end times, and are counted as incomplete).
                 if now - last_buffer >= interval:
-                    cupti.flush(forced=now - last_buffer >= STALE_S)
+                    t_flush = time.perf_counter_ns()
+                    cupti.flush(forced=now - last_buffer >= STALE_S)  # ctypes: GIL let go
+                    released += time.perf_counter_ns() - t_flush
                 next_flush = now + interval
             if self._ship_returned():
                 last_buffer = now
@@ -240,7 +261,13 @@ class Session(threading.Thread):
                 self._send(probe_frame)
             if now >= next_clock:
                 self._send_clock(1)
+                self._send(wire.json_frame(wire.COST, self.cost.snapshot()))
                 next_clock = now + CLOCK_INTERVAL_S
+            self.cost.woke(time.perf_counter_ns() - woke, released + self._shipped_ns())
+
+    def _shipped_ns(self) -> int:
+        """ns the C shim has spent shipping (without the GIL) so far."""
+        return self.pool.costs()[2] if isinstance(self.pool, ShimPool) else 0
 
     def _start_tracing(self) -> None:
         cupti, pool = self.cupti, self.pool
@@ -252,6 +279,7 @@ class Session(threading.Thread):
             if exc.code == ERROR_MULTIPLE_SUBSCRIBERS:
                 raise Refused("other_subscriber", OTHER_TOOL) from None
             raise
+        self.tracing = True
         cupti.register_callbacks(pool.requested_cb, pool.completed_cb)
         cupti.set_zeroed_buffers()
         cupti.system_thread_ids()
@@ -259,8 +287,12 @@ class Session(threading.Thread):
         self._set_kinds(self.kinds)
 
     def _set_kinds(self, names: tuple[str, ...]) -> None:
-        """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported."""
-        wanted = {KIND_BY_NAME[n]: n for n in names}
+        """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported.
+
+        Kinds are enabled in :data:`~gtop.agent.modes.KINDS` order: graph-level tracing
+        before the kernel records it keeps graph nodes out of.
+        """
+        wanted = {KIND_BY_NAME[n]: n for n in sorted(names, key=KINDS.index)}
         for kind in [k for k in self.enabled if k not in wanted]:
             _quietly(self.cupti.disable, kind)
             self.enabled.remove(kind)
@@ -302,7 +334,8 @@ class Session(threading.Thread):
             try:
                 self._ship(items)
                 items = []
-                self._drain()
+                if self.buffers_sent:  # else no name can be pending: exit at once
+                    self._drain()
             except BaseException:
                 self.connected = False
         for item in items:
@@ -328,13 +361,30 @@ class Session(threading.Thread):
             self._service(min(POLL_S, left))
 
     def _close(self) -> None:
-        if self.sock is not None:
-            _quietly(self.sock.close)
+        if self.owned is not None:
+            _quietly(self.owned.close)  # only if the descriptor is still ours
         self.connected = False
         global _session
         with _lock:
             if _session is self:
                 _session = None
+
+    def _redial(self) -> None:
+        """After the process closed our socket: connect again, as a new session."""
+        global _session, _redials
+        if not self.lost or self.exiting or self.stop_requested.is_set():
+            return
+        with _lock:
+            if _session is None and _redials < MAX_REDIALS:
+                _redials += 1
+                _session = Session(self.path, self.wanted, self.options)
+                _session.start()
+
+    def wake(self) -> None:
+        """Make the thread see the stop request now, not at its next poll (at exit, when
+        there is nothing to deliver: ``python -c pass`` should not wait for a poll)."""
+        if self.owned is not None and not self.tracing:
+            self.owned.shutdown_read()
 
     # --- I/O --------------------------------------------------------------------------
 
@@ -342,11 +392,17 @@ class Session(threading.Thread):
         if not self.connected:
             raise HostGone
         try:
+            self.owned.fileno()
             for part in parts:
-                self.sock.sendall(part)
-        except OSError:
-            self.connected = False
-            raise HostGone from None
+                self.owned.sock.sendall(part)
+        except OSError as exc:
+            self._lose(exc)
+
+    def _lose(self, exc: OSError) -> None:
+        """The link failed: gtop went away, or the process took our descriptor."""
+        self.connected = False
+        self.lost = isinstance(exc, FdLost)
+        raise HostGone from None
 
     def _report(self, state: str, message: str, **extra: Any) -> None:
         if self.connected:
@@ -364,13 +420,19 @@ class Session(threading.Thread):
         if not isinstance(self.pool, ShimPool):
             items = self.pool.completed()
             self._ship(items)
+            self.buffers_sent += len(items)
             return len(items)
         if not self.connected:
             raise HostGone
-        sent = self.pool.ship(self.sock.fileno(), SEND_TIMEOUT_S)
+        try:
+            fd = self.owned.fileno()
+        except FdLost as exc:
+            self._lose(exc)
+        sent = self.pool.ship(fd, SEND_TIMEOUT_S)
         if sent < 0:
             self.connected = False
             raise HostGone
+        self.buffers_sent += sent
         return sent
 
     def _ship(self, items: list[Completed]) -> None:
@@ -405,11 +467,13 @@ class Session(threading.Thread):
         try:
             # poll, not select: a big process may hold file descriptors above 1024
             poller = select.poll()
-            poller.register(self.sock, select.POLLIN)
+            poller.register(self.owned.fileno(), select.POLLIN)
             ready = poller.poll(timeout * 1000)
-            data = self.sock.recv(1 << 16) if ready else None
-        except OSError:
-            raise HostGone from None
+            data = self.owned.sock.recv(1 << 16) if ready and self.owned.mine() else None
+        except OSError as exc:
+            self._lose(exc)
+        if data == b"" and self.exiting and not self.tracing:
+            return  # woken for exit (see wake)
         if data == b"":
             raise HostGone
         if data:
@@ -471,15 +535,21 @@ def stop(timeout: float = EXIT_JOIN_S) -> None:
         if session is not None and session.is_alive():
             session.exiting = True
             session.stop_requested.set()
+            session.wake()
             session.join(timeout)
     except BaseException:
         pass
 
 
 def _after_fork_in_child() -> None:
-    """A forked child inherits none of the agent's threads: forget the session."""
-    global _session
-    _session = None
+    """A forked child inherits none of the agent's threads: forget the session, and
+    close the child's copy of its socket (else gtop would not see the parent leave while
+    the child lives), only if the child has not already closed or reused it."""
+    global _session, _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    session, _session = _session, None
+    if session is not None and session.owned is not None:
+        _quietly(session.owned.close)
 
 
 atexit.register(stop)

@@ -36,8 +36,8 @@ import gc
 import hashlib
 import os
 import re
+import shutil
 import sys
-import tempfile
 import threading
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -46,14 +46,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gtop.probes.catalog import get
-from gtop.probes.engine import ptx
-from gtop.probes.engine.probe import Level
-from gtop.probes.engine.rewrite import instrument, read_header
+from ..probes.catalog import get
+from ..probes.engine import ptx
+from ..probes.engine.probe import Level
+from ..probes.engine.rewrite import instrument, read_header
+from . import tmpdirs
 
 if TYPE_CHECKING:
-    from gtop.probes.engine.driver import Fence, Pending, ProbeBuffers
+    from ..probes.engine.driver import Fence, Pending, ProbeBuffers
 
+TMP_PREFIX = "gtop-triton-"
+"""Compile caches of probed kernels: ``/tmp/gtop-triton-<pid>-*``, removed on close (and
+when stale, by the next one)."""
 DEFAULT_CAPACITY = {"block_sched": 1 << 18, "tensorop": 1 << 18, "mem_trace": 1 << 20}
 
 # The stages of the live path, in order, as counted in TritonProbes.trace[kernel].
@@ -137,7 +141,7 @@ class TritonProbes:
         self._headers: dict[str, dict] = {}  # kernel name -> header of its last rewrite
         self._saved: list[_Saved] = []
         self._lock = threading.RLock()
-        self._cache_root = Path(tempfile.mkdtemp(prefix="gtop-triton-"))
+        self._cache_root = tmpdirs.make(TMP_PREFIX)
         self._user_cache: tuple[bool, Any, str | None] | None = None
         self._previous_stages: Any = None
         self._installed = False
@@ -218,8 +222,10 @@ class TritonProbes:
             return out
 
     def close(self) -> None:
-        """Disable everything (buffers still copying are freed by a last :meth:`poll`)."""
+        """Disable everything (buffers still copying are freed by a last :meth:`poll`)
+        and remove the compile cache."""
         self.disable()
+        shutil.rmtree(self._cache_root, ignore_errors=True)
 
     def diagnose(self) -> str:
         """Everything needed to tell why a probed kernel gave no records: the hooks'
@@ -388,7 +394,7 @@ class TritonProbes:
                 self.errors.append(f"{name}: loaded without a probe header ({where})")
                 return
             self._count(name, "header_found")
-            from gtop.probes.engine.driver import ProbeBuffers
+            from ..probes.engine.driver import ProbeBuffers
 
             capacity = sel.capacity or DEFAULT_CAPACITY[sel.probe]
             buffers = ProbeBuffers(int(module), header, capacity)

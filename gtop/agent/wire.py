@@ -35,6 +35,8 @@ DRAIN = 6  # {}: the last buffer has been sent; gtop answers with its pending re
 PROBE = 7  # PROBE_HEAD + JSON {"kernel", "probe", "launch", "header", "overflow",
 #            "every", "sample", "gt_samples"} + the launch's raw probe records
 PROBE_STATE = 8  # {"kernel", "probe", "on", "ok", "message"}: answer to a "probe" op
+COST = 9  # the agent's own cost so far (gtop.agent.cost): {"agent_cpu_ns", "gil_ns",
+#           "callback_ns", "callbacks", "ship_ns", "ships", "wakes", "t_ns", ...}
 # gtop -> agent
 CONTROL = 16  # {"op": "kinds" | "resolve" | "detach" | "drained" | "probe", ...}
 #               probe: {"kernel": regex, "probe": name, "every": k, "on": bool}
@@ -91,6 +93,11 @@ class FrameReader:
 
     def __init__(self) -> None:
         self._buf = bytearray()
+
+    @property
+    def pending(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return len(self._buf)
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         """Add received bytes; return every complete ``(type, payload)`` frame.

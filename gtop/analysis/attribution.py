@@ -66,7 +66,7 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import PANELS, Cause
 from gtop.analysis.host_window import LAUNCH_GAP_NS, HostIndex
-from gtop.analysis.records import OP_KERNEL, Records
+from gtop.analysis.records import OP_COMM, OP_KERNEL, Records
 from gtop.core.rows import take_rows
 
 NEVER = np.int64(-(2**62))
@@ -135,7 +135,7 @@ class Summary:
     @property
     def gar(self) -> float:
         """GPU Active Ratio, |ON_GPU| / (t1 - t0)."""
-        on = int(self.totals[Cause.G_COMP] + self.totals[Cause.G_XFER])
+        on = int(self.totals[Cause.G_COMP] + self.totals[Cause.G_XFER] + self.totals[Cause.G_COMM])
         return on / self.duration_ns if self.duration_ns else float("nan")
 
     def inflation(self) -> dict[str, dict[str, float]]:
@@ -368,10 +368,14 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
     start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
     tid = prep.tid[idx]
     kernel = ops["kind"] == OP_KERNEL
+    talk = ops["kind"] == OP_COMM
+    copy = ~kernel & ~talk
     comp = iv.clip(iv.union(start[kernel], end[kernel]), t0, t1)
-    xfer = iv.subtract(iv.clip(iv.union(start[~kernel], end[~kernel]), t0, t1), comp)
+    comm = iv.subtract(iv.clip(iv.union(start[talk], end[talk]), t0, t1), comp)
+    xfer = iv.subtract(iv.subtract(iv.clip(iv.union(start[copy], end[copy]), t0, t1), comp), comm)
     on = iv.union(
-        np.concatenate((comp.starts, xfer.starts)), np.concatenate((comp.ends, xfer.ends))
+        np.concatenate((comp.starts, comm.starts, xfer.starts)),
+        np.concatenate((comp.ends, comm.ends, xfer.ends)),
     )
     gaps = iv.complement(on, t0, t1)
     queue = iv.intersect(gaps, iv.clip(iv.union(elig, start), t0, t1))
@@ -393,6 +397,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
     parts = [
         (comp.starts, comp.ends, Cause.G_COMP, None),
         (xfer.starts, xfer.ends, Cause.G_XFER, None),
+        (comm.starts, comm.ends, Cause.G_COMM, None),
         (queue.starts, queue.ends, Cause.G_QUEUE, iv.owner(gaps, queue.starts)),
         (stall.starts, stall.ends, Cause.G_STALL, iv.owner(gaps, stall.starts)),
     ]
@@ -424,7 +429,7 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
 
     threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)
     blocked, runnable, on_cpu = prep.host.thread_panels(threads)
-    dep, queue = iv.clipped_total(sub, elig, t0, t1), iv.clipped_total(elig, start, t0, t1)
+    dep, queue = iv.clipped_measure(sub, elig, t0, t1), iv.clipped_measure(elig, start, t0, t1)
     panels = dict(zip(PANELS, (blocked, runnable, dep, queue), strict=True))
     return UnitResult(
         unit=unit,

@@ -19,6 +19,8 @@ class Cause(IntEnum):
     G_STALL = 8
     UNKNOWN = 9
     """Off-GPU with no host data for the charged thread (or no thread to charge)."""
+    G_COMM = 10
+    """Communication kernels (NCCL) executing. Appended: recordings store cause codes."""
 
 
 LABELS = (
@@ -32,8 +34,9 @@ LABELS = (
     "G:QUEUE",
     "G:STALL",
     "UNKNOWN",
+    "G:COMM",
 )
-ON_CAUSES = (Cause.G_COMP, Cause.G_XFER)
+ON_CAUSES = (Cause.G_COMP, Cause.G_XFER, Cause.G_COMM)
 OFF_CAUSES = tuple(c for c in Cause if c not in ON_CAUSES)
 PANELS = ("OFF-CPU^dep", "OFF-CPU^queue", "OFF-GPU^dep", "OFF-GPU^queue")
 
@@ -48,6 +51,7 @@ PHRASES = (
     "GPU queue",
     "GPU dependency wait",
     "no host data",
+    "communicating (NCCL)",
 )
 """Each cause in plain words, in :class:`Cause` order: what a view shows first, with the
 code (:data:`LABELS`) beside it."""
@@ -70,5 +74,9 @@ EXPLANATIONS = (
     "Work on a stream waits for another stream or event on the GPU.",
     "The GPU was idle and gtop had no host data to say why (before the target started "
     "or outside its threads).",
+    "Collective communication kernels (NCCL: all-reduce, all-gather, send/recv) executing "
+    "and no compute kernel at the same time; the Ranks tab shows how much of it waits "
+    "for a slower rank. Usual fix: overlap communication with compute (DDP buckets, "
+    "FSDP prefetch), balance the ranks' work.",
 )
 """One sentence per cause, in :class:`Cause` order: the legend's text."""

@@ -23,9 +23,9 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis import slices
 from gtop.analysis.attribution import UnitResult, unit_mask
-from gtop.analysis.causes import LABELS, Cause
+from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES, Cause
 from gtop.analysis.host_window import HostIndex, frames_of
-from gtop.analysis.records import OP_KERNEL, OP_MEMSET, Records
+from gtop.analysis.records import OP_COMM, OP_KERNEL, OP_MEMCPY, OP_MEMSET, Records
 from gtop.core.layouts import CopyKind
 from gtop.core.rows import take_rows
 
@@ -34,7 +34,7 @@ DEVICE_CAUSES = (Cause.G_QUEUE, Cause.G_STALL)
 
 def op_name(kind: int, label: int, kernel_names: Mapping[int, str]) -> str:
     """Display name of an op: kernel name, copy kind, or ``MEMSET``."""
-    if kind == OP_KERNEL:
+    if kind in (OP_KERNEL, OP_COMM):
         return kernel_names.get(label, f"kernel#{label}").replace(";", ":")
     if kind == OP_MEMSET:
         return "MEMSET"
@@ -105,13 +105,18 @@ def fold(
     if on_gpu_leaves:
         ops = take_rows(records.ops, unit_mask(records.ops, result.unit))
         keys = _op_keys(ops["kind"], ops["label"])
-        for on_cause, is_kernel in ((Cause.G_COMP, True), (Cause.G_XFER, False)):
-            mine = np.flatnonzero((ops["kind"] == OP_KERNEL) == is_kernel)
+        on_kinds = (
+            (Cause.G_COMP, (OP_KERNEL,)),
+            (Cause.G_XFER, (OP_MEMCPY, OP_MEMSET)),
+            (Cause.G_COMM, (OP_COMM,)),
+        )
+        for on_cause, kinds in on_kinds:
+            mine = np.flatnonzero(np.isin(ops["kind"], kinds))
             sl = cause == on_cause
             row = _busiest_op(take_rows(ops, mine), edges)[sl]
             leaf[sl] = iv.take(keys[mine], row, -1)
 
-    off = np.flatnonzero(cause >= Cause.H_CTRL)
+    off = np.flatnonzero(np.isin(cause, OFF_CAUSES))
     seg = slices.first_segment(part, cause[off], edges[off])
     device = np.isin(cause[off], DEVICE_CAUSES)
     dev_seg = seg[device]
@@ -136,11 +141,11 @@ def fold(
     for key, w in zip(distinct.tolist(), widths.tolist(), strict=True):
         c, lf = key >> 56, key & (2**56 - 1)
         lf = -1 if lf == 2**56 - 1 else lf
-        if c <= Cause.G_XFER or c in DEVICE_CAUSES:
+        if c in ON_CAUSES or c in DEVICE_CAUSES:
             text = _op_key_name(lf, kernel_names) if lf >= 0 else ""
         else:
             text = ";".join(frames_of(lf, stacks)) if lf >= 0 else ""
-        root = "ON_GPU" if c <= Cause.G_XFER else "OFF_GPU"
+        root = "ON_GPU" if c in ON_CAUSES else "OFF_GPU"
         name = f"{root};{LABELS[c]};{text}" if text else f"{root};{LABELS[c]}"
         folded[name] = folded.get(name, 0) + w
     return folded

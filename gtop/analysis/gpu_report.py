@@ -3,7 +3,7 @@
 Shape, keyed by device index as a string::
 
     {"0": {"exact": true, "duration_s": 60.0, "gar": 0.71,
-           "on": {"G:COMP": 41.2, "G:XFER": 1.4},
+           "on": {"G:COMP": 41.2, "G:XFER": 1.4, "G:COMM": 0.0},
            "off": {"H:CTRL": ..., "H:APP": ..., "H:WAIT_GPU": ..., "H:IO": ...,
                    "OFF_CPU": ..., "G:QUEUE": ..., "G:STALL": ..., "UNKNOWN": ...},
            "panels": {"OFF-CPU^dep": ..., "OFF-CPU^queue": ..., "OFF-GPU^dep": ...,

@@ -214,16 +214,23 @@ class HostIndex:
         return a.starts, a.ends, cause, a.span
 
     def thread_panels(self, tids: np.ndarray) -> tuple[int, int, int]:
-        """(blocked, runnable, on-CPU) ns of the threads ``tids`` in the window."""
-        totals = [0, 0, 0]
-        for tid in tids:
-            states, s_end = self.thread_states(int(tid))
-            for slot, st in enumerate(
-                (ThreadState.BLOCKED, ThreadState.RUNNABLE, ThreadState.ON_CPU)
-            ):
-                m = states["state"] == st
-                totals[slot] += iv.clipped_total(states["t"][m], s_end[m], self.t0, self.t1)
-        return totals[0], totals[1], totals[2]
+        """(blocked, runnable, on-CPU) ns of the threads ``tids`` in the window: blocked
+        and runnable as the time at least one of them was (never more than the window),
+        on-CPU summed over them (the CPU's service time)."""
+        rows = [self.thread_states(int(tid)) for tid in tids]
+        states = np.concatenate([r[0]["state"] for r in rows]) if rows else np.empty(0, np.uint8)
+        starts = np.concatenate([r[0]["t"] for r in rows]) if rows else np.empty(0, np.int64)
+        ends = np.concatenate([r[1] for r in rows]) if rows else np.empty(0, np.int64)
+        blocked, runnable, on = (
+            states == ThreadState.BLOCKED,
+            states == ThreadState.RUNNABLE,
+            states == ThreadState.ON_CPU,
+        )
+        return (
+            iv.clipped_measure(starts[blocked], ends[blocked], self.t0, self.t1),
+            iv.clipped_measure(starts[runnable], ends[runnable], self.t0, self.t1),
+            iv.clipped_total(starts[on], ends[on], self.t0, self.t1),
+        )
 
     def stack_ids(self, tid: int, at: np.ndarray, until: np.ndarray, max_age: int) -> np.ndarray:
         """The thread's stack id for each probe time ``at`` (-1 when none).

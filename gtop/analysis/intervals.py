@@ -130,6 +130,11 @@ def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
     return got
 
 
+def clipped_measure(starts: np.ndarray, ends: np.ndarray, t0: int, t1: int) -> int:
+    """How much of ``[t0, t1)`` the union of ``[starts, ends)`` covers (overlaps once)."""
+    return clip(union(starts, ends), t0, t1).measure()
+
+
 def clipped_total(starts: np.ndarray, ends: np.ndarray, t0: int, t1: int) -> int:
     """Sum of the lengths of ``[starts, ends) ∩ [t0, t1)``, overlaps counted each time."""
     lengths = np.minimum(ends, t1) - np.maximum(starts, t0)

@@ -53,11 +53,12 @@ CODE_NAMES = {
 }  # fmt: skip
 
 _STREAM_CODE = np.full(len(Cause), Code.IDLE, np.uint8)
-_STREAM_CODE[[Cause.G_COMP, Cause.G_XFER, Cause.G_QUEUE, Cause.G_STALL]] = [
+_STREAM_CODE[[Cause.G_COMP, Cause.G_XFER, Cause.G_QUEUE, Cause.G_STALL, Cause.G_COMM]] = [
     Code.KERNEL,
     Code.COPY,
     Code.QUEUE,
     Code.STALL,
+    Code.KERNEL,
 ]
 _BLOCKED_CODE = np.full(256, Code.BLOCKED_OTHER, np.uint8)
 _BLOCKED_CODE[[BlockReason.IO, BlockReason.LOCK, BlockReason.SLEEP, BlockReason.POLL,

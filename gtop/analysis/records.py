@@ -15,7 +15,8 @@ import numpy as np
 from gtop.core import layouts
 from gtop.core.rows import concat_rows, take_rows
 
-OP_KERNEL, OP_MEMCPY, OP_MEMSET = 0, 1, 2
+OP_KERNEL, OP_MEMCPY, OP_MEMSET, OP_COMM = 0, 1, 2, 3
+"""Kinds of GPU op; OP_COMM is a communication kernel (:func:`mark_comm`)."""
 
 OP = np.dtype(
     [
@@ -27,7 +28,7 @@ OP = np.dtype(
         ("device", "<i2"),
         ("stream", "<u4"),
         ("corr", "<u4"),
-        ("kind", "<u1"),  # OP_KERNEL / OP_MEMCPY / OP_MEMSET
+        ("kind", "<u1"),  # OP_KERNEL / OP_MEMCPY / OP_MEMSET / OP_COMM
         ("label", "<i8"),  # kernel name_id, CopyKind, or -1 for a memset
     ]
 )
@@ -139,6 +140,14 @@ def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:
     out["kind"] = kind
     if kind == OP_MEMSET:
         out["label"] = -1
+
+
+def mark_comm(ops: np.ndarray, comm_labels: np.ndarray) -> None:
+    """Make the kernels of ``ops`` whose name id is in ``comm_labels`` communication ops
+    (in place)."""
+    if len(comm_labels) and len(ops):
+        hit = (ops["kind"] == OP_KERNEL) & np.isin(ops["label"], comm_labels)
+        ops["kind"][hit] = OP_COMM
 
 
 @dataclass

@@ -17,13 +17,16 @@ from gtop import __version__
 from gtop.core.hub import Entity
 
 if TYPE_CHECKING:
+    from gtop.analysis.active_window import Window
     from gtop.analysis.cuda_activity import KernelStats
 
 MIB = 1 << 20
+PY_SUFFIX = ".py)"
+"""How a Python frame ends in the stack tables (``func (path/file.py)``)."""
 
 ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
 """What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
-REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", *ATTRIBUTION_STREAMS)
+REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "overhead", *ATTRIBUTION_STREAMS)
 """Every stream :func:`build_report` reads."""
 
 
@@ -145,17 +148,42 @@ def process_summaries(
     return out
 
 
-def advice(devices: list[dict]) -> list[str]:
-    """Plain-language hints from what the summary shows."""
+def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
+    """Plain-language hints from what the summary shows: a GPU with low utilisation and
+    no exact breakdown (``gpu``) is worth recording with its process."""
     hints = []
     for dev in devices:
         util = dev["utilization"]["mean"]
-        if util is not None and util < 50 and dev["samples"] > 0:
+        exact = gpu.get(str(dev["index"]), {}).get("exact", False)
+        if util is not None and util < 50 and dev["samples"] > 0 and not exact:
             hints.append(
                 f"GPU {dev['index']} was busy only {util:.0f}% of the time: the host may be "
-                "starving it (run under `gtop run` to see why)."
+                "starving it (record its process with `gtop record -- CMD` to see why)."
             )
     return hints
+
+
+def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict | None:
+    """The ``verdict`` key (:mod:`gtop.analysis.verdict`) for the device with the most
+    time explained (the least UNKNOWN), or None without a breakdown."""
+    from gtop.analysis.verdict import decide
+
+    if not gpu:
+        return None
+    device, entry = max(
+        gpu.items(), key=lambda kv: (kv[1]["duration_s"] - kv[1]["off"]["UNKNOWN"], -int(kv[0]))
+    )
+    count = sum(k["count"] for k in kernels)
+    total_ns = sum(k["total_ns"] for k in kernels)
+    duration = entry["duration_s"]
+    verdict = decide(
+        {**entry["on"], **entry["off"]},
+        duration,
+        [(s["stack"], s["seconds"]) for s in entry.get("top_off_gpu_stacks", [])],
+        launches_per_s=count / duration if count and duration > 0 else None,
+        mean_kernel_us=total_ns / count / 1e3 if count else None,
+    )
+    return None if verdict is None else {"device": int(device), **verdict.as_json()}
 
 
 def threads_section(
@@ -193,15 +221,18 @@ def gpu_section(
     from gtop.analysis.approximate import approximate
     from gtop.analysis.cuda_activity import names_from_entities
     from gtop.analysis.gpu_report import gpu_report, unit_summary
-    from gtop.analysis.records import Records
+    from gtop.analysis.ranks import comm_labels
+    from gtop.analysis.records import Records, mark_comm
 
     t0, t1 = time_range
     if t1 <= t0:
         return {}
     records = Records.from_streams({k: v for k, v in data.items() if len(v)}, ops)
     stacks = stack_frames(entities)
+    names = names_from_entities(entities)
     if len(records.ops):
-        return gpu_report(records, t0, t1 + 1, names_from_entities(entities), stacks)
+        mark_comm(records.ops, comm_labels(names))
+        return gpu_report(records, t0, t1 + 1, names, stacks)
     gpu = data.get("gpu")
     if gpu is None or not len(gpu):
         return {}
@@ -213,6 +244,117 @@ def gpu_section(
     }
 
 
+STARTUP_DEPTH = 2
+"""Outermost Python frames that name what the startup phase did (``<module> (train.py)
+> <module> (torch/__init__.py)``: importing torch)."""
+
+
+def startup_activity(
+    states: np.ndarray, samples: np.ndarray, stacks: dict[int, dict], tid: int, top: int = 3
+) -> list[dict[str, Any]]:
+    """What thread ``tid`` did on-CPU, grouped by its outermost :data:`STARTUP_DEPTH`
+    Python frames (stacks without any: by their innermost user-space frame), widest
+    first."""
+    from gtop.analysis.thread_time import fold
+    from gtop.analysis.verdict import top_frames
+
+    groups: dict[tuple[str, ...], float] = {}
+    mine = fold(states[states["tid"] == tid], samples[samples["tid"] == tid], stacks, off_cpu=False)
+    for frames, seconds in mine.items():
+        py = tuple(f for f in frames if PY_SUFFIX in f)[:STARTUP_DEPTH]
+        native = tuple(f"[native] {f}" for f in top_frames(frames[1:], 1))
+        key = py or native or ("[no frames]",)
+        groups[key] = groups.get(key, 0.0) + seconds
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1])[:top]
+    return [{"frames": list(k), "seconds": round(v, 3)} for k, v in ranked]
+
+
+def phases_section(
+    recorded: tuple[int, int],
+    active: Window,
+    window: Window,
+    startup: dict[str, np.ndarray],
+    stacks: dict[int, dict],
+    target_pid: int | None,
+) -> list[dict[str, Any]]:
+    """The ``phases`` key, in seconds from the recording's start: ``startup`` (before the
+    target's first GPU work: starting, importing, building its model), ``warm-up`` (from
+    it to the window), the window diagnosed (named by its kind), ``wind-down`` (from the
+    window to the last GPU work) and ``after``; empty ones left out. The startup phase
+    names the target's busiest thread then, and what it did on-CPU
+    (:func:`startup_activity`), from ``startup``'s ``thread_state``/``cpu_sample`` rows."""
+    from gtop.analysis.thread_time import clip, thread_totals
+    from gtop.core import layouts
+
+    r0, r1 = recorded[0], recorded[1] + 1
+    first, last = min(active.t0, window.t0), max(active.t1, window.t1)
+    spans = [
+        ("startup", r0, first, "before the first GPU work: starting, importing, building"),
+        ("warm-up", first, window.t0, "GPU work before the steady state"),
+        (window.kind, window.t0, window.t1, "the window diagnosed"),
+        ("wind-down", window.t1, last, "GPU work after the steady state"),
+        ("after", last, r1, "after the last GPU work: shutdown, or waiting for the target"),
+    ]
+    if window.kind == "given":
+        spans[1:2] = spans[3:4] = []
+    states = clip(startup.get("thread_state", layouts.THREAD_STATE.empty(0)), r0, first)
+    samples = startup.get("cpu_sample", layouts.CPU_SAMPLE.empty(0))
+    totals = {tid: t for tid, t in thread_totals(states).items() if target_pid in (None, t["pid"])}
+    out = []
+    for name, a, b, what in spans:
+        if b <= a:
+            continue
+        phase: dict[str, Any] = {
+            "name": name,
+            "what": what,
+            "from_s": round((a - r0) / 1e9, 3),
+            "to_s": round((b - r0) / 1e9, 3),
+            "seconds": round((b - a) / 1e9, 3),
+        }
+        if name == "startup" and totals:
+            tid = max(totals, key=lambda t: (t == target_pid, totals[t]["on_cpu_s"]))
+            phase["thread"] = tid
+            phase["on_cpu_s"] = round(totals[tid]["on_cpu_s"], 3)
+            phase["top_on_cpu"] = startup_activity(states, samples, stacks, tid)
+        out.append(phase)
+    return out
+
+
+def window_section(recorded: tuple[int, int], window: Window) -> dict[str, Any]:
+    """The ``window`` key: what the breakdown and the verdict cover."""
+    return {
+        "kind": window.kind,
+        "from_s": round((window.t0 - recorded[0]) / 1e9, 3),
+        "to_s": round((window.t1 - recorded[0]) / 1e9, 3),
+        "duration_s": round(window.duration_ns / 1e9, 3),
+    }
+
+
+def ranks_section(
+    meta: dict[str, Any],
+    data: dict[str, np.ndarray],
+    entities: list[Entity],
+    time_range: tuple[int, int],
+    ops: np.ndarray | None = None,
+) -> dict[str, Any] | None:
+    """The ``ranks`` key (:func:`gtop.analysis.ranks.analyse`): None unless the
+    recording holds two ranks or more."""
+    from gtop.analysis.cuda_activity import names_from_entities
+    from gtop.analysis.ranks import analyse, comm_labels
+    from gtop.analysis.records import Records, mark_comm
+
+    processes = {
+        int(k): {"host": meta.get("host"), **v}
+        for k, v in latest_entities(entities, "process").items()
+    }
+    names = names_from_entities(entities)
+    records = Records.from_streams({k: v for k, v in data.items() if len(v)}, ops)
+    mark_comm(records.ops, comm_labels(names))
+    stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
+    t0, t1 = time_range
+    return analyse(processes, records, stacks, names, t0, t1 + 1)
+
+
 def build_report(
     meta: dict[str, Any],
     data: dict[str, np.ndarray],
@@ -220,19 +362,23 @@ def build_report(
     problems: list[str],
     time_range: tuple[int, int],
     kernels: KernelDigest | None = None,
+    recorded: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The report document for a recording's metadata, streams and entities (the kernel
-    table as ``data["kernel"]`` or, gathered already, as ``kernels``)."""
+    table as ``data["kernel"]`` or, gathered already, as ``kernels``) over ``time_range``
+    (first and last ns); ``start`` and ``duration_s`` are those of ``recorded`` (the
+    whole recording's range) when given."""
+    from gtop.analysis.agent_cost import report_section
     from gtop.core import layouts
 
     def stream(spec: Any) -> np.ndarray:
         return data.get(spec.name, spec.empty(0))
 
-    t0, t1 = time_range
+    r0, r1 = recorded or time_range
     wall0 = meta.get("clock", {}).get("realtime_minus_monotonic_ns")
     start = None
-    if wall0 is not None and t0:
-        start = dt.datetime.fromtimestamp((t0 + wall0) / 1e9, dt.timezone.utc).isoformat()
+    if wall0 is not None and r0:
+        start = dt.datetime.fromtimestamp((r0 + wall0) / 1e9, dt.timezone.utc).isoformat()
     devices = device_summaries(stream(layouts.GPU), latest_entities(entities, "device"))
     drops = {k: int(v) for k, v in (meta.get("drops") or {}).items()}
     from gtop.analysis.cuda_activity import kernels_report, names_from_entities
@@ -244,11 +390,14 @@ def build_report(
         names_from_entities(entities),
         kernels.stats if kernels is not None else None,
     )
+    gpu = gpu_section(
+        meta, data, entities, time_range, kernels.ops if kernels is not None else None
+    )
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),
         "start": start,
-        "duration_s": round((t1 - t0) / 1e9, 3),
+        "duration_s": round((r1 - r0) / 1e9, 3),
         "host": meta.get("host"),
         "driver_version": meta.get("driver_version"),
         "cuda_version": meta.get("cuda_version"),
@@ -262,10 +411,15 @@ def build_report(
         ),
         "drops": drops,
         **activity,
-        "gpu": gpu_section(
+        "gpu": gpu,
+        "verdict": verdict_section(gpu, activity["kernels"]),
+        "threads": threads_section(data, entities, time_range),
+        "ranks": ranks_section(
             meta, data, entities, time_range, kernels.ops if kernels is not None else None
         ),
-        "threads": threads_section(data, entities, time_range),
+        "agent_cost": report_section(
+            latest_entities(entities, "agent_cost"), stream(layouts.OVERHEAD)
+        ),
         "problems": problems,
-        "advice": advice(devices),
+        "advice": advice(devices, gpu),
     }

@@ -1,41 +1,188 @@
-"""Plain-text rendering of a report document (see :mod:`gtop.analysis.report`)."""
+"""Plain-text rendering of a report document (see :mod:`gtop.analysis.report`), in
+:data:`WIDTH` columns: the verdict first, then the breakdown and what explains it."""
 
 from __future__ import annotations
 
+import os
+import textwrap
 from typing import Any
+
+from gtop.analysis.agent_cost import cost_line
+from gtop.analysis.causes import LABELS, PHRASES
+from gtop.analysis.verdict import stack_frames, syscall, top_frames
+
+WIDTH = 100
+TOP = 5
+"""Rows per table (kernels, API calls, threads, stacks)."""
 
 
 def _num(value: float | None, fmt: str = ".1f", unit: str = "") -> str:
     return "N/A" if value is None else f"{value:{fmt}}{unit}"
 
 
-def format_report(report: dict[str, Any]) -> str:
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` columns, with an ellipsis where it was cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def _wrap(text: str, indent: str = "  ", hang: str = "    ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=hang) or [indent]
+
+
+def short_command(argv: list[str]) -> str:
+    """A command line with each path argument shortened to its last component, so that
+    commands differing past a long common prefix stay distinguishable."""
+    return " ".join(os.path.basename(a) if "/" in a and " " not in a else a for a in argv)
+
+
+def _header(report: dict[str, Any]) -> list[str]:
     lines = [
-        f"gtop report — {report.get('host') or 'unknown host'}, started {report['start'] or '?'}, "
-        f"{report['duration_s']:.1f} s"
-        + ("" if report.get("complete") else " (recording was not closed cleanly)"),
+        f"gtop report — {report.get('host') or 'unknown host'}, started "
+        f"{report['start'] or '?'}, {report['duration_s']:.1f} s"
+        + ("" if report.get("complete") else " (recording was not closed cleanly)")
     ]
     if report.get("driver_version"):
         lines.append(f"driver {report['driver_version']}, CUDA {report.get('cuda_version')}")
     target = report.get("target")
     if target:
-        cmd = " ".join(target.get("cmdline") or []) or "?"
-        lines.append(f"target: pid {target.get('pid')} {cmd}")
-    lines.append("")
-    lines.append("GPUs")
-    if not report["devices"]:
-        lines.append("  none recorded")
-    for d in report["devices"]:
-        u, m = d["utilization"], d["memory_used_mib"]
-        lines.append(
-            f"  [{d['index']}] {d['name'] or '?'}: util mean {_num(u['mean'], '.1f', '%')} "
-            f"max {_num(u['max'], '.0f', '%')}; memory mean {_num(m['mean'], '.0f', ' MiB')} "
-            f"max {_num(m['max'], '.0f', ' MiB')} of {_num(d['memory_total_mib'], '.0f', ' MiB')}; "
-            f"power mean {_num(d['power_w']['mean'], '.0f', ' W')}; "
-            f"SM active {_num(d['sm_active']['mean'], '.1f', '%')}"
+        cmd = short_command(target.get("cmdline") or []) or "?"
+        lines.append(fit(f"target: pid {target.get('pid')} {cmd}", WIDTH))
+    return lines
+
+
+WINDOW_WORDS = {
+    "active": "the target's first to last GPU work",
+    "steady": "the steady state of the target's GPU work",
+    "given": "as asked",
+    "recording": "no GPU work found: the whole recording",
+}
+
+
+def _window(report: dict[str, Any]) -> list[str]:
+    w = report.get("window")
+    if not w:
+        return []
+    lines = _wrap(
+        f"Window: {w['from_s']:.2f}–{w['to_s']:.2f} s of {report['duration_s']:.2f} s "
+        f"({WINDOW_WORDS.get(w['kind'], w['kind'])}), which all below covers",
+        "",
+        "  ",
+    )
+    for phase in report.get("phases", []):
+        if phase["name"] == w["kind"]:
+            continue
+        text = f"{phase['name']}: {phase['seconds']:.2f} s, {phase['what']}"
+        if phase.get("top_on_cpu"):
+            doing = "; ".join(
+                f"{' > '.join(g['frames'])} {g['seconds']:.2f} s" for g in phase["top_on_cpu"]
+            )
+            text += f" (on-CPU {phase['on_cpu_s']:.2f} s: {doing})"
+        lines += _wrap(text)
+    return lines
+
+
+def _verdict(report: dict[str, Any]) -> list[str]:
+    v = report.get("verdict")
+    if not v:
+        return ["", "Verdict: no GPU work in this recording, so no idle GPU to explain"]
+    lines = ["", *_wrap(f"Verdict (GPU {v['device']}): {v['headline']}", "", "  ")]
+    for item in v["evidence"]:
+        lines += _wrap(f"- {item}")
+    lines += _wrap(f"Why: {v['explanation'].split(' Usual fix:')[0]}")
+    lines += _wrap(f"Usual fix: {v['fix']}")
+    return lines
+
+
+def _breakdown(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for dev, e in sorted(report.get("gpu", {}).items(), key=lambda kv: int(kv[0])):
+        duration = e["duration_s"]
+        kind = "exact, from CUPTI" if e["exact"] else "approximate, from NVML"
+        lines += ["", f"Where GPU {dev}'s time went ({duration:.2f} s, {kind}): GAR {e['gar']:.1%}"]
+        for i, label in enumerate(LABELS):
+            seconds = e["on"].get(label, e["off"].get(label))
+            if not seconds:
+                continue
+            share = seconds / duration if duration > 0 else 0.0
+            bar = "█" * round(share * 30)
+            lines.append(f"  {PHRASES[i]:<22} {label:<10} {seconds:9.3f} s {share:6.1%} {bar}")
+        panels = {k: v for k, v in e["panels"].items() if v is not None}
+        if panels:
+            lines += _wrap(
+                "panels: " + ", ".join(f"{k} {v:.3f} s" for k, v in panels.items()),
+            )
+    return lines
+
+
+def _kernels(report: dict[str, Any]) -> list[str]:
+    kernels = report.get("kernels") or []
+    if not kernels:
+        return []
+    gpu_ns = sum(k["total_ns"] for k in kernels) or 1
+    lines = ["", f"Top kernels ({len(kernels)} kinds, % of GPU kernel time)"]
+    for k in sorted(kernels, key=lambda k: -k["total_ns"])[:TOP]:
+        head = (
+            f"  {k['total_ns'] / gpu_ns:6.1%} {k['total_ns'] / 1e9:8.3f} s "
+            f"{k['count']:>9,} x {k['mean_ns'] / 1e3:9.1f} µs  "
         )
-    lines.append("")
-    lines.append("Processes")
+        lines.append(head + fit(k.get("short") or k["name"], WIDTH - len(head)))
+    return lines
+
+
+def _api(report: dict[str, Any]) -> list[str]:
+    api = report.get("api") or []
+    if not api:
+        return []
+    lines = ["", "Top CUDA API calls (by time)"]
+    for a in sorted(api, key=lambda a: -a["total_ns"])[:TOP]:
+        lines.append(
+            fit(
+                f"  {a['total_ns'] / 1e9:8.3f} s {a['calls']:>9,} calls "
+                f"{a['calls_per_s']:>10,.0f}/s  {a['name']} ({a['api_class']}, tid {a['tid']})",
+                WIDTH,
+            )
+        )
+    return lines
+
+
+def _threads(report: dict[str, Any]) -> list[str]:
+    threads = report.get("threads") or []
+    if not threads:
+        return []
+    lines = ["", "Busiest host threads (on-CPU, runnable, blocked)"]
+    for t in sorted(threads, key=lambda t: -t["on_cpu_s"])[:TOP]:
+        blocked = sum(t["blocked_s"].values())
+        lines.append(
+            fit(
+                f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} on {t['on_cpu_s']:7.2f} s, "
+                f"runnable {t['runnable_s']:6.2f} s, blocked {blocked:7.2f} s (pid {t['pid']})",
+                WIDTH,
+            )
+        )
+    return lines
+
+
+def _stacks(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for dev, e in sorted(report.get("gpu", {}).items(), key=lambda kv: int(kv[0])):
+        stacks = e.get("top_off_gpu_stacks") or []
+        if not stacks:
+            continue
+        lines += ["", f"Top off-GPU stacks, GPU {dev} (innermost frames last)"]
+        for s in stacks[:TOP]:
+            frames = stack_frames(s["stack"])
+            call = syscall(frames)
+            shown = list(top_frames(frames))
+            if call and shown and shown[-1] == call:
+                shown[-1] = f"{call} (syscall)"
+            tail = " > ".join(shown) if shown else "(no frames)"
+            cause = s["stack"].split(";")[1]
+            lines.append(fit(f"  {s['seconds']:7.3f} s {cause:<10} {tail}", WIDTH))
+    return lines
+
+
+def _processes(report: dict[str, Any]) -> list[str]:
+    lines = ["", "Processes"]
     if not report["processes"]:
         lines.append("  none recorded")
     for p in sorted(report["processes"], key=lambda p: p["pid"]):
@@ -45,18 +192,94 @@ def format_report(report: dict[str, Any]) -> str:
                 f"SM {_num(g['sm_utilization']['mean'], '.0f', '%')}"
                 for g in p["gpus"]
             )
-            or "no GPU use seen"
+            or "no GPU use"
         )
-        cmd = " ".join(p.get("cmdline") or []) or p.get("name") or "?"
+        cmd = short_command(p.get("cmdline") or []) or p.get("name") or "?"
+        name = p.get("name")
+        if name and not cmd.startswith(name):
+            cmd = f"[{name}] {cmd}"
         state = " (exited)" if p["exited"] else ""
         cpu = _num(p["cpu_percent"]["mean"], ".0f", "%")
         rss = _num(p["rss_mib"]["max"], ".0f", " MiB")
-        lines.append(f"  {p['pid']}{state} {cmd[:60]}: {gpus}; CPU {cpu}, RSS max {rss}")
+        tail = f": {gpus}; CPU {cpu}, RSS max {rss}"
+        head = f"  {p['pid']}{state} "
+        lines.append(head + fit(cmd, WIDTH - len(head) - len(tail)) + tail)
+    return lines
+
+
+def _gpus(report: dict[str, Any]) -> list[str]:
+    lines = ["", "GPUs"]
+    if not report["devices"]:
+        lines.append("  none recorded")
+    for d in report["devices"]:
+        u, m = d["utilization"], d["memory_used_mib"]
+        lines += _wrap(
+            f"[{d['index']}] {d['name'] or '?'}: util mean {_num(u['mean'], '.1f', '%')} "
+            f"max {_num(u['max'], '.0f', '%')}; memory mean {_num(m['mean'], '.0f', ' MiB')} "
+            f"max {_num(m['max'], '.0f', ' MiB')} of "
+            f"{_num(d['memory_total_mib'], '.0f', ' MiB')}; power mean "
+            f"{_num(d['power_w']['mean'], '.0f', ' W')}; SM active "
+            f"{_num(d['sm_active']['mean'], '.1f', '%')}"
+        )
+    return lines
+
+
+def _ranks(report: dict[str, Any]) -> list[str]:
+    r = report.get("ranks")
+    if not r:
+        return []
+    lines = ["", f"Ranks ({len(r['ranks'])}, {r['collectives']} collectives matched)"]
+    lines.append(
+        f"  {'rank':>4} {'pid':>8} {'host':<12} {'GAR':>6} {'G:COMM s':>9} "
+        f"{'in coll. s':>10} {'straggler wait':>16} {'entered last':>12}"
+    )
+    for e in r["ranks"]:
+        gar = _num(None if e["gar"] is None else e["gar"] * 100, ".1f", "%")
+        wait = f"{e['straggler_wait_s']:.3f} s {e['straggler_wait_share']:5.1%}"
+        lines.append(
+            fit(
+                f"  {e['rank']:>4} {e['pid']:>8} {e['host'] or '?'!s:<12.12} {gar:>6} "
+                f"{e['on']['G:COMM']:9.3f} {e['collective_s']:10.3f} {wait:>16} "
+                f"{e['entered_last']:>12}",
+                WIDTH,
+            )
+        )
+    slow = r["slowest_rank"]
+    if slow is None:
+        lines.append("  No straggler: no rank waited 1% of the time for another.")
+    else:
+        lines += _wrap(
+            f"Slowest rank: {slow}. The other ranks wait for it in the collectives "
+            f"(up to {r['max_wait_share']:.0%} of the time): look at what rank {slow} does "
+            "between collectives that the others do not (data, I/O, a larger shard).",
+        )
+    return lines
+
+
+def _cost(report: dict[str, Any]) -> list[str]:
+    """gtop's own cost to the traced processes, as its agents measured it."""
+    cost = report.get("agent_cost")
+    if not cost:
+        return []
+    total = cost["total"]
+    cpu = total["agent_cpu_s"]
+    line = f"{cost_line(total)} ({total['processes']} traced, agent CPU {cpu:.2f} s)"
+    if cost.get("cupti_overhead_s"):
+        line += f"; CUPTI overhead records: {cost['cupti_overhead_s']:.3f} s"
+    return _wrap(line, "", "  ")
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = _header(report) + _window(report) + _verdict(report) + _breakdown(report)
+    lines += _ranks(report)
+    lines += _kernels(report) + _api(report) + _threads(report) + _stacks(report)
+    lines += _gpus(report) + _processes(report)
     drops = {k: v for k, v in report["drops"].items() if v}
     lines.append("")
     lines.append("Drops: " + (", ".join(f"{k} {v}" for k, v in drops.items()) if drops else "none"))
+    lines += _cost(report)
     for problem in report.get("problems", []):
-        lines.append(f"Problem: {problem}")
+        lines += _wrap(f"Problem: {problem}", "", "  ")
     for hint in report.get("advice", []):
-        lines.append(f"Advice: {hint}")
+        lines += _wrap(f"Advice: {hint}", "", "  ")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from typing import Any
 import psutil
 
 from gtop.collectors.base import PollingCollector, SessionSetup
+from gtop.collectors.procenv import dist_env
 from gtop.core import layouts
 from gtop.core.hub import Entity, Hub
 
@@ -38,7 +39,8 @@ def ns_pids(pid: int) -> list[int]:
 
 
 def describe(proc: psutil.Process) -> dict[str, Any]:
-    """Identity of a process (an entity value); fields that cannot be read are None."""
+    """Identity of a process (an entity value); fields that cannot be read are None.
+    ``dist``: its torch.distributed rank variables (:mod:`gtop.collectors.procenv`)."""
     info: dict[str, Any] = {"pid": proc.pid}
     with proc.oneshot():
         for key, getter in (
@@ -54,6 +56,7 @@ def describe(proc: psutil.Process) -> dict[str, Any]:
                 info[key] = None
     nested = ns_pids(proc.pid)
     info["ns_pid"] = nested[-1] if len(nested) > 1 else None
+    info["dist"] = dist_env(proc.pid)
     return info
 
 

@@ -37,6 +37,12 @@ class Controls(Protocol):
         sent (the answer arrives as a ``probe_control`` entity), else the refusal."""
         ...
 
+    def set_kinds(self, pid: int, kinds: list[str]) -> str | None:
+        """Change what ``pid``'s agent traces (:mod:`gtop.agent.modes` kinds), live: None
+        when the request was sent (the agent's new kinds arrive in its ``agent``
+        entity), else the reason it was not."""
+        ...
+
     def start_recording(self, path: Path) -> RecordingHandle:
         """Record everything from now on to ``path``.
 

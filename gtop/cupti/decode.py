@@ -8,6 +8,11 @@ are viewed through a numpy dtype and mapped, column by column, onto the layouts 
 
 Kernel and NVTX names arrive as pointers into the target's memory; :class:`NameTable`
 gives each (pid, pointer) a stable id and lists the pointers the agent must resolve.
+
+A CUDA graph launch traced at graph level (GRAPH_TRACE) becomes one ``kernel`` row
+spanning the whole graph on the GPU, with its ``graph_id`` set and ``graph_node_id`` 0
+(a node traced on its own has a node id), named ``CUDA graph <id>``: on-GPU time,
+kernel tables and timelines then count graph replays without knowing about them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ COOLDOWN = 16
 """Records walked one by one after a failed bulk attempt before the next attempt."""
 LOOK_EVERY = 4
 """Records walked one by one between looks for a repeating pattern."""
+GRAPH_NAME = "CUDA graph "
+"""Kernel-name prefix of a whole CUDA graph launch traced at graph level."""
 
 
 @dataclass
@@ -236,6 +243,7 @@ class NameTable:
         self._ids: dict[tuple[int, int], tuple[int, str]] = {}
         self._next = count(1)
         self._pending: dict[int, set[int]] = {}
+        self._labels: dict[tuple[int, str], int] = {}
 
     def ids(self, pid: int, entity_kind: str, pointers: np.ndarray) -> np.ndarray:
         """An id for each pointer (0 for a null pointer); new pointers become pending."""
@@ -251,6 +259,16 @@ class NameTable:
                 self._pending.setdefault(pid, set()).add(ptr)
             lookup[i] = known[0]
         return lookup[inverse.reshape(-1)]
+
+    def label(self, pid: int, entity_kind: str, text: str) -> tuple[int, bool]:
+        """A stable id for a name gtop makes itself (no pointer to resolve), and whether
+        it is new (its entity is then still to be published)."""
+        key = (pid, text)
+        known = self._labels.get(key)
+        if known is not None:
+            return known, False
+        self._labels[key] = ident = next(self._next)
+        return ident, True
 
     def take_pending(self, pid: int) -> list[int]:
         """Pointers of ``pid`` still to be resolved by its agent (each asked once)."""
@@ -276,6 +294,8 @@ class Decoded:
     undecoded_bytes: int = 0
     incomplete: int = 0
     """kernels, copies and memsets without an end time (delivered by a forced flush)."""
+    names: list[tuple[str, int, str]] = field(default_factory=list)
+    """``(entity kind, id, name)`` of names first made in this buffer (CUDA graphs)."""
 
 
 class Decoder:
@@ -303,7 +323,10 @@ class Decoder:
             out.records[run.kind] = out.records.get(run.kind, 0) + run.count
         arrays = gather(buf, runs)
         for kind, arr in arrays.items():
-            stream, batch = self._convert(kind, arr, clock)
+            if kind == rec.GRAPH_TRACE:
+                stream, batch = layouts.KERNEL.name, self._graphs(arr, clock, out.names)
+            else:
+                stream, batch = self._convert(kind, arr, clock)
             if batch is not None and len(batch):
                 if stream in out.batches:
                     batch = np.concatenate([out.batches[stream], batch])
@@ -380,6 +403,23 @@ class Decoder:
         if kind == rec.MARKER:
             return layouts.MARKER.name, self._markers(a, t)
         return "", None
+
+    def _graphs(
+        self, a: np.ndarray, clock: ClockFit, new_names: list[tuple[str, int, str]]
+    ) -> np.ndarray:
+        """Graph launches as ``kernel`` rows named ``CUDA graph <id>`` (node id 0)."""
+        b = layouts.KERNEL.empty(len(a))
+        self._gpu_common(b, a, clock.to_mono)
+        b["graph_id"] = a["graph_id"]
+        graph_ids, inverse = np.unique(a["graph_id"], return_inverse=True)
+        name_ids = np.zeros(len(graph_ids), dtype=np.uint32)
+        for i, graph in enumerate(graph_ids.tolist()):
+            text = f"{GRAPH_NAME}{graph}"
+            name_ids[i], new = self.names.label(self.session, "kernel_name", text)
+            if new:
+                new_names.append(("kernel_name", int(name_ids[i]), text))
+        b["name_id"] = name_ids[inverse.reshape(-1)]
+        return b
 
     def _gpu_common(self, b: np.ndarray, a: np.ndarray, t: Callable) -> None:
         b["t_ns"], b["end_ns"] = t(a["start"]), t(a["end"])

@@ -3,11 +3,11 @@
 Offsets are those of libcupti 13.0's record structs (``CUpti_ActivityKernel10``,
 ``CUpti_ActivityMemcpy6``, ``CUpti_ActivityMemset4``, ``CUpti_ActivityAPI``,
 ``CUpti_ActivitySynchronization2``, ``CUpti_ActivityMarker2``,
-``CUpti_ActivityOverhead3``). Later CUPTI versions only append fields, so the offsets
-hold for them too; only the record size (the stride in a buffer) differs, and it comes
-from the agent (``cuptiActivityGetStructSize``) or from
-:data:`gtop.cupti.tables.RECORD_SIZES`. ``tests/agent`` checks every offset
-against cupti-python's numpy dtypes.
+``CUpti_ActivityOverhead3``, ``CUpti_ActivityGraphTrace2``). Later CUPTI versions only
+append fields, so the offsets hold for them too; only the record size (the stride in a
+buffer) differs, and it comes from the agent (``cuptiActivityGetStructSize``) or from
+:data:`gtop.cupti.tables.RECORD_SIZES`. ``tests/agent`` checks every offset against the
+CUPTI 13.0 headers.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ KERNEL = _KIND["KERNEL"]
 MARKER = _KIND["MARKER"]
 OVERHEAD = _KIND["OVERHEAD"]
 SYNCHRONIZATION = _KIND["SYNCHRONIZATION"]
+GRAPH_TRACE = _KIND["GRAPH_TRACE"]
 
 FIELDS: dict[int, dict[str, tuple[str, int]]] = {
     CONCURRENT_KERNEL: {
@@ -112,6 +113,15 @@ FIELDS: dict[int, dict[str, tuple[str, int]]] = {
         "start": ("<u8", 24),
         "end": ("<u8", 32),
         "correlation_id": ("<u4", 40),
+    },
+    GRAPH_TRACE: {
+        "correlation_id": ("<u4", 4),
+        "start": ("<u8", 8),
+        "end": ("<u8", 16),
+        "device_id": ("<u4", 24),
+        "graph_id": ("<u4", 28),
+        "context_id": ("<u4", 32),
+        "stream_id": ("<u4", 36),
     },
 }
 FIELDS[KERNEL] = FIELDS[CONCURRENT_KERNEL]

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from gtop.probes.engine.probe import Probe
+from .engine.probe import Probe
 
 
 class LaunchInfo(Protocol):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from gtop import __version__
+from gtop.core.files import create_new
 from gtop.core.hub import Entity
 from gtop.recordings import codec
 from gtop.recordings.schema import (
@@ -22,6 +23,8 @@ from gtop.recordings.schema import (
     dtype_to_json,
 )
 
+SIDE_FILES = ("", "-wal", "-shm")
+"""The recording and the two files SQLite keeps beside it in WAL mode."""
 CHUNK_ROWS = MAX_CHUNK_ROWS
 """Rows per chunk for busy streams: large enough for zstd, small enough to seek."""
 
@@ -43,13 +46,22 @@ class RecordingWriter:
         self, path: str | os.PathLike[str], meta: dict[str, Any], *, overwrite: bool = False
     ) -> None:
         self.path = Path(path)
-        if self.path.exists():
-            if not overwrite:
-                raise FileExistsError(f"{self.path} already exists")
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
+        if self.path.exists() and not overwrite:
+            raise FileExistsError(f"{self.path} already exists")
+        # SQLite opens FILE-wal and FILE-shm by name and would write through a link
+        # planted there (in /tmp, as root): gtop makes all three itself, new, 0600.
+        made: list[Path] = []
+        try:
+            for suffix in SIDE_FILES:
+                side = Path(f"{self.path}{suffix}")
+                if overwrite:
+                    side.unlink(missing_ok=True)
+                os.close(create_new(side, 0o600))
+                made.append(side)
+        except OSError:
+            for side in made:
+                side.unlink(missing_ok=True)
+            raise
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -69,6 +81,7 @@ class RecordingWriter:
             "clock": {
                 "domain": "CLOCK_MONOTONIC",
                 "realtime_minus_monotonic_ns": time.time_ns() - time.monotonic_ns(),
+                "boot_id": _boot_id(),
             },
         }
         self.set_meta({**base, **meta})
@@ -159,3 +172,12 @@ class RecordingWriter:
         self._db.execute("PRAGMA journal_mode=DELETE")
         self._db.close()
         self.closed = True
+
+
+def _boot_id() -> str | None:
+    """This boot's id: recordings with the same one share CLOCK_MONOTONIC exactly."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None

@@ -107,13 +107,22 @@ class LiveSource:
             return "no agent in this session: start the program with gtop run, or attach"
         return self.link.set_probe(pid, kernel, probe, every, on)
 
-    def launch(self, cmd: list[str], agent_mode: str = "default", **popen: Any) -> subprocess.Popen:
-        """Start ``cmd`` with the agent loaded, and focus on it.
+    def set_kinds(self, pid: int, kinds: list[str]) -> str | None:
+        if self.link is None:
+            return "no agent in this session: start the program with gtop run, or attach"
+        self.link.set_kinds(kinds, pid)
+        return None
+
+    def launch(
+        self, cmd: list[str], agent_mode: str = "default", agent: bool = True, **popen: Any
+    ) -> subprocess.Popen:
+        """Start ``cmd`` with the agent loaded (unless ``agent`` is False), and focus on it.
 
         Raises:
             AttachError: the command cannot be started (one line).
         """
-        self.process = launch_with_agent(cmd, self._agent_link(agent_mode), **popen)
+        link = self._agent_link(agent_mode) if agent else None
+        self.process = launch_with_agent(cmd, link, **popen)
         self.pid = self.process.pid
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
         self.title = f"pid {self.pid}"

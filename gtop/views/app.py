@@ -17,19 +17,25 @@ from textual.actions import SkipAction
 from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
+from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
+from gtop.analysis.agent_cost import combined, cost_line
+from gtop.analysis.cuda_activity import names_from_entities
 from gtop.core.model import Model
 from gtop.core.source import Controls, Source
 from gtop.session.live import default_recording_path
 from gtop.session.replay import SPEEDS
 from gtop.views.commands import Command, GtopCommands
+from gtop.views.fmt import kernel_names
 from gtop.views.processes import COLUMNS, process_rows
 from gtop.views.screens.base import GtopScreen
 from gtop.views.screens.help import HelpScreen, keys_of
+from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.overview import OverviewScreen
 from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs.kernels_tab import KernelsTab
 from gtop.views.tabs.session_data import session_of
 from gtop.views.widgets.process_table import ProcessTable
 from gtop.views.widgets.status_line import Status
@@ -60,7 +66,7 @@ class Replayable(Protocol):
 
 REPLAY_ACTIONS = frozenset({"step", "seek", "seek_edge", "slower", "faster", "seek_fraction"})
 SEEK_S = 5.0
-"""How far ←/→ (h/l) move in a replay."""
+"""How far ←/→ move in a replay."""
 
 
 class GtopApp(App[int]):
@@ -77,21 +83,22 @@ class GtopApp(App[int]):
     COMMANDS = App.COMMANDS | {GtopCommands}
 
     BINDINGS = [
-        # Replay keys stay out of the footer: the time bar lists them. They are not
-        # priority bindings, so a focused widget that uses arrows (an input, tabs,
-        # a zoomable timeline) keeps them; h/l always reach the app.
+        # One key map: the replay keys are priority bindings, so they work on every tab
+        # whatever is focused (tabs zoom and scroll with other keys); check_action lets
+        # them through to a text box being typed in, and to a dialog on top.
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
-        Binding("space", "pause", "Pause"),
+        Binding("l", "legend", "Legend"),
+        Binding("space", "pause", "Pause", priority=True),
         Binding("R", "record", "Record"),
-        Binding("comma", "step(-1)", "Back one sample", show=False),
-        Binding("full_stop", "step(1)", "Forward one sample", show=False),
-        Binding("left,h", "seek(-1)", "Back 5 s", show=False),
-        Binding("right,l", "seek(1)", "Forward 5 s", show=False),
-        Binding("home", "seek_edge(0)", "To the start", show=False),
-        Binding("end", "seek_edge(1)", "To the end", show=False),
-        Binding("minus", "slower", "Slower replay", show=False),
-        Binding("plus,equals_sign", "faster", "Faster replay", show=False),
+        Binding("comma", "step(-1)", "Back one sample", show=False, priority=True),
+        Binding("full_stop", "step(1)", "Forward one sample", show=False, priority=True),
+        Binding("left", "seek(-1)", "Back 5 s", show=False, priority=True),
+        Binding("right", "seek(1)", "Forward 5 s", show=False, priority=True),
+        Binding("home", "seek_edge(0)", "To the start", show=False, priority=True),
+        Binding("end", "seek_edge(1)", "To the end", show=False, priority=True),
+        Binding("minus", "slower", "Slower replay", show=False, priority=True),
+        Binding("plus,equals_sign", "faster", "Faster replay", show=False, priority=True),
     ]
 
     def __init__(
@@ -174,7 +181,14 @@ class GtopApp(App[int]):
             recording=f"{recorder.path.name} {recorder.rows():,} rows" if recorder else None,
             drops={**self.source.drops(), **self.model.drops()},
             trouble=tuple(trouble),
+            cost=self._cost(),
         )
+
+    def _cost(self) -> str | None:
+        """gtop's cost to the traced processes (live or replayed ``agent_cost``)."""
+        costs = self.model.entities.get("agent_cost", {}).values()
+        total = combined(e.value for e in costs)
+        return cost_line(total) if total is not None else None
 
     def playback(self) -> Playback | None:
         rp = self.replay
@@ -199,15 +213,23 @@ class GtopApp(App[int]):
         self.action_seek_fraction(message.fraction)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(keys_of(self.screen.active_bindings, self.get_key_display)))
+        screen = self.screen
+        about = screen.about() if isinstance(screen, GtopScreen) else ""
+        self.push_screen(HelpScreen(keys_of(screen.active_bindings, self.get_key_display), about))
+
+    def action_legend(self) -> None:
+        self.push_screen(LegendScreen())
 
     # --- controls -----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # (no screen while the app shuts down: the footer may still ask)
-        typing = bool(self.screen_stack) and isinstance(self.screen_stack[-1].focused, Input)
+        top = self.screen_stack[-1] if self.screen_stack else None
+        typing = isinstance(top, ModalScreen) or isinstance(getattr(top, "focused", None), Input)
         if action in REPLAY_ACTIONS:
             return self.replay is not None and not typing
+        if action == "pause":
+            return not typing
         if action == "record":  # hidden in a replay, greyed while a recording starts/stops
             return False if self.controls is None else (None if self.recording_busy else True)
         return True
@@ -248,6 +270,13 @@ class GtopApp(App[int]):
     def action_faster(self) -> None:
         self._replay().faster()
         self.redraw()
+
+    def _process_commands(self, screen: ProcessScreen) -> list[Command]:
+        cmds = [
+            Command(f"Open tab: {title}", about, lambda t=title: screen.open_tab(t))
+            for title, about in screen.tab_titles()
+        ]
+        return cmds + _kernel_commands(screen, self.model)
 
     def _set_speed(self, speed: float) -> None:
         self._replay().speed = speed
@@ -311,6 +340,8 @@ class GtopApp(App[int]):
             cmds.append(
                 Command("Filter processes", "by command, user or pid (/)", screen.action_filter)
             )
+        if isinstance(screen, ProcessScreen):
+            cmds += self._process_commands(screen)
         if self.controls is not None:
             rec = "Stop recording" if self.controls.recorder else "Start recording"
             cmds.append(Command(rec, "R", self.action_record))
@@ -347,11 +378,44 @@ class GtopApp(App[int]):
         return cmds
 
 
-def run_app(source: Source, **kw: Any) -> int:
+def theme_names() -> list[str]:
+    """Textual's built-in colour themes, the names ``--theme`` takes."""
+    return sorted(BUILTIN_THEMES)
+
+
+def _kernel_commands(screen: ProcessScreen, model: Model) -> list[Command]:
+    """One palette command per kernel of the screen's process: open it in the table."""
+    data = session_of(model)
+    stats = data.kernels.get(screen.pid)
+    if stats is None:
+        return []
+    rows = stats.rows(names_from_entities(model.entities.get("kernel_name", {}).values()))
+    shown = kernel_names.labels(rows)
+    total = sum(r.total_ns for r in rows) or 1
+
+    def select(name: str) -> None:
+        tab = screen.open_tab("Kernels")
+        if isinstance(tab, KernelsTab):
+            tab.select_kernel(name)
+
+    return [
+        Command(
+            f"Kernel: {shown[r.name]}",
+            f"{100 * r.total_ns / total:.1f}% of GPU time, {r.count:,} launches",
+            lambda n=r.name: select(n),
+        )
+        for r in rows
+    ]
+
+
+def run_app(source: Source, theme: str | None = None, **kw: Any) -> int:
     """Run the UI until the user quits; returns the exit status (0).
 
-    Keyword arguments are those of :class:`GtopApp`.
+    ``theme``: one of :func:`theme_names` (default: Textual's own). Other keyword
+    arguments are those of :class:`GtopApp`.
     """
     app = GtopApp(source, **kw)
+    if theme is not None:
+        app.theme = theme
     app.run()
     return app.return_code or 0

@@ -124,13 +124,13 @@ def test_ptrace_refusals_name_cause_and_fix(monkeypatch, scope, euid, target_uid
     monkeypatch.setattr(attach_mod, "has_cap_sys_ptrace", lambda: False)
     monkeypatch.setattr(attach_mod.os, "geteuid", lambda: euid)
     with pytest.raises(AttachError, match=message):
-        check_ptrace(Target(123, target_uid, "/usr/bin/python3.12", (3, 12)))
+        check_ptrace(Target(123, target_uid, (3, 12)))
 
 
 def test_ptrace_allowed_for_same_user_with_scope_zero(monkeypatch):
     monkeypatch.setattr(attach_mod, "yama_scope", lambda: 0)
     monkeypatch.setattr(attach_mod.os, "geteuid", lambda: 1000)
-    check_ptrace(Target(123, 1000, "/usr/bin/python3.12", (3, 12)))
+    check_ptrace(Target(123, 1000, (3, 12)))
 
 
 def test_inspect_reads_python_version(processes):

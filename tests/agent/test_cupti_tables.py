@@ -27,6 +27,7 @@ STRUCTS = {
     rec.SYNCHRONIZATION: "CUpti_ActivitySynchronization2",
     rec.MARKER: "CUpti_ActivityMarker2",
     rec.OVERHEAD: "CUpti_ActivityOverhead3",
+    rec.GRAPH_TRACE: "CUpti_ActivityGraphTrace2",
 }
 C_NAMES = {
     "registers": "registersPerThread",

@@ -108,6 +108,28 @@ def test_kernel_fields_and_clock_mapping():
     assert {kind for kind, _, _ in resolved} == {"kernel_name"}
 
 
+def test_graph_launches_become_whole_graph_kernel_rows():
+    # graph-level tracing: one GRAPH_TRACE record per launch, beside eager kernels
+    names = NameTable()
+    dec = Decoder(7, names)
+    graphs = [
+        record(rec.GRAPH_TRACE, start=30_000 + i, end=31_000 + i, graph_id=5 + i % 2, stream_id=9)
+        for i in range(4)
+    ]
+    first = dec.decode(kernel(0) + b"".join(graphs), CLOCK)
+    k = first.batches["kernel"]
+    whole = k[k["graph_id"] != 0]
+    assert len(k) == 5 and len(whole) == 4
+    assert (whole["graph_node_id"] == 0).all() and (whole["stream"] == 9).all()
+    assert whole["t_ns"][0] == 30_000 - 1_000 and whole["end_ns"][0] == 31_000 - 1_000
+    assert sorted(n for _, _, n in first.names) == ["CUDA graph 5", "CUDA graph 6"]
+    ids = {n: i for _, i, n in first.names}
+    assert set(whole["name_id"].tolist()) == set(ids.values())
+    again = dec.decode(graphs[0], CLOCK)  # a name is published once, its id stays
+    assert again.names == [] and again.batches["kernel"]["name_id"][0] == ids["CUDA graph 5"]
+    assert names.take_pending(7) == [0xABC000]  # the eager kernel's pointer only
+
+
 def test_each_session_has_its_own_name_ids():
     # after cuptiFinalize, CUPTI may reuse a name pointer for another kernel
     names = NameTable()

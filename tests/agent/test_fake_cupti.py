@@ -16,7 +16,8 @@ from agent_helpers import script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.agent.runtime import STALE_S
-from gtop.core.layouts import CopyKind
+from gtop.analysis.agent_cost import cost_line, report_section
+from gtop.core.layouts import OVERHEAD, CopyKind
 
 KERNEL_NAME = "_Z6saxpyifPfS_"
 
@@ -61,6 +62,17 @@ def test_launch_traces_every_kernel_with_names_and_monotonic_times(
     assert status.callbacks == callbacks
     assert status.records_by_kind == {CONCURRENT_KERNEL: 2000, MEMCPY: 200}
     assert status.dropped == 0 and status.undecoded_bytes == 0
+
+    # the agent's own cost arrives once a second: its buffer callbacks were timed
+    cost = got.named("agent_cost", timeout=3.0)[str(target.pid)]
+    assert cost["buffer_callbacks"] >= 1 and cost["callback_s"] > 0
+    assert cost["wakes"] > 0 and 0 <= cost["gil"] < 1 and 0 <= cost["agent_cpu"] < 1
+    assert "gtop cost:" in link.status()[target.pid].summary()
+    # what the status line and the report show: two processes add up, GIL is the worst
+    section = report_section({"1": cost, "2": cost}, OVERHEAD.empty(0))
+    assert section["total"]["records"] == 2 * cost["records"] and section["total"]["processes"] == 2
+    assert section["total"]["gil"] == cost["gil"] and section["cupti_overhead_s"] == 0
+    assert cost_line(section["total"]).startswith("gtop cost: ")
 
 
 @CALLBACKS

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from agent_helpers import TARGETS, Target, script, start_target
 
+from gtop.agent.modes import graph_level, toggle_graph_nodes
 from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
 from gtop.collectors.agent.attach import AttachError, attach
 
@@ -60,6 +61,35 @@ def test_full_mode_links_every_kernel_to_its_launch_call(processes, link_factory
     assert len(kernels) >= 50 * STEP_KERNELS
     assert set(kernels["correlation"].tolist()) <= set(api["correlation"].tolist())
     assert (api["tid"] > 0).all()
+
+
+def graph_replays(target, link, got, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Replay the target's graph ``n`` times: (whole-graph rows, node rows) in that window."""
+    _, t0, t1 = target.ask(f"graphs {n}").split()
+    time.sleep(ARRIVAL_S)
+    got.poll()
+    kernels = in_range(got.rows("kernel"), int(t0), int(t1))
+    whole = kernels[(kernels["graph_id"] != 0) & (kernels["graph_node_id"] == 0)]
+    return whole, kernels[kernels["graph_node_id"] != 0]
+
+
+def test_graphs_traced_per_launch_by_default_and_per_node_on_demand(processes, link_factory):
+    link, got = link_factory()
+    target = start_target(processes, script("torch_loop.py"), None, link)
+    status = link.wait(target.pid, ("tracing",), 20)
+    assert status is not None and graph_level(status.kinds), status
+    whole, nodes = graph_replays(target, link, got, 50)
+    assert len(whole) == 50 and len(nodes) == 0, (len(whole), len(nodes))
+    names = names_from_entities(got.entities)
+    assert {names[int(i)] for i in whole["name_id"]} == {f"CUDA graph {whole['graph_id'][0]}"}
+    assert (whole["end_ns"] > whole["t_ns"]).all()
+
+    link.set_kinds(list(toggle_graph_nodes(status.kinds)))  # the Kernels tab's g key
+    deadline = time.monotonic() + 5
+    while graph_level(link.status()[target.pid].kinds) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    whole, nodes = graph_replays(target, link, got, 50)
+    assert len(whole) == 0 and len(nodes) >= 50 * STEP_KERNELS, (len(whole), len(nodes))
 
 
 def test_attach_first_kernel_within_2s_detach_and_reattach(processes, link_factory):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from gtop.analysis.attribution import Unit, attribute
 from gtop.analysis.causes import LABELS, Cause
-from gtop.analysis.records import Records
+from gtop.analysis.records import Records, mark_comm
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, copy, kernel, records, state, wait
 
@@ -401,3 +402,19 @@ def test_inflation_without_service_is_nan() -> None:
 def test_empty_window_is_refused() -> None:
     with pytest.raises(ValueError):
         attribute(Records(), 5, 5)
+
+
+def test_communication_kernels_are_g_comm() -> None:
+    """A communication kernel (name id 2, marked as NCCL) is G:COMM where no compute
+    kernel runs; compute wins where both run; a copy under it counts as G:COMM too."""
+    rec = records(
+        kernels=[kernel(0, 30, corr=1), kernel(20, 80, corr=2, name=2, stream=8)],
+        copies=[copy(60, 90, corr=3, stream=9)],
+        apis=[api(-5, -1, corr=1), api(-4, -2, corr=2), api(-3, -2, corr=3)],
+    )
+    mark_comm(rec.ops, np.array([2]))
+    got = causes(rec)
+    assert got["G:COMP"] == 30 and got["G:COMM"] == 50 and got["G:XFER"] == 10
+    res = attribute(rec, 0, 100)[DEV0]
+    assert res.gar == pytest.approx(0.9)
+    assert int(res.totals[Cause.G_COMM]) == 50

@@ -112,7 +112,7 @@ def test_report_section(rec) -> None:
     assert dev["exact"] is True
     assert dev["duration_s"] == pytest.approx(60e-9)
     assert dev["gar"] == pytest.approx(25 / 60)
-    assert dev["on"] == pytest.approx({"G:COMP": 20e-9, "G:XFER": 5e-9})
+    assert dev["on"] == pytest.approx({"G:COMP": 20e-9, "G:XFER": 5e-9, "G:COMM": 0.0})
     assert dev["off"] == pytest.approx(
         {
             "H:CTRL": 3e-9,

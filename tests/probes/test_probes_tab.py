@@ -126,13 +126,13 @@ def test_time_keys_act_on_the_view_shown() -> None:
             await pilot.pause()
             assert tab.check_action("align", ()) is None  # not on the schedule
             assert tab.check_action("zoom", (0.5,)) is None  # already the whole launch
-            await pilot.press("plus", "full_stop")
+            await pilot.press("z", "shift+right")
             assert tab.views["schedule"].zoom == 2 and tab.views["schedule"].pan > 0
             assert tab.views["dmat"].zoom == 1
-            await pilot.press("m", "a", "plus")
+            await pilot.press("m", "a", "z")
             assert tab.views["dmat"].align == "sm_clock" and tab.views["dmat"].zoom == 2
             assert "per-SM clock" in tab.views["dmat"].render().plain
-            await pilot.press("a", "comma")
+            await pilot.press("a", "shift+left")
             assert (
                 tab.views["dmat"].align == "global" and tab.views["dmat"].pan == 0.125
             )  # from 0.25, zoomed ×2
@@ -148,7 +148,7 @@ def test_tab_without_launches_says_why() -> None:
             assert app.tab.table.row_count == 0
             assert str(app.tab.info.render()) == EMPTY
             assert "toggle the block_sched probe" in app.tab.views["schedule"].render().plain
-            await pilot.press("t", "plus")
+            await pilot.press("t", "z")
             assert app.tab.views["tensorops"].zoom == 1
 
     _run(run())

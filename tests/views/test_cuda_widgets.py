@@ -1,20 +1,18 @@
-"""Pilot tests (80x24) of the kernel table, API table and stream timeline."""
+"""Pilot tests (80x24) of the kernel table and API table (the stream timeline:
+test_busy_cells.py)."""
 
 from __future__ import annotations
 
 import asyncio
 
-import numpy as np
-import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from gtop.analysis.cuda_activity import api_summary, kernel_summary
 from gtop.core import layouts
-from gtop.core.layouts import ApiClass, CopyKind
+from gtop.core.layouts import ApiClass
 from gtop.views.widgets.api_table import ApiTable
 from gtop.views.widgets.kernel_table import KernelTable
-from gtop.views.widgets.stream_timeline import StreamTimeline, busy_fraction, cells
 
 NAMES = {
     1: "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEE"
@@ -127,49 +125,3 @@ async def _api_table_explains_an_empty_table():
     table = ApiTable()
     async with One(table).run_test(size=(80, 24)):
         assert "full mode" in str(table.border_subtitle)
-
-
-def activity():
-    k = layouts.KERNEL.empty(2)
-    k["pid"], k["stream"] = 1, [7, 7]
-    k["t_ns"], k["end_ns"] = [0, 500_000_000], [250_000_000, 1_000_000_000]
-    m = layouts.MEMCPY.empty(1)
-    m["pid"], m["stream"], m["copy_kind"] = 1, 13, CopyKind.HTOD
-    m["t_ns"], m["end_ns"] = 0, 100_000_000
-    return k, m, layouts.MEMSET.empty(0)
-
-
-def test_timeline_draws_one_row_per_stream_with_busy_share():
-    asyncio.run(_timeline_draws_one_row_per_stream_with_busy_share())
-
-
-async def _timeline_draws_one_row_per_stream_with_busy_share():
-    timeline = StreamTimeline()
-    async with One(timeline).run_test(size=(80, 24)) as pilot:
-        timeline.set_activity(*activity(), now_ns=1_000_000_000)
-        timeline.focus()
-        await pilot.pause()
-        lines = str(timeline.render()).splitlines()
-        assert lines[0].startswith("s7") and lines[1].startswith("s13")
-        assert "█" in lines[0] and "·" in lines[0] and lines[0].rstrip().endswith("75%")
-        assert "▒" in lines[1] and lines[1].rstrip().endswith("10%")
-        await pilot.press("minus")
-        assert timeline.window_ns == 2_000_000_000
-
-
-@pytest.mark.parametrize(
-    ("starts", "ends", "expected"),
-    [
-        ([0], [10], [True] + [False] * 9),
-        ([0, 50], [100, 60], [True] * 10),
-        ([95], [300], [False] * 9 + [True]),
-        ([-50], [-10], [False] * 10),
-    ],
-)
-def test_cells(starts, ends, expected):
-    got = cells(0, 100, 10, np.array(starts), np.array(ends))
-    assert got.tolist() == expected
-
-
-def test_busy_fraction_counts_overlap_once():
-    assert busy_fraction(0, 100, np.array([0, 10, 60]), np.array([50, 20, 70])) == 0.6

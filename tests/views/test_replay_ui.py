@@ -186,9 +186,9 @@ async def test_replay_controls(replay_app: AppFactory) -> None:
         assert src.position_s == pytest.approx(min(8.0, src.duration_s))
         await pilot.press("home")
         assert src.position_s == 0
-        await pilot.press("l")
+        await pilot.press("right")
         assert src.position_s == pytest.approx(5.0)
-        await pilot.press("h", "left")
+        await pilot.press("left")
         assert src.position_s == 0
         await pilot.press("full_stop", "full_stop")
         assert src.position_s == pytest.approx(0.4)  # two 0.2 s intervals

@@ -20,9 +20,10 @@ TRAIN_PID = 501
 
 
 async def settle(pilot: Pilot) -> None:
-    """Wait until the current screen shows the model, and stop every cursor blinking."""
+    """Wait until the current screen shows the model and says it is drawn (its
+    ``ready()``: a data-ready signal, never a time), and stop every cursor blinking."""
     app = pilot.app
-    while app.shown is None or app.shown != (app.model.generation, app.screen):
+    while app.shown != (app.model.generation, app.screen) or not app.screen.ready():
         await pilot.pause(0.02)
     await pilot.pause()
     for box in pilot.app.query(Input):

@@ -21,11 +21,13 @@ def opened(title: str):
         await open_tab(pilot, title)
         for box in pilot.app.query(Input):
             box.cursor_blink = False
-        await pilot.pause(0.3)  # the footer recomposes after focus moves
         footer = pilot.app.screen.query_one(Footer)
-        deadline = time.monotonic() + 5
-        while not footer.query(FooterKey) and time.monotonic() < deadline:
-            await pilot.pause(0.05)
+        deadline = time.monotonic() + 20  # a bound on a hang, not a wait for drawing
+        # the footer recomposes after focus moves: wait for its keys and the tab's result
+        while time.monotonic() < deadline and not (
+            footer.query(FooterKey) and pilot.app.screen.ready()
+        ):
+            await pilot.pause(0.02)
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 

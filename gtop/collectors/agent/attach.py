@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gtop.collectors.agent.link import AgentLink
+from gtop.collectors.agent.pyversion import python_version
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
+from gtop.core.files import create_unique
 
 CAP_SYS_PTRACE = 19
 CONNECT_TIMEOUT_S = 10.0
@@ -37,17 +39,19 @@ class AttachError(Exception):
 class Target:
     pid: int
     uid: int
-    exe: str
     python: tuple[int, int]
 
 
-def launch_with_agent(cmd: list[str], link: AgentLink, **popen: object) -> subprocess.Popen:
-    """Start ``cmd`` with the agent loaded in every Python process it runs.
+def launch_with_agent(cmd: list[str], link: AgentLink | None, **popen: object) -> subprocess.Popen:
+    """Start ``cmd`` with the agent loaded in every Python process it runs (``link``
+    None: without it).
 
     Raises:
         AttachError: ``cmd`` cannot be started.
     """
-    env = link.launch_env(popen.pop("env", None))  # type: ignore[arg-type]
+    env = popen.pop("env", None)
+    if link is not None:
+        env = link.launch_env(env)  # type: ignore[arg-type]
     try:
         return subprocess.Popen(cmd, env=env, **popen)  # type: ignore[call-overload]
     except OSError as exc:
@@ -91,7 +95,6 @@ def inspect(pid: int) -> Target:
     except (OSError, TypeError):
         raise AttachError(f"pid {pid} does not exist; check the pid (ps -p {pid})") from None
     try:
-        exe = os.readlink(proc / "exe")
         maps = (proc / "maps").read_text()
     except PermissionError:
         raise AttachError(
@@ -100,7 +103,7 @@ def inspect(pid: int) -> Target:
         ) from None
     except OSError:
         raise AttachError(f"pid {pid} exited; nothing to attach to") from None
-    version = python_version(exe, maps)
+    version = python_version(pid, maps)
     if version is None:
         name = (proc / "comm").read_text().strip()
         raise AttachError(
@@ -112,28 +115,7 @@ def inspect(pid: int) -> Target:
             f"pid {pid} runs Python {version[0]}.{version[1]}: the agent needs "
             f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+; use gtop run with a newer Python"
         )
-    return Target(pid, uid, exe, version)
-
-
-def python_version(exe: str, maps: str) -> tuple[int, int] | None:
-    """CPython's version from the libpython it maps or its executable's name."""
-    m = re.search(r"libpython(\d+)\.(\d+)", maps)
-    if m is None:
-        m = re.search(r"python(\d+)\.(\d+)", Path(exe.removesuffix(" (deleted)")).name)
-    if m is not None:
-        return int(m[1]), int(m[2])
-    if re.fullmatch(r"python\d*", Path(exe).name):
-        out = subprocess.run(
-            [exe, "-c", "import sys; print(*sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        parts = out.stdout.split()
-        if len(parts) == 2:
-            return int(parts[0]), int(parts[1])
-    return None
+    return Target(pid, uid, version)
 
 
 def check_ptrace(target: Target) -> None:
@@ -182,19 +164,7 @@ def inject(target: Target, link: AgentLink) -> None:
     """
     code = link.injection_code()
     if target.python >= (3, 14):
-        script = Path(link.boot_dir) / "attach.py"
-        script.write_text(code)
-        os.chmod(script, 0o644)
-        res = subprocess.run(
-            [target.exe, "-c", f"import sys; sys.remote_exec({target.pid}, {str(script)!r})"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        if res.returncode != 0:
-            last = (res.stderr.strip().splitlines() or ["unknown error"])[-1]
-            raise AttachError(f"sys.remote_exec into pid {target.pid} failed: {last}")
+        remote_exec(target, link.boot_dir, code)
         return
     # In a child process: the injector holds its interpreter's GIL while it waits on
     # ptrace, which must not freeze gtop's UI.
@@ -226,6 +196,31 @@ def inject(target: Target, link: AgentLink) -> None:
             "CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE), or use `gtop run -- CMD`"
         )
     raise AttachError(f"injection into pid {target.pid} failed: {last}")
+
+
+def remote_exec(target: Target, folder: str, code: str) -> None:
+    """Run ``code`` in ``target`` through ``sys.remote_exec`` (PEP 768), called from
+    gtop's own interpreter, which must be the target's version; never by running the
+    target's executable, which its owner controls.
+
+    Raises:
+        AttachError: gtop runs another Python, or the kernel refused.
+    """
+    mine = sys.version_info[:2]
+    if mine != target.python or not hasattr(sys, "remote_exec"):
+        v = f"{target.python[0]}.{target.python[1]}"
+        raise AttachError(
+            f"pid {target.pid} runs Python {v}: attaching to it needs gtop itself on "
+            f"Python {v} (sys.remote_exec; gtop runs {mine[0]}.{mine[1]}), or start the "
+            "program with `gtop run -- CMD`"
+        )
+    path, fd = create_unique(folder, "attach-", ".py", 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(code)
+    try:
+        sys.remote_exec(target.pid, str(path))  # type: ignore[attr-defined]
+    except (OSError, RuntimeError) as exc:
+        raise AttachError(f"sys.remote_exec into pid {target.pid} failed: {exc}") from None
 
 
 def doctor() -> list[tuple[str, bool, str]]:

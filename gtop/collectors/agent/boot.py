@@ -1,32 +1,71 @@
 """The agent's boot folder: what a launched or attached Python process imports the agent
-from (``gtop`` itself through a symlink, a ``sitecustomize`` for launches, the built C
-shim), and the two ways in: the environment for a launch, the code for an injection."""
+from (a private copy of the agent's code, a ``sitecustomize`` for launches, the built C
+shim), and the two ways in: the environment for a launch, the code for an injection.
+
+The copy's package has a random name (``_gtop_<16 hex>``), so a target that imports its
+own ``gtop`` gets its own, and the agent's modules (which import each other relatively)
+never collide with anything the target has. Everything in the folder is written by gtop's
+user, new (``O_EXCL``), never through a link; when root attaches to another user's
+process the folder stays root's and only the socket is handed over (see
+:meth:`gtop.collectors.agent.link.AgentLink.grant`), so that user can read the agent's
+code but can neither change it nor plant anything gtop would later write through.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import secrets
 from pathlib import Path
 from typing import Any
 
 import gtop
 from gtop.agent import bootstrap, shim_blob
+from gtop.core.files import create_new
+
+AGENT_CODE = (
+    "__init__.py",
+    "agent",
+    "cupti/__init__.py",
+    "cupti/clock.py",
+    "probes/__init__.py",
+    "probes/entry.py",
+    "probes/catalog",
+    "probes/engine",
+)
+"""The parts of the ``gtop`` package the agent imports (its import-linter contract)."""
 
 
 class BootDir:
-    """Creates ``path`` (which must not exist) and fills it."""
+    """Creates ``path`` (which must not exist, 0700) and fills it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.mkdir()
-        (path / "gtop").symlink_to(Path(gtop.__file__).resolve().parent)
-        (path / "sitecustomize.py").write_text(bootstrap.SITECUSTOMIZE)
+        path.mkdir(mode=0o700)
+        self.package = f"_gtop_{secrets.token_hex(8)}"
+        """The agent's package name inside targets."""
+        self._copy_agent(path / self.package)
+        self._write("sitecustomize.py", bootstrap.sitecustomize(self.package).encode())
         self.shim: Path | None = None
         """The CUPTI callback shim, where this machine runs the built one."""
         if platform.machine() == shim_blob.ARCH:
-            self.shim = path / "cupti_shim.so"
-            self.shim.write_bytes(shim_blob.shim_bytes())
+            self.shim = self._write("cupti_shim.so", shim_blob.shim_bytes(), 0o755)
+
+    def _write(self, name: str, data: bytes, mode: int = 0o644) -> Path:
+        path = self.path / name
+        with os.fdopen(create_new(path, mode), "wb") as f:
+            f.write(data)
+        return path
+
+    def _copy_agent(self, dest: Path) -> None:
+        src = Path(gtop.__file__).resolve().parent
+        for part in AGENT_CODE:
+            files = [src / part] if part.endswith(".py") else sorted((src / part).rglob("*.py"))
+            for file in files:
+                rel = file.relative_to(src)
+                (dest / rel.parent).mkdir(mode=0o755, parents=True, exist_ok=True)
+                self._write(str(dest.relative_to(self.path) / rel), file.read_bytes())
 
     def launch_env(
         self, base: dict[str, str] | None, socket_path: str, mode: str, options: dict[str, Any]
@@ -46,10 +85,10 @@ class BootDir:
         boot = str(self.path)
         return (
             "try:\n"
-            "    import sys\n"
+            "    import importlib, sys\n"
             f"    sys.path.insert(0, {boot!r})\n"
             "    try:\n"
-            "        import gtop.agent.runtime as _gtop_agent\n"
+            f"        _gtop_agent = importlib.import_module({self.package + '.agent.runtime'!r})\n"
             "    finally:\n"
             f"        sys.path.remove({boot!r})\n"
             f"    _gtop_agent.start({socket_path!r}, {mode!r}, **{options!r})\n"
@@ -57,7 +96,10 @@ class BootDir:
             "    pass\n"
         )
 
-    def grant(self, uid: int) -> None:
-        """Let processes of ``uid`` read the folder (gtop as root attaching to a user)."""
-        for p in (self.path, *self.path.glob("*.py"), *self.path.glob("*.so")):
-            os.chown(p, uid, -1, follow_symlinks=False)
+    def open_to_all(self) -> None:
+        """Let any user read the folder (gtop as root attaching to another user); only
+        gtop's user can still write it."""
+        for folder, dirs, _ in os.walk(self.path):
+            os.chmod(folder, 0o755)
+            for d in dirs:
+                os.chmod(os.path.join(folder, d), 0o755)

@@ -15,7 +15,9 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
   answer to :meth:`AgentLink.set_probe`;
 * ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
   state change. States: ``connected``, ``waiting_cuda``, ``tracing``, ``detached``,
-  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``.
+  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``;
+* ``agent_cost`` (key: pid), about once a second while tracing: what the agent has cost
+  its process so far (:func:`gtop.analysis.agent_cost.cost_value`).
 
 Several agents may connect (a launched program's Python children each bring one).
 Accounting per agent: records received + records CUPTI dropped (``Hub.source_drops``
@@ -25,6 +27,7 @@ under ``"cupti"``) = records CUPTI produced.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import os
@@ -32,15 +35,15 @@ import re
 import selectors
 import shutil
 import socket
-import tempfile
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gtop.agent import bootstrap, wire
+from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
+from gtop.analysis.agent_cost import cost_value
 from gtop.collectors.agent.boot import BootDir
 from gtop.collectors.agent.probed import ProbedLaunches
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
@@ -51,6 +54,13 @@ from gtop.cupti.decode import Decoded, Decoder, NameTable
 from gtop.probes.catalog import PROBES
 from gtop.probes.engine.instrumentable import refusal
 
+TMP_PREFIX = "gtop-agent-"
+"""The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
+MAX_AGENTS = 256
+"""Agents connected at once; more are refused, so a flood cannot take every descriptor."""
+MAX_PENDING_BYTES = 256 << 20
+"""Unfinished frames held for all agents together: past it, the agent whose bytes tip it
+over is cut off (a frame may announce 64 MiB; agents send 1 MiB buffers)."""
 RECV_BYTES = 1 << 20
 SELECT_S = 0.1
 SEND_TIMEOUT_S = 1.0
@@ -91,9 +101,9 @@ class AgentLink:
         self.mode = mode
         defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
         self.options = {**defaults, **(options or {})}
-        self.dir = Path(tempfile.mkdtemp(prefix="gtop-agent-"))
+        self.dir = tmpdirs.make(TMP_PREFIX)
         self.path = str(self.dir / "agent.sock")
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._listener.bind(self.path)
         os.chmod(self.path, 0o600)
         self._listener.listen(16)
@@ -105,6 +115,9 @@ class AgentLink:
         self._statuses: dict[int, AgentStatus] = {}
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self.refused: tuple[int, str] = (0, "")
+        """Connections refused (out of descriptors, too many agents), and the last why."""
+        self._spare: int | None = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self._thread = threading.Thread(target=self._run, name="gtop-agent-link", daemon=True)
 
     # --- the two ways in: launched with the agent, or injected into a running process --
@@ -123,10 +136,14 @@ class AgentLink:
         return self.boot.injection_code(self.path, self.mode, self.options)
 
     def grant(self, uid: int) -> None:
-        """Let processes of ``uid`` reach the link (gtop as root attaching to a user)."""
-        self.boot.grant(uid)
-        for p in (self.dir, self.path):
-            os.chown(p, uid, -1, follow_symlinks=False)
+        """Let processes of ``uid`` reach the link (gtop as root attaching to a user).
+
+        The folders stay gtop's: that user may read the agent's code and connect to the
+        socket (handed over, 0600), but cannot write anything gtop later writes or reads.
+        """
+        self.boot.open_to_all()
+        os.chmod(self.dir, 0o711)
+        os.chown(self.path, uid, -1, follow_symlinks=False)
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -145,14 +162,21 @@ class AgentLink:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        elif self._thread.ident is None:  # never started
+            self._listener.close()
+            self._close_spare()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def statuses(self) -> list[Status]:
         """One line per agent seen (exited ones included): state, what it traces, counts."""
-        return [
+        lines = [
             Status(f"agent {pid}", ok=st.state not in REFUSALS, detail=st.summary())
             for pid, st in self.status().items()
         ]
+        count, why = self.refused
+        if count:
+            lines.append(Status("agent link", ok=False, detail=f"{count} refused ({why})"))
+        return lines
 
     def status(self) -> dict[int, AgentStatus]:
         """The latest status of every agent seen, by pid (exited ones included)."""
@@ -233,18 +257,55 @@ class AgentLink:
                 self._close(sel, conn)
             sel.close()
             self._listener.close()
+            self._close_spare()
 
     def _accept(self, sel: selectors.BaseSelector) -> None:
-        sock, _ = self._listener.accept()
-        pid, uid = wire.peer_uid(sock)
+        """Take one connection; whatever goes wrong refuses that one, never the link."""
+        try:
+            sock, _ = self._listener.accept()
+        except OSError as exc:
+            self._refuse(exc.strerror or str(exc))
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self._shed()
+            return
+        try:
+            pid, uid = wire.peer_uid(sock)
+        except OSError:
+            sock.close()
+            return
         if not (os.geteuid() == 0 or wire.peer_allowed(uid, os.geteuid())):
             sock.close()
+            return
+        old = self._conns.get(pid)
+        if old is not None:  # the same process dialled again (its old socket was lost)
+            self._close(sel, old)
+        if len(self._conns) >= MAX_AGENTS:
+            sock.close()
+            self._refuse(f"more than {MAX_AGENTS} agents at once")
             return
         sock.settimeout(SEND_TIMEOUT_S)
         conn = _Conn(sock, pid, self._names, self.hub)
         self._conns[pid] = conn
         sel.register(sock, selectors.EVENT_READ, conn)
         self._update(conn)
+
+    def _refuse(self, why: str) -> None:
+        with self._cond:
+            self.refused = (self.refused[0] + 1, why)
+
+    def _close_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            os.close(spare)
+
+    def _shed(self) -> None:
+        """Out of descriptors: give the spare one up to take the waiting connection and
+        close it, so it stops waking the loop (the listener would stay readable)."""
+        self._close_spare()
+        with contextlib.suppress(OSError):
+            self._listener.accept()[0].close()
+        with contextlib.suppress(OSError):
+            self._spare = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
     def _receive_guarded(self, sel: selectors.BaseSelector, conn: _Conn) -> None:
         """:meth:`_receive`; whatever one agent sends can only end that agent's link."""
@@ -267,6 +328,10 @@ class AgentLink:
         try:
             for kind, payload in conn.reader.feed(data):
                 self._handle(conn, kind, payload)
+            if sum(c.reader.pending for c in self._conns.values()) > MAX_PENDING_BYTES:
+                raise wire.ProtocolError(
+                    f"agents hold over {MAX_PENDING_BYTES >> 20} MiB of unfinished frames"
+                )
         except wire.ProtocolError as exc:
             self._update(conn, state="error", message=f"protocol error: {exc}")
             self._close(sel, conn)
@@ -312,6 +377,11 @@ class AgentLink:
                 self.hub.publish_entity(
                     Entity("clock_fit", f"cupti:{conn.status.pid}", fit.t_ns, fit.value())
                 )
+        elif kind == wire.COST:
+            st = conn.status
+            value = cost_value(wire.decode_json(payload), st.records, st.records_by_kind)
+            self._set(conn, replace(st, cost=value))
+            self.hub.publish_entity(Entity("agent_cost", str(st.pid), time.monotonic_ns(), value))
         elif kind == wire.PROBE:
             conn.probes.receive(payload)
         elif kind == wire.PROBE_STATE:
@@ -337,6 +407,10 @@ class AgentLink:
             # undecoded, its drop count still added below); the link lives on.
             self.hub.count_source_drops("cupti buffers undecodable", 1)
             decoded = Decoded(undecoded_bytes=len(raw))
+        now = time.monotonic_ns()
+        for entity_kind, name_id, name in decoded.names:
+            value = {"name": name, "pid": conn.status.pid}
+            self.hub.publish_entity(Entity(entity_kind, str(name_id), now, value))
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
         if dropped:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from gtop.agent.modes import graph_level
+from gtop.analysis.agent_cost import cost_line
 
 REFUSALS = ("no_cupti", "other_subscriber", "error")
 """Agent states in which it traces nothing (it says why in ``message``)."""
@@ -35,12 +39,17 @@ class AgentStatus:
     first_record_ns: int | None = None
     """CLOCK_MONOTONIC time the first records arrived."""
     records_by_kind: dict[int, int] = field(default_factory=dict)
+    cost: dict[str, Any] | None = None
+    """The latest ``agent_cost`` value (:func:`gtop.analysis.agent_cost.cost_value`)."""
 
     def summary(self) -> str:
         """One line for the UI: state, what is traced, counts, drops."""
         parts = [f"agent {self.state}"]
         if self.kinds:
             parts.append(",".join(self.kinds))
+            if "kernel" in self.kinds:
+                level = "graph-level" if graph_level(self.kinds) else "per node"
+                parts.append(f"CUDA graphs {level}")
         if self.cupti_version:
             major, minor = divmod(self.cupti_version // 100, 100)
             parts.append(f"CUPTI {major}.{minor}")
@@ -48,6 +57,8 @@ class AgentStatus:
         parts.append(f"{self.dropped} dropped")
         if self.incomplete:
             parts.append(f"{self.incomplete} incomplete")
+        if self.cost is not None:
+            parts.append(cost_line(self.cost))
         if self.message:
             parts.append(self.message)
         return " | ".join(parts)

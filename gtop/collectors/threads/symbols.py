@@ -3,6 +3,11 @@
 ELF symbol tables (``.symtab``, else ``.dynsym``) are read with pyelftools once per file,
 cached by GNU build-id (else path, size and mtime), so a library shared by many processes
 is read once. JIT code is found through perf maps (``/tmp/perf-PID.map``).
+
+Every file read here was named by the profiled process (its mappings, its perf map), so
+it is opened as :mod:`gtop.core.files` says: never blocking (a planted FIFO), regular
+files only (a link to ``/dev/zero``), and the perf map only when it is the target's own
+file, not a link, read up to :data:`PERF_MAP_MAX_BYTES`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ import numpy as np
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from gtop.core.files import open_regular, read_owned
+
 UNKNOWN = "[unknown]"
+PERF_MAP_MAX_BYTES = 16 << 20
+"""A perf map is read up to this size (~300k JIT symbols); the rest is not resolved."""
 
 
 class KernelSymbols:
@@ -126,7 +135,7 @@ def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
 
 def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, follow=True) as f:
             elf = ELFFile(f)
             key = _build_id(elf)
             if key is None:
@@ -201,6 +210,11 @@ class ProcessSymbols:
         self._starts: list[int] = []
         self._read_at = 0.0
         self._perf_map: tuple[list[int], list[tuple[int, str]]] | None = None
+        try:
+            self.uid: int | None = os.stat(f"/proc/{pid}").st_uid
+            """The process's owner: the only owner its perf map may have."""
+        except OSError:
+            self.uid = None
         self._refresh()
 
     def _refresh(self) -> None:
@@ -235,10 +249,12 @@ class ProcessSymbols:
         if self._perf_map is None:
             entries: list[tuple[int, int, str]] = []
             try:
-                with open(f"/tmp/perf-{self.pid}.map") as f:
-                    for line in f:
-                        start, size, name = line.rstrip("\n").split(" ", 2)
-                        entries.append((int(start, 16), int(size, 16), name))
+                if self.uid is None:
+                    raise FileNotFoundError  # gone before we knew its owner
+                text = read_owned(f"/tmp/perf-{self.pid}.map", self.uid, PERF_MAP_MAX_BYTES)
+                for line in text.decode(errors="replace").splitlines():
+                    start, size, name = line.split(" ", 2)
+                    entries.append((int(start, 16), int(size, 16), name))
             except (OSError, ValueError):
                 pass
             entries.sort()

@@ -14,7 +14,7 @@ import numpy as np
 
 from gtop.analysis.pystack_carry import carry
 from gtop.collectors.base import Periodic
-from gtop.collectors.threads import proctree
+from gtop.collectors.threads import proctree, pystacks
 from gtop.collectors.threads.pystacks import PyStackSampler
 from gtop.collectors.threads.stacktable import KERNEL, NATIVE, PYTHON, StackTable
 from gtop.core.hub import Entity, Hub
@@ -39,7 +39,7 @@ class ThreadCollector:
         *,
         period_s: float = 0.1,
         python_stacks: bool = True,
-        py_rate_hz: float = 4.0,
+        py_rate_hz: float = pystacks.DEFAULT_RATE_HZ,
         stacks: StackTable | None = None,
     ) -> None:
         self.hub = hub
@@ -134,11 +134,9 @@ class ThreadCollector:
             out, self._pending[stream] = rows[ready].copy(), rows[~ready]
             if stream == THREAD_STATE.name:
                 t0, t1 = out["t_ns"] + self.join_margin_ns, out["end_ns"] - self.join_margin_ns
-                running = out["state"] != ThreadState.BLOCKED
             else:
                 t0, t1 = out["t_ns"] - SAMPLE_JOIN_NS, out["t_ns"] + SAMPLE_JOIN_NS
-                running = np.ones(len(out), bool)
-            py = self.py.match(out["tid"], t0, t1, running) if self.py else np.full(len(out), -1)
+            py = self.py.match(out["tid"], t0, t1) if self.py else np.full(len(out), -1)
             if stream == THREAD_STATE.name and self.py is not None:
                 py = self._carry(out, py)
             out["stack_id"] = self._merge(out["stack_id"].astype(np.int64), py)

@@ -110,7 +110,11 @@ def tier_report(load: bool = True) -> list[TierStatus]:
     """Every tier, best first, with what it needs. ``load`` test-loads the BPF object."""
     out = [_check_bpf(load), _check_perf(), _check_proc()]
     if pystacks.available() is None:
-        out.append(TierStatus("python-frames", False, "py-spy in PATH (pip install py-spy)"))
+        out.append(
+            TierStatus(
+                "python-frames", False, "py-spy beside this Python or on PATH (pip install py-spy)"
+            )
+        )
     else:
         out.append(TierStatus("python-frames", True, "needs CAP_SYS_PTRACE on the target"))
     return out

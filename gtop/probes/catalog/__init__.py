@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from gtop.probes.engine.probe import Probe
-from gtop.probes.entry import Entry
+from ..engine.probe import Probe
+from ..entry import Entry
 
 
 def _discover() -> dict[str, Entry]:

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtop.probes.engine import maps
-from gtop.probes.engine.probe import ENTRY, EXIT, Level, MapKind, Probe, Site, Tracepoint
-from gtop.probes.entry import Entry, LaunchInfo
+from ..engine import maps
+from ..engine.probe import ENTRY, EXIT, Level, MapKind, Probe, Site, Tracepoint
+from ..entry import Entry, LaunchInfo
 
 RECORD = np.dtype(
     [

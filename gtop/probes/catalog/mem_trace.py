@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtop.probes.engine import maps
-from gtop.probes.engine.probe import ENTRY, Level, MapKind, Probe, Site, SiteError, Tracepoint
-from gtop.probes.engine.ptx import Instruction
-from gtop.probes.entry import Entry, LaunchInfo
+from ..engine import maps
+from ..engine.probe import ENTRY, Level, MapKind, Probe, Site, SiteError, Tracepoint
+from ..engine.ptx import Instruction
+from ..entry import Entry, LaunchInfo
 
 RECORD = np.dtype(
     [

@@ -51,10 +51,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtop.probes.engine import maps
-from gtop.probes.engine.probe import ENTRY, EXIT, Level, MapKind, Probe, Site, Tracepoint
-from gtop.probes.engine.ptx import Instruction
-from gtop.probes.entry import Entry, LaunchInfo
+from ..engine import maps
+from ..engine.probe import ENTRY, EXIT, Level, MapKind, Probe, Site, Tracepoint
+from ..engine.ptx import Instruction
+from ..entry import Entry, LaunchInfo
 
 MAX_CLASSES = 6
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver
 
-from gtop.probes.catalog import get
-from gtop.probes.engine import maps
-from gtop.probes.engine.probe import MapKind, Probe
+from ..catalog import get
+from . import maps
+from .probe import MapKind, Probe
 
 
 def _sm_count() -> int:

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from gtop.cupti.clock import ClockFit, fit
+from ...cupti.clock import ClockFit, fit
 
 PTX = """\
 .version 7.0
@@ -42,7 +42,7 @@ def samples(n: int = 64) -> list[tuple[int, int, int]]:
     """
     from cuda.bindings import driver
 
-    from gtop.probes.engine.driver import check, launch, load_ptx
+    from .driver import check, launch, load_ptx
 
     module = load_ptx(PTX)
     flags = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtop.probes.engine.probe import Level, MapKind, Probe, Site
+from .probe import Level, MapKind, Probe, Site
 
 MAX_STRIPES = 1024
 # in gtop_launch[0]: the launch's slots could not be indexed (a flat kernel, see

@@ -15,7 +15,7 @@ from enum import Enum
 
 import numpy as np
 
-from gtop.probes.engine.ptx import Instruction
+from .ptx import Instruction
 
 PREFIX = "%gtop_"
 ENTRY = "entry"

@@ -20,8 +20,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from gtop.probes.engine import maps
-from gtop.probes.engine.probe import (
+from . import maps
+from .probe import (
     ENTRY,
     EXIT,
     PREFIX,
@@ -32,8 +32,8 @@ from gtop.probes.engine.probe import (
     SiteError,
     Tracepoint,
 )
-from gtop.probes.engine.ptx import Function, Kind, Module, Statement
-from gtop.probes.engine.verify import verify
+from .ptx import Function, Kind, Module, Statement
+from .verify import verify
 
 HEADER = "// gtop-probe "
 _EXITS = {"ret", "exit"}

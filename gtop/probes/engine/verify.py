@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gtop.probes.engine.probe import PREFIX
-from gtop.probes.engine.ptx import Instruction, Kind, PtxParseError, split_statements
+from .probe import PREFIX
+from .ptx import Instruction, Kind, PtxParseError, split_statements
 
 _NO_DEST = {"st", "red", "prefetch", "prefetchu", "bar", "barrier", "membar", "fence", "trap"}
 _BRANCHES = {"bra", "brx", "call", "ret", "exit", "trap", "brkpt"}

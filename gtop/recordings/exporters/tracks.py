@@ -1,37 +1,395 @@
-"""A recording as timeline tracks: slices (intervals) and counters, read chunk by chunk.
+"""A recording as timeline tracks: slice tables and counter series, with readable names.
 
-The trace exporters (Perfetto, Chrome) serialise these; neither reads streams itself, so
-both show the same tracks with the same names.
+The trace exporters (Perfetto, Chrome, Kineto) serialise these; none reads streams
+itself, so all show the same tracks with the same names. Slices come in three families
+read one at a time (GPU work, CUDA API calls and NVTX ranges, thread states), so memory
+is bounded by the largest family, not the recording.
+
+Within a family the slices are sorted per track by start (longest first on ties), and a
+slice that starts inside another but ends after it is cut at the other's end, so every
+track is a proper stack of nested slices (what a begin/end trace format needs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
+from gtop.analysis.cuda_activity import api_name
+from gtop.analysis.demangle import demangle
+from gtop.core.layouts import BlockReason, CopyKind, ThreadState
 from gtop.recordings.reader import Recording
+
+GPU_PID = 1_000_000_000
+"""Synthetic pid for GPU lanes (plus the device index), above any real pid."""
+
+CATEGORIES = (
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "cuda_runtime",
+    "cuda_driver",
+    "user_annotation",
+    "thread_state",
+)
+"""Slice categories, named as PyTorch's profiler (Kineto) names them where it has them."""
+KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, ANNOTATION, STATE = range(len(CATEGORIES))
 
 
 @dataclass(frozen=True)
 class Track:
-    """Where events go: ``group`` is a process-like lane (a GPU, a pid), ``name`` a row."""
+    """One timeline row. ``pid``/``tid`` are real ids for host threads; a GPU stream is
+    ``(GPU_PID + device, stream)``; a thread's state row and counters have ``tid`` 0 or
+    the thread's id with ``kind`` telling them apart."""
 
-    group: str
-    name: str
+    index: int
+    kind: str  # "thread", "state", "stream" or "counter"
     pid: int
     tid: int
-    counter: bool = False
+    name: str
+    unit: str = ""
 
 
 @dataclass
-class Slices:
-    track: Track
-    starts: np.ndarray
-    ends: np.ndarray
-    labels: list[str]
+class Names:
+    """Interned strings: each distinct name gets an index once."""
+
+    strings: list[str] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+
+    def add(self, text: str) -> int:
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.strings)
+            self.strings.append(text)
+        return i
+
+
+class Tracks:
+    """The tracks made so far, and what names processes and threads have."""
+
+    def __init__(self, rec: Recording) -> None:
+        self.all: list[Track] = []
+        self._by_key: dict[tuple, Track] = {}
+        self.threads = {int(e.key): str(e.value.get("name") or "") for e in rec.entities("thread")}
+        self.processes: dict[int, dict] = {}
+        for e in rec.entities("process"):
+            self.processes[int(e.key)] = e.value
+        self.devices = {int(e.key): e.value for e in rec.entities("device")}
+
+    def get(self, kind: str, pid: int, tid: int, name: str = "", unit: str = "") -> Track:
+        key = (kind, pid, tid, name)
+        track = self._by_key.get(key)
+        if track is None:
+            if not name:
+                names = {"thread": self.thread_name(tid), "state": f"{self.thread_name(tid)} state"}
+                name = names.get(kind, f"stream {tid}")
+            track = Track(len(self.all), kind, pid, tid, name, unit)
+            self._by_key[key] = track
+            self.all.append(track)
+        return track
+
+    def thread_name(self, tid: int) -> str:
+        name = self.threads.get(tid)
+        return f"{name} ({tid})" if name else f"thread {tid}"
+
+    def process_name(self, pid: int) -> str:
+        if pid >= GPU_PID:
+            device = self.devices.get(pid - GPU_PID, {})
+            return f"GPU {pid - GPU_PID}" + (f" {device['name']}" if device.get("name") else "")
+        name = self.processes.get(pid, {}).get("name")
+        return f"{name} ({pid})" if name else f"pid {pid}"
+
+    def cmdline(self, pid: int) -> list[str]:
+        return [str(a) for a in self.processes.get(pid, {}).get("cmdline") or []]
+
+
+@dataclass
+class SliceTable:
+    """Slices of one family, sorted by (track, start, -end) and properly nested per track.
+
+    ``name`` indexes :attr:`Names.strings`, ``category`` :data:`CATEGORIES`; ``flow`` is
+    the CUPTI correlation joined with the pid (0: none), the same on a launching API call
+    and the GPU work it launched; ``args`` holds per-slice integers (-1: absent).
+    """
+
+    track: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    category: np.ndarray
+    flow: np.ndarray
+    args: dict[str, np.ndarray]
+    clipped: int = 0
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def track_runs(self) -> Iterator[tuple[int, int, int]]:
+        """(track index, first row, end row) of each track's run of rows."""
+        if not len(self.track):
+            return
+        heads = np.flatnonzero(np.diff(self.track, prepend=-1) != 0)
+        ends = np.append(heads[1:], len(self.track))
+        yield from zip(self.track[heads].tolist(), heads.tolist(), ends.tolist())
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (numpy 2's hash-based ``np.unique`` takes seconds on a
+    million distinct 64-bit keys; a sort takes a tenth of that)."""
+    ordered = np.sort(values)
+    if not len(ordered):
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def _flow_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+    corr = correlation.astype(np.uint64)
+    return np.where(corr > 0, (pid.astype(np.uint64) << np.uint64(32)) | corr, np.uint64(0))
+
+
+def _nest(start: np.ndarray, end: np.ndarray) -> int:
+    """Cut each slice that outlives the slice it starts in at that slice's end (rows
+    already sorted by start, longest first); returns how many were cut."""
+    if not len(start) or bool(np.all(start[1:] >= end[:-1])):
+        return 0
+    cut, stack = 0, []
+    ends = end.tolist()
+    for i, s in enumerate(start.tolist()):
+        while stack and stack[-1] <= s:
+            stack.pop()
+        if stack and ends[i] > stack[-1]:
+            ends[i] = stack[-1]
+            cut += 1
+        stack.append(ends[i])
+    end[:] = ends
+    return cut
+
+
+def _table(parts: list[dict[str, np.ndarray]]) -> SliceTable:
+    keys = parts[0].keys()
+    cols = {k: np.concatenate([p[k] for p in parts]) for k in keys}
+    end = np.maximum(cols["end"], cols["start"])
+    order = np.lexsort((-end, cols["start"], cols["track"]))
+    cols = {k: v[order] for k, v in cols.items()}
+    end = end[order]
+    table = SliceTable(
+        cols.pop("track").astype(np.int32),
+        cols.pop("start").astype(np.int64),
+        end.astype(np.int64),
+        cols.pop("name").astype(np.int32),
+        cols.pop("category").astype(np.uint8),
+        cols.pop("flow").astype(np.uint64),
+        {},
+    )
+    cols.pop("end")
+    table.args = cols
+    for _, a, b in table.track_runs():
+        table.clipped += _nest(table.start[a:b], table.end[a:b])
+    return table
+
+
+def _lookup(keys: np.ndarray, name_of: dict[int, int]) -> np.ndarray:
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return np.array([name_of[int(u)] for u in uniq.tolist()], np.int32)[inverse]
+
+
+def _tracks_for(tracks: Tracks, kind: str, pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    pairs = (pid.astype(np.int64) << 32) | (tid.astype(np.int64) & 0xFFFFFFFF)
+    table = {}
+    for p in distinct(pairs).tolist():
+        table[p] = tracks.get(kind, p >> 32, int(np.int32(np.uint32(p & 0xFFFFFFFF)))).index
+    return _lookup(pairs, table)
+
+
+def _absent(n: int) -> np.ndarray:
+    return np.full(n, -1, np.int64)
+
+
+def gpu_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | None:
+    """Kernels, copies and memsets on their GPU stream tracks."""
+    kernel_names = {
+        int(e.key): names.add(demangle(str(e.value.get("name"))))
+        for e in rec.entities("kernel_name")
+    }
+    parts = []
+    for stream, category in (("kernel", KERNEL), ("memcpy", MEMCPY), ("memset", MEMSET)):
+        rows = rec.read(stream) if stream in rec.streams else None
+        if rows is None or not len(rows):
+            continue
+        n = len(rows)
+        if stream == "kernel":
+            ids = rows["name_id"].astype(np.int64)
+            missing = {int(i) for i in distinct(ids).tolist()} - kernel_names.keys()
+            kernel_names.update({i: names.add(f"kernel {i}") for i in missing})
+            name = _lookup(ids, kernel_names)
+        elif stream == "memcpy":
+            kinds = {
+                int(k): names.add(f"Memcpy {_copy_kind(int(k))}")
+                for k in distinct(rows["copy_kind"]).tolist()
+            }
+            name = _lookup(rows["copy_kind"].astype(np.int64), kinds)
+        else:
+            name = np.full(n, names.add("Memset"), np.int32)
+        args = {k: _absent(n) for k in GPU_ARGS}
+        args["device"] = rows["device"].astype(np.int64)
+        args["stream"] = rows["stream"].astype(np.int64)
+        args["correlation"] = rows["correlation"].astype(np.int64)
+        if stream == "kernel":
+            for axis in "xyz":
+                args[f"grid_{axis}"] = rows[f"grid_{axis}"].astype(np.int64)
+                args[f"block_{axis}"] = rows[f"block_{axis}"].astype(np.int64)
+            args["registers"] = rows["registers"].astype(np.int64)
+            args["shared_memory_B"] = rows["static_smem"].astype(np.int64) + rows["dynamic_smem"]
+        else:
+            args["bytes"] = rows["bytes"].astype(np.int64)
+        track = np.empty(n, np.int32)
+        for (device, s), mask in _groups(rows["device"], rows["stream"]):
+            track[mask] = tracks.get("stream", GPU_PID + device, s).index
+        parts.append(
+            {
+                "track": track,
+                "start": rows["t_ns"],
+                "end": rows["end_ns"],
+                "name": name,
+                "category": np.full(n, category, np.uint8),
+                "flow": _flow_key(rows["pid"], rows["correlation"]),
+                **args,
+            }
+        )
+    return _table(parts) if parts else None
+
+
+GPU_ARGS = (
+    "device",
+    "stream",
+    "correlation",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "registers",
+    "shared_memory_B",
+    "bytes",
+)
+
+
+def _copy_kind(kind: int) -> str:
+    return CopyKind(kind).name if kind in CopyKind._value2member_map_ else f"kind {kind}"
+
+
+def _groups(a: np.ndarray, b: np.ndarray) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
+    pairs = (a.astype(np.int64) << 32) | b.astype(np.int64)
+    for p in distinct(pairs).tolist():
+        yield (p >> 32, p & 0xFFFFFFFF), pairs == p
+
+
+def host_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | None:
+    """CUDA runtime/driver calls (named by function) and NVTX ranges on thread tracks."""
+    parts = []
+    rows = rec.read("api") if "api" in rec.streams else None
+    if rows is not None and len(rows):
+        fn = (rows["domain"].astype(np.int64) << 32) | rows["cbid"]
+        name_of = {int(k): names.add(api_name(k >> 32, k & 0xFFFFFFFF)) for k in distinct(fn)}
+        parts.append(
+            {
+                "track": _tracks_for(tracks, "thread", rows["pid"], rows["tid"]),
+                "start": rows["t_ns"],
+                "end": rows["end_ns"],
+                "name": _lookup(fn, name_of),
+                "category": np.where(rows["domain"] == 0, RUNTIME, DRIVER).astype(np.uint8),
+                "flow": _flow_key(rows["pid"], rows["correlation"]),
+                "correlation": rows["correlation"].astype(np.int64),
+                "cbid": rows["cbid"].astype(np.int64),
+            }
+        )
+    rows = rec.read("marker") if "marker" in rec.streams else None
+    if rows is not None and len(rows):
+        marks = {int(e.key): str(e.value.get("name")) for e in rec.entities("marker_name")}
+        ids = rows["name_id"].astype(np.int64)
+        name_of = {int(i): names.add(marks.get(int(i), f"marker {i}")) for i in distinct(ids)}
+        n = len(rows)
+        parts.append(
+            {
+                "track": _tracks_for(tracks, "thread", rows["pid"], rows["tid"]),
+                "start": rows["t_ns"],
+                "end": rows["end_ns"],
+                "name": _lookup(ids, name_of),
+                "category": np.full(n, ANNOTATION, np.uint8),
+                "flow": np.zeros(n, np.uint64),
+                "correlation": _absent(n),
+                "cbid": _absent(n),
+            }
+        )
+    return _table(parts) if parts else None
+
+
+def state_label(state: int, reason: int) -> str:
+    """A thread-state slice's name: ``on-CPU``, ``on-CPU: gpu_wait``, ``runnable``,
+    ``blocked: io`` …"""
+    why = BlockReason(reason).name.lower() if reason in BlockReason._value2member_map_ else "?"
+    if state == ThreadState.BLOCKED:
+        return f"blocked: {why}"
+    base = "on-CPU" if state == ThreadState.ON_CPU else "runnable"
+    return f"{base}: {why}" if reason != BlockReason.NONE else base
+
+
+def state_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | None:
+    """Host thread states (on-CPU, runnable, blocked and why), one row per thread."""
+    rows = rec.read("thread_state") if "thread_state" in rec.streams else None
+    if rows is None or not len(rows):
+        return None
+    key = rows["state"].astype(np.int64) << 8 | rows["reason"]
+    name_of = {int(k): names.add(state_label(k >> 8, k & 0xFF)) for k in distinct(key)}
+    n = len(rows)
+    return _table(
+        [
+            {
+                "track": _tracks_for(tracks, "state", rows["pid"], rows["tid"]),
+                "start": rows["t_ns"],
+                "end": rows["end_ns"],
+                "name": _lookup(key, name_of),
+                "category": np.full(n, STATE, np.uint8),
+                "flow": np.zeros(n, np.uint64),
+                "stack_id": rows["stack_id"].astype(np.int64),
+            }
+        ]
+    )
+
+
+def slice_tables(
+    rec: Recording,
+    tracks: Tracks,
+    names: Names,
+    families: tuple[str, ...] = ("gpu", "host", "state"),
+) -> Iterator[SliceTable]:
+    """Each family's table in turn (one in memory at a time)."""
+    readers = {"gpu": gpu_slices, "host": host_slices, "state": state_slices}
+    for family in families:
+        table = readers[family](rec, tracks, names)
+        if table is not None and len(table):
+            yield table
+
+
+def linked_flows(rec: Recording) -> np.ndarray:
+    """Sorted flow keys that have both ends: a CUDA API call and the GPU work it launched."""
+    gpu = [
+        _flow_key(rows["pid"], rows["correlation"])
+        for stream in ("kernel", "memcpy", "memset")
+        if stream in rec.streams
+        for rows in rec.iter_chunks(stream)
+    ]
+    if "api" not in rec.streams or not gpu:
+        return np.empty(0, np.uint64)
+    launched = distinct(np.concatenate(gpu))
+    api = [_flow_key(r["pid"], r["correlation"]) for r in rec.iter_chunks("api")]
+    calls = np.concatenate(api) if api else np.empty(0, np.uint64)
+    both = distinct(calls[np.isin(calls, launched, kind="sort")])
+    return both[both > 0]
 
 
 @dataclass
@@ -41,117 +399,38 @@ class Counters:
     values: np.ndarray
 
 
-GPU_GROUP_PID = 1_000_000_000
-"""Synthetic pid for GPU lanes, above any real pid."""
-
-
-def _names(rec: Recording, kind: str) -> dict[int, str]:
-    out = {}
-    for entity in rec.entities(kind):
-        out[int(entity.key)] = str(entity.value.get("demangled") or entity.value.get("name"))
-    return out
-
-
-STATE_TID_OFFSET = 1 << 22
-"""Thread-state rows get their own synthetic tid (tid + this, above any real tid)."""
-
-
-def _gpu_track(device: int, stream: int) -> Track:
-    return Track(f"GPU {device}", f"stream {stream}", GPU_GROUP_PID + device, 1 + stream)
-
-
-def _by(rows: np.ndarray, *keys: str) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
-    combos = np.unique(np.stack([rows[k].astype(np.int64) for k in keys], axis=1), axis=0)
-    for combo in combos:
-        mask = np.ones(len(rows), dtype=bool)
-        for key, value in zip(keys, combo):
-            mask &= rows[key] == value
-        yield tuple(int(v) for v in combo), rows[mask]
-
-
-def slices(rec: Recording) -> Iterator[Slices]:
-    """Every interval record as a slice on its track."""
-    kernel_names = _names(rec, "kernel_name")
-    marker_names = _names(rec, "marker_name")
-    for rows in rec.iter_chunks("kernel"):
-        for (device, stream), part in _by(rows, "device", "stream"):
-            labels = [kernel_names.get(int(i), f"kernel {int(i)}") for i in part["name_id"]]
-            yield Slices(_gpu_track(device, stream), part["t_ns"], part["end_ns"], labels)
-    for stream_name in ("memcpy", "memset"):
-        for rows in rec.iter_chunks(stream_name):
-            for (device, stream), part in _by(rows, "device", "stream"):
-                if stream_name == "memcpy":
-                    labels = [
-                        f"memcpy {CopyKind(int(k)).name} {int(b)} B"
-                        if int(k) in CopyKind._value2member_map_
-                        else f"memcpy {int(b)} B"
-                        for k, b in zip(part["copy_kind"], part["bytes"])
-                    ]
-                else:
-                    labels = [f"memset {int(b)} B" for b in part["bytes"]]
-                yield Slices(_gpu_track(device, stream), part["t_ns"], part["end_ns"], labels)
-    for rows in rec.iter_chunks("api"):
-        for (pid, tid), part in _by(rows, "pid", "tid"):
-            labels = [
-                f"CUDA {ApiClass(int(c)).name.lower()} (cbid {int(b)})"
-                for c, b in zip(part["api_class"], part["cbid"])
-            ]
-            yield Slices(
-                Track(f"pid {pid}", f"thread {tid}", pid, tid), part["t_ns"], part["end_ns"], labels
-            )
-    for rows in rec.iter_chunks("marker"):
-        for (pid, tid), part in _by(rows, "pid", "tid"):
-            labels = [marker_names.get(int(i), f"marker {int(i)}") for i in part["name_id"]]
-            yield Slices(
-                Track(f"pid {pid}", f"thread {tid}", pid, tid), part["t_ns"], part["end_ns"], labels
-            )
-    for rows in rec.iter_chunks("thread_state"):
-        for (pid, tid), part in _by(rows, "pid", "tid"):
-            labels = [_state_label(int(s), int(r)) for s, r in zip(part["state"], part["reason"])]
-            yield Slices(
-                Track(f"pid {pid}", f"thread {tid} state", pid, tid + STATE_TID_OFFSET),
-                part["t_ns"],
-                part["end_ns"],
-                labels,
-            )
-
-
-def _state_label(state: int, reason: int) -> str:
-    if state == ThreadState.BLOCKED:
-        name = BlockReason(reason).name if reason in BlockReason._value2member_map_ else "?"
-        return f"blocked: {name.lower()}"
-    return "on-CPU" if state == ThreadState.ON_CPU else "runnable"
-
-
 COUNTERS = {
     "gpu": (
         "gpu",
         [
-            ("util_gpu", "utilization %"),
-            ("sm_active", "SM active %"),
-            ("mem_used", "memory used B"),
-            ("power_w", "power W"),
+            ("util_gpu", "GPU utilization", "%"),
+            ("sm_active", "SM active", "%"),
+            ("mem_used", "memory used", "B"),
+            ("power_w", "power", "W"),
+            ("clock_sm_mhz", "SM clock", "MHz"),
+            ("temp_c", "temperature", "°C"),
         ],
     ),
-    "proc_gpu": ("pid", [("gpu_mem", "GPU memory B"), ("sm_util", "SM util %")]),
-    "proc_host": ("pid", [("cpu_pct", "CPU %"), ("rss", "RSS B")]),
+    "proc_gpu": ("pid", [("gpu_mem", "GPU memory", "B"), ("sm_util", "GPU SM utilization", "%")]),
+    "proc_host": ("pid", [("cpu_pct", "CPU", "%"), ("rss", "RSS", "B")]),
 }
+"""Stream → (owner column, [(field, counter name, unit)])."""
 
 
-def counters(rec: Recording) -> Iterator[Counters]:
+def counters(rec: Recording, tracks: Tracks) -> Iterator[Counters]:
     """Sampled values (NVML, host) as counter tracks; missing values are left out."""
     for stream, (key, fields) in COUNTERS.items():
         rows = rec.read(stream) if stream in rec.streams else None
         if rows is None or not len(rows):
             continue
-        for (owner,), part in _by(rows, key):
-            for field, label in fields:
-                values = part[field].astype(np.float64)
+        for owner in distinct(rows[key]).tolist():
+            part = rows[rows[key] == owner]
+            for column, label, unit in fields:
+                values = part[column].astype(np.float64)
                 valid = np.isfinite(values) & (values >= 0)
                 if not valid.any():
                     continue
-                if stream == "gpu":
-                    track = Track(f"GPU {owner}", label, GPU_GROUP_PID + owner, 0, counter=True)
-                else:
-                    track = Track(f"pid {owner}", label, owner, 0, counter=True)
+                pid = GPU_PID + owner if stream == "gpu" else owner
+                name = f"{label} {unit}" if unit != "B" else f"{label} (bytes)"
+                track = tracks.get("counter", pid, 0, name, unit)
                 yield Counters(track, part["t_ns"][valid], values[valid])

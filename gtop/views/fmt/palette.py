@@ -12,13 +12,13 @@ from gtop.analysis.lanes import Code
 CAUSE_GLYPH = {
     Cause.G_COMP: "█", Cause.G_XFER: "▓", Cause.H_CTRL: "c", Cause.H_APP: "a",
     Cause.H_WAIT_GPU: "w", Cause.H_IO: "i", Cause.OFF_CPU: "z", Cause.G_QUEUE: "q",
-    Cause.G_STALL: "s", Cause.UNKNOWN: "?",
+    Cause.G_STALL: "s", Cause.UNKNOWN: "?", Cause.G_COMM: "▒",
 }  # fmt: skip
 CAUSE_STYLE = {
     Cause.G_COMP: "green", Cause.G_XFER: "cyan", Cause.H_CTRL: "yellow",
     Cause.H_APP: "magenta", Cause.H_WAIT_GPU: "red", Cause.H_IO: "blue",
     Cause.OFF_CPU: "bright_black", Cause.G_QUEUE: "dark_orange", Cause.G_STALL: "orange4",
-    Cause.UNKNOWN: "grey30",
+    Cause.UNKNOWN: "grey30", Cause.G_COMM: "bright_green",
 }  # fmt: skip
 LANE_GLYPH = {
     Code.KERNEL: "█", Code.COPY: "▓", Code.QUEUE: "q", Code.STALL: "s", Code.IDLE: "·",
@@ -35,7 +35,6 @@ LANE_STYLE = {
     Code.BLOCKED_SLEEP: "bright_black", Code.BLOCKED_POLL: "bright_black",
     Code.BLOCKED_GPU: "red", Code.BLOCKED_OTHER: "bright_black", Code.UNKNOWN: "grey30",
 }  # fmt: skip
-NO_DATA_GLYPH = " "
 
 
 def style(name: str, color: bool) -> str:

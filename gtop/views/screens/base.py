@@ -38,6 +38,15 @@ class GtopScreen(Screen):
     def show(self, model: Model) -> None:
         raise NotImplementedError
 
+    def about(self) -> str:
+        """What the screen shows and how to read it (the ``?`` screen's first lines)."""
+        return ""
+
+    def ready(self) -> bool:
+        """Everything the last :meth:`show` started is on screen: widgets it mounted are
+        mounted, work it started has been drawn (tests wait on this, never on time)."""
+        return True
+
     def show_chrome(self, status: Status, playback: Playback | None) -> None:
         self.status_line.status = status
         if self.time_bar is not None:

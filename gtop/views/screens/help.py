@@ -1,4 +1,5 @@
-"""The `?` screen: every key that works where the user pressed `?`, from BINDINGS."""
+"""The `?` screen: what the screen under it shows and how to read it, then every key
+that works there (from BINDINGS), each listed once."""
 
 from __future__ import annotations
 
@@ -49,35 +50,47 @@ def keys_of(
 
 
 class HelpScreen(ModalScreen[None]):
-    """Keys in a table; greyed rows do not apply here (e.g. live-only keys in a replay)."""
+    """What the screen shows (``about``), then the keys in a table; "(n/a)" marks keys
+    that do not apply here. The table takes focus, so arrows scroll it."""
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > Vertical {
-        width: 64; max-width: 100%; height: auto; max-height: 100%;
+        width: 80; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; background: $surface; padding: 0 1;
     }
+    HelpScreen #about { height: auto; max-height: 8; margin-bottom: 1; }
     HelpScreen DataTable { height: auto; max-height: 18; }
-    HelpScreen Static { color: $text-muted; }
+    HelpScreen .hint { color: $text-muted; }
     """
+
+    AUTO_FOCUS = "DataTable"
 
     BINDINGS = [
         Binding("escape", "dismiss", "Close", show=False),
         Binding("question_mark", "dismiss", "Close", show=False),
         Binding("q", "dismiss", "Close", show=False),
+        Binding("l", "legend", "Legend", show=False),
     ]
 
-    def __init__(self, keys: list[KeyHelp]) -> None:
+    def __init__(self, keys: list[KeyHelp], about: str = "") -> None:
         super().__init__()
         self.keys = keys
+        self.about = about
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
-            box.border_title = "gtop keys"
-            yield Static("(n/a) = not available here · Esc closes")
+            box.border_title = "gtop help"
+            if self.about:
+                yield Static(self.about, id="about", markup=False)
+            yield Static("keys (n/a: not available here) · l: legend · Esc closes", classes="hint")
             table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
             table.add_columns("key", "action")
             for item in self.keys:
                 desc = item.description if item.enabled else f"{item.description} (n/a)"
                 table.add_row(item.key, desc)
             yield table
+
+    async def action_legend(self) -> None:
+        self.dismiss()
+        await self.app.run_action("legend")

@@ -74,6 +74,16 @@ class OverviewScreen(GtopScreen):
                 index, devices.get(index, {}), rows[rows["gpu"] == index], model.now_ns
             )
 
+    def about(self) -> str:
+        return (
+            "Every GPU with its last minute of utilisation and memory, then every process "
+            "on a GPU and its children, sortable (s) and filterable (/). Enter opens a "
+            "process: its kernels, host threads and where its GPU time goes."
+        )
+
+    def ready(self) -> bool:
+        return self.table.is_mounted and all(p.is_mounted for p in self._panels)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "clear_filter":
             return self.filter_box.has_class("-active")

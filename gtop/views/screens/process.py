@@ -6,11 +6,24 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input, TabbedContent, TabPane
+from textual.widgets._tabbed_content import ContentTabs
 
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
-from gtop.views.tabs.panels import ModelView, process_panels
+from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
+from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
+
+
+class ProcessTabs(TabbedContent):
+    """Tabs that only ``[``/``]``, a click or the palette switch: Textual's TabbedContent
+    also opens the pane of any widget that gets focus, so a focus arriving late (the
+    screen's auto-focus while a slow first frame draws, a deferred focus) switched back
+    to the tab just left, and the key that had switched it looked lost."""
+
+    def _on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        event.prevent_default()  # Textual would run TabbedContent's handler too
+        event.stop()
 
 
 class ProcessScreen(GtopScreen):
@@ -32,8 +45,9 @@ class ProcessScreen(GtopScreen):
         super().__init__(model, replay=replay)
         self.pid = pid
         self._panels: dict[str, ModelView] = {}
+        self._specs: dict[str, PanelSpec] = {}
         self.summary = ProcessSummary(pid)
-        self.tabs = TabbedContent()
+        self.tabs = ProcessTabs()
 
     def compose_body(self) -> ComposeResult:
         yield self.summary
@@ -41,6 +55,7 @@ class ProcessScreen(GtopScreen):
             for i, spec in enumerate(process_panels()):
                 panel = spec.factory(self.pid)
                 self._panels[f"panel-{i}"] = panel
+                self._specs[f"panel-{i}"] = spec
                 with TabPane(spec.title, id=f"panel-{i}"):
                     yield panel
 
@@ -49,6 +64,17 @@ class ProcessScreen(GtopScreen):
         active = self.tabs.active
         if active in self._panels:
             self._panels[active].show(model)
+
+    def about(self) -> str:
+        spec = self._specs.get(self.tabs.active)
+        head = (
+            f"Process {self.pid}: identity and resource history on top, then tabs ([ and ] switch)."
+        )
+        return f"{head}\n\n{spec.title}: {spec.about}" if spec and spec.about else head
+
+    def ready(self) -> bool:
+        panel = self._panels.get(self.tabs.active)
+        return not isinstance(panel, WorkerPanel) or panel.settled()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         panel = self._panels.get(event.pane.id or "")
@@ -69,13 +95,31 @@ class ProcessScreen(GtopScreen):
                 return
         self.set_focus(None)
 
+    def open_tab(self, title: str) -> Widget | None:
+        """Open the tab ``title``; its panel, or None when there is no such tab."""
+        for pane, spec in self._specs.items():
+            if spec.title == title:
+                self.tabs.active = pane
+                panel = self._panels[pane]
+                return panel if isinstance(panel, Widget) else None
+        return None
+
+    def tab_titles(self) -> list[tuple[str, str]]:
+        """Each tab's title and the first sentence of its ``about``."""
+        return [(s.title, s.about.split(". ")[0]) for s in self._specs.values()]
+
     def action_back(self) -> None:
         self.dismiss()
 
     def action_tab(self, step: int) -> None:
-        """Open the next (``step`` = 1) or previous (-1) tab."""
-        ids = list(self._panels)
-        self.tabs.active = ids[(ids.index(self.tabs.active) + step) % len(ids)]
+        """Open the next (``step`` = 1) or previous (-1) tab. Through the tab bar, whose
+        own state moves at once: TabbedContent follows it by messages, which a busy
+        frame delays, so a second key read its stale ``active`` and one key was lost."""
+        bar = self.tabs.get_child_by_type(ContentTabs)
+        if step > 0:
+            bar.action_next_tab()
+        else:
+            bar.action_previous_tab()
 
 
 def _displayed(widget: Widget, top: Widget) -> bool:

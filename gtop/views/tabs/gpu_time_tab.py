@@ -1,8 +1,8 @@
 """Process-screen tab "GPU time" (issue 5): where the focused process's GPU time went.
 
-Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS` (ending
-:data:`~gtop.views.tabs.session_data.LAG_NS` before the newest record, live and replayed
-alike): the on/off-GPU ribbon (one cell per :data:`SLICE_NS`), the off-GPU breakdown bar
+Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS` (ending at
+:func:`~gtop.views.tabs.session_data.window_end`): the on/off-GPU ribbon (busy-fraction
+cells across the whole window), the off-GPU breakdown bar
 with GAR and absolute times, and the GPU-centric flamegraph. Attribution runs on a worker
 thread over a snapshot of the session's :class:`~gtop.analysis.sliding_window.AttributionEngine`.
 Without CUPTI data for the process, the NVML approximation
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from textual.app import ComposeResult
 
-from gtop.analysis import gpu_flame, slices
+from gtop.analysis import gpu_flame
 from gtop.analysis.approximate import approximate
 from gtop.analysis.attribution import UnitResult, attribute, stream_keys
 from gtop.analysis.cuda_activity import names_from_entities
@@ -28,14 +28,12 @@ from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
-from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of
+from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of, window_end
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.flamegraph import FlameGraph, Path
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.offgpu_bar import OffGpuBar
 
-SLICE_NS = 100_000_000
-"""One ribbon cell."""
 FLAME_SLICE_NS = 1_000_000
 """One flamegraph slice: each slice of the window emits one folded stack."""
 
@@ -43,8 +41,8 @@ FLAME_SLICE_NS = 1_000_000
 @dataclass(frozen=True)
 class _Snap:
     records: Records
-    watermark: int | None
-    now_ns: int
+    t1: int
+    lag_ns: int
     gpu: np.ndarray
     device: int
     kernel_names: Mapping[int, str]
@@ -55,7 +53,7 @@ class _Snap:
 @dataclass(frozen=True)
 class _Result:
     result: UnitResult
-    ribbon: tuple[int, ...]
+    lag_ns: int
     folded: dict[Path, float]
     note: str
 
@@ -78,9 +76,9 @@ def _has_ops(records: Records, pid: int) -> bool:
 def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     """Attribute the window for ``pid`` (exactly, else approximately); None: no data."""
     rec = snap.records
-    if _has_ops(rec, pid) and snap.watermark is not None:
-        t1 = snap.watermark - LAG_NS
-        t0 = t1 - WINDOW_NS
+    t1 = snap.t1
+    t0 = t1 - WINDOW_NS
+    if _has_ops(rec, pid):
         units = attribute(rec, t0, t1, "process", known=stream_keys(rec.ops))
         mine = sorted((u for u in units if u.pid == pid), key=lambda u: u.device)
         if not mine:
@@ -91,18 +89,14 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     else:
         if not len(snap.gpu):
             return None
-        t1 = snap.now_ns
-        t0 = t1 - WINDOW_NS
         res = approximate(snap.gpu, rec, snap.device, pid, t0, t1, snap.stacks)
         note = (
             f"APPROXIMATE: GPU{snap.device} NVML utilisation + host thread states "
             f"(no CUDA activity: {snap.agent_reason})"
         )
-    edges = slices.edges(res.t0, res.t1, SLICE_NS)
-    ribbon = tuple(slices.dominant(slices.occupancy(res.partition, edges)).tolist())
     flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
     folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
-    return _Result(res, ribbon, folded, note)
+    return _Result(res, snap.lag_ns, folded, note)
 
 
 class GpuTimeTab(WorkerPanel):
@@ -115,8 +109,6 @@ class GpuTimeTab(WorkerPanel):
     def __init__(self, pid: int) -> None:
         super().__init__(pid)
         self.ribbon = GpuRibbon()
-        self.ribbon.show_legend = False
-        self.ribbon.slice_ms = SLICE_NS / 1e6
         self.bar = OffGpuBar()
         self.flame = FlameGraph()
         self.last: _Result | None = None
@@ -141,10 +133,11 @@ class GpuTimeTab(WorkerPanel):
     def snapshot(self, model: Model) -> _Snap:
         data = session_of(model)
         gpu = model.window(layouts.GPU.name, (WINDOW_NS + LAG_NS) / 1e9 + 5)
+        t1, lag = window_end(model, self.live())
         return _Snap(
             records=data.snapshot(),
-            watermark=data.engine.watermark,
-            now_ns=model.now_ns,
+            t1=t1,
+            lag_ns=lag,
             gpu=gpu if gpu is not None else layouts.GPU.empty(0),
             device=pid_device(model, self.pid),
             kernel_names=names_from_entities(model.entities.get("kernel_name", {}).values()),
@@ -164,10 +157,22 @@ class GpuTimeTab(WorkerPanel):
         self.last = result
         self.set_note(result.note)
         self.ribbon.exact = result.result.exact
-        self.ribbon.states = result.ribbon
+        res = result.result
+        self.ribbon.show(res.partition, res.t0, res.t1, result.lag_ns)
         self.bar.summary = unit_summary(result.result)
         self.flame.folded = result.folded
         self.flame.border_title = "GPU-centric flamegraph"
 
 
-register_process_panel("GPU time", GpuTimeTab, order=60)
+register_process_panel(
+    "GPU time",
+    GpuTimeTab,
+    order=60,
+    about=(
+        "Where the process's wall-clock time went over the last 10 s, seen from the GPU. The "
+        "ribbon's height is the GPU's busy share of each slice; its colour, or its letter "
+        "when the GPU did nothing, is the reason that held the slice. The breakdown names "
+        "each reason in plain words with its code (l explains them); the flamegraph shows "
+        "which kernels and which host code held the time."
+    ),
+)

@@ -6,7 +6,9 @@ API table sums the calls of the last :data:`API_WINDOW_S` seconds on a worker th
 ``a`` switches between the two; Enter on a kernel shows its full demangled name (and why
 it cannot be probed, for kernels without PTX); ``b``/``t``/``m`` toggle the
 block_sched/tensorop/mem_trace probe for the selected kernel in a live process with the
-agent (greyed in replay).
+agent (greyed in replay). ``g`` switches how the live agent traces CUDA graphs: one
+record per launch (the default, a row named ``CUDA graph N``) or every node of every
+launch; a line above the table says which.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
 
+from gtop.agent.modes import graph_level, toggle_graph_nodes
 from gtop.analysis import probes
 from gtop.analysis.cuda_activity import ApiRow, KernelRow, api_summary, names_from_entities
 from gtop.core import layouts
@@ -49,10 +52,12 @@ class KernelsTab(WorkerPanel):
 
     DEFAULT_CSS = """
     KernelsTab > #kernel-detail { height: auto; max-height: 4; padding: 0 1; }
+    KernelsTab > #graph-mode { height: 1; color: $text-muted; padding: 0 1; }
     """
 
     BINDINGS = [
         Binding("a", "toggle_api", "Kernels/API"),
+        Binding("g", "toggle_graph_nodes", "Graphs: launch/nodes"),
         *(Binding(e.toggle_key, f"probe('{e.name}')", e.name) for e in ENTRIES.values()),
     ]
 
@@ -63,12 +68,17 @@ class KernelsTab(WorkerPanel):
         super().__init__(pid)
         self.kernels = KernelTable()
         self.detail = Static("", id="kernel-detail")
+        self.graph_mode = Static("", id="graph-mode")
         self.api = ApiTable()
         self._drawn: tuple[int, int, int] | None = None
         self._detail_text = ""
+        self._wanted: str | None = None
+        """A kernel to select once the table has it (the palette's kernel commands)."""
+        self._graph_text = ""
 
     def compose(self) -> ComposeResult:
         yield self.note
+        yield self.graph_mode
         yield self.kernels
         yield self.detail
         yield self.api
@@ -85,6 +95,7 @@ class KernelsTab(WorkerPanel):
         self.detail.display = shown and bool(self._detail_text) and not self.show_api
         self.api.display = shown and self.show_api
         self.kernels.display = shown and not self.show_api
+        self.graph_mode.display = shown and not self.show_api and bool(self._graph_text)
 
     def reason(self, model: Model) -> str | None:
         if self.show_api:
@@ -96,7 +107,25 @@ class KernelsTab(WorkerPanel):
             )
         return None
 
+    def _agent_kinds(self, model: Model) -> tuple[str, ...] | None:
+        """What this process's live agent traces, when it traces kernels."""
+        entity = model.entities.get("agent", {}).get(str(self.pid))
+        kinds = tuple(entity.value.get("kinds", ())) if entity is not None else ()
+        return kinds if "kernel" in kinds and self._controls() is not None else None
+
     def show(self, model: Model) -> None:
+        kinds = self._agent_kinds(model)
+        text = ""
+        if kinds is not None:
+            text = (
+                "CUDA graphs: one row per launch (g: trace every node)"
+                if graph_level(kinds)
+                else "CUDA graphs: every node traced (g: one row per launch, cheaper)"
+            )
+        if text != self._graph_text:
+            self._graph_text = text
+            self.graph_mode.update(text)
+            self._layout()
         data = session_of(model)
         stats = data.kernels.get(self.pid)
         if stats is not None:
@@ -104,7 +133,9 @@ class KernelsTab(WorkerPanel):
             if key != self._drawn:
                 self._drawn = key
                 names = names_from_entities(model.entities.get("kernel_name", {}).values())
-                self.kernels.set_rows(stats.rows(names))
+                lo, hi = data.kernel_span.get(self.pid, (0, 0))
+                self.kernels.set_rows(stats.rows(names), hi - lo)
+                self._select_wanted()
         super().show(model)
 
     def snapshot(self, model: Model) -> _Snap | None:
@@ -124,11 +155,27 @@ class KernelsTab(WorkerPanel):
     def on_kernel_table_selected(self, message: KernelTable.Selected) -> None:
         self.show_full_name(message.row)
 
+    def select_kernel(self, name: str) -> None:
+        """Show the kernel table with the cursor on ``name``, and its full name (now, or
+        once the table has the kernel: the tab may have just been opened)."""
+        self.show_api = False
+        self._wanted = name
+        self._select_wanted()
+
+    def _select_wanted(self) -> None:
+        if self._wanted is None:
+            return
+        row = self.kernels.select(self._wanted)
+        if row is not None:
+            self._wanted = None
+            self._detail_text = ""
+            self.show_full_name(row)
+
     def show_full_name(self, row: KernelRow) -> None:
         """Show ``row``'s full demangled name under the table (Enter again hides it),
         and, for a kernel that cannot be probed, why."""
         why = refusal(row.name)
-        text = row.demangled + (f"\nnot instrumentable: {why}" if why else "")
+        text = row.demangled + (f"\n{why}" if why else "")
         self._detail_text = "" if self._detail_text == text else text
         self.detail.update(self._detail_text)
         self._layout()
@@ -157,9 +204,29 @@ class KernelsTab(WorkerPanel):
         return shown[row] if 0 <= row < len(shown) else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "probe" and (self._controls() is None or self.show_api):
-            return None  # greyed: probes need a live process with the agent
+        if action in ("probe", "toggle_graph_nodes") and (
+            self._controls() is None or self.show_api
+        ):
+            return None  # greyed: these need a live process with the agent
         return True
+
+    def action_toggle_graph_nodes(self) -> None:
+        """Trace CUDA graphs per node instead of per launch, or back (from now on)."""
+        controls = self._controls()
+        kinds = self._agent_kinds(self._model) if self._model is not None else None
+        if controls is None or kinds is None:
+            self.notify("no agent tracing kernels in this process", severity="warning")
+            return
+        self._send_kinds(controls, toggle_graph_nodes(kinds))
+
+    @work(thread=True, group="agent-control")
+    def _send_kinds(self, controls: Controls, kinds: tuple[str, ...]) -> None:
+        why = controls.set_kinds(self.pid, list(kinds))
+        mode = "one row per launch" if graph_level(kinds) else "every node"
+        message = why or f"CUDA graphs: {mode} from now on"
+        self.app.call_from_thread(
+            self.notify, message, severity="warning" if why else "information"
+        )
 
     def action_probe(self, probe: str) -> None:
         """Toggle ``probe`` for the selected kernel (its next launches get instrumented)."""
@@ -168,7 +235,7 @@ class KernelsTab(WorkerPanel):
             return
         why = refusal(row.name)
         if why:
-            self.notify(f"{row.short}: not instrumentable: {why}", severity="warning")
+            self.notify(f"{row.short}: {why}", severity="warning")
             return
         on = not probes.is_on(self._model, self.pid, row.name, probe)
         self._send_probe(controls, row, probe, on)
@@ -183,4 +250,14 @@ class KernelsTab(WorkerPanel):
         )
 
 
-register_process_panel("Kernels", KernelsTab, order=30)
+register_process_panel(
+    "Kernels",
+    KernelsTab,
+    order=30,
+    about=(
+        "Every kernel the process ran since the session began (or the last seek), one row per"
+        " kernel: its share of the process's GPU time, launches per second, total and mean "
+        "time, launch geometry. Enter shows the full name; a switches to the CUDA API calls."
+        " A CUDA graph launch is one row, CUDA graph N, unless g (live) traces every node."
+    ),
+)

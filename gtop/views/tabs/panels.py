@@ -13,7 +13,7 @@ To add a tab, register the panel in its own module and name that module in
         def __init__(self, pid: int) -> None: ...
         def show(self, model: Model) -> None: ...
 
-    register_process_panel("Kernels", KernelsTab, order=30)
+    register_process_panel("Kernels", KernelsTab, order=30, about="What the tab shows.")
 
 Tabs appear in ``order`` (then title); the first is opened by default.
 """
@@ -55,14 +55,19 @@ class PanelSpec:
     title: str
     factory: Callable[[int], Widget]
     order: int
+    about: str = ""
+    """What the tab shows and how to read it, in a few sentences (the ``?`` screen)."""
 
 
 _PANELS: dict[str, PanelSpec] = {}
 
 
-def register_process_panel(title: str, factory: Callable[[int], Widget], order: int = 100) -> None:
-    """Add (or replace) the tab ``title``; ``factory(pid)`` builds a widget with ``show``."""
-    _PANELS[title] = PanelSpec(title, factory, order)
+def register_process_panel(
+    title: str, factory: Callable[[int], Widget], order: int = 100, about: str = ""
+) -> None:
+    """Add (or replace) the tab ``title``; ``factory(pid)`` builds a widget with ``show``;
+    ``about`` explains the tab on the ``?`` screen."""
+    _PANELS[title] = PanelSpec(title, factory, order, about)
 
 
 def process_panels() -> list[PanelSpec]:

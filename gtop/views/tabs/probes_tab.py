@@ -58,10 +58,10 @@ class ProbesTab(Vertical):
     BINDINGS = [
         *(Binding(e.view_key, f"view('{e.view}')", e.title) for e in ENTRIES.values()),
         Binding("a", "align", "Time alignment"),
-        Binding("plus,equals_sign", "zoom(2)", "Zoom in"),
-        Binding("minus", "zoom(0.5)", "Zoom out"),
-        Binding("comma", "pan(-1)", "Earlier", show=False),
-        Binding("full_stop", "pan(1)", "Later", show=False),
+        Binding("z", "zoom(2)", "Zoom in"),
+        Binding("x", "zoom(0.5)", "Zoom out"),
+        Binding("shift+left", "pan(-1)", "Earlier", show=False),
+        Binding("shift+right", "pan(1)", "Later", show=False),
     ]
 
     selected: reactive[str | None] = reactive(None)
@@ -215,4 +215,14 @@ class ProbesTab(Vertical):
         return text
 
 
-register_process_panel("Probes", ProbesTab, order=80)
+register_process_panel(
+    "Probes",
+    ProbesTab,
+    order=80,
+    about=(
+        "Inside Triton kernels, from PTX probes: the per-SM block schedule (when each block "
+        "ran on which SM), tensor-core instruction timing, and the memory-access timeline "
+        "(DMAT). Needs a recording made with probes, or a live Triton kernel probed from the "
+        "Kernels tab."
+    ),
+)

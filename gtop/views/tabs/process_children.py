@@ -21,4 +21,12 @@ class ProcessChildren(ProcessTable):
         self.show_rows([r for r in process_rows(model, include=kids) if r.pid in kids])
 
 
-register_process_panel("Children", ProcessChildren, order=20)
+register_process_panel(
+    "Children",
+    ProcessChildren,
+    order=20,
+    about=(
+        "Processes this one started (DataLoader workers, compile workers) with their CPU, "
+        "memory and GPU use."
+    ),
+)

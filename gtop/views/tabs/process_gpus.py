@@ -45,4 +45,12 @@ class ProcessGpus(DataTable):
             self.add_row(*(Text(c, no_wrap=True) for c in cells))
 
 
-register_process_panel("GPUs", ProcessGpus, order=10)
+register_process_panel(
+    "GPUs",
+    ProcessGpus,
+    order=10,
+    about=(
+        "The GPUs this process uses: utilisation, memory, power and clocks over the last "
+        "minute (NVML)."
+    ),
+)

@@ -21,8 +21,9 @@ import weakref
 
 import numpy as np
 
+from gtop.analysis.collectives import comm_name
 from gtop.analysis.cuda_activity import KernelStats
-from gtop.analysis.records import Records
+from gtop.analysis.records import Records, mark_comm
 from gtop.analysis.sliding_window import AttributionEngine
 from gtop.core import layouts
 from gtop.core.model import Model
@@ -30,8 +31,8 @@ from gtop.core.model import Model
 WINDOW_NS = 10_000_000_000
 """Longest window the GPU time and swimlanes tabs attribute."""
 LAG_NS = 1_000_000_000
-"""Attributed windows end this long before the newest record (CUPTI delivers late); the
-same lag live and in replay, so both give the same numbers for the same run."""
+"""Live, attributed windows end this long before now: CUPTI delivers its records late
+(a replay has every record up to its playhead, so its windows end there)."""
 ENGINE_STREAMS = frozenset(
     {
         layouts.KERNEL.name,
@@ -45,6 +46,13 @@ ENGINE_STREAMS = frozenset(
 )
 
 
+def window_end(model: Model, live: bool) -> tuple[int, int]:
+    """``(t1, lag_ns)``: where the tabs' windows end, and how far before the newest data
+    (the axis labels it): a replay's playhead, or :data:`LAG_NS` before now live."""
+    lag = LAG_NS if live else 0
+    return model.now_ns - lag, lag
+
+
 class SessionData:
     """Incremental aggregates of one model (module docstring)."""
 
@@ -52,11 +60,15 @@ class SessionData:
         self._model = weakref.ref(model)
         self.kernels: dict[int, KernelStats] = {}
         """Kernel totals per pid, since the session (or the last seek) began."""
+        self.kernel_span: dict[int, tuple[int, int]] = {}
+        """Per pid, the first kernel's start and the last one's end seen so far."""
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation = 0
         """Bumped on every reset, so tabs can drop what they derived before it."""
         self.batches = 0
         """Batches aggregated so far (a cheap change counter)."""
+        self._comm: dict[int, bool] = {}
+        """Kernel name id -> whether it names a communication (NCCL) kernel."""
         self._seed(model)
 
     def _seed(self, model: Model) -> None:
@@ -74,15 +86,35 @@ class SessionData:
         if name == layouts.KERNEL.name:
             pids = batch["pid"]
             if len(pids) and bool((pids == pids[0]).all()):
-                self.kernels.setdefault(int(pids[0]), KernelStats()).add(batch)
+                self._add_kernels(int(pids[0]), batch)
             else:
                 for pid in np.unique(pids).tolist():
-                    self.kernels.setdefault(int(pid), KernelStats()).add(batch[pids == pid])
-        self.engine.feed({name: batch})
+                    self._add_kernels(int(pid), batch[pids == pid])
+        records = Records.from_streams({name: batch})
+        if name == layouts.KERNEL.name:
+            mark_comm(records.ops, self._comm_ids(batch["name_id"]))
+        self.engine.feed_records(records)
+
+    def _comm_ids(self, name_ids: np.ndarray) -> np.ndarray:
+        """The communication kernels' name ids among ``name_ids`` (names looked up once,
+        in the model's ``kernel_name`` entities, which arrive before their kernels)."""
+        model = self._model()
+        names = model.entities.get("kernel_name", {}) if model is not None else {}
+        for nid in np.unique(name_ids).tolist():
+            if nid not in self._comm and str(nid) in names:
+                self._comm[nid] = comm_name(names[str(nid)].value.get("name", "")) is not None
+        return np.array([n for n, is_comm in self._comm.items() if is_comm], np.int64)
+
+    def _add_kernels(self, pid: int, batch: np.ndarray) -> None:
+        self.kernels.setdefault(pid, KernelStats()).add(batch)
+        lo, hi = int(batch["t_ns"].min()), int(batch["end_ns"].max())
+        old = self.kernel_span.get(pid)
+        self.kernel_span[pid] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
 
     def on_reset(self) -> None:
         """Forget everything (a replay seek): the model refills its history next."""
         self.kernels.clear()
+        self.kernel_span.clear()
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation += 1
 

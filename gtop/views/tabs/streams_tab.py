@@ -12,6 +12,7 @@ from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.session_data import LAG_NS, window_end
 from gtop.views.tabs.worker_panel import agent_error_of, is_live
 from gtop.views.widgets.stream_timeline import StreamTimeline
 
@@ -58,12 +59,14 @@ class StreamsTab(Vertical):
         self.timeline.display = why is None
         if why is not None:
             return
-        seconds = self.timeline.window_ns / 1e9
+        seconds = self.timeline.window_ns / 1e9 + LAG_NS / 1e9
+        t1, lag = window_end(model, is_live(self.app))
         self.timeline.set_activity(
             _mine(model, layouts.KERNEL.name, seconds, self.pid, layouts.KERNEL.empty(0)),
             _mine(model, layouts.MEMCPY.name, seconds, self.pid, layouts.MEMCPY.empty(0)),
             _mine(model, layouts.MEMSET.name, seconds, self.pid, layouts.MEMSET.empty(0)),
-            model.now_ns,
+            t1,
+            lag,
         )
 
     def _rezoomed(self) -> None:
@@ -71,4 +74,14 @@ class StreamsTab(Vertical):
             self.show(self._model)
 
 
-register_process_panel("Streams", StreamsTab, order=40)
+register_process_panel(
+    "Streams",
+    StreamsTab,
+    order=40,
+    about=(
+        "One row per CUDA stream over a recent window. Each cell's height is the share of "
+        "that slice the stream was busy (▁ a little, █ all of it), its colour the kind of "
+        "work (kernel, copy, memset); the % on the right is the stream's busy share of the "
+        "whole window."
+    ),
+)

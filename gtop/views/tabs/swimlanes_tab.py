@@ -1,6 +1,6 @@
 """Process-screen tab "Swimlanes": the focused process's GPU streams aligned with its
-host threads over the last :data:`SPAN_NS` (ending
-:data:`~gtop.views.tabs.session_data.LAG_NS` before the newest record), with the
+host threads over the last :data:`SPAN_NS` (ending at
+:func:`~gtop.views.tabs.session_data.window_end`), with the
 :class:`~gtop.views.widgets.swimlanes.Swimlanes` widget's zoom, pan and cursor readout. While the
 view is zoomed in it stays put (``0`` zooms out and follows the data again)."""
 
@@ -17,7 +17,7 @@ from gtop.core.model import Model
 from gtop.core.rows import take_rows
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
-from gtop.views.tabs.session_data import LAG_NS, session_of
+from gtop.views.tabs.session_data import session_of, window_end
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.swimlanes import Swimlanes
 
@@ -28,7 +28,7 @@ MAX_THREADS = 8
 @dataclass(frozen=True)
 class _Snap:
     records: Records
-    watermark: int | None
+    t1: int
 
 
 def of_pid(rec: Records, pid: int) -> Records:
@@ -64,14 +64,16 @@ class SwimlanesTab(WorkerPanel):
             return f"{cuda}; {host}"
         return None
 
-    def snapshot(self, model: Model) -> _Snap:
+    def snapshot(self, model: Model) -> _Snap | None:
         data = session_of(model)
-        return _Snap(data.snapshot(), data.engine.watermark)
-
-    def compute(self, snap: _Snap) -> tuple[list[Lane], int, int] | None:
-        if snap.watermark is None:
+        if data.engine.watermark is None:
             return None
-        t1 = snap.watermark - LAG_NS
+        return _Snap(data.snapshot(), window_end(model, self.live())[0])
+
+    def compute(self, snap: _Snap | None) -> tuple[list[Lane], int, int] | None:
+        if snap is None:
+            return None
+        t1 = snap.t1
         t0 = t1 - SPAN_NS
         return build_lanes(of_pid(snap.records, self.pid), t0, t1, MAX_THREADS), t0, t1
 
@@ -92,4 +94,14 @@ class SwimlanesTab(WorkerPanel):
         self.lanes.show(lanes, t0, t1)
 
 
-register_process_panel("Swimlanes", SwimlanesTab, order=70)
+register_process_panel(
+    "Swimlanes",
+    SwimlanesTab,
+    order=70,
+    about=(
+        "The process's GPU streams above its host threads on one time axis, so a gap on the "
+        "GPU lines up with what the host did meanwhile. Cell height: busy share (a stream "
+        "running work, a thread on a CPU); a letter: why not (l lists them). The last line "
+        "reads the cell under the cursor."
+    ),
+)

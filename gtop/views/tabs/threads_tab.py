@@ -103,4 +103,13 @@ class ThreadsTab(WorkerPanel):
             self.show(self._model)
 
 
-register_process_panel("Threads", ThreadsTab, order=50)
+register_process_panel(
+    "Threads",
+    ThreadsTab,
+    order=50,
+    about=(
+        "What the process's host threads did: a bar per thread (on a CPU, runnable, blocked "
+        "and why), and a flamegraph of where their time went (o: on-CPU, off-CPU or both) "
+        "with the top functions beside it."
+    ),
+)

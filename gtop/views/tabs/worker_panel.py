@@ -90,6 +90,10 @@ class WorkerPanel(Vertical):
                 child.display = not empty
         self._empty = empty
 
+    def settled(self) -> bool:
+        """A result has been drawn and no computation is running or due."""
+        return bool(self.computed) and not self.busy and not self._again
+
     # --- plumbing ---------------------------------------------------------------------
     def show(self, model: Model) -> None:
         self._model = model

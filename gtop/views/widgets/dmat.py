@@ -28,8 +28,8 @@ class DmatView(ZoomPan):
 
     BINDINGS = [
         Binding("a", "toggle_align", "Time alignment"),
-        Binding("left_square_bracket", "page_zoom(0.5)", "Fewer pages/row"),
-        Binding("right_square_bracket", "page_zoom(2)", "More pages/row"),
+        Binding("left_curly_bracket", "page_zoom(0.5)", "Fewer pages/row"),
+        Binding("right_curly_bracket", "page_zoom(2)", "More pages/row"),
     ]
 
     aligns = True

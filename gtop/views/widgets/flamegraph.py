@@ -116,8 +116,8 @@ class FlameGraph(Vertical, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("left", "move(0, -1)", "Prev frame", show=False),
-        Binding("right", "move(0, 1)", "Next frame", show=False),
+        Binding("shift+left", "move(0, -1)", "Prev frame", show=False),
+        Binding("shift+right", "move(0, 1)", "Next frame", show=False),
         Binding("up", "move(-1, 0)", "Caller", show=False),
         Binding("down", "move(1, 0)", "Callee", show=False),
         Binding("enter", "zoom_in", "Zoom in"),

@@ -1,19 +1,26 @@
-"""The on/off-GPU ribbon: one cell per time slice, newest on the right, coloured and
-lettered by the cause that held the slice (see :mod:`gtop.views.fmt.palette`)."""
+"""The on/off-GPU ribbon: the window in equal cells, newest on the right. Each cell's
+height is its on-GPU share and its colour (or, with no GPU time, its letter) the cause
+that held it longest (:mod:`gtop.views.fmt.busy`)."""
 
 from __future__ import annotations
 
+import numpy as np
 from rich.text import Text
-from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gtop.analysis.causes import LABELS, Cause
-from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, NO_DATA_GLYPH, style
+from gtop.analysis.attribution import Partition
+from gtop.analysis.causes import ON_CAUSES, Cause
+from gtop.views.fmt import busy
+from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, style
+
+ON_MASK = np.isin(np.arange(len(Cause)), ON_CAUSES)
+LETTERS = {int(c): CAUSE_GLYPH[c] for c in Cause}
+STYLES = {int(c): CAUSE_STYLE[c] for c in Cause}
 
 
 class GpuRibbon(Widget, can_focus=True):
-    """A ribbon of the last N slices of one unit, with a time axis and a legend."""
+    """A ribbon over one unit's partition, with a time axis (``l`` opens the legend)."""
 
     DEFAULT_CSS = """
     GpuRibbon {
@@ -21,44 +28,36 @@ class GpuRibbon(Widget, can_focus=True):
         min-height: 2;
     }
     """
-    BINDINGS = [Binding("l", "toggle_legend", "Legend")]
-
-    states: reactive[tuple[int, ...]] = reactive(tuple)
-    """Cause per slice, oldest first (:func:`gtop.analysis.slices.dominant`); -1: no data."""
-    slice_ms: reactive[float] = reactive(100.0)
-    """Length of one slice, for the axis."""
+    partition: reactive[Partition | None] = reactive(None)
+    """The unit's window, tiled by cause (:class:`~gtop.analysis.attribution.Partition`)."""
+    span: reactive[tuple[int, int, int]] = reactive((0, 1, 0))
+    """``(t0, t1, lag_ns)``: the window, and how far its end lies before the newest data."""
     exact: reactive[bool] = reactive(True)
-    """False when the states come from the NVML-only approximation: labelled as such."""
+    """False when the partition comes from the NVML-only approximation: labelled so."""
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the causes apart)."""
-    show_legend: reactive[bool] = reactive(True, layout=True)
-    """Whether the legend lines are drawn."""
+
+    def show(self, partition: Partition, t0: int, t1: int, lag_ns: int = 0) -> None:
+        """Draw ``partition`` over ``[t0, t1)``."""
+        self.span = (t0, t1, lag_ns)
+        self.partition = partition
+
+    def cells(self, width: int) -> busy.Cells:
+        """The ribbon's cells at ``width`` (tests read them)."""
+        t0, t1, _ = self.span
+        p = self.partition
+        edges = busy.cell_edges(t0, t1, width)
+        if p is None:
+            return busy.Cells(np.zeros(len(edges) - 1), np.full(len(edges) - 1, -1))
+        return busy.busy_cells(p.starts, p.ends, p.causes, len(Cause), edges, ON_MASK)
 
     def render(self) -> Text:
         width = max(1, self.size.width)
-        shown = self.states[-width:]
-        ribbon = Text(NO_DATA_GLYPH * (width - len(shown)))
-        for cause in shown:
-            if cause < 0:
-                ribbon.append(NO_DATA_GLYPH)
-            else:
-                ribbon.append(
-                    CAUSE_GLYPH[Cause(cause)], style(CAUSE_STYLE[Cause(cause)], self.color)
-                )
-        span_s = width * self.slice_ms / 1000
-        left = f"-{span_s:g} s"
-        tag = "" if self.exact else " APPROXIMATE (no CUPTI)"
-        right = f"now{tag}"
-        axis = Text(left + " " * max(1, width - len(left) - len(right)) + right)
-        out = Text("\n").join([ribbon, axis])
-        if self.show_legend:
-            legend = Text()
-            for cause in Cause:
-                legend.append(CAUSE_GLYPH[cause], style(CAUSE_STYLE[cause], self.color))
-                legend.append(f" {LABELS[cause]}  ")
-            out.append("\n")
-            out.append_text(legend)
-        return out
-
-    def action_toggle_legend(self) -> None:
-        self.show_legend = not self.show_legend
+        t0, t1, lag = self.span
+        ribbon = busy.draw(self.cells(width), LETTERS, STYLES, self.color)
+        axis = busy.axis(width, t1 - t0, lag)
+        if not self.exact:
+            tag = "  APPROXIMATE (no CUPTI)  "
+            left, right = axis.split("  ")[0], axis.split()[-1]
+            axis = left + tag.center(width - len(left) - len(right)) + right
+        return Text("\n").join([ribbon, Text(axis, style=style("dim", self.color))])

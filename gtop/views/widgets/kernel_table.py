@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -10,23 +14,51 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Input
 
 from gtop.analysis.cuda_activity import KernelRow
-from gtop.views.fmt import units
+from gtop.views.fmt import kernel_names, units
 
 SORTS: tuple[tuple[str, str], ...] = (
-    ("total_ns", "total"),
-    ("count", "count"),
-    ("mean_ns", "avg"),
-    ("max_ns", "max"),
-    ("short", "name"),
+    ("total_ns", "Total"),
+    ("count", "Count"),
+    ("mean_ns", "Mean"),
+    ("max_ns", "Max"),
+    ("short", "Kernel"),
 )
-COLUMNS = ("Kernel", "Count", "Total", "Avg", "Max", "Grid", "Block", "Regs", "SMem", "Stream")
+"""Sort keys (a :class:`KernelRow` field) and the column that shows the sort mark."""
+
+
+class Column(NamedTuple):
+    label: str
+    width: int
+    cell: Callable[[KernelRow, float, float], str]
+    """``cell(row, share of the GPU time, launches per second)``."""
+
+
+NUMBERS: tuple[Column, ...] = (
+    Column("%GPU", 5, lambda r, share, rate: f"{100 * share:.1f}"),
+    Column("Count", 7, lambda r, share, rate: f"{r.count:,}"),
+    Column("Total", 8, lambda r, share, rate: units.duration(r.total_ns)),
+    Column("Mean", 8, lambda r, share, rate: units.duration(r.mean_ns)),
+    Column("Launch/s", 8, lambda r, share, rate: units.rate(rate) if rate else "N/A"),
+    Column("Max", 8, lambda r, share, rate: units.duration(r.max_ns)),
+    Column("Grid", 11, lambda r, share, rate: units.dims(r.grid)),
+    Column("Block", 9, lambda r, share, rate: units.dims(r.block)),
+    Column("Regs", 4, lambda r, share, rate: str(r.registers)),
+    Column("SMem", 8, lambda r, share, rate: units.size(r.static_smem + r.dynamic_smem)),
+    Column("Stream", 6, lambda r, share, rate: ",".join(str(s) for s in r.streams)),
+)
+"""The numeric columns, the four that always show first (at 80 columns too)."""
+ALWAYS = 4
+MIN_NAME = 16
 
 
 class KernelTable(Widget):
-    """Kernels by name with count, total/average/max time and launch geometry.
+    """Kernels by name with their share of the GPU time, count, total and mean time,
+    launches per second, and launch geometry.
 
     Rows come from :meth:`set_rows` (a :class:`KernelRow` list from the analysis layer);
-    the widget only filters, sorts and draws them.
+    the widget only filters, sorts and draws them. The name column takes what the first
+    four numeric columns leave (so they always show); the cursor stays on its kernel
+    when rows are re-sorted or updated.
     """
 
     DEFAULT_CSS = """
@@ -51,7 +83,7 @@ class KernelTable(Widget):
     filter_text: reactive[str] = reactive("")
     """Case-insensitive substring a kernel's demangled name must contain."""
     full_names: reactive[bool] = reactive(False)
-    """Show demangled full names instead of the short form."""
+    """Show demangled full names (cut to the name column) instead of the short form."""
 
     class Selected(Message):
         """The user picked a kernel (Enter on a row)."""
@@ -64,16 +96,21 @@ class KernelTable(Widget):
         super().__init__(id=id)
         self._rows: list[KernelRow] = []
         self._shown: list[KernelRow] = []
+        self._labels: dict[str, str] = {}
+        self._span_s = 0.0
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter kernels by name")
         yield DataTable(cursor_type="row", zebra_stripes=True)
 
-    def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*COLUMNS)
+    def on_resize(self) -> None:
+        self._redraw_if_mounted()
 
-    def set_rows(self, rows: list[KernelRow]) -> None:
+    def set_rows(self, rows: list[KernelRow], span_ns: int = 0) -> None:
+        """The kernels, aggregated over ``span_ns`` (for launches per second)."""
         self._rows = rows
+        self._labels = kernel_names.labels(rows)
+        self._span_s = span_ns / 1e9
         self._redraw()
 
     @property
@@ -81,32 +118,58 @@ class KernelTable(Widget):
         """The rows on screen, in screen order."""
         return list(self._shown)
 
+    def label(self, row: KernelRow) -> str:
+        """The row's name as the table shows it (short, told apart from namesakes)."""
+        return self._labels.get(row.name, row.short)
+
+    def select(self, name: str) -> KernelRow | None:
+        """Put the cursor on kernel ``name`` (clearing a filter that hides it)."""
+        if not any(r.name == name for r in self._shown):
+            self.action_clear_filter()
+        table = self.query_one(DataTable)
+        for i, r in enumerate(self._shown):
+            if r.name == name:
+                table.move_cursor(row=i)
+                return r
+        return None
+
+    def _name_width(self) -> int:
+        table = self.query_one(DataTable)
+        room = (table.size.width or self.size.width) - table.styles.scrollbar_size_vertical
+        fixed = sum(c.width + 2 for c in NUMBERS[:ALWAYS]) + 2  # + the name's padding
+        return max(MIN_NAME, room - fixed)
+
     def _redraw(self) -> None:
         needle = self.filter_text.lower()
         rows = [r for r in self._rows if needle in r.demangled.lower()]
-        key = SORTS[self.sort_index][0]
+        key, sorted_label = SORTS[self.sort_index]
         rows.sort(key=lambda r: getattr(r, key), reverse=self.descending)
-        self._shown = rows
         table = self.query_one(DataTable)
-        cursor = table.cursor_row
-        table.clear()
-        for r in rows:
-            table.add_row(
-                r.demangled if self.full_names else r.short,
-                str(r.count),
-                units.duration(r.total_ns),
-                units.duration(r.mean_ns),
-                units.duration(r.max_ns),
-                units.dims(r.grid),
-                units.dims(r.block),
-                str(r.registers),
-                units.size(r.static_smem + r.dynamic_smem),
-                ",".join(str(s) for s in r.streams),
-            )
+        keep = (
+            self._shown[table.cursor_row].name if 0 <= table.cursor_row < len(self._shown) else None
+        )
+        self._shown = rows
+        mark = " ▼" if self.descending else " ▲"
+        width = self._name_width()
+        names = [r.demangled if self.full_names else self.label(r) for r in rows]
+        if not self.full_names:
+            width = min(width, max([len(n) for n in names] + [MIN_NAME]))
+        table.clear(columns=True)
+        table.add_column("Kernel" + (mark if sorted_label == "Kernel" else ""), width=width)
+        for col in NUMBERS:
+            label = col.label + (mark if col.label == sorted_label else "")
+            table.add_column(label, width=max(col.width, len(label)))
+        total = sum(r.total_ns for r in self._rows) or 1
+        for r, name in zip(rows, names, strict=True):
+            share = r.total_ns / total
+            rate = r.count / self._span_s if self._span_s > 0 else 0.0
+            cut = name if len(name) <= width else name[: width - 1] + "…"
+            cells = [Text(c.cell(r, share, rate), justify="right") for c in NUMBERS]
+            table.add_row(cut, *cells, key=r.name)
         if rows:
-            table.move_cursor(row=min(cursor, len(rows) - 1))
-        sort_name = SORTS[self.sort_index][1]
-        self.border_subtitle = f"sort: {sort_name} {'↓' if self.descending else '↑'}"
+            at = next((i for i, r in enumerate(rows) if r.name == keep), 0)
+            table.move_cursor(row=at)
+        self.border_subtitle = f"sort: {sorted_label} {mark.strip()}"
 
     def watch_sort_index(self) -> None:
         self._redraw_if_mounted()

@@ -1,5 +1,5 @@
 """The off-GPU breakdown bar: GAR, one stacked bar of the window by cause, and each
-cause's share and absolute time."""
+cause in plain words with its code, share and absolute time."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gtop.analysis.causes import LABELS, Cause
+from gtop.analysis.causes import LABELS, PHRASES, Cause
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, style
+
+COLUMN = 52
+"""Cells per cause entry: glyph, plain words, code, share, time."""
 
 
 def _seconds(s: float) -> str:
@@ -28,14 +31,14 @@ class OffGpuBar(Widget, can_focus=True):
         min-height: 3;
     }
     """
-    BINDINGS = [Binding("s", "toggle_sort", "Sort by size")]
+    BINDINGS = [Binding("s", "toggle_sort", "Sort causes")]
 
     summary: reactive[dict[str, Any] | None] = reactive(None, layout=True)
     """The unit's numbers; None before any data."""
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the causes apart)."""
-    by_size: reactive[bool] = reactive(False, layout=True)
-    """List causes largest first instead of in cause order."""
+    by_size: reactive[bool] = reactive(True, layout=True)
+    """List causes largest first (else in cause order)."""
 
     def render(self) -> Text:
         s = self.summary
@@ -44,7 +47,7 @@ class OffGpuBar(Widget, can_focus=True):
         width = max(10, self.size.width)
         seconds = {**s["on"], **s["off"]}
         total = s["duration_s"] or 1.0
-        head = Text(f"GAR {s['gar'] * 100:5.1f}%   window {_seconds(s['duration_s'])}")
+        head = Text(f"GPU busy {s['gar'] * 100:5.1f}% (GAR)   window {_seconds(s['duration_s'])}")
         if not s.get("exact", True):
             head.append("   APPROXIMATE (no CUPTI)", "bold" if self.color else "")
         bar = Text()
@@ -58,15 +61,17 @@ class OffGpuBar(Widget, can_focus=True):
         if self.by_size:
             rows.sort(key=lambda c: -seconds[LABELS[c]])
         lines = [head, bar]
-        col = 30
-        per_line = max(1, width // col)
+        per_line = max(1, width // COLUMN)
         for i in range(0, len(rows), per_line):
             line = Text()
             for cause in rows[i : i + per_line]:
                 sec = seconds[LABELS[cause]]
                 line.append(CAUSE_GLYPH[cause], style(CAUSE_STYLE[cause], self.color))
-                line.append(f" {LABELS[cause]:<10} {sec / total * 100:5.1f}% {_seconds(sec):>9}")
-                line.append(" " * (col - 29))
+                line.append(
+                    f" {PHRASES[cause]:<19} {LABELS[cause]:<10} {sec / total * 100:5.1f}% "
+                    f"{_seconds(sec):>9}"
+                )
+                line.append(" " * (COLUMN - 48))
             lines.append(line)
         return Text("\n").join(lines)
 

@@ -1,4 +1,5 @@
-"""One line: live or replay, paused, recording state, drops and collector trouble."""
+"""One line: live or replay, paused, recording state, drops, collector trouble, and what
+gtop costs the traced processes."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ class Status:
     """Rows lost, by stream: always shown when non-zero."""
     trouble: tuple[str, ...] = ()
     """Collector errors and notes, e.g. ``"nvml: no NVIDIA driver found"``."""
+    cost: str | None = None
+    """What gtop costs the traced processes, as its agents measured it (last)."""
 
 
 class StatusLine(Widget):
@@ -62,6 +65,8 @@ class StatusLine(Widget):
             lost = ", ".join(f"{k} {v:,}" for k, v in sorted(st.drops.items()))
             parts.append(Text(f"⚠ drops: {lost}", style=style("warn")))
         parts.extend(Text(t, style=style("muted")) for t in st.trouble)
+        if st.cost:
+            parts.append(Text(st.cost, style=style("muted")))
         out = Text(" │ ").join(parts)
         out.no_wrap = True
         out.overflow = "ellipsis"

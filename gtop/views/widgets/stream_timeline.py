@@ -1,5 +1,6 @@
-"""The stream timeline: one row per CUDA stream over a recent window, kernels and copies
-drawn by kind, with each stream's busy share of the window."""
+"""The stream timeline: one row per CUDA stream over a recent window, each cell's height
+its busy share (:mod:`gtop.views.fmt.busy`), coloured by the kind of work that held it,
+with each stream's busy share of the window."""
 
 from __future__ import annotations
 
@@ -9,52 +10,52 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from gtop.analysis import intervals as iv
 from gtop.core import layouts
 from gtop.core.layouts import CopyKind
-from gtop.views.fmt import units
+from gtop.views.fmt import busy, units
 
 LABEL = 10
 BUSY = 6
 MIN_WINDOW_NS = 1_000_000
 MAX_WINDOW_NS = 60_000_000_000
-# drawn in this order: later kinds overwrite earlier ones in a shared cell
-KINDS: tuple[tuple[str, str, str], ...] = (
-    ("memset", "░", "yellow"),
-    ("copy", "▒", "blue"),
-    ("htod", "▒", "cyan"),
-    ("dtoh", "▒", "magenta"),
-    ("kernel", "█", "green"),
+KINDS: tuple[tuple[str, str], ...] = (
+    ("kernel", "green"),
+    ("copy", "blue"),
+    ("htod", "cyan"),
+    ("dtoh", "magenta"),
+    ("memset", "yellow"),
 )
-
-
-def cells(t0: int, t1: int, width: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Which of ``width`` equal cells spanning ``[t0, t1)`` the intervals touch."""
-    out = np.zeros(width, dtype=bool)
-    keep = (ends > t0) & (starts < t1) & (ends >= starts)
-    if width <= 0 or not keep.any():
-        return out
-    span = (t1 - t0) / width
-    first = np.clip(((starts[keep] - t0) / span).astype(np.int64), 0, width - 1)
-    last = np.ceil((ends[keep] - t0) / span).astype(np.int64) - 1  # half-open intervals
-    last = np.clip(np.maximum(last, first), 0, width - 1)
-    diff = np.zeros(width + 1, dtype=np.int64)
-    np.add.at(diff, first, 1)
-    np.add.at(diff, last + 1, -1)
-    return np.cumsum(diff[:-1]) > 0
+"""Kinds of GPU work, by code (their index); the colour of a cell they held longest."""
+IDLE = len(KINDS)
+"""The code of a stream's idle time (quiet: it colours only a wholly idle cell)."""
+STYLES = {**{i: colour for i, (_, colour) in enumerate(KINDS)}, IDLE: "grey50"}
+LETTERS = {IDLE: "·"}
+BUSY_MASK = np.arange(IDLE + 1) < IDLE
+QUIET_MASK = ~BUSY_MASK
 
 
 def busy_fraction(t0: int, t1: int, starts: np.ndarray, ends: np.ndarray) -> float:
     """Share of ``[t0, t1)`` covered by the union of the intervals."""
-    s = np.clip(starts, t0, t1)
-    e = np.clip(ends, t0, t1)
-    keep = e > s
-    if not keep.any():
-        return 0.0
-    order = np.argsort(s[keep])
-    s, e = s[keep][order], e[keep][order]
-    reach = np.maximum.accumulate(e)
-    gaps = np.maximum(s[1:] - reach[:-1], 0).sum()
-    return float((reach[-1] - s[0] - gaps) / (t1 - t0))
+    spans = iv.clip(iv.union(starts, ends), t0, t1)
+    return float((spans.ends - spans.starts).sum() / (t1 - t0))
+
+
+def stream_cells(
+    t0: int, t1: int, width: int, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray
+) -> busy.Cells:
+    """Cells of one stream's work (``codes``: index into :data:`KINDS`); time with no
+    work is :data:`IDLE`."""
+    idle = iv.complement(iv.union(starts, ends), t0, t1)
+    return busy.busy_cells(
+        np.concatenate((starts, idle.starts)),
+        np.concatenate((ends, idle.ends)),
+        np.concatenate((codes, np.full(len(idle.starts), IDLE))),
+        IDLE + 1,
+        busy.cell_edges(t0, t1, width),
+        BUSY_MASK,
+        QUIET_MASK,
+    )
 
 
 class StreamTimeline(Widget, can_focus=True):
@@ -66,8 +67,8 @@ class StreamTimeline(Widget, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("plus", "zoom_in", "Zoom in"),
-        Binding("minus", "zoom_out", "Zoom out"),
+        Binding("z", "zoom_in", "Zoom in"),
+        Binding("x", "zoom_out", "Zoom out"),
     ]
 
     window_ns: reactive[int] = reactive(1_000_000_000)
@@ -79,13 +80,20 @@ class StreamTimeline(Widget, can_focus=True):
         self._memcpy = layouts.MEMCPY.empty(0)
         self._memset = layouts.MEMSET.empty(0)
         self._now_ns = 0
+        self._lag_ns = 0
 
     def set_activity(
-        self, kernels: np.ndarray, memcpy: np.ndarray, memset: np.ndarray, now_ns: int
+        self,
+        kernels: np.ndarray,
+        memcpy: np.ndarray,
+        memset: np.ndarray,
+        now_ns: int,
+        lag_ns: int = 0,
     ) -> None:
-        """The records to draw (at least the last window's) and the window's end."""
+        """The records to draw (at least the last window's) and the window's end, which
+        lies ``lag_ns`` before the newest time (for the axis)."""
         self._kernels, self._memcpy, self._memset = kernels, memcpy, memset
-        self._now_ns = now_ns
+        self._now_ns, self._lag_ns = now_ns, lag_ns
         self.refresh(layout=True)
 
     def watch_window_ns(self) -> None:
@@ -105,7 +113,7 @@ class StreamTimeline(Widget, can_focus=True):
         return sorted(keys)
 
     def get_content_height(self, _container: object, _viewport: object, width: int) -> int:
-        return max(1, len(self._streams())) + 1
+        return max(1, len(self._streams())) + 2
 
     def render(self) -> Text:
         t1 = self._now_ns
@@ -115,27 +123,24 @@ class StreamTimeline(Widget, can_focus=True):
         pids = {pid for pid, _ in streams}
         out = Text(no_wrap=True, overflow="crop")
         if not streams:
-            out.append("no kernels or copies in this window", style="dim")
+            out.append("no kernels or copies in this window\n", style="dim")
         for pid, stream in streams:
             label = f"s{stream}" if len(pids) == 1 else f"{pid}:s{stream}"
             out.append(f"{label[: LABEL - 1]:<{LABEL}}", style="bold")
-            glyph = np.full(width, "·", dtype="<U1")
-            style = np.full(width, "dim", dtype="<U8")
-            starts, ends = [], []
-            for kind, char, colour in KINDS:
-                arr = self._of_kind(kind, pid, stream)
-                mark = cells(t0, t1, width, arr["t_ns"], arr["end_ns"])
-                glyph[mark], style[mark] = char, colour
-                starts.append(arr["t_ns"])
-                ends.append(arr["end_ns"])
-            for ch, st in zip(glyph.tolist(), style.tolist(), strict=True):
-                out.append(ch, style=st)
-            busy = busy_fraction(t0, t1, np.concatenate(starts), np.concatenate(ends))
-            out.append(f"{100 * busy:5.0f}%\n")
-        out.append(f"{'':<{LABEL}}-{units.duration(self.window_ns)}", style="dim")
-        out.append("   ")
-        for kind, char, colour in KINDS[::-1]:
-            out.append(f"{char} {kind} ", style=colour)
+            parts = [self._of_kind(kind, pid, stream) for kind, _ in KINDS]
+            starts = np.concatenate([a["t_ns"] for a in parts]).astype(np.int64)
+            ends = np.concatenate([a["end_ns"] for a in parts]).astype(np.int64)
+            codes = np.repeat(np.arange(len(KINDS)), [len(a) for a in parts])
+            keep = (ends > t0) & (starts < t1) & (ends >= starts)
+            starts, ends, codes = starts[keep], ends[keep], codes[keep]
+            row = stream_cells(t0, t1, width, starts, ends, codes)
+            out.append_text(busy.draw(row, LETTERS, STYLES, True))
+            out.append(f"{100 * busy_fraction(t0, t1, starts, ends):5.0f}%\n")
+        out.append(f"{'':<{LABEL}}")
+        out.append(busy.axis(width, self.window_ns, self._lag_ns), style="dim")
+        out.append(f"\n{'':<{LABEL}}height: busy share of the cell  ", style="dim")
+        for kind, colour in KINDS:
+            out.append(f"■ {kind} ", style=colour)
         return out
 
     def _of_kind(self, kind: str, pid: int, stream: int) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Swimlanes: GPU streams (kernels, copies, queueing and dependency gaps) aligned with
-host threads (on-CPU, in CUDA API, runnable, blocked by reason), with zoom, pan and a
-cursor readout. Takes :class:`gtop.analysis.lanes.Lane` rows; collects nothing."""
+host threads (on-CPU, in CUDA API, runnable, blocked by reason), each cell's height its
+busy share (a stream running work, a thread on a CPU), with zoom, pan and a readout of
+the cell under the cursor. Takes :class:`gtop.analysis.lanes.Lane` rows; collects nothing."""
 
 from __future__ import annotations
 
@@ -11,10 +12,21 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gtop.analysis.lanes import CODE_NAMES, Code, Lane
-from gtop.views.fmt.palette import LANE_GLYPH, LANE_STYLE, NO_DATA_GLYPH, style
+from gtop.views.fmt import busy
+from gtop.views.fmt.palette import LANE_GLYPH, LANE_STYLE
 
 LABEL_WIDTH = 11
 MIN_SPAN_NS = 1_000
+BUSY_CODES = np.isin(np.arange(len(Code)), [Code.KERNEL, Code.COPY, Code.ON_CPU, Code.IN_API])
+"""What makes a lane busy: a stream running work, a thread on a CPU."""
+QUIET_CODES = np.arange(len(Code)) == Code.IDLE
+
+
+def lane_cells(lane: Lane, edges: np.ndarray) -> busy.Cells:
+    """The busy-fraction cells of one lane (:mod:`gtop.views.fmt.busy`)."""
+    return busy.busy_cells(
+        lane.starts, lane.ends, lane.codes, len(Code), edges, BUSY_CODES, QUIET_CODES
+    )
 
 
 def _ms(ns: float) -> str:
@@ -31,12 +43,12 @@ class Swimlanes(Widget, can_focus=True):
     }
     """
     BINDINGS = [
-        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in"),
-        Binding("minus", "zoom(2)", "Zoom out"),
-        Binding("left", "move_cursor(-1)", "Cursor left", show=False),
-        Binding("right", "move_cursor(1)", "Cursor right", show=False),
-        Binding("shift+left", "pan(-0.25)", "Pan left"),
-        Binding("shift+right", "pan(0.25)", "Pan right"),
+        Binding("z", "zoom(0.5)", "Zoom in"),
+        Binding("x", "zoom(2)", "Zoom out"),
+        Binding("shift+left", "move_cursor(-1)", "Cursor left", show=False),
+        Binding("shift+right", "move_cursor(1)", "Cursor right", show=False),
+        Binding("less_than_sign", "pan(-0.25)", "Pan left"),
+        Binding("greater_than_sign", "pan(0.25)", "Pan right"),
         Binding("0", "reset", "Whole window"),
     ]
 
@@ -65,8 +77,7 @@ class Swimlanes(Widget, can_focus=True):
         return max(1, self.size.width - LABEL_WIDTH - 1)
 
     def _edges(self) -> np.ndarray:
-        n = self._cells()
-        return self.view_start + np.rint(np.arange(n + 1) * (self.view_span / n)).astype(np.int64)
+        return busy.cell_edges(self.view_start, self.view_start + self.view_span, self._cells())
 
     def render(self) -> Text:
         edges = self._edges()
@@ -78,17 +89,17 @@ class Swimlanes(Widget, can_focus=True):
                 f"{'span ' + _ms(self.view_span):>{n}}"
             )
         ]
+        readout = Text(f"t=+{_ms(self.cursor - self.t0)}  cell:")
         for lane in self.lanes:
+            cells = lane_cells(lane, edges)
             row = Text(f"{lane.label[:LABEL_WIDTH]:<{LABEL_WIDTH}} ")
-            for i, code in enumerate(lane.cells(edges).tolist()):
-                glyph = LANE_GLYPH[Code(code)] if code >= 0 else NO_DATA_GLYPH
-                st = style(LANE_STYLE[Code(code)], self.color) if code >= 0 else ""
-                row.append(glyph, f"{st} reverse".strip() if i == col else st)
-            rows.append(row)
-        readout = Text(f"t=+{_ms(self.cursor - self.t0)}")
-        for lane in self.lanes:
-            code = lane.at(self.cursor)
-            readout.append(f"  {lane.label}: {CODE_NAMES[Code(code)] if code >= 0 else '-'}")
+            line = busy.draw(cells, LANE_GLYPH, LANE_STYLE, self.color)
+            line.stylize("reverse", col, col + 1)
+            rows.append(row + line)
+            code = int(cells.dominant[col])
+            share = f"{100 * cells.fraction[col]:.0f}% busy" if code >= 0 else "-"
+            what = f", {CODE_NAMES[Code(code)]}" if code >= 0 else ""
+            readout.append(f"  {lane.label}: {share}{what}")
         rows.append(readout)
         return Text("\n").join(rows)
 

@@ -11,9 +11,10 @@ from textual.widget import Widget
 
 
 class ZoomPan(Widget, can_focus=True):
-    """Keys: ``+``/``-`` zoom time, ``←``/``→`` pan, ``↑``/``↓``/PgUp/PgDn scroll rows,
-    Home resets. Subclasses say how many rows they have (:meth:`row_count`) and whether
-    they have data (:meth:`has_data`). Lines are cut at the widget's edge, never wrapped:
+    """Keys: ``z``/``x`` zoom time, shift+``←``/``→`` pan, ``↑``/``↓``/PgUp/PgDn scroll
+    rows, ``0`` resets (plain arrows, ``+``/``-`` and Home/End are the replay's).
+    Subclasses say how many rows they have (:meth:`row_count`) and whether they have
+    data (:meth:`has_data`). Lines are cut at the widget's edge, never wrapped:
     a wrapped line would push the rows below it out of view."""
 
     DEFAULT_CSS = """
@@ -27,15 +28,15 @@ class ZoomPan(Widget, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("plus,equals_sign", "zoom(2)", "Zoom in"),
-        Binding("minus", "zoom(0.5)", "Zoom out"),
-        Binding("left", "pan(-1)", "Earlier", show=False),
-        Binding("right", "pan(1)", "Later", show=False),
+        Binding("z", "zoom(2)", "Zoom in"),
+        Binding("x", "zoom(0.5)", "Zoom out"),
+        Binding("shift+left", "pan(-1)", "Earlier", show=False),
+        Binding("shift+right", "pan(1)", "Later", show=False),
         Binding("up", "scroll_rows(-1)", "Row up", show=False),
         Binding("down", "scroll_rows(1)", "Row down", show=False),
         Binding("pageup", "scroll_rows(-10)", "Page up", show=False),
         Binding("pagedown", "scroll_rows(10)", "Page down", show=False),
-        Binding("home", "reset", "Reset view"),
+        Binding("0", "reset", "Reset view"),
     ]
 
     zoom: reactive[float] = reactive(1.0)

@@ -5,7 +5,9 @@ import sys
 print("ready", flush=True)
 for line in sys.stdin:
     if line.strip() == "agent?":
-        print("agent", "gtop.agent.runtime" in sys.modules, flush=True)
+        # the agent lives under a private package name, never as "gtop"
+        agent = any(m.startswith("_gtop_") and m.endswith(".agent.runtime") for m in sys.modules)
+        print("agent", agent and "gtop" not in sys.modules, flush=True)
     elif line.strip() == "path?":
         print("path", any("gtop-agent-" in p for p in sys.path), flush=True)
     elif line.strip() == "custom?":

@@ -1,0 +1,96 @@
+"""The window a diagnosis covers: the target's active time, not gtop's whole recording.
+
+A recording starts before the target has a CUDA context (interpreter start, imports,
+building the model) and may end after its last kernel (shutdown, or gtop waiting for
+it to exit). Charged over the whole recording, that time is off-GPU with no GPU work to
+explain it and drowns the answer. So attribution covers the **active window**: from the
+target's first GPU activity (kernel, copy or memset start) to its last (end); or its
+**steady state** (the longest stretch whose GPU busy share stays near that of the
+window's second half); or seconds given by the user. The time before is its own
+labelled phase, ``startup``, described by its host stacks; the time after is ``after``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gtop.analysis import intervals as iv
+
+STEADY_BINS = 40
+"""Bins of the active window that the steady-state search compares."""
+STEADY_MIN_BIN_NS = 100_000_000
+STEADY_TOLERANCE = 0.1
+"""A bin is steady when its smoothed busy share is within this (absolute) of the
+reference share, or within a quarter of it when that is larger."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """``[t0, t1)`` in the recording's clock; ``kind``: ``active``, ``steady``, ``given``
+    or ``recording`` (no GPU activity found: the whole recording)."""
+
+    t0: int
+    t1: int
+    kind: str
+
+    @property
+    def duration_ns(self) -> int:
+        return self.t1 - self.t0
+
+
+def active_span(starts: np.ndarray, ends: np.ndarray) -> tuple[int, int] | None:
+    """First start to last end of the GPU work ``[starts, ends)``; None when there is none."""
+    if not len(starts):
+        return None
+    return int(starts.min()), int(max(ends.max(), starts.max()))
+
+
+def coverage(spans: iv.Spans, points: np.ndarray) -> np.ndarray:
+    """For each point, how much of normal ``spans`` lies before it (ns)."""
+    if not len(spans):
+        return np.zeros(len(points), np.int64)
+    lengths = spans.ends - spans.starts
+    before = np.concatenate(([0], np.cumsum(lengths)))
+    k = np.searchsorted(spans.starts, points, side="right") - 1
+    inside = np.clip(points - spans.starts[np.maximum(k, 0)], 0, lengths[np.maximum(k, 0)])
+    return np.where(k >= 0, before[np.maximum(k, 0)] + inside, 0)
+
+
+def steady_edges(t0: int, t1: int) -> np.ndarray | None:
+    """The bin edges the steady-state search uses over ``[t0, t1)``; None when the
+    window is too short to split (fewer than 4 bins)."""
+    bins = min(STEADY_BINS, (t1 - t0) // STEADY_MIN_BIN_NS)
+    return np.linspace(t0, t1, bins + 1).astype(np.int64) if bins >= 4 else None
+
+
+def busy_ns(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """GPU-busy ns of ``[starts, ends)`` (overlaps once) in each bin between ``edges``."""
+    return np.diff(coverage(iv.union(starts, ends), edges))
+
+
+def steady_span(edges: np.ndarray, busy: np.ndarray) -> tuple[int, int]:
+    """The steady state: from the first to the last bin whose busy share (``busy`` ns
+    per bin between ``edges``, smoothed over 3 bins) is within
+    :data:`STEADY_TOLERANCE` of the median share of the second half, so warm-up and
+    wind-down are cut and dips inside are kept."""
+    share = np.minimum(busy / np.diff(edges), 1.0)
+    smooth = np.convolve(np.pad(share, 1, mode="edge"), np.ones(3) / 3, mode="valid")
+    ref = float(np.median(share[len(share) // 2 :]))
+    ok = np.flatnonzero(np.abs(smooth - ref) <= max(STEADY_TOLERANCE, ref / 4))
+    return int(edges[ok[0]]), int(edges[ok[-1] + 1])
+
+
+def nvml_span(t: np.ndarray, util: np.ndarray, period_ns: int) -> tuple[int, int] | None:
+    """From NVML samples (``util`` > 0 means busy during the ``period_ns`` before ``t``):
+    the first to the last busy sample; None when none was busy."""
+    busy = np.flatnonzero(util > 0)
+    if not len(busy):
+        return None
+    return int(t[busy[0]]) - period_ns, int(t[busy[-1]])
+
+
+def seconds_to_ns(start: int, seconds: float) -> int:
+    """A time given as seconds from the recording's start."""
+    return start + round(seconds * 1e9)

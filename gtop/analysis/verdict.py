@@ -1,0 +1,214 @@
+"""The verdict: the dominant reason a GPU sits idle, in plain words, with its evidence
+and the usual fix. One rule for every path (``gtop report``, the UI live or replayed):
+it reads only a breakdown (seconds per cause), the widest off-GPU folded stacks and two
+kernel rates, which every path has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PHRASES, Cause
+
+GPU_BOUND_GAR = 0.8
+"""At or above this GPU Active Ratio the GPU itself is the bottleneck."""
+INPUT_FRAMES = re.compile(r"torch/utils/data/|_worker_loop|multiprocessing/queues")
+"""Frames that mark a thread waiting on, or working for, a DataLoader."""
+MIN_SHARE = 0.05
+"""A known cause smaller than this share of the window does not outweigh missing host
+data (UNKNOWN) in the verdict."""
+PY_FRAME = re.compile(r"^\S.* \([\w./<>-]+\.py\)$")
+"""A Python frame as the stack tables write it: ``func (path/file.py)``."""
+SYSCALL_ENTRY = "entry_SYSCALL_64_after_hwframe"
+
+FIXES = {
+    "launch-bound": "capture the step in a CUDA graph (torch.cuda.CUDAGraph) or use "
+    'torch.compile(mode="reduce-overhead"); fewer, larger kernels',
+    "input-bound": "more DataLoader num_workers, pin_memory=True, and make the workers' "
+    "per-sample work cheaper",
+    "sync-bound": "remove the synchronising call from the loop (.item(), .cpu(), "
+    "synchronize) or move it off the hot path",
+    "host-compute": "move this host work to the GPU, or overlap it with GPU work",
+    "io-bound": "prefetch or cache the data, more DataLoader workers, faster storage",
+    "blocked": "find what the thread waits for (sleep, lock, queue) and overlap or remove it",
+    "gpu-queue": "submitted work waits to start: many small kernels (fuse them, e.g. "
+    "torch.compile) or other work ahead on the GPU (other streams or processes)",
+    "gpu-dependency": "streams wait on each other's events: overlap independent work",
+    "gpu-bound": "the GPU is the bottleneck: speed up the top kernels",
+    "no-host-data": "gtop saw no CUDA activity or host threads of the target here: record "
+    "it with the agent (gtop record -- CMD); gtop doctor says what works on the machine",
+}
+"""The usual fix per kind of verdict."""
+
+KIND_OF_CAUSE = {
+    Cause.H_CTRL: "launch-bound",
+    Cause.H_APP: "host-compute",
+    Cause.H_WAIT_GPU: "sync-bound",
+    Cause.H_IO: "io-bound",
+    Cause.OFF_CPU: "blocked",
+    Cause.G_QUEUE: "gpu-queue",
+    Cause.G_STALL: "gpu-dependency",
+    Cause.UNKNOWN: "no-host-data",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why the GPU was idle over a window (``cause`` a :data:`LABELS` entry, or
+    ``G:COMP`` when GPU-bound), in one ``headline`` with its ``evidence`` and ``fix``."""
+
+    kind: str
+    cause: str
+    phrase: str
+    explanation: str
+    share_of_window: float
+    gar: float
+    headline: str
+    evidence: tuple[str, ...]
+    fix: str
+    top_frames: tuple[str, ...]
+    launches_per_s: float | None
+    mean_kernel_us: float | None
+
+    def as_json(self) -> dict:
+        out = asdict(self)
+        out["evidence"] = list(self.evidence)
+        out["top_frames"] = list(self.top_frames)
+        return out
+
+
+def stack_frames(stack: str) -> list[str]:
+    """The frames of a folded off-GPU stack (``OFF_GPU;CAUSE;frame;...``), outermost first."""
+    return stack.split(";")[2:]
+
+
+def top_frames(frames: Sequence[str], n: int = 3) -> tuple[str, ...]:
+    """The innermost ``n`` Python frames of a stack, else its innermost user-space frames
+    (those before the kernel's syscall entry), innermost last."""
+    py = [f for f in frames if PY_FRAME.match(f)]
+    if py:
+        return tuple(py[-n:])
+    user = list(frames)
+    if SYSCALL_ENTRY in user:
+        user = user[: user.index(SYSCALL_ENTRY)]
+    user = [f for f in user if f != "[unknown]"]
+    return tuple(user[-n:])
+
+
+def syscall(frames: Sequence[str]) -> str | None:
+    """The system call a stack is in: the user frame just before the kernel's entry."""
+    if SYSCALL_ENTRY in frames:
+        i = list(frames).index(SYSCALL_ENTRY)
+        return frames[i - 1] if i else None
+    return None
+
+
+def _cause_stacks(stacks: Sequence[tuple[str, float]], label: str) -> list[tuple[str, float]]:
+    prefix = f"OFF_GPU;{label}"
+    return [(s, w) for s, w in stacks if s == prefix or s.startswith(prefix + ";")]
+
+
+def _input_bound(stacks: Sequence[tuple[str, float]]) -> bool:
+    """Most of the cause's stacked time that has Python frames is in DataLoader frames
+    (stacks without Python frames, e.g. a lock wait py-spy did not catch, say nothing)."""
+    with_py = [(s, w) for s, w in stacks if any(PY_FRAME.match(f) for f in stack_frames(s))]
+    loader = sum(w for s, w in with_py if INPUT_FRAMES.search(s))
+    return loader > 0 and loader >= 0.5 * sum(w for _, w in with_py)
+
+
+def _rates(launches_per_s: float | None, mean_kernel_us: float | None) -> str | None:
+    parts = []
+    if launches_per_s is not None:
+        parts.append(f"{launches_per_s:,.0f} kernel launches/s")
+    if mean_kernel_us is not None:
+        parts.append(f"mean kernel time {mean_kernel_us:,.1f} µs")
+    return ", ".join(parts) or None
+
+
+def decide(
+    seconds: Mapping[str, float],
+    duration_s: float,
+    stacks: Sequence[tuple[str, float]] = (),
+    launches_per_s: float | None = None,
+    mean_kernel_us: float | None = None,
+) -> Verdict | None:
+    """The verdict over a window of ``duration_s`` given seconds per cause label (on and
+    off), the widest folded off-GPU stacks with their seconds, and kernel rates; None when
+    the window is empty."""
+    if duration_s <= 0:
+        return None
+    on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
+    gar = on / duration_s
+    rates = _rates(launches_per_s, mean_kernel_us)
+    if gar >= GPU_BOUND_GAR:
+        evidence = [f"GPU busy {gar:.0%} of {duration_s:.2f} s"]
+        if rates:
+            evidence.append(rates)
+        return Verdict(
+            kind="gpu-bound",
+            cause=LABELS[Cause.G_COMP],
+            phrase=PHRASES[Cause.G_COMP],
+            explanation=EXPLANATIONS[Cause.G_COMP],
+            share_of_window=gar,
+            gar=gar,
+            headline=f"GPU-bound: the GPU was busy {gar:.0%} of the time",
+            evidence=tuple(evidence),
+            fix=FIXES["gpu-bound"],
+            top_frames=(),
+            launches_per_s=launches_per_s,
+            mean_kernel_us=mean_kernel_us,
+        )
+    known = [c for c in OFF_CAUSES if c != Cause.UNKNOWN]
+    cause = max(known, key=lambda c: (seconds.get(LABELS[c], 0.0), -c))
+    unknown = seconds.get(LABELS[Cause.UNKNOWN], 0.0)
+    if unknown > seconds.get(LABELS[cause], 0.0) < MIN_SHARE * duration_s:
+        cause = Cause.UNKNOWN
+    label = LABELS[cause]
+    idle = seconds.get(label, 0.0)
+    share = idle / duration_s
+    own = _cause_stacks(stacks, label)
+    kind = KIND_OF_CAUSE[cause]
+    if cause in (Cause.OFF_CPU, Cause.H_APP) and _input_bound(own):
+        kind = "input-bound"
+    framed = [(s, w) for s, w in own if stack_frames(s)]
+    widest = framed[0] if framed else None
+    frames = stack_frames(widest[0]) if widest else []
+    top = top_frames(frames)
+    what = {
+        "input-bound": "waiting for input data (DataLoader)",
+        "launch-bound": "launching kernels (launch-bound)",
+        "sync-bound": "waiting for the GPU in a synchronising call (sync-bound)",
+    }.get(kind, PHRASES[cause])
+    headline = f"GPU idle {1 - gar:.0%}: mostly {what}, {share:.0%} of the time"
+    if cause == Cause.UNKNOWN:
+        headline = f"GPU idle {1 - gar:.0%}, {share:.0%} of the time with no host data"
+    evidence = [f"{PHRASES[cause]} ({label}): {idle:.2f} s of {duration_s:.2f} s ({share:.0%})"]
+    if cause != Cause.UNKNOWN and unknown > MIN_SHARE / 5 * duration_s:
+        evidence.append(f"no host data for {unknown:.2f} s ({unknown / duration_s:.0%})")
+    if rates:
+        evidence.append(rates)
+    if widest:
+        where = " > ".join(top) if top else "(no frames)"
+        evidence.append(f"top stack ({widest[1]:.2f} s): {where}")
+        call = syscall(frames)
+        if cause == Cause.H_IO and call:
+            evidence.append(f"system call: {call}")
+    fix = FIXES[kind]
+    if kind in ("sync-bound", "host-compute", "input-bound") and top:
+        fix += f" (at {top[-1]})"
+    return Verdict(
+        kind=kind,
+        cause=label,
+        phrase=PHRASES[cause],
+        explanation=EXPLANATIONS[cause],
+        share_of_window=share,
+        gar=gar,
+        headline=headline,
+        evidence=tuple(evidence),
+        fix=fix,
+        top_frames=top,
+        launches_per_s=launches_per_s,
+        mean_kernel_us=mean_kernel_us,
+    )

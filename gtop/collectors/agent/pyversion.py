@@ -1,0 +1,88 @@
+"""Which CPython a process runs, read from the ELF files it maps, never by running them.
+
+gtop may run as root and the process's owner controls its executable: running that file
+(``python -c 'print(sys.version_info)'``) would run the owner's code as root. Instead the
+interpreter is found in what the process maps (``libpython3.X.so``, else the executable)
+and opened through ``/proc/PID/map_files`` or ``/proc/PID/exe``, which give the file the
+process really maps (not whatever sits at its path now). CPython 3.11+ exports
+``Py_Version`` (``PY_VERSION_HEX``): its value is read from the file. 3.10 has no such
+symbol; there the interpreter (``Py_Initialize`` exported) is named for its version
+(``python3.10``, ``libpython3.10.so``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import BinaryIO
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+from gtop.core.files import open_regular
+
+MAX_SYMBOLS = 1 << 20
+"""A dynamic symbol table bigger than this is not searched (libpython has ~2,000)."""
+
+
+def python_version(pid: int, maps: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of the CPython that ``pid`` runs, or None when it runs none.
+
+    ``maps``: the text of ``/proc/PID/maps``.
+    """
+    candidates = []
+    for line in maps.splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and Path(parts[5]).name.startswith("libpython"):
+            candidates.append((f"/proc/{pid}/map_files/{parts[0]}", parts[5]))
+            break
+    candidates.append((f"/proc/{pid}/exe", _exe_name(pid)))
+    for proc_path, name in candidates:
+        try:
+            with open_regular(proc_path, follow=True) as f:
+                version = elf_python_version(f, name)
+        except (OSError, ELFError, ValueError, KeyError, IndexError):
+            continue  # not readable, not ELF, damaged: not an interpreter we can use
+        if version is not None:
+            return version
+    return None
+
+
+def _exe_name(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
+    except OSError:
+        return ""
+
+
+def elf_python_version(f: BinaryIO, name: str) -> tuple[int, int] | None:
+    """The CPython version an ELF file holds (``name``: its path, for 3.10), or None."""
+    elf = ELFFile(f)
+    dynsym = elf.get_section_by_name(".dynsym")
+    if dynsym is None or dynsym.num_symbols() > MAX_SYMBOLS:
+        return None
+    sym = dynsym.get_symbol_by_name("Py_Version")
+    if sym:
+        value = _read_symbol(elf, f, sym[0]["st_value"], min(sym[0]["st_size"], 8))
+        if value is not None:
+            return value >> 24 & 0xFF, value >> 16 & 0xFF
+    if dynsym.get_symbol_by_name("Py_Initialize"):
+        m = re.search(r"python(\d+)\.(\d+)", Path(name).name)
+        if m is not None:
+            return int(m[1]), int(m[2])
+    return None
+
+
+def _read_symbol(elf: ELFFile, f: BinaryIO, vaddr: int, size: int) -> int | None:
+    """The integer stored at ``vaddr`` (found through the loadable segments)."""
+    for seg in elf.iter_segments():
+        if seg["p_type"] != "PT_LOAD":
+            continue
+        start, filesz = seg["p_vaddr"], seg["p_filesz"]
+        if size and start <= vaddr and vaddr + size <= start + filesz:
+            f.seek(seg["p_offset"] + vaddr - start)
+            data = f.read(size)
+            if len(data) == size:
+                return int.from_bytes(data, "little" if elf.little_endian else "big")
+    return None

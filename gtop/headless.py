@@ -1,0 +1,86 @@
+"""Commands that print or serve instead of drawing the UI: ``--once`` and ``gtop serve``.
+
+Both feed a :class:`~gtop.core.model.Model` from any source, live or replayed, exactly as
+the UI does; ``--once`` then prints one frame of the overview, ``serve`` keeps polling and
+answers Prometheus scrapes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from gtop.core.model import Model
+
+POLL_S = 0.25
+"""How often ``serve`` moves data from the source into the model."""
+
+
+def settle(source: Any, seconds: float) -> Model:
+    """A model holding what ``source`` delivered in ``seconds`` (live: collectors need a
+    sample or two before they have anything; replay: one poll fills the history)."""
+    model = Model()
+    source.start()
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            model.apply(source.poll(), source.now_ns())
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(POLL_S, seconds))
+    finally:
+        source.stop()
+    return model
+
+
+def print_once(source: Any, seconds: float, as_json: bool, gpus: frozenset[int] | None) -> int:
+    """Print one overview frame of ``source`` after ``seconds`` (``--once``)."""
+    from gtop.views.once import format_frame, frame
+
+    model = settle(source, seconds)
+    data = frame(model, source.title, gpus)
+    print(json.dumps(data, indent=2) if as_json else format_frame(data))
+    return 0
+
+
+def serve(source: Any, port: int, bind: str) -> int:
+    """Poll ``source`` into a model until SIGINT/SIGTERM, serving OpenMetrics on
+    ``bind:port`` (``/metrics``); a replay that reaches its end holds its last values.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    from prometheus_client import start_http_server
+    from prometheus_client.registry import CollectorRegistry
+
+    from gtop.views.openmetrics import ModelMetrics
+
+    model, lock = Model(), threading.Lock()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ModelMetrics(model, lock, source.drops))
+    source.start()
+    model.apply(source.poll(), source.now_ns())  # a replay's history is there at once
+    try:
+        server, thread = start_http_server(port, addr=bind, registry=registry)
+    except OSError:
+        source.stop()
+        raise
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    host, bound = server.server_address[:2]
+    print(f"gtop: serving OpenMetrics at http://{host}:{bound}/metrics", file=sys.stderr)
+    try:
+        while not stop.wait(POLL_S):
+            update = source.poll()
+            with lock:
+                model.apply(update, source.now_ns())
+    finally:
+        source.stop()
+        server.shutdown()
+        thread.join()
+    return 0

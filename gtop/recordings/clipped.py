@@ -1,0 +1,188 @@
+"""A recording seen through a window (:mod:`gtop.analysis.active_window`): what
+``gtop report`` and ``gtop export`` read, so both cover the target's active time.
+
+:class:`ClippedRecording` has the reader's interface (``meta``, ``streams``,
+``problems``, ``entities``, ``chunks``, ``read``, ``iter_chunks``, ``time_range``);
+its rows are those that overlap the window: an interval row (one with ``end_ns``) when
+``[t_ns, end_ns)`` meets it, an instant when ``t_ns`` falls in it. Attribution clips
+intervals to the window itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from gtop.analysis.active_window import (
+    Window,
+    active_span,
+    busy_ns,
+    nvml_span,
+    seconds_to_ns,
+    steady_edges,
+    steady_span,
+)
+from gtop.core.hub import Entity
+from gtop.core.rows import take_rows
+from gtop.recordings.reader import ChunkInfo, Recording
+
+OP_STREAMS = ("kernel", "memcpy", "memset")
+"""GPU work: what makes the target active."""
+
+
+class ClippedRecording:
+    """``rec`` limited to ``window`` (the reader's interface, read-only)."""
+
+    def __init__(self, rec: Recording, window: Window) -> None:
+        self.rec, self.window = rec, window
+        self.path = rec.path
+        self.meta: dict[str, Any] = rec.meta
+        self.streams = rec.streams
+        self.problems = rec.problems
+
+    def entities(self, kind: str | None = None) -> list[Entity]:
+        return self.rec.entities(kind)
+
+    def time_range(self) -> tuple[int, int]:
+        """The window as the reader gives a range: first and last timestamp."""
+        return self.window.t0, self.window.t1 - 1
+
+    def chunks(self, stream: str) -> list[ChunkInfo]:
+        """The chunks that may hold rows in the window (an interval row starts at or
+        before its chunk's ``t_last``, so only chunks starting after the window go)."""
+        return [c for c in self.rec.chunks(stream) if c.t_first < self.window.t1]
+
+    def _keep(self, rows: np.ndarray) -> np.ndarray:
+        t0, t1 = self.window.t0, self.window.t1
+        if "end_ns" in (rows.dtype.names or ()):
+            return take_rows(rows, (rows["t_ns"] < t1) & (rows["end_ns"] > t0))
+        return take_rows(rows, (rows["t_ns"] >= t0) & (rows["t_ns"] < t1))
+
+    def iter_chunks(self, stream: str, reuse: bool = False) -> Iterator[np.ndarray]:
+        for rows in self.rec.iter_chunks(stream, reuse):
+            if rows["t_ns"][0] >= self.window.t1 and bool(np.all(rows["t_ns"] >= self.window.t1)):
+                continue
+            kept = self._keep(rows)
+            if len(kept):
+                yield kept
+
+    def read(self, stream: str, t0: int | None = None, t1: int | None = None) -> np.ndarray:
+        rows = self._keep(self.rec.read(stream))
+        if t0 is not None:
+            rows = take_rows(rows, rows["t_ns"] >= t0)
+        if t1 is not None:
+            rows = take_rows(rows, rows["t_ns"] < t1)
+        return rows
+
+
+def _last_rows(rec: Recording, stream: str) -> np.ndarray:
+    """The rows that start within a second of the stream's last start (where its last
+    end is)."""
+    last = max(i.t_last for i in rec.chunks(stream))
+    return rec.read(stream, t0=last - 1_000_000_000)
+
+
+def active(rec: Recording) -> Window:
+    """The target's active window: first to last GPU work in CUPTI records (all of them
+    come from the target and the children the agent followed), else NVML's busy
+    samples (the target's, when it has a pid), else the whole recording."""
+    r0, r1 = rec.time_range()
+    firsts, lasts = [], []
+    for stream in OP_STREAMS:
+        infos = rec.chunks(stream)
+        if infos:
+            firsts.append(min(i.t_first for i in infos))
+            last = _last_rows(rec, stream)
+            span = active_span(last["t_ns"], last["end_ns"])
+            if span:
+                lasts.append(span[1])
+    if firsts and lasts:
+        return Window(min(firsts), max(lasts), "active")
+    span = _nvml_active(rec)
+    if span is not None:
+        return Window(max(span[0], r0), min(span[1], r1) + 1, "active")
+    return Window(r0, r1 + 1, "recording")
+
+
+def _nvml_active(rec: Recording) -> tuple[int, int] | None:
+    period = round(float(rec.meta.get("interval_s") or 0.5) * 1e9)
+    target = (rec.meta.get("target") or {}).get("pid")
+    if target is not None and "proc_gpu" in rec.streams:
+        rows = rec.read("proc_gpu")
+        rows = rows[rows["pid"] == int(target)]
+        span = nvml_span(rows["t_ns"], rows["sm_util"], period)
+        if span is not None:
+            return span
+    if "gpu" in rec.streams:
+        rows = rec.read("gpu")
+        return nvml_span(rows["t_ns"], rows["util_gpu"], period)
+    return None
+
+
+def steady(rec: Recording, within: Window) -> Window:
+    """The steady state inside ``within`` (:func:`~gtop.analysis.active_window.steady_span`),
+    from one pass over the GPU work; ``within`` itself when too short to split."""
+    edges = steady_edges(within.t0, within.t1)
+    if edges is None:
+        return within
+    busy = np.zeros(len(edges) - 1, np.int64)
+    clipped = ClippedRecording(rec, within)
+    seen = False
+    for stream in OP_STREAMS:
+        for rows in clipped.iter_chunks(stream, reuse=True):
+            busy += busy_ns(rows["t_ns"], rows["end_ns"], edges)
+            seen = True
+    if not seen:  # no CUPTI records: the NVML span is all there is
+        return within
+    t0, t1 = steady_span(edges, busy)
+    return Window(t0, t1, "steady")
+
+
+def choose(rec: Recording, start: str | None = None, end: str | None = None) -> Window:
+    """The window to diagnose: by default the steady state of the active window
+    (:func:`steady`); ``start``/``end`` give a bound as seconds from the recording's
+    start, ``steady`` or ``active`` (that window's bound).
+
+    Raises:
+        ValueError: a bound is none of those, or the window is empty.
+    """
+    act = active(rec)
+    stable = steady(rec, act) if act.kind == "active" else act
+    if start is None and end is None:
+        return stable
+    r0, r1 = rec.time_range()
+    named = {"steady": stable, "active": act}
+
+    def bound(spec: str | None, pick: int) -> int:
+        if spec is None:
+            return (stable.t0, stable.t1)[pick]
+        if spec in named:
+            return (named[spec].t0, named[spec].t1)[pick]
+        try:
+            seconds = float(spec)
+        except ValueError:
+            raise ValueError(
+                f"{spec!r} is not seconds from the start, 'steady' or 'active'"
+            ) from None
+        return seconds_to_ns(r0, seconds)
+
+    t0, t1 = max(bound(start, 0), r0), min(bound(end, 1), r1 + 1)
+    if t1 <= t0:
+        raise ValueError(f"the window {start or ''}..{end or ''} is empty in this recording")
+    same = {name for name, w in named.items() if (w.t0, w.t1) == (t0, t1)}
+    return Window(t0, t1, "steady" if "steady" in same else "active" if same else "given")
+
+
+def add_window_options(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--from S`` and ``--to S`` (into ``from_s``/``to_s``), for :func:`choose`."""
+    for flag, edge in (("--from", "start"), ("--to", "end")):
+        parser.add_argument(
+            flag,
+            dest=flag[2:] + "_s",
+            metavar="S",
+            help=f"window {edge}: seconds from the recording's start, 'steady' or 'active' "
+            f"(that window's {edge}); default: {default}",
+        )

@@ -1,0 +1,94 @@
+"""``gtop export FILE [--format F] -o OUT``: a recording in another tool's format.
+
+Wired into ``gtop/cli.py`` through :func:`add_arguments` and :func:`run`. The format
+comes from ``--format`` or, when that is left out, from OUT's name (``.perfetto-trace``,
+``.json``, ``.speedscope.json``, ``.folded``, ``.pb.gz`` …). Errors print one line on
+stderr starting with ``gtop:``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gtop.core.files import UnsafeFile
+from gtop.recordings.clipped import ClippedRecording, add_window_options, choose
+from gtop.recordings.exporters import EXPORTERS, infer_format
+from gtop.recordings.exporters.output import ExportError, Output
+from gtop.recordings.reader import Recording, RecordingError
+
+BIG_EXPORT_B = 50_000_000
+"""Exports estimated at this size or more say so before they start."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--format",
+        choices=list(EXPORTERS),
+        help="; ".join(f"{name}: {m.DESCRIPTION}" for name, m in EXPORTERS.items())
+        + " (default: from OUT's name)",
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="OUT", help="output path, - for stdout"
+    )
+    parser.add_argument("--gzip", action="store_true", help="gzip-compress the output")
+    add_window_options(parser, "the whole recording")
+
+
+def _estimate(rec: Recording, module: object) -> tuple[int, int]:
+    """(rows the exporter reads, estimated output bytes)."""
+    streams = getattr(module, "STREAMS", None) or list(rec.streams)
+    rows = sum(info.n for s in streams for info in rec.chunks(s))
+    return rows, int(rows * getattr(module, "BYTES_PER_ROW", 0))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed ``export`` subcommand; returns the exit status."""
+    fmt = args.format or infer_format(args.output)
+    if fmt is None:
+        print(
+            f"gtop: export: cannot tell the format from the name {str(args.output)!r}; "
+            f"add --format ({', '.join(EXPORTERS)})",
+            file=sys.stderr,
+        )
+        return 2
+    module = EXPORTERS[fmt]
+    try:
+        rec = Recording(args.file)
+    except RecordingError as exc:
+        print(f"gtop: {exc}", file=sys.stderr)
+        return 1
+    with rec:
+        if (args.from_s, args.to_s) != (None, None):
+            try:
+                rec = ClippedRecording(rec, choose(rec, args.from_s, args.to_s))
+            except ValueError as exc:
+                print(f"gtop: {exc}", file=sys.stderr)
+                return 2
+        rows, size = _estimate(rec, module)
+        if size >= BIG_EXPORT_B and not args.gzip:
+            print(
+                f"gtop: exporting {rows:,} rows to {fmt}: about {size / 1e6:,.0f} MB "
+                "(--gzip to compress)",
+                file=sys.stderr,
+            )
+        try:
+            with Output(args.output, gzip=args.gzip, total=rows) as out:
+                summary = module.export(rec, out)
+        except ExportError as exc:
+            print(f"gtop: export: {exc}", file=sys.stderr)
+            return 2
+        except UnsafeFile as exc:
+            print(f"gtop: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            where = exc.filename or args.output
+            print(f"gtop: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        for problem in rec.problems:
+            print(f"gtop: warning: {problem}", file=sys.stderr)
+    target = "stdout" if args.output == Path("-") else str(args.output)
+    print(f"gtop: {target}: {summary}", file=sys.stderr)
+    return 0

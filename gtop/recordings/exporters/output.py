@@ -1,0 +1,146 @@
+"""Where an export goes: files made safely, standard output, gzip, and progress.
+
+A file is written as :func:`gtop.core.files.replace_output` writes: a new file (mode
+0644) beside the path, renamed over it when the export succeeds and removed when it
+fails; a symlink or anything but a regular file at the path is refused. ``-`` is
+standard output. A format that writes several files (one per view) names them after the
+output: ``x.folded`` → ``x.on-cpu.folded``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from gtop.core.files import replace_output
+
+STDOUT = Path("-")
+FILE_MODE = 0o644
+
+
+class ExportError(Exception):
+    """The format cannot take this output (the message is one line)."""
+
+
+class Output:
+    """An export's destination. ``gzip``: compress every stream (``--gzip``)."""
+
+    def __init__(self, path: Path, *, gzip: bool = False, total: int = 0) -> None:
+        self.path, self.gzip = path, gzip
+        self.made: list[Path] = []
+        self._files = contextlib.ExitStack()
+        self._open_streams: list[IO[Any]] = []
+        self._progress, self._task = _progress(total)
+
+    @property
+    def is_stdout(self) -> bool:
+        return self.path == STDOUT
+
+    def named(self, tag: str) -> Path:
+        """The sibling file for one part of a several-file export."""
+        if self.is_stdout:
+            return STDOUT
+        head, dot, rest = self.path.name.partition(".")
+        return self.path.with_name(f"{head}.{tag}{dot}{rest}" if dot else f"{head}.{tag}")
+
+    def stream(self, binary: bool, tag: str = "", compress: bool | None = None) -> IO[Any]:
+        """A new stream, closed when the ``with`` block ends; text is UTF-8."""
+        return self._open(self.named(tag) if tag else self.path, binary, compress)
+
+    def in_directory(self, name: str, fmt: str) -> IO[Any]:
+        """A new text file ``name`` inside the output directory (made if missing)."""
+        return self._open(self.directory(fmt) / name, False, None)
+
+    def _open(self, path: Path, binary: bool, compress: bool | None) -> IO[Any]:
+        if path == STDOUT:
+            raw: IO[bytes] = _Unclosed(sys.stdout.buffer)
+        else:
+            raw = self._files.enter_context(replace_output(path, FILE_MODE))
+            self.made.append(path)
+        if self.gzip if compress is None else compress:
+            raw = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)  # type: ignore[assignment]
+        stream: IO[Any] = raw if binary else io.TextIOWrapper(raw, "utf-8", newline="")
+        self._open_streams.append(stream)
+        return stream
+
+    def directory(self, fmt: str) -> Path:
+        """The output as a directory (made if missing; a symlink is refused).
+
+        Raises:
+            ExportError: the output is stdout.
+        """
+        if self.is_stdout:
+            raise ExportError(f"{fmt} writes a directory of files; give a directory, not -")
+        if self.path.is_symlink():
+            raise OSError(f"{self.path} is a symlink")
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self.path
+
+    def advance(self, rows: int) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, rows)
+
+    def __enter__(self) -> Output:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        """Flush every stream, then put the files in place (or, on an error, drop them)."""
+        if self._progress is not None:
+            self._progress.stop()
+        try:
+            for stream in reversed(self._open_streams):
+                if exc[0] is None:
+                    stream.close()
+                else:  # the file goes anyway: only release the stream
+                    with contextlib.suppress(Exception):
+                        stream.close()
+        finally:
+            self._open_streams.clear()
+            done = self._files.__exit__(*exc)
+        return bool(done)
+
+
+class _Unclosed(io.RawIOBase):
+    """Standard output as a stream whose close flushes but leaves stdout open."""
+
+    def __init__(self, target: IO[bytes]) -> None:
+        self.target = target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return self.target.write(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.target.flush()
+        super().close()
+
+
+PROGRESS_ROWS = 200_000
+"""Exports of at least this many rows show a progress bar (when stderr is a terminal)."""
+
+
+def _progress(total: int) -> tuple[Any, Any]:
+    """A Rich progress bar on stderr and its task, or (None, None)."""
+    if total < PROGRESS_ROWS or not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("gtop: exporting"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    return progress, progress.add_task("export", total=total)

@@ -1,0 +1,65 @@
+"""The ``l`` screen: what every cause and timeline glyph means, one sentence each."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
+from gtop.analysis.lanes import CODE_NAMES, Code
+from gtop.views.fmt.busy import BARS
+from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, LANE_GLYPH, LANE_STYLE
+
+TIMELINES = (
+    f"Timelines (Streams, Swimlanes, the GPU-time ribbon): a cell's height {BARS} is the "
+    "share of that slice of time that was busy (a stream running work, the GPU running "
+    "this process's work, a thread on a CPU); its colour is what held the slice longest. "
+    "A cell with nothing busy shows a letter instead, saying why; a blank cell has no data."
+)
+
+
+def legend_text() -> Text:
+    """The legend: timelines, then each cause, then the thread and stream lane states."""
+    out = Text(TIMELINES + "\n\n")
+    out.append("Where GPU time goes (GPU time tab, report):\n", style="bold")
+    for cause in Cause:
+        out.append(f" {CAUSE_GLYPH[cause]} ", style=f"bold {CAUSE_STYLE[cause]}")
+        out.append(f"{PHRASES[cause]}", style="bold")
+        out.append(f" ({LABELS[cause]}): {EXPLANATIONS[cause]}\n")
+    out.append("\nSwimlanes letters:\n", style="bold")
+    for code in Code:
+        out.append(f" {LANE_GLYPH[code]}", style=f"bold {LANE_STYLE[code]}")
+        out.append(f" {CODE_NAMES[code]} ")
+    out.append(
+        "\n\nGAR (GPU Active Ratio) = the share of the window the GPU ran this process's "
+        "kernels or copies."
+    )
+    return out
+
+
+class LegendScreen(ModalScreen[None]):
+    """The legend in a scrollable box; Esc, l or q closes it."""
+
+    DEFAULT_CSS = """
+    LegendScreen { align: center middle; }
+    LegendScreen > VerticalScroll {
+        width: 100; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("escape,l,q", "dismiss", "Close", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = "legend · Esc closes · ↑↓ scroll"
+            yield Static(legend_text())
+
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).focus()

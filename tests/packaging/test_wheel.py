@@ -1,0 +1,113 @@
+"""The wheel as a user gets it: built with ``pip wheel .``, installed into a plain venv (no
+system site-packages, no PYTHONPATH, another directory), and ``gtop demo`` run from there;
+once with the newest dependencies the declared ranges allow, once with exactly the
+declared minimums (the floors in pyproject.toml are tested, not guessed).
+
+Dependencies install with ``--no-index`` from a wheelhouse kept between runs
+(``~/.cache/gtop-test-wheels``), downloaded into it when it lacks some. With the newest
+allowed versions, a warm wheelhouse can hold older ones that still satisfy the ranges:
+the floors test is the exact one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WHEELHOUSE = Path.home() / ".cache" / "gtop-test-wheels"
+SHIPPED = [
+    "gtop/demo/idle_busy_idle.gtop",
+    "gtop/collectors/threads/ebpf/offcpu.bpf.o",
+    "gtop/collectors/threads/ebpf/offcpu.bpf.c",
+    "gtop/collectors/threads/ebpf/offcpu.h",
+    "gtop/agent/cupti_shim.c",
+    *sorted(str(p.relative_to(REPO)) for p in (REPO / "gtop").rglob("*.tcss")),
+]
+"""Files beside the code that gtop needs at run time."""
+
+
+def run(*cmd: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    out = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert out.returncode == 0, f"{cmd}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+        "-w", dist, REPO)  # fmt: skip
+    (built,) = dist.glob("*.whl")
+    return built
+
+
+def requirements(wheel: Path) -> list[str]:
+    """The wheel's own Requires-Dist lines, without extras."""
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = Parser().parsestr(zf.read(name).decode())
+    return [r for r in meta.get_all("Requires-Dist") or [] if "extra ==" not in r]
+
+
+def minimums(reqs: list[str]) -> list[str]:
+    """``name>=X`` → ``name==X`` for every requirement."""
+    pins = []
+    for req in reqs:
+        found = re.fullmatch(r"([\w.-]+)\s*>=\s*([\w.]+)", req.strip())
+        assert found, f"requirement without a plain floor: {req}"
+        pins.append(f"{found[1]}=={found[2]}")
+    return pins
+
+
+def install_and_run_demo(wheel: Path, reqs: list[str], venv: Path) -> str:
+    """A plain venv (made without pip: this Python's pip installs into it) with ``wheel``
+    and ``reqs`` from the wheelhouse, filled from the index only when it lacks some."""
+    run(sys.executable, "-m", "venv", "--without-pip", venv)
+    install = [sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install",
+               "-q", "--no-index", "--find-links", WHEELHOUSE, wheel, *reqs]  # fmt: skip
+    try:
+        run(*install)
+    except AssertionError:  # not all in the wheelhouse yet
+        WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+        py = f"{sys.version_info.major}.{sys.version_info.minor}"
+        run(sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+            "--python-version", py, "-d", WHEELHOUSE, *reqs)  # fmt: skip
+        run(*install)
+    return run(venv / "bin" / "gtop", "demo", "--once", "--at", "15", cwd=venv)
+
+
+def test_wheel_holds_what_gtop_needs_and_says_its_platform(wheel: Path) -> None:
+    assert wheel.name.endswith("-py3-none-manylinux2014_x86_64.whl"), wheel.name
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    missing = [f for f in SHIPPED if f not in names]
+    assert not missing, missing
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert not any(n.startswith(("tests/", "recordings/", "benchmarks/")) for n in names)
+
+
+def test_demo_runs_from_the_wheel_in_a_plain_venv(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    text = install_and_run_demo(wheel, requirements(wheel), venv)
+    assert re.search(r"GPU 0 NVIDIA H200\s+util 99%", text), text
+    assert (venv / "lib").is_dir() and not list(venv.glob("lib/python*/site-packages/tests"))
+    version = run(venv / "bin" / "gtop", "--version", cwd=tmp_path)
+    assert version.startswith("gtop 0.")
+
+
+def test_demo_runs_with_the_declared_minimum_versions(wheel: Path, tmp_path: Path) -> None:
+    pins = minimums(requirements(wheel))
+    text = install_and_run_demo(wheel, pins, tmp_path / "venv")
+    assert re.search(r"GPU 0 NVIDIA H200\s+util 99%", text), text

@@ -1,0 +1,72 @@
+"""Fixtures for the security tests: an unprivileged user (created when missing, as CI
+runs as root) whose processes play the attacker against a root gtop."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+USER = "gtop-sec-test"
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    uid: int
+    gid: int
+    home: str
+    python: str
+    """A Python this user can run (not gtop's, which may sit in root's home)."""
+
+    def popen(self, cmd: list[str], **kwargs: object) -> subprocess.Popen:
+        """Start ``cmd`` as this user (no supplementary groups), in its home."""
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.home, **kwargs.pop("env", {})}  # type: ignore[dict-item]
+        return subprocess.Popen(
+            cmd, user=self.uid, group=self.gid, extra_groups=[], cwd=self.home, env=env, **kwargs
+        )  # type: ignore[call-overload]
+
+
+@pytest.fixture(scope="session")
+def attacker() -> User:
+    """An unprivileged user, with gtop (these tests) running as root."""
+    if os.geteuid() != 0:
+        pytest.skip("the security tests run gtop as root against an unprivileged user")
+    try:
+        entry = pwd.getpwnam(USER)
+    except KeyError:
+        if shutil.which("useradd") is None:
+            pytest.skip("no useradd to create the unprivileged user")
+        subprocess.run(
+            ["useradd", "--system", "--create-home", "--shell", "/bin/sh", USER], check=True
+        )
+        entry = pwd.getpwnam(USER)
+    os.makedirs(entry.pw_dir, exist_ok=True)
+    os.chown(entry.pw_dir, entry.pw_uid, entry.pw_gid)
+    os.chmod(entry.pw_dir, 0o755)
+    user = User(USER, entry.pw_uid, entry.pw_gid, entry.pw_dir, sys.executable)
+    with contextlib.suppress(OSError):  # not even executable for the user
+        if user.popen([sys.executable, "-c", "pass"], stderr=subprocess.DEVNULL).wait(60) == 0:
+            return user  # gtop's own Python (with its packages) is open to the user
+    python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no Python the unprivileged user can run")
+    return User(USER, entry.pw_uid, entry.pw_gid, entry.pw_dir, python)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen]]:
+    """Processes started by a test; killed at the end whatever happens."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)

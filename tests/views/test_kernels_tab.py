@@ -1,0 +1,81 @@
+"""The Kernels tab over a real training loop (train_loop_cupti.gtop, 56 kernels, 19 of
+them sharing a short name with another): told-apart names, the columns that matter at
+80 columns, a sort mark, and a cursor that stays on its kernel while the replay plays."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable
+
+from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs.kernels_tab import KernelsTab
+from tests.views.conftest import REPO, SIZE, AppFactory
+from tests.views.test_process_tabs import open_tab, settle_panel
+
+TRAIN = REPO / "recordings" / "train_loop_cupti.gtop"
+TRAIN_PID = 2011
+
+
+def header(table: DataTable) -> list[str]:
+    return [str(c.label) for c in table.columns.values()]
+
+
+async def test_kernel_table_at_80_columns(replay_app: AppFactory) -> None:
+    app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        table = tab.kernels.query_one(DataTable)
+        labels = [tab.kernels.label(r) for r in tab.kernels.shown]
+        assert len(labels) == len(set(labels)) == 56
+        assert "native::vectorized_elementwise_kernel<FillFunctor<float>>" in labels
+        assert header(table)[:5] == ["Kernel", "%GPU", "Count", "Total ▼", "Mean"]
+        shares = [float(str(table.get_row_at(i)[1])) for i in range(table.row_count)]
+        assert abs(sum(shares) - 100) < 1.0 and shares == sorted(shares, reverse=True)
+        widths = [c.get_render_width(table) for c in table.columns.values()]
+        assert sum(widths[:5]) <= SIZE[0]  # name, %, count, total, mean all on screen
+        for _ in range(2):
+            await pilot.press("f")
+            widths = [c.get_render_width(table) for c in table.columns.values()]
+            assert sum(widths[:5]) <= SIZE[0]
+        await pilot.press("s")
+        assert header(table)[2] == "Count ▼"
+
+
+async def test_cursor_stays_on_its_kernel_during_playback(replay_app: AppFactory) -> None:
+    app = replay_app(TRAIN, at_s=8.5, start_pid=TRAIN_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        table = tab.kernels.query_one(DataTable)
+        await pilot.press("down", "down", "down")
+        picked = tab.kernels.shown[table.cursor_row].name
+        order = [r.name for r in tab.kernels.shown]
+        for _ in range(4):  # play on: totals grow and the order changes
+            await pilot.press("full_stop")
+            await pilot.pause()
+        assert [r.name for r in tab.kernels.shown] != order
+        assert tab.kernels.shown[table.cursor_row].name == picked
+
+
+async def test_palette_opens_tabs_and_kernels(replay_app: AppFactory) -> None:
+    app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tab(pilot, "GPUs")
+        screen = app.screen
+        assert isinstance(screen, ProcessScreen)
+        commands = {c.name: c for c in app.palette_commands(screen)}
+        assert "Open tab: GPU time" in commands
+        commands["Open tab: GPU time"].run()
+        await pilot.pause()
+        assert screen._specs[screen.tabs.active].title == "GPU time"
+        name = "Kernel: native::vectorized_elementwise_kernel<FillFunctor<float>>"
+        commands[name].run()
+        await pilot.pause()
+        tab = screen.query_one(KernelsTab)
+        assert screen._panels[screen.tabs.active] is tab
+        row = tab.kernels.shown[tab.kernels.query_one(DataTable).cursor_row]
+        assert "FillFunctor<float>" in row.demangled and "FillFunctor<float>" in str(
+            tab.detail.render()
+        )
