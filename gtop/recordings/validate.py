@@ -136,42 +136,39 @@ META_SHAPES: dict[str, Shape] = {
 }
 """The metadata keys gtop reads, and the shape each must have (others pass as they are)."""
 
-FIELD_SHAPES: dict[str, Shape] = {
-    "pid": _INT,
-    "ppid": _INT,
-    "tid": _INT,
-    "index": _INT,
-    "gpu": _INT,
-    "launch": _INT,
-    "records": _INT,
-    "dropped": _INT,
-    "sms": _INT,
-    "sm_count": _INT,
-    "mem_total": _NUMBER,
-    "offset_ns": _INT,
-    "ref_ns": _INT,
-    "t_ns": _INT,
-    "scale": _NUMBER,
-    "create_time": _NUMBER,
-    "name": _NAME,
-    "demangled": _NAME,
-    "uuid": _NAME,
-    "user": _NAME,
-    "kernel": _NAME,
-    "probe": _NAME,
-    "state": _NAME,
-    "message": _NAME,
-    "exited": _optional(_is_bool),
-    "frames": _list_of(_is_str),
-    "cmdline": _optional(_any_of(_is_str, _list_of(_is_str))),
-    "argv": _optional(_list_of(_is_str)),
-    "kinds": _optional(_list_of(_is_str)),
-    "grid": _list_of(_is_int),
-    "block": _list_of(_is_int),
-    "pointers": _optional(_is_dict),
-    "header": _optional(_is_dict),
+_IDS = {"pid": _INT, "ppid": _INT, "index": _INT, "gpu": _INT}
+ENTITY_SHAPES: dict[str, dict[str, Shape]] = {
+    "device": {**_IDS, "name": _NAME, "uuid": _NAME, "mem_total": _NUMBER, "sms": _INT},
+    "process": {
+        **_IDS,
+        "name": _NAME,
+        "user": _NAME,
+        "exited": _optional(_is_bool),
+        "create_time": _NUMBER,
+        "exit_t_ns": _INT,
+        "cmdline": _optional(_any_of(_is_str, _list_of(_is_str))),
+        "dist": _optional(_is_dict),
+    },
+    "thread": {**_IDS, "name": _NAME},
+    "stack": {"frames": _list_of(_is_str), "kinds": _NAME},
+    "kernel_name": {**_IDS, "name": _NAME, "demangled": _NAME},
+    "agent": {"state": _NAME, "message": _NAME, "kinds": _optional(_list_of(_is_str))},
+    "clock_fit": {"offset_ns": _INT, "ref_ns": _INT, "t_ns": _INT, "scale": _NUMBER},
+    "probe_launch": {
+        **_IDS,
+        "kernel": _NAME,
+        "probe": _NAME,
+        "launch": _INT,
+        "records": _INT,
+        "dropped": _INT,
+        "sms": _INT,
+        "grid": _list_of(_is_int),
+        "block": _list_of(_is_int),
+        "header": _optional(_is_dict),
+        "pointers": _optional(_is_dict),
+    },
 }
-"""Entity value fields gtop reads, by name (a name means the same in every kind)."""
+"""Entity value fields gtop reads, by kind, and their shapes (others pass as they are)."""
 
 INT_KEYED = frozenset({"agent", "device", "kernel_name", "process", "stack", "thread"})
 """Entity kinds whose key is a number (a pid, a GPU index, an id)."""
@@ -194,10 +191,9 @@ def check_entity(kind: object, key: object, t_ns: object, text: object) -> Entit
     value = json_value(text)
     if type(value) is not dict:
         raise Damaged("value is not an object")
-    for name, field in value.items():
-        shape = FIELD_SHAPES.get(name)
-        if shape is not None and not shape(field):
-            raise Damaged(f"{name} = {field!r:.40}")
+    for name, shape in ENTITY_SHAPES.get(kind, {}).items():
+        if name in value and not shape(value[name]):
+            raise Damaged(f"{name} = {value[name]!r:.40}")
     return Entity(kind, key, _int(t_ns), value)
 
 
@@ -272,11 +268,13 @@ class Plausible:
 def plausible_chunks(index: list[ChunkInfo], verify: Verify) -> Plausible:
     """The chunks whose times lie together, their time range, and what was left out.
 
-    The main group is the largest run of chunk start times without a gap of
-    :data:`MAX_GAP_NS`. A chunk outside it, or ending more than that gap after it, is
-    checked against its data: kept (with its index row corrected) when its data lies in
-    the group, else left out. The chunks holding the first and the last time are checked
-    the same way, so the time range comes from checksummed data."""
+    Chunk start times fall into groups separated by gaps of more than
+    :data:`MAX_GAP_NS`. A recording is one group (a merged one, one per input); a group
+    of a lone chunk or two, or of one stream only, next to a bigger one is no recording's
+    time. A chunk outside the real groups, or ending more than a gap after its group, is
+    checked against its data: kept (its index row corrected) when its data lies in a
+    real group, else left out. The chunks holding the first and the last time are
+    checked the same way, so the time range comes from checksummed data."""
     problems: list[str] = []
     fixed: dict[int, ChunkInfo] = {}
 
@@ -292,14 +290,14 @@ def plausible_chunks(index: list[ChunkInfo], verify: Verify) -> Plausible:
         fixed[info.id] = info
         return info
 
-    lo, hi = _main_group(index)
+    groups = _groups(index)
     kept = []
     for info in index:
-        if not (lo <= info.t_first <= hi and info.t_last <= hi + MAX_GAP_NS):
+        if not _inside(info, groups, slack=0):
             info = checked(info)
             if info is None:
                 continue
-            if not (lo - MAX_GAP_NS <= info.t_first and info.t_last <= hi + MAX_GAP_NS):
+            if not _inside(info, groups, slack=MAX_GAP_NS):
                 problems.append(
                     f"{info.stream} chunk {info.id} ({info.n} rows) left out: its times lie "
                     "far from the rest of the recording"
@@ -310,18 +308,37 @@ def plausible_chunks(index: list[ChunkInfo], verify: Verify) -> Plausible:
     return Plausible([fixed.get(i.id, i) for i in kept], time_range, problems)
 
 
-def _main_group(index: list[ChunkInfo]) -> tuple[int, int]:
-    """First and last start time of the largest group of plausible chunk starts."""
-    starts = sorted(i.t_first for i in index if 0 <= i.t_first < T_MAX)
-    if not starts:
-        return 0, -1
-    best, begin = (0, 0), 0
-    for k in range(1, len(starts) + 1):
-        if k == len(starts) or starts[k] - starts[k - 1] > MAX_GAP_NS:
-            if k - begin > best[1] - best[0]:
-                best = (begin, k)
-            begin = k
-    return starts[best[0]], starts[best[1] - 1]
+MIN_GROUP_CHUNKS = 4
+
+
+def _groups(index: list[ChunkInfo]) -> list[tuple[int, int]]:
+    """First and last start time of each real group of chunk starts (see
+    :func:`plausible_chunks`): the biggest, and every other of several chunks and
+    streams."""
+    chunks = sorted((i for i in index if 0 <= i.t_first < T_MAX), key=lambda i: i.t_first)
+    runs: list[list[ChunkInfo]] = []
+    for info in chunks:
+        if runs and info.t_first - runs[-1][-1].t_first <= MAX_GAP_NS:
+            runs[-1].append(info)
+        else:
+            runs.append([info])
+    if not runs:
+        return []
+    biggest = max(runs, key=len)
+    return [
+        (run[0].t_first, run[-1].t_first)
+        for run in runs
+        if run is biggest or (len(run) >= MIN_GROUP_CHUNKS and len({i.stream for i in run}) > 1)
+    ]
+
+
+def _inside(info: ChunkInfo, groups: list[tuple[int, int]], slack: int) -> bool:
+    """Whether ``info`` starts in a group (or within ``slack`` of it) and ends no later
+    than a gap after it."""
+    return any(
+        lo - slack <= info.t_first <= hi + slack and info.t_last <= hi + MAX_GAP_NS
+        for lo, hi in groups
+    )
 
 
 def _verified_range(
