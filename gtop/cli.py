@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -192,7 +192,9 @@ def _pid(text: str) -> int:
     return value
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, color: bool = True) -> None:
+    """The sampling period (``--interval`` or ``--rate``), ``--gpus``, and ``--no-color``
+    where something is drawn (``color``)."""
     period = parser.add_mutually_exclusive_group()
     period.add_argument(
         "--interval",
@@ -208,9 +210,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="HZ",
         help="samples per second, as py-spy's --rate: --rate 4 is --interval 0.25",
     )
-    parser.add_argument(
-        "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
-    )
+    if color:
+        parser.add_argument(
+            "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
+        )
     _gpu_option(parser)
 
 
@@ -424,7 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a recording played back in real time instead of this machine",
     )
     _at_option(serve)
-    _common(serve)
+    _common(serve, color=False)
     _target_options(serve)
 
     from gtop.probes import command as probe_cli
@@ -587,8 +590,12 @@ def _target_output(config: Config) -> dict:
     from gtop.core.files import create_unique, private_folder, state_folder
 
     try:
-        folder = Path.cwd() if private_folder(".") else state_folder()
-        log, fd = create_unique(folder, f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-", ".log")
+        name = f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-"
+        if private_folder("."):  # made relative to the folder itself, not through its path
+            log, fd = create_unique(".", name, ".log")
+            log = Path.cwd() / log.name
+        else:
+            log, fd = create_unique(state_folder(), name, ".log")
     except OSError as exc:
         raise UserError(f"cannot create the target's log: {exc}") from None
     print(f"gtop: the target's output goes to {log}", file=sys.stderr)
@@ -657,7 +664,8 @@ def cmd_top(config: Config) -> int:
         )
     if config.command == "top" and _headless(config):
         settle_s = max(ONCE_SETTLE_S, 2.5 * config.interval_s)
-        return _print_frame(_live_source(config), config, settle_s)
+        # one frame shows no CUPTI data: no agent goes into the target for it
+        return _print_frame(_live_source(replace(config, agent=False)), config, settle_s)
     source = _live_source(config)
     status = _run_ui(source, config)
     if source.process is not None and source.process.poll() is None:
@@ -685,8 +693,6 @@ def _replay_source(config: Config):  # -> ReplaySource
 def cmd_replay(config: Config) -> int:
     _check_theme(config)
     if _headless(config):
-        from dataclasses import replace
-
         return _print_frame(_replay_source(replace(config, once=True)), config, 0.0)
     return _run_ui(_replay_source(config), config)
 
@@ -718,8 +724,6 @@ def demo_recording() -> Path:
 
 
 def cmd_demo(config: Config) -> int:
-    from dataclasses import replace
-
     return cmd_replay(replace(config, file=demo_recording()))
 
 

@@ -39,7 +39,10 @@ this order (docs/attribution.md has worked examples):
      inside a non-SYNC API call or a launch gap.
 
    Nested calls (a runtime call around driver calls) count once; overlapping state
-   records of one thread are cut where the next one starts.
+   records of one thread are cut where the next one starts. A process traced without
+   API records (the default agent mode) gets its launches, synchronising calls and
+   graph submits inferred from its ops and CUPTI synchronisation records
+   (:mod:`gtop.analysis.default_mode`).
 
 Window edges: every interval is clipped to ``[t0, t1)``. Only records that overlap the
 window take part, where an op overlaps through ``[submit, end)``; so a gap at the end
@@ -58,16 +61,17 @@ service``; NaN when there is no service.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Literal, NamedTuple
 
 import numpy as np
 
+from gtop.analysis import default_mode
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import PANELS, Cause
 from gtop.analysis.host_window import LAUNCH_GAP_NS, HostIndex
 from gtop.analysis.records import OP_COMM, OP_KERNEL, Records
-from gtop.core.rows import take_rows
+from gtop.core.rows import concat_rows, take_rows
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""
@@ -256,6 +260,15 @@ def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
     return mask
 
 
+def _stream_index(ops: np.ndarray) -> np.ndarray:
+    """A dense int64 index per op's (pid, device, stream)."""
+    pd = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
+    _, pd_index = iv.dense_index(pd)
+    skey = (pd_index.astype(np.int64) << 32) | ops["stream"].astype(np.int64)
+    _, stream_index = iv.dense_index(skey)
+    return stream_index.reshape(-1).astype(np.int64)
+
+
 class _Prepared:
     """Joins and orders the records of one window once, for all of its units."""
 
@@ -264,12 +277,19 @@ class _Prepared:
         ops = rec.ops
         start = ops["t"]
         end = np.maximum(ops["end"], start)
+        inferred = default_mode.api_less(ops, rec.apis)
+        if inferred.any():  # default agent mode: calls inferred (gtop.analysis.default_mode)
+            calls = default_mode.inferred_calls(ops, rec.syncs, rec.states, inferred)
+            rec = replace(rec, apis=concat_rows([rec.apis, calls]))
         api_end, api_tid = self._join(ops, rec.apis)
         sub = np.where(
             ops["submitted"] > 0,
             ops["submitted"],
             np.where(api_tid >= 0, api_end, np.where(ops["queued"] > 0, ops["queued"], start)),
         )
+        if inferred.any():
+            by_graph = default_mode.graph_submits(ops, start, _stream_index(ops))
+            sub = np.where(inferred & (by_graph >= 0), by_graph, sub)
         sub = np.minimum(sub, start)
         keep = (end > t0) & (sub < t1)
         ops, start, end = take_rows(ops, keep), start[keep], end[keep]
@@ -306,11 +326,7 @@ class _Prepared:
         n = len(ops)
         if not n:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        pd = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
-        _, pd_index = iv.dense_index(pd)
-        skey = (pd_index.astype(np.int64) << 32) | ops["stream"].astype(np.int64)
-        _, stream_index = iv.dense_index(skey)
-        stream_index = stream_index.reshape(-1).astype(np.int64)
+        stream_index = _stream_index(ops)
         prev_end = np.full(n, NEVER, np.int64)
         prev_sub = np.full(n, NEVER, np.int64)
         gated = np.zeros(n, bool)

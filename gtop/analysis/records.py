@@ -30,6 +30,7 @@ OP = np.dtype(
         ("corr", "<u4"),
         ("kind", "<u1"),  # OP_KERNEL / OP_MEMCPY / OP_MEMSET / OP_COMM
         ("label", "<i8"),  # kernel name_id, CopyKind, or -1 for a memset
+        ("graph", "<u4"),  # CUDA graph id of a kernel node, 0 outside graphs
     ]
 )
 API = np.dtype(
@@ -43,6 +44,8 @@ API = np.dtype(
     ]
 )
 WAIT = np.dtype([("t", "<i8"), ("pid", "<i4"), ("stream", "<u4")])
+SYNC = np.dtype([("t", "<i8"), ("end", "<i8"), ("pid", "<i4"), ("type", "<u1")])
+"""A CUPTI synchronisation (stream, event or context synchronise; stream wait event)."""
 STATE = np.dtype(
     [
         ("t", "<i8"),
@@ -133,10 +136,19 @@ def _ops(batches: dict[str, np.ndarray]) -> np.ndarray:
 def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:
     renames = {"t": "t_ns", "end": "end_ns", "corr": "correlation"}
     if kind == OP_KERNEL:
-        renames |= {"queued": "queued_ns", "submitted": "submitted_ns", "label": "name_id"}
+        renames |= {
+            "queued": "queued_ns",
+            "submitted": "submitted_ns",
+            "label": "name_id",
+            "graph": "graph_id",
+        }
     elif kind == OP_MEMCPY:
         renames["label"] = "copy_kind"
     _project(src, OP, renames, out)
+    if kind == OP_KERNEL and "graph_node_id" in (src.dtype.names or ()):
+        # a whole graph launch traced at graph level (node id 0) is one host launch,
+        # like an op outside graphs; only nodes traced one by one share a replay
+        out["graph"][src["graph_node_id"] == 0] = 0
     out["kind"] = kind
     if kind == OP_MEMSET:
         out["label"] = -1
@@ -150,14 +162,33 @@ def mark_comm(ops: np.ndarray, comm_labels: np.ndarray) -> None:
         ops["kind"][hit] = OP_COMM
 
 
+def _apis(api: np.ndarray) -> np.ndarray:
+    """The API table; each call's class from its callback id where the batch has it
+    (:func:`gtop.cupti.decode.api_class`, so recordings made before a class changed
+    read with today's classes)."""
+    out = _project(
+        api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
+    )
+    if {"cbid", "domain"} <= set(api.dtype.names or ()):
+        from gtop.cupti import records as cupti_records
+        from gtop.cupti.decode import api_class
+
+        for domain, kind in ((0, cupti_records.RUNTIME), (1, cupti_records.DRIVER)):
+            mine = (api["domain"] == domain) & (api["cbid"] > 0)  # 0: CUPTI's invalid id
+            if mine.any():
+                out["cls"][mine] = api_class(kind, api["cbid"][mine])
+    return out
+
+
 @dataclass
 class Records:
     """Compact record arrays (dtypes :data:`OP`, :data:`API`, :data:`WAIT`,
-    :data:`STATE`, :data:`SAMPLE`), in any order."""
+    :data:`SYNC`, :data:`STATE`, :data:`SAMPLE`), in any order."""
 
     ops: np.ndarray = field(default_factory=lambda: np.empty(0, OP))
     apis: np.ndarray = field(default_factory=lambda: np.empty(0, API))
     waits: np.ndarray = field(default_factory=lambda: np.empty(0, WAIT))
+    syncs: np.ndarray = field(default_factory=lambda: np.empty(0, SYNC))
     states: np.ndarray = field(default_factory=lambda: np.empty(0, STATE))
     samples: np.ndarray = field(default_factory=lambda: np.empty(0, SAMPLE))
 
@@ -171,16 +202,15 @@ class Records:
         sync = batches.get(layouts.SYNC.name)
         states = batches.get(layouts.THREAD_STATE.name)
         samples = batches.get(layouts.CPU_SAMPLE.name)
-        if sync is not None:
-            sync = sync[sync["sync_type"] == STREAM_WAIT_EVENT]
         return cls(
             ops=_ops(batches) if ops is None else ops,
-            apis=_project(
-                api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
-            )
-            if api is not None
-            else np.empty(0, API),
-            waits=_project(sync, WAIT, {"t": "t_ns"}) if sync is not None else np.empty(0, WAIT),
+            apis=_apis(api) if api is not None else np.empty(0, API),
+            waits=_project(sync[sync["sync_type"] == STREAM_WAIT_EVENT], WAIT, {"t": "t_ns"})
+            if sync is not None
+            else np.empty(0, WAIT),
+            syncs=_project(sync, SYNC, {"t": "t_ns", "end": "end_ns", "type": "sync_type"})
+            if sync is not None
+            else np.empty(0, SYNC),
             states=_project(states, STATE, {"t": "t_ns", "end": "end_ns"})
             if states is not None
             else np.empty(0, STATE),
@@ -203,6 +233,7 @@ class Records:
             ops=_keep(self.ops, self.ops["end"] >= horizon),
             apis=_keep(self.apis, self.apis["end"] >= horizon),
             waits=_keep(self.waits, self.waits["t"] >= horizon),
+            syncs=_keep(self.syncs, self.syncs["end"] >= horizon),
             states=_keep(self.states, self.states["end"] >= horizon),
             samples=_keep(self.samples, self.samples["t"] >= horizon),
         )
@@ -221,6 +252,7 @@ class Records:
                 (self.ops, "end"),
                 (self.apis, "end"),
                 (self.waits, "t"),
+                (self.syncs, "end"),
                 (self.states, "end"),
                 (self.samples, "t"),
             )

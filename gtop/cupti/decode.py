@@ -192,8 +192,8 @@ def _api_classes(names: dict[int, str]) -> np.ndarray:
             return ApiClass.GRAPH_LAUNCH
         if "Launch" in name:
             return ApiClass.LAUNCH
-        if "Synchronize" in name:
-            return ApiClass.SYNC
+        if "Synchronize" in name or ("Memcpy" in name and "Async" not in name):
+            return ApiClass.SYNC  # a blocking copy waits for the stream, as .cpu() does
         if "Memcpy" in name or "Memset" in name:
             return ApiClass.MEMCPY
         if re.search(
@@ -202,7 +202,7 @@ def _api_classes(names: dict[int, str]) -> np.ndarray:
             name,
         ):
             return ApiClass.ALLOC
-        if re.search(r"Get|Query|PeekAtLastError|Attribute", name):
+        if "Query" in name:  # a poll: a loop of them waits for the GPU
             return ApiClass.QUERY
         return ApiClass.OTHER
 

@@ -116,29 +116,25 @@ class ModelMetrics:
 
     def _gpu_families(self) -> Iterator[Metric]:
         devices = {int(d.get("index", 0)): d for d in self.model.devices()}
-        latest = self.model.latest("gpu", "gpu")
+        latest = sorted(self.model.latest("gpu", "gpu").items())
         labels = ["gpu", "UUID", "modelName", "Hostname"]
+        values = {}
+        for index, _ in latest:
+            dev = devices.get(index, {})
+            values[index] = [str(index), dev.get("uuid") or "", dev.get("name") or ""]
+            values[index].append(self.hostname)
         for name, field, scale, doc in DCGM_GAUGES:
             family = GaugeMetricFamily(name, doc, labels=labels)
-            for index, row in sorted(latest.items()):
+            for index, row in latest:
                 if _present(row[field]):
-                    dev = devices.get(index, {})
-                    values = [
-                        str(index),
-                        dev.get("uuid") or "",
-                        dev.get("name") or "",
-                        self.hostname,
-                    ]
-                    family.add_metric(values, float(row[field]) * scale)
+                    family.add_metric(values[index], float(row[field]) * scale)
             yield family
         free = GaugeMetricFamily(
             "DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", labels=labels
         )
-        for index, row in sorted(latest.items()):
+        for index, row in latest:
             if _present(row["mem_used"]) and _present(row["mem_total"]):
-                dev = devices.get(index, {})
-                values = [str(index), dev.get("uuid") or "", dev.get("name") or "", self.hostname]
-                free.add_metric(values, (int(row["mem_total"]) - int(row["mem_used"])) / MIB)
+                free.add_metric(values[index], (int(row["mem_total"]) - int(row["mem_used"])) / MIB)
         yield free
 
     def _process_families(self) -> Iterator[Metric]:

@@ -19,6 +19,8 @@ from gtop.recordings.exporters import EXPORTERS, infer_format
 from gtop.recordings.exporters.output import ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
 
+CACHE_CHUNKS = 4
+"""Decoded chunks the reader keeps: exporters read each window once, in time order."""
 BIG_EXPORT_B = 50_000_000
 """Exports estimated at this size or more say so before they start."""
 
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        rec = Recording(args.file)
+        rec = Recording(args.file, cache_chunks=CACHE_CHUNKS)
     except RecordingError as exc:
         print(f"gtop: {exc}", file=sys.stderr)
         return 1
