@@ -9,6 +9,7 @@ stderr starting with ``gtop:``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -57,6 +58,17 @@ def _estimate(rec: Recording, module: object) -> tuple[int, int]:
     return sum(rows.values()), int(sum(rows.values()) * per_row)
 
 
+def _same_file(recording: Path, out: Path) -> bool:
+    """Whether writing ``out`` would replace the recording (or its WAL) being read."""
+    for side in (recording, Path(f"{recording}-wal")):
+        try:
+            if os.path.samefile(side, out) or side.resolve() == out.resolve():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the parsed ``export`` subcommand; returns the exit status."""
     fmt = args.format or infer_format(args.output)
@@ -68,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     module = EXPORTERS[fmt]
+    if _same_file(args.file, args.output):
+        print(
+            f"gtop: export: {args.output} is the recording itself; choose another OUT",
+            file=sys.stderr,
+        )
+        return 2
     try:
         rec = Recording(args.file, cache_chunks=CACHE_CHUNKS)
     except RecordingError as exc:
@@ -99,8 +117,9 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:  # named for the output, not the temporary file beside it
             print(f"gtop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
+        damage = rec.damage()
+        if damage:
+            print(f"gtop: warning: {damage}", file=sys.stderr)
     target = "stdout" if args.output == Path("-") else str(args.output)
     print(f"gtop: {target}: {summary}", file=sys.stderr)
     return 0
