@@ -9,6 +9,7 @@ stderr starting with ``gtop:``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -24,12 +25,18 @@ BIG_EXPORT_B = 50_000_000
 """Exports estimated at this size or more say so before they start."""
 
 
+def _suffixes(suffixes: tuple[str, ...]) -> str:
+    return f" ({', '.join(suffixes)})" if suffixes else ""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE")
     parser.add_argument(
         "--format",
         choices=list(EXPORTERS),
-        help="; ".join(f"{name}: {m.DESCRIPTION}" for name, m in EXPORTERS.items())
+        help="; ".join(
+            f"{name}{_suffixes(m.SUFFIXES)}: {m.DESCRIPTION}" for name, m in EXPORTERS.items()
+        )
         + " (default: from OUT's name)",
     )
     parser.add_argument(
@@ -40,10 +47,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _estimate(rec: Recording, module: object) -> tuple[int, int]:
-    """(rows the exporter reads, estimated output bytes)."""
+    """(rows the exporter reads, estimated output bytes): a module's ``BYTES_PER_ROW``
+    is measured output per row of its ``STREAMS`` (benchmarks/export_speed.py), or a
+    dict of bytes per row of the streams its size follows."""
     streams = getattr(module, "STREAMS", None) or list(rec.streams)
-    rows = sum(info.n for s in streams for info in rec.chunks(s))
-    return rows, int(rows * getattr(module, "BYTES_PER_ROW", 0))
+    rows = {s: sum(info.n for info in rec.chunks(s)) for s in streams}
+    per_row = getattr(module, "BYTES_PER_ROW", 0)
+    if isinstance(per_row, dict):
+        return sum(rows.values()), int(sum(rows.get(s, 0) * b for s, b in per_row.items()))
+    return sum(rows.values()), int(sum(rows.values()) * per_row)
+
+
+def _same_file(recording: Path, out: Path) -> bool:
+    """Whether writing ``out`` would replace the recording (or its WAL) being read."""
+    for side in (recording, Path(f"{recording}-wal")):
+        try:
+            if os.path.samefile(side, out) or side.resolve() == out.resolve():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     module = EXPORTERS[fmt]
+    if _same_file(args.file, args.output):
+        print(
+            f"gtop: export: {args.output} is the recording itself; choose another OUT",
+            file=sys.stderr,
+        )
+        return 2
     try:
         rec = Recording(args.file, cache_chunks=CACHE_CHUNKS)
     except RecordingError as exc:
@@ -85,12 +114,12 @@ def run(args: argparse.Namespace) -> int:
         except UnsafeFile as exc:
             print(f"gtop: {exc}", file=sys.stderr)
             return 1
-        except OSError as exc:
-            where = exc.filename or args.output
-            print(f"gtop: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
+        except OSError as exc:  # named for the output, not the temporary file beside it
+            print(f"gtop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
+        damage = rec.damage()
+        if damage:
+            print(f"gtop: warning: {damage}", file=sys.stderr)
     target = "stdout" if args.output == Path("-") else str(args.output)
     print(f"gtop: {target}: {summary}", file=sys.stderr)
     return 0

@@ -14,6 +14,10 @@ from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
 
+TALL = 40
+"""From this many rows up the process summary always shows its history."""
+SUMMARY_TABS = frozenset({"GPUs", "Children"})
+
 
 class ProcessTabs(TabbedContent):
     """Tabs that only ``[``/``]``, a click or the palette switch: Textual's TabbedContent
@@ -46,6 +50,8 @@ class ProcessScreen(GtopScreen):
         self.pid = pid
         self._panels: dict[str, ModelView] = {}
         self._specs: dict[str, PanelSpec] = {}
+        self._shown: dict[str, bool] = {}
+        """Tabs with a ``when``: whether each is shown now."""
         self.summary = ProcessSummary(pid)
         self.tabs = ProcessTabs()
 
@@ -61,9 +67,20 @@ class ProcessScreen(GtopScreen):
 
     def show(self, model: Model) -> None:
         self.summary.show(model)
+        self._show_tabs(model)
         active = self.tabs.active
         if active in self._panels:
             self._panels[active].show(model)
+
+    def _show_tabs(self, model: Model) -> None:
+        """Show or hide the tabs that are shown only while something holds."""
+        for pane, spec in self._specs.items():
+            if spec.when is None:
+                continue
+            wanted = spec.when(model, self.pid)
+            if wanted != self._shown.get(pane, True):
+                (self.tabs.show_tab if wanted else self.tabs.hide_tab)(pane)
+                self._shown[pane] = wanted
 
     def about(self) -> str:
         spec = self._specs.get(self.tabs.active)
@@ -76,7 +93,18 @@ class ProcessScreen(GtopScreen):
         panel = self._panels.get(self.tabs.active)
         return not isinstance(panel, WorkerPanel) or panel.settled()
 
+    def on_resize(self) -> None:
+        self._fit_summary()
+
+    def _fit_summary(self) -> None:
+        """On a short terminal the analysis tabs need the rows: the summary keeps its two
+        identity lines there (its history shows on the GPUs and Children tabs)."""
+        spec = self._specs.get(self.tabs.active)
+        full = self.size.height >= TALL or spec is None or spec.title in SUMMARY_TABS
+        self.summary.styles.height = 5 if full else 2
+
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._fit_summary()
         panel = self._panels.get(event.pane.id or "")
         if panel is not None:
             panel.show(self.model)
