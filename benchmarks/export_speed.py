@@ -64,9 +64,8 @@ def main() -> None:
     args = ap.parse_args()
     recordings = args.recordings or [REPO / "recordings" / name for name in DEFAULT]
     print(f"gtop from {args.root}")
-    print(
-        f"{'recording':<22} {'MB':>6} {'format':<11} {'s':>7} {'out MB':>8} {'×rec':>6} {'RSS MB':>7}"
-    )
+    head = ("recording", "MB", "format", "s", "out MB", "×rec", "RSS MB")
+    print("{:<22} {:>6} {:<11} {:>7} {:>8} {:>6} {:>7}".format(*head))
     for recording in recordings:
         size = recording.stat().st_size
         for fmt in args.formats.split(","):

@@ -62,6 +62,12 @@ VARIANTS: dict[str, tuple[list[str], dict[str, str]]] = {
     "no-pyspy": ([], {"PATH": _path_without_pyspy()}),
 }
 """gtop as users run it, and with one part left out each: which part costs the time."""
+PARTS = {
+    "no-agent": "the agent",
+    "host-off": "host-thread tracing",
+    "host-proc": "BPF (against /proc sampling)",
+    "no-pyspy": "py-spy",
+}
 
 
 def run_once(cmd: list[str], env: dict[str, str]) -> dict:
@@ -132,11 +138,15 @@ def table(rows: list[dict], bound: dict) -> str:
                 else "- | - |"
             )
         )
-    medians = ", ".join(f"{k} {v:.2f} s" for k, v in bound["median_wall_s"].items())
+    walls = bound["median_wall_s"]
+    medians = ", ".join(f"{k} {v:.2f} s" for k, v in walls.items())
     out.append(
         f"\nmedian wall: {medians}; {bound['variant']} adds {bound['added_s']:.2f} s, "
         f"bound +{bound['allowed_s']:.2f} s: " + ("within" if bound["ok"] else "OVER")
     )
+    for name, wall in walls.items():
+        if name in PARTS and "gtop" in walls:
+            out.append(f"{PARTS[name]} costs {walls['gtop'] - wall:+.2f} s ({name} {wall:.2f} s)")
     return "\n".join(out)
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -23,6 +25,14 @@ from gtop import __version__
 
 DEMO_RECORDING = "idle_busy_idle.gtop"
 MIN_INTERVAL_S = 0.1
+MAX_INTERVAL_S = 600.0
+"""Longest sampling period: a recording's readers take a gap of an hour for damage."""
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+MAX_RECORDING_PATH_BYTES = 500
+"""SQLite refuses databases whose absolute path (plus ``-journal``) passes 512 bytes."""
+PF_KTHREAD = 0x00200000
+"""``/proc/PID/stat`` flags: a kernel thread."""
 DEFAULT_INTERVAL_S = 0.5
 EXIT_FAILURE = 1
 ONCE_SETTLE_S = 1.0
@@ -104,18 +114,50 @@ def _number(text: str, kind: Callable[[str], _N], what: str) -> _N:
         raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
 
 
-def _interval(text: str) -> float:
+def _finite(text: str) -> float:
     value = _number(text, float, "number")
-    if value < MIN_INTERVAL_S:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_S} s")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def _interval(text: str) -> float:
+    value = _finite(text)
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S:g} s"
+        )
     return value
 
 
 def _positive(text: str) -> float:
-    value = _number(text, float, "number")
+    value = _finite(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
+
+
+def _path(text: str) -> Path:
+    """A path the file system can take: no name over 255 bytes, 4095 in all."""
+    raw = os.fsencode(text)
+    if not raw:
+        raise argparse.ArgumentTypeError("empty path")
+    if len(raw) > MAX_PATH_BYTES or any(len(part) > MAX_NAME_BYTES for part in raw.split(b"/")):
+        raise argparse.ArgumentTypeError(
+            f"path too long (at most {MAX_NAME_BYTES} bytes a name, {MAX_PATH_BYTES} in all)"
+        )
+    return Path(text)
+
+
+def _recording_path(text: str) -> Path:
+    """A recording's path: SQLite also opens it by its absolute name, up to 500 bytes."""
+    path = _path(text)
+    if len(os.fsencode(os.path.abspath(path))) > MAX_RECORDING_PATH_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"path too long for a recording (SQLite takes {MAX_RECORDING_PATH_BYTES} bytes "
+            "as an absolute path)"
+        )
+    return path
 
 
 def _rate(text: str) -> float:
@@ -150,7 +192,9 @@ def _pid(text: str) -> int:
     return value
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, color: bool = True) -> None:
+    """The sampling period (``--interval`` or ``--rate``), ``--gpus``, and ``--no-color``
+    where something is drawn (``color``)."""
     period = parser.add_mutually_exclusive_group()
     period.add_argument(
         "--interval",
@@ -166,9 +210,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="HZ",
         help="samples per second, as py-spy's --rate: --rate 4 is --interval 0.25",
     )
-    parser.add_argument(
-        "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
-    )
+    if color:
+        parser.add_argument(
+            "--no-color", action="store_true", help="no colours (also when NO_COLOR is set)"
+        )
     _gpu_option(parser)
 
 
@@ -283,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Record to FILE: all GPUs, one process (--pid), or a command launched "
         "with the in-process agent (-- CMD ...; recording ends when it exits).",
     )
-    record.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    record.add_argument("-o", "--output", type=_recording_path, required=True, metavar="FILE")
     record.add_argument("--pid", type=_pid, help=PID_HELP)
     record.add_argument(
         "--duration",
@@ -316,13 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
     _ui_options(run, replay=False)
 
     replay = sub.add_parser("replay", help="replay a recording in the UI")
-    replay.add_argument("file", type=Path, metavar="FILE")
+    replay.add_argument("file", type=_recording_path, metavar="FILE")
     replay.add_argument("--no-color", action="store_true", help="no colours")
     _gpu_option(replay)
     _ui_options(replay, replay=True)
 
     report = sub.add_parser("report", help="summarise a recording")
-    report.add_argument("file", type=Path, metavar="FILE")
+    report.add_argument("file", type=_recording_path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="JSON instead of text")
     from gtop.recordings.clipped import add_window_options
 
@@ -345,8 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
         "recording's CLOCK_REALTIME-CLOCK_MONOTONIC offset, refined by the ends of the "
         "ranks' collectives (recordings of one boot share their clock exactly).",
     )
-    merge.add_argument("files", type=Path, nargs="+", metavar="FILE")
-    merge.add_argument("-o", "--output", type=Path, required=True, metavar="OUT")
+    merge.add_argument("files", type=_recording_path, nargs="+", metavar="FILE")
+    merge.add_argument("-o", "--output", type=_recording_path, required=True, metavar="OUT")
     merge.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
 
     demo = sub.add_parser("demo", help="replay a bundled real recording (no GPU needed)")
@@ -376,13 +421,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--pid", type=_pid, help=PID_HELP)
     serve.add_argument(
         "--replay",
-        type=Path,
+        type=_recording_path,
         metavar="FILE",
         dest="file",
         help="serve a recording played back in real time instead of this machine",
     )
     _at_option(serve)
-    _common(serve)
+    _common(serve, color=False)
     _target_options(serve)
 
     from gtop.probes import command as probe_cli
@@ -446,6 +491,54 @@ class UserError(Exception):
     """A failure to report as one line (no traceback)."""
 
 
+def _check_target(pid: int) -> None:
+    """Refuse a pid with nothing to profile: a zombie or a kernel thread."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return  # gone or unreadable: the collectors say so
+    if fields[0] in ("Z", "X"):
+        raise UserError(
+            f"pid {pid} has exited (a zombie its parent, pid {fields[1]}, has not reaped); "
+            "nothing to profile"
+        )
+    if int(fields[6]) & PF_KTHREAD:
+        raise UserError(f"pid {pid} is a kernel thread; gtop profiles user processes")
+
+
+def _check_host_tier(tier: str) -> None:
+    """A forced host-thread tier must be able to run here: say why not, before starting."""
+    if tier in ("auto", "off"):
+        return
+    from gtop.collectors.threads.tiers import tier_report
+
+    for status in tier_report(load=False):
+        if status.tier == tier and not status.available:
+            raise UserError(
+                f"--host-tier {tier} cannot run here: it needs {status.needs} "
+                "(--host-tier auto takes the best tier that works)"
+            )
+
+
+def _check_output(path: Path, overwrite: bool) -> None:
+    """Before attaching to anything: ``path`` can be created (or, with ``--force``,
+    replaced: only a regular file is)."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise UserError(f"cannot create {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"cannot create {path}: {folder} is not writable")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path} exists and is not a regular file; choose another path")
+    if not overwrite:
+        raise UserError(f"{path} exists (use --force to overwrite)")
+
+
 def _live_source(config: Config):  # -> LiveSource
     from gtop.collectors.agent.attach import AttachError
     from gtop.collectors.host import TargetGone
@@ -453,6 +546,10 @@ def _live_source(config: Config):  # -> LiveSource
     from gtop.session.live import LiveSource
 
     targeted = config.pid is not None or bool(config.cmd)
+    if config.pid is not None:
+        _check_target(config.pid)
+    if targeted:
+        _check_host_tier(config.host_tier)
     try:
         source = LiveSource(
             config.pid, config.interval_s, require_gpu=not targeted, host_tier=config.host_tier
@@ -493,8 +590,12 @@ def _target_output(config: Config) -> dict:
     from gtop.core.files import create_unique, private_folder, state_folder
 
     try:
-        folder = Path.cwd() if private_folder(".") else state_folder()
-        log, fd = create_unique(folder, f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-", ".log")
+        name = f"gtop-run-{time.strftime('%Y%m%d-%H%M%S')}-"
+        if private_folder("."):  # made relative to the folder itself, not through its path
+            log, fd = create_unique(".", name, ".log")
+            log = Path.cwd() / log.name
+        else:
+            log, fd = create_unique(state_folder(), name, ".log")
     except OSError as exc:
         raise UserError(f"cannot create the target's log: {exc}") from None
     print(f"gtop: the target's output goes to {log}", file=sys.stderr)
@@ -646,8 +747,7 @@ def _check_recording_name(path: Path) -> None:
 def cmd_record(config: Config) -> int:
     assert config.output is not None
     _check_recording_name(config.output)
-    if config.output.exists() and not config.overwrite:
-        raise UserError(f"{config.output} exists (use --force to overwrite)")
+    _check_output(config.output, config.overwrite)
     source = _live_source(config)
     try:
         recorder = source.start_recording(config.output, overwrite=config.overwrite)

@@ -143,7 +143,9 @@ class Session(threading.Thread):
         self.owned: OwnedSocket | None = None
         self.connected = False
         self.tracing = False
-        """CUPTI was started: at exit, its buffers must be delivered (worth a wait)."""
+        """Committed to starting CUPTI: at exit, its buffers must be delivered (worth a
+        wait). Set under ``_phase``, so an exit either comes first or waits for them."""
+        self._phase = threading.Lock()
         self.lost = False
         """The process closed our socket's descriptor: dial gtop again."""
         self.cupti: Cupti | None = None
@@ -215,8 +217,10 @@ class Session(threading.Thread):
                 if self.stop_requested.is_set():
                     return
                 self._service(CUDA_POLL_S)
-        if self.stop_requested.is_set():
-            return
+        with self._phase:  # committed to tracing, unless exit came first (see wake)
+            if self.stop_requested.is_set():
+                return
+            self.tracing = True
         try:
             self.cupti, self.pool = _cupti_and_pool(self.options)
         except OSError as exc:
@@ -279,7 +283,6 @@ class Session(threading.Thread):
             if exc.code == ERROR_MULTIPLE_SUBSCRIBERS:
                 raise Refused("other_subscriber", OTHER_TOOL) from None
             raise
-        self.tracing = True
         cupti.register_callbacks(pool.requested_cb, pool.completed_cb)
         cupti.set_zeroed_buffers()
         cupti.system_thread_ids()
@@ -383,8 +386,9 @@ class Session(threading.Thread):
     def wake(self) -> None:
         """Make the thread see the stop request now, not at its next poll (at exit, when
         there is nothing to deliver: ``python -c pass`` should not wait for a poll)."""
-        if self.owned is not None and not self.tracing:
-            self.owned.shutdown_read()
+        with self._phase:
+            if self.owned is not None and not self.tracing:
+                self.owned.shutdown_read()
 
     # --- I/O --------------------------------------------------------------------------
 

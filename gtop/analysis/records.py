@@ -145,6 +145,10 @@ def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:
     elif kind == OP_MEMCPY:
         renames["label"] = "copy_kind"
     _project(src, OP, renames, out)
+    if kind == OP_KERNEL and "graph_node_id" in (src.dtype.names or ()):
+        # a whole graph launch traced at graph level (node id 0) is one host launch,
+        # like an op outside graphs; only nodes traced one by one share a replay
+        out["graph"][src["graph_node_id"] == 0] = 0
     out["kind"] = kind
     if kind == OP_MEMSET:
         out["label"] = -1

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import pwd
 import secrets
 import stat
 from collections.abc import Iterator
@@ -83,14 +84,15 @@ def private_folder(folder: str | os.PathLike[str]) -> bool:
 
 def state_folder() -> Path:
     """gtop's own folder for files the user did not name (``gtop run`` logs):
-    ``$XDG_STATE_HOME/gtop``, else ``~/.local/state/gtop``; created 0700.
+    ``$XDG_STATE_HOME/gtop``, else ``~/.local/state/gtop``; created 0700. ``~`` is the
+    effective user's home from the password database, not ``$HOME`` (which ``sudo`` may
+    leave pointing at the invoking user's home).
 
     Raises:
         UnsafeFile: it exists but is not private (see :func:`private_folder`).
     """
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
     folder = Path(base) / "gtop"
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     if not private_folder(folder):

@@ -11,6 +11,7 @@ intervals to the window itself.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,8 @@ from gtop.recordings.reader import ChunkInfo, Recording
 
 OP_STREAMS = ("kernel", "memcpy", "memset")
 """GPU work: what makes the target active."""
+MAX_SECONDS = 1e9
+"""``--from``/``--to`` beyond this many seconds (31 years) mean the recording's end."""
 
 
 class ClippedRecording:
@@ -45,6 +48,9 @@ class ClippedRecording:
 
     def entities(self, kind: str | None = None) -> list[Entity]:
         return self.rec.entities(kind)
+
+    def damage(self) -> str | None:
+        return self.rec.damage()
 
     def time_range(self) -> tuple[int, int]:
         """The window as the reader gives a range: first and last timestamp."""
@@ -164,10 +170,11 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
         try:
             seconds = float(spec)
         except ValueError:
-            raise ValueError(
-                f"{spec!r} is not seconds from the start, 'steady' or 'active'"
-            ) from None
-        return seconds_to_ns(r0, seconds)
+            seconds = math.nan
+        if not math.isfinite(seconds):
+            raise ValueError(f"{spec!r} is not seconds from the start, 'steady' or 'active'")
+        # past either end of any recording is as good as the end (and fits in int64)
+        return seconds_to_ns(r0, min(max(seconds, -MAX_SECONDS), MAX_SECONDS))
 
     t0, t1 = max(bound(start, 0), r0), min(bound(end, 1), r1 + 1)
     if t1 <= t0:

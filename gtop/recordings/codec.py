@@ -55,10 +55,7 @@ def decode(
     Raises:
         ChunkError: the blob is corrupt, truncated, or does not match ``dtype``/``n``.
     """
-    try:
-        payload = zstandard.ZstdDecompressor().decompress(blob, max_output_size=n * dtype.itemsize)
-    except zstandard.ZstdError as exc:
-        raise ChunkError(f"cannot decompress chunk: {exc}") from exc
+    payload = _inflate(blob, n * dtype.itemsize)
     if len(payload) != n * dtype.itemsize:
         raise ChunkError(f"chunk holds {len(payload)} bytes, expected {n * dtype.itemsize}")
     if zlib.crc32(payload) != crc:
@@ -75,6 +72,26 @@ def decode(
         out[name] = col
         offset += size
     return out
+
+
+def _inflate(blob: bytes, size: int) -> bytes:
+    """The decompressed blob, or at most ``size + 1`` bytes of it: zstandard's one-shot
+    ``decompress`` allocates whatever size the frame header declares, so a small hostile
+    frame could ask for terabytes; a frame that declares no size is streamed instead."""
+    try:
+        declared = zstandard.frame_content_size(blob)
+        if declared > size:
+            raise ChunkError(f"chunk declares {declared} bytes, expected {size}")
+        if declared >= 0:
+            return zstandard.ZstdDecompressor().decompress(blob)
+        parts, got = [], 0
+        with zstandard.ZstdDecompressor().stream_reader(blob) as reader:
+            while got <= size and (part := reader.read(size + 1 - got)):
+                parts.append(part)
+                got += len(part)
+        return b"".join(parts)
+    except zstandard.ZstdError as exc:
+        raise ChunkError(f"cannot decompress chunk: {exc}") from exc
 
 
 def _unshuffle(planes: np.ndarray, ftype: np.dtype, n: int) -> np.ndarray:

@@ -1,19 +1,19 @@
 """Reading ``.gtop`` recordings, including damaged ones.
 
-A damaged file (truncated copy, flipped bytes, a writer killed mid-transaction) is read
-chunk by chunk: every chunk that decodes and passes its checksum is returned, every one
-that does not is skipped and described in :attr:`Recording.problems`. Only a file whose
-SQLite header or metadata cannot be read is refused, with :class:`RecordingError`.
+A damaged file (truncated copy, flipped bytes, a writer killed mid-transaction, rows no
+recorder writes) is read row by row: every row that passes :mod:`validate` and every
+chunk that decodes and passes its checksum is returned, everything else is skipped and
+described in :attr:`Recording.problems` (:meth:`Recording.damage` sums it up in one
+line). Only a file whose SQLite header or metadata cannot be read is refused, with
+:class:`RecordingError`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +21,18 @@ import numpy as np
 
 from gtop.core.hub import Entity
 from gtop.core.rows import concat_rows, take_rows
-from gtop.recordings import codec
-from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION, dtype_from_json
+from gtop.recordings import codec, validate
+from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION
+from gtop.recordings.validate import ChunkInfo, Damaged
 
 MAX_ID_PROBE_GAP = 4096
 """When the chunk index is damaged, stop probing chunk ids after this many misses."""
+MAX_PROBLEMS = 100
+"""Problems listed one by one; past this many only the count grows."""
 
 
 class RecordingError(Exception):
     """The file is missing or is not a readable gtop recording (message is one line)."""
-
-
-@dataclass(frozen=True)
-class ChunkInfo:
-    id: int
-    stream: str
-    t_first: int
-    t_last: int
-    n: int
-    crc: int
 
 
 class Recording:
@@ -51,9 +44,14 @@ class Recording:
 
     def __init__(self, path: str | os.PathLike[str], cache_chunks: int = 64) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
+        try:
+            is_file = self.path.is_file()
+        except OSError as exc:  # a name too long for the file system, say
+            raise RecordingError(f"{self.path}: {exc.strerror}") from None
+        if not is_file:
             raise RecordingError(f"{self.path}: no such recording")
         self.problems: list[str] = []
+        self.unlisted_problems = 0
         try:
             self._db = sqlite3.connect(
                 f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
@@ -67,9 +65,9 @@ class Recording:
         self.meta: dict[str, Any] = {}
         for key, value in rows:
             try:
-                self.meta[key] = json.loads(value)
-            except ValueError:
-                self.problems.append(f"metadata key {key!r} is damaged")
+                key, self.meta[key] = validate.check_meta(key, value)
+            except Damaged as exc:
+                self._problem(f"metadata {str(key)[:40]!r} damaged: {exc}")
         if self.meta.get("format") != FORMAT_NAME:
             raise RecordingError(f"{self.path}: not a gtop recording")
         version = self.meta.get("format_version")
@@ -78,10 +76,35 @@ class Recording:
                 f"{self.path}: recording format {version} is newer than this gtop "
                 f"understands ({FORMAT_VERSION}); upgrade gtop"
             )
-        self.streams = self._read_streams()
-        self._index = self._read_index()
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._cache_chunks = cache_chunks
+        self.streams = self._read_streams()
+        plausible = validate.plausible_chunks(self._read_index(), self._data_bounds)
+        for problem in plausible.problems:
+            self._problem(problem)
+        self._time_range = plausible.time_range
+        self._index: dict[str, list[ChunkInfo]] = {}
+        for info in plausible.chunks:
+            self._index.setdefault(info.stream, []).append(info)
+        for chunks in self._index.values():
+            chunks.sort(key=lambda c: (c.t_first, c.id))
+
+    def _problem(self, text: str) -> None:
+        """Note one problem (once; past :data:`MAX_PROBLEMS`, only counted)."""
+        if text in self.problems:
+            return
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+        else:
+            self.unlisted_problems += 1
+
+    def damage(self) -> str | None:
+        """What was lost, in one line (None for an intact recording)."""
+        total = len(self.problems) + self.unlisted_problems
+        if not total:
+            return None
+        more = f" (and {total - 1} more problems)" if total > 1 else ""
+        return f"{self.path} is damaged; read what is intact: {self.problems[0]}{more}"
 
     # --- structure ----------------------------------------------------------------------
 
@@ -90,31 +113,28 @@ class Recording:
         try:
             rows = self._db.execute("SELECT name, dtype FROM streams").fetchall()
         except sqlite3.DatabaseError as exc:
-            self.problems.append(f"stream table unreadable: {exc}")
+            self._problem(f"stream table unreadable: {exc}")
             return out
         for name, text in rows:
             try:
-                out[name] = dtype_from_json(text)
-            except (ValueError, TypeError):
-                self.problems.append(f"stream {name!r}: layout unreadable")
+                name, out[name] = validate.check_layout(name, text)
+            except Damaged as exc:
+                self._problem(f"stream {str(name)[:40]!r} unreadable: {exc}")
         return out
 
-    def _read_index(self) -> dict[str, list[ChunkInfo]]:
+    def _read_index(self) -> list[ChunkInfo]:
         sql = "SELECT id, stream, t_first, t_last, n, crc FROM chunks"
         try:
             rows = self._db.execute(sql).fetchall()
         except sqlite3.DatabaseError as exc:
-            self.problems.append(f"chunk index damaged ({exc}); probing chunks one by one")
+            self._problem(f"chunk index damaged ({exc}); probing chunks one by one")
             rows = self._probe_index(sql)
-        index: dict[str, list[ChunkInfo]] = {}
+        index = []
         for row in rows:
-            info = ChunkInfo(*row)
-            if info.stream not in self.streams:
-                self.problems.append(f"chunk {info.id}: unknown stream {info.stream!r}")
-                continue
-            index.setdefault(info.stream, []).append(info)
-        for chunks in index.values():
-            chunks.sort(key=lambda c: (c.t_first, c.id))
+            try:
+                index.append(validate.check_index_row(row, self.streams))
+            except Damaged as exc:
+                self._problem(f"chunk {str(row[0])[:20]} left out: index row damaged ({exc})")
         return index
 
     def _probe_index(self, sql: str) -> list[tuple]:
@@ -132,18 +152,19 @@ class Recording:
             chunk_id += 1
         return rows
 
+    def _data_bounds(self, info: ChunkInfo) -> tuple[int, int] | None:
+        records = self._chunk(info)
+        return None if records is None else validate.data_bounds(records)
+
     # --- data ---------------------------------------------------------------------------
 
     def chunks(self, stream: str) -> list[ChunkInfo]:
         return list(self._index.get(stream, []))
 
     def time_range(self) -> tuple[int, int]:
-        """First and last timestamp in the recording (0, 0 if it holds no records)."""
-        firsts = [c[0].t_first for c in self._index.values() if c]
-        lasts = [max(i.t_last for i in c) for c in self._index.values() if c]
-        if not firsts:
-            return 0, 0
-        return min(firsts), max(lasts)
+        """First and last timestamp in the recording (0, 0 if it holds no records), from
+        checksummed data (see :func:`~gtop.recordings.validate.plausible_chunks`)."""
+        return self._time_range
 
     def read(self, stream: str, t0: int | None = None, t1: int | None = None) -> np.ndarray:
         """Records of ``stream`` with ``t0 <= t_ns < t1`` (all if unbounded), by time.
@@ -221,13 +242,11 @@ class Recording:
         """The chunk's records (into ``out`` when given), or None when it is damaged."""
         try:
             row = self._db.execute("SELECT data FROM chunks WHERE id = ?", (info.id,)).fetchone()
-            if row is None:
+            if row is None or type(row[0]) is not bytes:
                 raise codec.ChunkError("missing")
             return codec.decode(row[0], self.streams[info.stream], info.n, info.crc, out)
         except (sqlite3.DatabaseError, codec.ChunkError) as exc:
-            problem = f"{info.stream} chunk {info.id} ({info.n} rows) lost: {exc}"
-            if problem not in self.problems:
-                self.problems.append(problem)
+            self._problem(f"{info.stream} chunk {info.id} ({info.n} rows) lost: {exc}")
             return None
 
     def entities(self, kind: str | None = None) -> list[Entity]:
@@ -240,14 +259,14 @@ class Recording:
         try:
             rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
         except sqlite3.DatabaseError as exc:
-            self.problems.append(f"entity table damaged: {exc}")
+            self._problem(f"entity table damaged: {exc}")
             return []
         out = []
         for k, key, t_ns, value in rows:
             try:
-                out.append(Entity(k, key, t_ns, json.loads(value)))
-            except ValueError:
-                self.problems.append(f"entity {k}/{key} damaged")
+                out.append(validate.check_entity(k, key, t_ns, value))
+            except Damaged as exc:
+                self._problem(f"entity {str(k)[:40]}/{str(key)[:40]} left out: {exc}")
         return out
 
     def close(self) -> None:

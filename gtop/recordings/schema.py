@@ -29,6 +29,8 @@ import numpy as np
 
 FORMAT_NAME = "gtop-recording"
 FORMAT_VERSION = 1
+MAX_CHUNK_ROWS = 1 << 16
+"""Rows per chunk at most: writers split bigger batches, readers refuse bigger chunks."""
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -15,11 +15,17 @@ from gtop import __version__
 from gtop.core.files import create_new
 from gtop.core.hub import Entity
 from gtop.recordings import codec
-from gtop.recordings.schema import DDL, FORMAT_NAME, FORMAT_VERSION, dtype_to_json
+from gtop.recordings.schema import (
+    DDL,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MAX_CHUNK_ROWS,
+    dtype_to_json,
+)
 
 SIDE_FILES = ("", "-wal", "-shm")
 """The recording and the two files SQLite keeps beside it in WAL mode."""
-CHUNK_ROWS = 1 << 16
+CHUNK_ROWS = MAX_CHUNK_ROWS
 """Rows per chunk for busy streams: large enough for zstd, small enough to seek."""
 
 

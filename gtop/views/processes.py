@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from gtop.analysis.roles import tree_order
 from gtop.core.model import Model
 from gtop.views.fmt import values as fmt
 
@@ -42,6 +43,9 @@ class ProcessRow:
     """The command without the program's directory, for narrow columns."""
     exited: bool
     ppid: int
+    role: str = ""
+    """What the process is in its job (``rank 0``, ``loader (rank 1)``, ``launcher``:
+    :mod:`gtop.analysis.roles`); empty for a plain process."""
 
     def matches(self, text: str) -> bool:
         """Case-insensitive substring match on command, user or pid."""
@@ -134,12 +138,47 @@ def process_rows(model: Model, include: Iterable[int] = ()) -> list[ProcessRow]:
     for info in entities.values():
         if info.get("exited") and int(info.get("exit_t_ns") or 0) >= horizon:
             pids.add(int(info["pid"]))
+    roles = {
+        pid: role.label()
+        for pid, _, role in tree_order({int(k): v for k, v in entities.items()})
+        if role.kind not in ("main", "child")
+    }
     return [
-        _row(pid, per_gpu.get(pid, []), host.get(pid), entities.get(str(pid), {})) for pid in pids
+        _row(
+            pid, per_gpu.get(pid, []), host.get(pid), entities.get(str(pid), {}), roles.get(pid, "")
+        )
+        for pid in pids
     ]
 
 
-def _row(pid: int, gpu: list[np.void], host: np.void | None, info: dict[str, Any]) -> ProcessRow:
+def grouped(rows: list[ProcessRow]) -> list[tuple[int, ProcessRow]]:
+    """``(depth, row)``: each process right after its parent when the parent is listed,
+    siblings and roots in the order given (the table's sort)."""
+    listed = {r.pid for r in rows}
+    children: dict[int, list[ProcessRow]] = {}
+    roots = []
+    for r in rows:
+        if r.ppid in listed and r.ppid != r.pid:
+            children.setdefault(r.ppid, []).append(r)
+        else:
+            roots.append(r)
+    out: list[tuple[int, ProcessRow]] = []
+    stack = [(0, r) for r in reversed(roots)]
+    seen: set[int] = set()
+    while stack:
+        depth, row = stack.pop()
+        if row.pid in seen:
+            continue
+        seen.add(row.pid)
+        out.append((depth, row))
+        stack.extend((depth + 1, c) for c in reversed(children.get(row.pid, [])))
+    out += [(0, r) for r in rows if r.pid not in seen]  # a cycle of ppids: flat
+    return out
+
+
+def _row(
+    pid: int, gpu: list[np.void], host: np.void | None, info: dict[str, Any], role: str = ""
+) -> ProcessRow:
     mems = [int(r["gpu_mem"]) for r in gpu if r["gpu_mem"] >= 0]
     sms = [float(r["sm_util"]) for r in gpu if not math.isnan(r["sm_util"])]
     exited = bool(info.get("exited"))
@@ -156,6 +195,7 @@ def _row(pid: int, gpu: list[np.void], host: np.void | None, info: dict[str, Any
         short_command=fmt.command(info.get("cmdline"), info.get("name"), short=True),
         exited=exited,
         ppid=int(info.get("ppid") or -1),
+        role=role,
     )
 
 

@@ -163,4 +163,7 @@ def test_status_summary_line():
     from gtop.collectors.agent.status import AgentStatus
 
     line = AgentStatus(1, "tracing", kinds=("kernel",), cupti_version=130001, records=5).summary()
-    assert line == "agent tracing | kernel | CUPTI 13.0 | 5 records | 0 dropped"
+    # kernel records without graph-level tracing: CUDA graphs show node by node
+    assert line == (
+        "agent tracing | kernel | CUDA graphs per node | CUPTI 13.0 | 5 records | 0 dropped"
+    )

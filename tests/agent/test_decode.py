@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from raw_records import record
 
+from gtop.analysis.records import Records
 from gtop.core.layouts import ApiClass
 from gtop.cupti import records as rec
 from gtop.cupti.clock import ClockFit
@@ -128,6 +129,8 @@ def test_graph_launches_become_whole_graph_kernel_rows():
     again = dec.decode(graphs[0], CLOCK)  # a name is published once, its id stays
     assert again.names == [] and again.batches["kernel"]["name_id"][0] == ids["CUDA graph 5"]
     assert names.take_pending(7) == [0xABC000]  # the eager kernel's pointer only
+    # for attribution, each whole-graph row is one host launch, not a node of a replay
+    assert (Records.from_streams({"kernel": k}).ops["graph"] == 0).all()
 
 
 def test_each_session_has_its_own_name_ids():

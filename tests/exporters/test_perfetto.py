@@ -19,6 +19,8 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from gtop.analysis.cuda_activity import api_name
+from gtop.cli import main
+from gtop.recordings.exporters import tracks
 from gtop.recordings.exporters.tracks import state_label
 from gtop.recordings.reader import Recording
 from tests.exporters.conftest import SLOW_LOADER
@@ -148,6 +150,23 @@ def test_thread_states_pair_as_recorded_under_trace_processors_sort(decoded: Dec
     )
     assert sum(want.values()) == len(rows) > 50_000
     assert got == want
+
+
+def test_small_windows_pair_the_same(
+    decoded: Decoded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slices that span the windows the exporter reads in (here ~3000 rows, so hundreds
+    of windows) pair as they do when written from larger ones."""
+    monkeypatch.setattr(tracks, "WINDOW_ROWS", 3000)
+    out = tmp_path / "small.perfetto-trace"
+    assert main(["export", str(SLOW_LOADER), "-o", str(out)]) == 0
+    small = Decoded(out)
+
+    def by_name(d: Decoded) -> Counter:
+        pairs = d.slices_as_trace_processor_pairs()
+        return Counter((d.tracks[u].name, *x) for u, slices in pairs.items() for x in slices)
+
+    assert by_name(small) == by_name(decoded)
 
 
 def test_api_calls_and_gpu_work_pair_as_recorded_with_function_names(decoded: Decoded) -> None:

@@ -32,6 +32,29 @@ SHIPPED = [
     *sorted(str(p.relative_to(REPO)) for p in (REPO / "gtop").rglob("*.tcss")),
 ]
 """Files beside the code that gtop needs at run time."""
+UI_SMOKE = """
+import asyncio
+from gtop.cli import demo_recording
+from gtop.recordings.reader import Recording
+from gtop.session.replay import ReplaySource
+from gtop.views.app import GtopApp
+
+async def main():
+    source = ReplaySource(Recording(demo_recording()))
+    source.seek(source.t_start + 15_000_000_000)
+    app = GtopApp(source)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.5)
+        await pilot.press("enter")  # the process screen: every tab's widgets mount
+        for _ in range(8):
+            await pilot.press("]")
+            await pilot.pause(0.2)
+        print(type(app.screen).__name__)
+
+asyncio.run(main())
+"""
+"""The UI under Textual's pilot, from the installed wheel: the overview, then every tab of
+the process screen (their CSS is parsed as they mount)."""
 
 
 def run(*cmd: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
@@ -85,6 +108,8 @@ def install_and_run_demo(wheel: Path, reqs: list[str], venv: Path) -> str:
         run(sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
             "--python-version", py, "-d", WHEELHOUSE, *reqs)  # fmt: skip
         run(*install)
+    ui = run(venv / "bin" / "python", "-c", UI_SMOKE, cwd=venv)
+    assert ui.strip().endswith("ProcessScreen"), ui
     return run(venv / "bin" / "gtop", "demo", "--once", "--at", "15", cwd=venv)
 
 

@@ -9,8 +9,10 @@ import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +31,8 @@ class User:
     def popen(self, cmd: list[str], **kwargs: object) -> subprocess.Popen:
         """Start ``cmd`` as this user (no supplementary groups), in its home."""
         env = {"PATH": "/usr/bin:/bin", "HOME": self.home, **kwargs.pop("env", {})}  # type: ignore[dict-item]
+        if "LD_LIBRARY_PATH" in os.environ:  # where the machine's CUDA libraries are
+            env.setdefault("LD_LIBRARY_PATH", os.environ["LD_LIBRARY_PATH"])
         return subprocess.Popen(
             cmd, user=self.uid, group=self.gid, extra_groups=[], cwd=self.home, env=env, **kwargs
         )  # type: ignore[call-overload]
@@ -44,9 +48,8 @@ def attacker() -> User:
     except KeyError:
         if shutil.which("useradd") is None:
             pytest.skip("no useradd to create the unprivileged user")
-        subprocess.run(
-            ["useradd", "--system", "--create-home", "--shell", "/bin/sh", USER], check=True
-        )
+        # another xdist worker may be creating it at the same moment: then it exists
+        subprocess.run(["useradd", "--system", "--create-home", "--shell", "/bin/sh", USER])
         entry = pwd.getpwnam(USER)
     os.makedirs(entry.pw_dir, exist_ok=True)
     os.chown(entry.pw_dir, entry.pw_uid, entry.pw_gid)
@@ -70,3 +73,13 @@ def processes() -> Iterator[list[subprocess.Popen]]:
         if p.poll() is None:
             p.kill()
         p.wait(10)
+
+
+@pytest.fixture
+def user_dir(attacker) -> Iterator[Path]:
+    """A fresh folder of the unprivileged user's, in its home (tests run in parallel)."""
+    path = Path(tempfile.mkdtemp(dir=attacker.home))
+    os.chown(path, attacker.uid, attacker.gid)
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

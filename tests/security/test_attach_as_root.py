@@ -41,18 +41,21 @@ def wait_ready(proc: subprocess.Popen) -> None:
     assert proc.stdout.readline().strip() == "ready"
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the fake python")
-@pytest.mark.parametrize("name", ["python", "python3.14", "python3.12"])
-def test_a_binary_named_python_is_never_run_by_root(attacker, processes, link, tmp_path, name):
-    home = Path(attacker.home)
-    mark = home / f"ran-{name}"
-    mark.unlink(missing_ok=True)
-    src, exe = tmp_path / "fake.c", home / "bin" / name
-    exe.parent.mkdir(exist_ok=True)
-    os.chown(exe.parent, attacker.uid, attacker.gid)
+def fake_python(attacker, folder: Path, name: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A user's binary called ``name`` that records who runs it: (binary, record)."""
+    mark, exe, src = folder / "ran", folder / name, tmp_path / "fake.c"
     src.write_text(FAKE_PYTHON_C)
     subprocess.run(["gcc", f'-DMARK="{mark}"', "-o", str(exe), str(src)], check=True)
     os.chown(exe, attacker.uid, attacker.gid)
+    return exe, mark
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the fake python")
+@pytest.mark.parametrize("name", ["python", "python3.14", "python3.12"])
+def test_a_binary_named_python_is_never_run_by_root(
+    attacker, user_dir, processes, link, tmp_path, name
+):
+    exe, mark = fake_python(attacker, user_dir, name, tmp_path)
     proc = attacker.popen([str(exe)], stdout=subprocess.PIPE, text=True)
     processes.append(proc)
     wait_ready(proc)
@@ -62,6 +65,27 @@ def test_a_binary_named_python_is_never_run_by_root(attacker, processes, link, t
     assert time.monotonic() - t0 < 5
     assert mark.read_text().split() == [str(attacker.uid)], "the target's file ran as root"
     assert proc.poll() is None  # and nothing was injected into it
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the fake python")
+def test_gtop_record_pid_as_root_runs_nothing_of_the_user(attacker, user_dir, processes, tmp_path):
+    """The whole command line: `gtop record --pid` on a binary named python3.12."""
+    exe, mark = fake_python(attacker, user_dir, "python3.12", tmp_path)
+    proc = attacker.popen([str(exe)], stdout=subprocess.PIPE, text=True)
+    processes.append(proc)
+    wait_ready(proc)
+    out = tmp_path / "r.gtop"
+    cmd = [sys.executable, "-m", "gtop", "record", "--pid", str(proc.pid), "-o", str(out)]
+    res = subprocess.run(
+        [*cmd, "--duration", "1", "--host-tier", "proc"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "is not a Python process" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    assert mark.read_text().split() == [str(attacker.uid)], "the target's file ran as root"
+    assert proc.poll() is None
 
 
 def test_remote_exec_never_runs_the_targets_executable(monkeypatch, tmp_path):
@@ -114,18 +138,8 @@ def test_granted_link_folders_stay_roots(attacker, link, tmp_path):
     assert "sitecustomize.py" in out
 
 
-def hypno_readable_by(attacker) -> bool:
-    """hypno injects its own library into the target: the target's user must read it."""
-    spec = find_spec("hypno")
-    if spec is None or spec.origin is None:
-        return False
-    probe = f"open({spec.origin!r}).close()"
-    return attacker.popen([attacker.python, "-c", probe], stderr=subprocess.DEVNULL).wait(30) == 0
-
-
+@pytest.mark.skipif(find_spec("hypno") is None, reason="needs hypno")
 def test_attach_to_another_user_lends_nothing(attacker, processes, link, tmp_path):
-    if not hypno_readable_by(attacker):
-        pytest.skip("hypno is installed where the unprivileged user cannot read it")
     code = "import time; print('ready', flush=True); time.sleep(120)"
     proc = attacker.popen([attacker.python, "-c", code], stdout=subprocess.PIPE, text=True)
     processes.append(proc)

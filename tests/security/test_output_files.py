@@ -5,6 +5,7 @@ and a recording with the two files SQLite keeps beside it."""
 from __future__ import annotations
 
 import os
+import pwd
 import stat
 import time
 from pathlib import Path
@@ -52,6 +53,17 @@ def test_log_goes_to_the_state_folder_when_cwd_is_shared(monkeypatch, tmp_path, 
     assert len(made) == 1
     assert stat.S_IMODE((tmp_path / "state" / "gtop").stat().st_mode) == 0o700
     assert str(made[0]) in capsys.readouterr().err
+
+
+def test_the_state_folder_is_in_the_effective_users_home_not_home(monkeypatch, tmp_path):
+    """As root under sudo, $HOME may still be the invoking user's home."""
+    from gtop.core.files import state_folder
+
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = state_folder()
+    assert tmp_path not in folder.parents
+    assert folder.parent.parent.parent == Path(pwd.getpwuid(os.geteuid()).pw_dir)
 
 
 def test_a_state_folder_others_can_write_is_refused(monkeypatch, tmp_path, capsys):

@@ -88,14 +88,10 @@ def test_a_huge_map_is_read_up_to_the_cap(target, attacker):
     assert resolve_within(proc.pid, 20) == "jitted_fn"
 
 
-def test_a_mapped_file_swapped_for_a_fifo_does_not_hang(attacker, processes):
-    """The user renames a FIFO over the executable their process maps: symbolising its
-    frames must not block on opening that path."""
-    home = Path(attacker.home)
-    exe = home / "bin" / "swapped"
-    exe.parent.mkdir(exist_ok=True)
-    os.chown(exe.parent, attacker.uid, attacker.gid)
-    exe.unlink(missing_ok=True)  # FIFOs left by an earlier run
+def test_a_mapped_file_swapped_for_a_fifo_does_not_hang(attacker, user_dir, processes):
+    """The user puts a FIFO where the executable their process maps was: symbolising
+    its frames must not block on opening that path."""
+    exe = user_dir / "swapped"
     exe.write_bytes(Path("/bin/sleep").read_bytes())
     os.chmod(exe, 0o755)
     os.chown(exe, attacker.uid, attacker.gid)
@@ -111,8 +107,7 @@ def test_a_mapped_file_swapped_for_a_fifo_does_not_hang(attacker, processes):
         if line.endswith(str(exe)) and " r-xp " in line
     )
     exe.unlink()  # the mapping now reads "<path> (deleted)": plant FIFOs at both names
-    deleted = home / "bin" / "swapped (deleted)"
-    deleted.unlink(missing_ok=True)
+    deleted = user_dir / "swapped (deleted)"
     os.mkfifo(exe)
     os.mkfifo(deleted)
     out: list[str] = []

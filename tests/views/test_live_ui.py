@@ -16,6 +16,7 @@ from gtop.session.live import LiveSource
 from gtop.views.app import GtopApp
 from gtop.views.screens.overview import OverviewScreen
 from gtop.views.screens.process import ProcessScreen
+from gtop.views.widgets.key_hints import KeyHints
 from gtop.views.widgets.process_table import EXITED_GLYPH, EXITED_STYLE
 from tests.views.conftest import HOST_FAMILY, SIZE, AppFactory
 
@@ -97,7 +98,7 @@ async def test_r_is_hidden_in_replay(replay_app: AppFactory) -> None:
         assert app.check_action("record", ()) is False
         await pilot.press("R")
         assert not app.recording_busy
-        assert "Record" not in app.screen.query_one("Footer").render_str(" ")
+        assert "Record" not in app.screen.query_one(KeyHints).render().plain
 
 
 async def test_replay_keys_are_hidden_live() -> None:

@@ -252,7 +252,9 @@ async def test_bracket_keys_visit_every_tab_and_never_focus_a_text_box(
     async with app.run_test(size=SIZE) as pilot:
         await open_tab(pilot, "GPUs")
         screen = app.screen
-        ids = [pane.id for pane in screen.query("TabPane")]
+        ids = [  # tabs shown only sometimes (Ranks) are skipped while hidden
+            pane.id for pane in screen.query("TabPane") if screen.tabs.get_tab(pane.id).display
+        ]
         for key, order in (
             ("right_square_bracket", ids[1:] + ids[:1]),
             ("left_square_bracket", ids[::-1]),  # back from the first: the last

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Footer, Input
-from textual.widgets._footer import FooterKey
+from textual.widgets import Input
 
 from tests.views.conftest import SIZE, AppFactory
 from tests.views.test_process_tabs import CONSTRUCTED_IO, IDLE_PID, IO_AT_S, IO_PID, open_tab
@@ -21,12 +20,8 @@ def opened(title: str):
         await open_tab(pilot, title)
         for box in pilot.app.query(Input):
             box.cursor_blink = False
-        footer = pilot.app.screen.query_one(Footer)
         deadline = time.monotonic() + 20  # a bound on a hang, not a wait for drawing
-        # the footer recomposes after focus moves: wait for its keys and the tab's result
-        while time.monotonic() < deadline and not (
-            footer.query(FooterKey) and pilot.app.screen.ready()
-        ):
+        while time.monotonic() < deadline and not pilot.app.screen.ready():
             await pilot.pause(0.02)
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()

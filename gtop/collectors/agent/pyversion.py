@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -23,7 +24,8 @@ from elftools.elf.elffile import ELFFile
 from gtop.core.files import open_regular
 
 MAX_SYMBOLS = 1 << 20
-"""A dynamic symbol table bigger than this is not searched (libpython has ~2,000)."""
+"""A dynamic symbol table without a hash table, bigger than this, is not searched
+(libpython has ~2,000 symbols)."""
 
 
 def python_version(pid: int, maps: str) -> tuple[int, int] | None:
@@ -59,19 +61,36 @@ def _exe_name(pid: int) -> str:
 def elf_python_version(f: BinaryIO, name: str) -> tuple[int, int] | None:
     """The CPython version an ELF file holds (``name``: its path, for 3.10), or None."""
     elf = ELFFile(f)
-    dynsym = elf.get_section_by_name(".dynsym")
-    if dynsym is None or dynsym.num_symbols() > MAX_SYMBOLS:
+    lookup = _symbol_lookup(elf)
+    if lookup is None:
         return None
-    sym = dynsym.get_symbol_by_name("Py_Version")
-    if sym:
-        value = _read_symbol(elf, f, sym[0]["st_value"], min(sym[0]["st_size"], 8))
+    sym = lookup("Py_Version")
+    if sym is not None:
+        value = _read_symbol(elf, f, sym["st_value"], min(sym["st_size"], 8))
         if value is not None:
             return value >> 24 & 0xFF, value >> 16 & 0xFF
-    if dynsym.get_symbol_by_name("Py_Initialize"):
+    if lookup("Py_Initialize") is not None:
         m = re.search(r"python(\d+)\.(\d+)", Path(name).name)
         if m is not None:
             return int(m[1]), int(m[2])
     return None
+
+
+def _symbol_lookup(elf: ELFFile) -> Callable[[str], Any] | None:
+    """name -> dynamic symbol (or None): through the GNU hash table where there is one
+    (one probe; building a by-name map of libpython's symbols took 0.16 s here)."""
+    gnu_hash = elf.get_section_by_name(".gnu.hash")
+    if gnu_hash is not None and hasattr(gnu_hash, "get_symbol"):
+        return gnu_hash.get_symbol
+    dynsym = elf.get_section_by_name(".dynsym")
+    if dynsym is None or dynsym.num_symbols() > MAX_SYMBOLS:
+        return None
+
+    def by_name(name: str) -> Any:
+        found = dynsym.get_symbol_by_name(name)
+        return found[0] if found else None
+
+    return by_name
 
 
 def _read_symbol(elf: ELFFile, f: BinaryIO, vaddr: int, size: int) -> int | None:

@@ -66,7 +66,14 @@ def ensure_tracefs() -> None:
     if not os.path.exists("/sys/kernel/tracing/events") and not os.path.exists(
         "/sys/kernel/debug/tracing/events"
     ):
-        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
+        done = subprocess.run(
+            ["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode:
+            raise OSError(f"cannot mount tracefs: {done.stderr.strip() or done.returncode}")
 
 
 class PerfThreadCollector(ThreadCollector):

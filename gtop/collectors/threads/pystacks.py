@@ -175,7 +175,8 @@ class PyStackSampler:
                 for pid in sorted(set(collector.threads.values())):
                     if sum(c.pid == pid for c in self._live) < MAX_CHUNKS_PER_PID:
                         self._spawn(pid)
-                next_start += CHUNK_S
+                # late (a loaded machine): the next chunk a whole period on, not a burst
+                next_start = max(next_start + CHUNK_S, time.monotonic())
             self._reap()
             self._stop.wait(0.05)
 

@@ -9,6 +9,7 @@ stderr starting with ``gtop:``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from gtop.recordings.exporters import EXPORTERS, infer_format
 from gtop.recordings.exporters.output import ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
 
+CACHE_CHUNKS = 4
+"""Decoded chunks the reader keeps: exporters read each window once, in time order."""
 BIG_EXPORT_B = 50_000_000
 """Exports estimated at this size or more say so before they start."""
 
@@ -44,6 +47,17 @@ def _estimate(rec: Recording, module: object) -> tuple[int, int]:
     return rows, int(rows * getattr(module, "BYTES_PER_ROW", 0))
 
 
+def _same_file(recording: Path, out: Path) -> bool:
+    """Whether writing ``out`` would replace the recording (or its WAL) being read."""
+    for side in (recording, Path(f"{recording}-wal")):
+        try:
+            if os.path.samefile(side, out) or side.resolve() == out.resolve():
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the parsed ``export`` subcommand; returns the exit status."""
     fmt = args.format or infer_format(args.output)
@@ -55,8 +69,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     module = EXPORTERS[fmt]
+    if _same_file(args.file, args.output):
+        print(
+            f"gtop: export: {args.output} is the recording itself; choose another OUT",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        rec = Recording(args.file)
+        rec = Recording(args.file, cache_chunks=CACHE_CHUNKS)
     except RecordingError as exc:
         print(f"gtop: {exc}", file=sys.stderr)
         return 1
@@ -87,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
             where = exc.filename or args.output
             print(f"gtop: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        for problem in rec.problems:
-            print(f"gtop: warning: {problem}", file=sys.stderr)
+        damage = rec.damage()
+        if damage:
+            print(f"gtop: warning: {damage}", file=sys.stderr)
     target = "stdout" if args.output == Path("-") else str(args.output)
     print(f"gtop: {target}: {summary}", file=sys.stderr)
     return 0

@@ -2,16 +2,19 @@
 
 The trace exporters (Perfetto, Chrome, Kineto) serialise these; none reads streams
 itself, so all show the same tracks with the same names. Slices come in three families
-read one at a time (GPU work, CUDA API calls and NVTX ranges, thread states), so memory
-is bounded by the largest family, not the recording.
+(GPU work, CUDA API calls and NVTX ranges, thread states), each read in time windows of
+about :data:`WINDOW_ROWS` rows, so memory is bounded by the window, not the recording.
 
-Within a family the slices are sorted per track by start (longest first on ties), and a
-slice that starts inside another but ends after it is cut at the other's end, so every
-track is a proper stack of nested slices (what a begin/end trace format needs).
+Within a window the slices are sorted per track by start (longest first on ties), and a
+slice that starts inside another (of this window or an earlier one) but ends after it is
+cut at the other's end, so every track is a proper stack of nested slices: what a
+begin/end trace format needs. Writing windows in order keeps each track's events in the
+order trace_processor pairs them.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -21,6 +24,9 @@ from gtop.analysis.cuda_activity import api_name
 from gtop.analysis.demangle import demangle
 from gtop.core.layouts import BlockReason, CopyKind, ThreadState
 from gtop.recordings.reader import Recording
+
+WINDOW_ROWS = 1 << 16
+"""Rows of one family read and sorted at once."""
 
 GPU_PID = 1_000_000_000
 """Synthetic pid for GPU lanes (plus the device index), above any real pid."""
@@ -78,6 +84,10 @@ class Tracks:
         for e in rec.entities("process"):
             self.processes[int(e.key)] = e.value
         self.devices = {int(e.key): e.value for e in rec.entities("device")}
+        self.kernels = {
+            int(e.key): demangle(str(e.value.get("name"))) for e in rec.entities("kernel_name")
+        }
+        self.markers = {int(e.key): str(e.value.get("name")) for e in rec.entities("marker_name")}
 
     def get(self, kind: str, pid: int, tid: int, name: str = "", unit: str = "") -> Track:
         key = (kind, pid, tid, name)
@@ -150,12 +160,16 @@ def _flow_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
     return np.where(corr > 0, (pid.astype(np.uint64) << np.uint64(32)) | corr, np.uint64(0))
 
 
-def _nest(start: np.ndarray, end: np.ndarray) -> int:
-    """Cut each slice that outlives the slice it starts in at that slice's end (rows
-    already sorted by start, longest first); returns how many were cut."""
-    if not len(start) or bool(np.all(start[1:] >= end[:-1])):
+def _nest(start: np.ndarray, end: np.ndarray, stack: list[int]) -> int:
+    """Cut each slice that outlives the slice it starts in at that slice's end (rows of
+    one track, sorted by start, longest first); ``stack``: the ends of the slices still
+    open from earlier windows, updated. Returns how many were cut."""
+    if not len(start):
         return 0
-    cut, stack = 0, []
+    if (not stack or stack[-1] <= start[0]) and bool(np.all(start[1:] >= end[:-1])):
+        stack[:] = [int(end[-1])]  # one after another: only the last can still be open
+        return 0
+    cut = 0
     ends = end.tolist()
     for i, s in enumerate(start.tolist()):
         while stack and stack[-1] <= s:
@@ -168,7 +182,7 @@ def _nest(start: np.ndarray, end: np.ndarray) -> int:
     return cut
 
 
-def _table(parts: list[dict[str, np.ndarray]]) -> SliceTable:
+def _table(parts: list[dict[str, np.ndarray]], open_ends: dict[int, list[int]]) -> SliceTable:
     keys = parts[0].keys()
     cols = {k: np.concatenate([p[k] for p in parts]) for k in keys}
     end = np.maximum(cols["end"], cols["start"])
@@ -186,8 +200,9 @@ def _table(parts: list[dict[str, np.ndarray]]) -> SliceTable:
     )
     cols.pop("end")
     table.args = cols
-    for _, a, b in table.track_runs():
-        table.clipped += _nest(table.start[a:b], table.end[a:b])
+    for track, a, b in table.track_runs():
+        stack = open_ends.setdefault(track, [])
+        table.clipped += _nest(table.start[a:b], table.end[a:b], stack)
     return table
 
 
@@ -208,23 +223,24 @@ def _absent(n: int) -> np.ndarray:
     return np.full(n, -1, np.int64)
 
 
-def gpu_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | None:
+Window = dict[str, np.ndarray]
+"""One time window's rows of a family's streams (those the recording has)."""
+
+
+def gpu_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str, np.ndarray]]:
     """Kernels, copies and memsets on their GPU stream tracks."""
-    kernel_names = {
-        int(e.key): names.add(demangle(str(e.value.get("name"))))
-        for e in rec.entities("kernel_name")
-    }
     parts = []
     for stream, category in (("kernel", KERNEL), ("memcpy", MEMCPY), ("memset", MEMSET)):
-        rows = rec.read(stream) if stream in rec.streams else None
+        rows = window.get(stream)
         if rows is None or not len(rows):
             continue
         n = len(rows)
         if stream == "kernel":
             ids = rows["name_id"].astype(np.int64)
-            missing = {int(i) for i in distinct(ids).tolist()} - kernel_names.keys()
-            kernel_names.update({i: names.add(f"kernel {i}") for i in missing})
-            name = _lookup(ids, kernel_names)
+            name_of = {
+                i: names.add(tracks.kernels.get(i, f"kernel {i}")) for i in distinct(ids).tolist()
+            }
+            name = _lookup(ids, name_of)
         elif stream == "memcpy":
             kinds = {
                 int(k): names.add(f"Memcpy {_copy_kind(int(k))}")
@@ -259,7 +275,7 @@ def gpu_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | Non
                 **args,
             }
         )
-    return _table(parts) if parts else None
+    return parts
 
 
 GPU_ARGS = (
@@ -288,10 +304,10 @@ def _groups(a: np.ndarray, b: np.ndarray) -> Iterator[tuple[tuple[int, int], np.
         yield (p >> 32, p & 0xFFFFFFFF), pairs == p
 
 
-def host_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | None:
+def host_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str, np.ndarray]]:
     """CUDA runtime/driver calls (named by function) and NVTX ranges on thread tracks."""
     parts = []
-    rows = rec.read("api") if "api" in rec.streams else None
+    rows = window.get("api")
     if rows is not None and len(rows):
         fn = (rows["domain"].astype(np.int64) << 32) | rows["cbid"]
         name_of = {int(k): names.add(api_name(k >> 32, k & 0xFFFFFFFF)) for k in distinct(fn)}
@@ -307,10 +323,10 @@ def host_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | No
                 "cbid": rows["cbid"].astype(np.int64),
             }
         )
-    rows = rec.read("marker") if "marker" in rec.streams else None
+    rows = window.get("marker")
     if rows is not None and len(rows):
-        marks = {int(e.key): str(e.value.get("name")) for e in rec.entities("marker_name")}
         ids = rows["name_id"].astype(np.int64)
+        marks = tracks.markers
         name_of = {int(i): names.add(marks.get(int(i), f"marker {i}")) for i in distinct(ids)}
         n = len(rows)
         parts.append(
@@ -325,7 +341,7 @@ def host_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | No
                 "cbid": _absent(n),
             }
         )
-    return _table(parts) if parts else None
+    return parts
 
 
 def state_label(state: int, reason: int) -> str:
@@ -338,27 +354,48 @@ def state_label(state: int, reason: int) -> str:
     return f"{base}: {why}" if reason != BlockReason.NONE else base
 
 
-def state_slices(rec: Recording, tracks: Tracks, names: Names) -> SliceTable | None:
+def state_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str, np.ndarray]]:
     """Host thread states (on-CPU, runnable, blocked and why), one row per thread."""
-    rows = rec.read("thread_state") if "thread_state" in rec.streams else None
+    rows = window.get("thread_state")
     if rows is None or not len(rows):
-        return None
+        return []
     key = rows["state"].astype(np.int64) << 8 | rows["reason"]
     name_of = {int(k): names.add(state_label(k >> 8, k & 0xFF)) for k in distinct(key)}
     n = len(rows)
-    return _table(
-        [
-            {
-                "track": _tracks_for(tracks, "state", rows["pid"], rows["tid"]),
-                "start": rows["t_ns"],
-                "end": rows["end_ns"],
-                "name": _lookup(key, name_of),
-                "category": np.full(n, STATE, np.uint8),
-                "flow": np.zeros(n, np.uint64),
-                "stack_id": rows["stack_id"].astype(np.int64),
-            }
-        ]
-    )
+    return [
+        {
+            "track": _tracks_for(tracks, "state", rows["pid"], rows["tid"]),
+            "start": rows["t_ns"],
+            "end": rows["end_ns"],
+            "name": _lookup(key, name_of),
+            "category": np.full(n, STATE, np.uint8),
+            "flow": np.zeros(n, np.uint64),
+            "stack_id": rows["stack_id"].astype(np.int64),
+        }
+    ]
+
+
+FAMILIES = {
+    "gpu": (("kernel", "memcpy", "memset"), gpu_slices),
+    "host": (("api", "marker"), host_slices),
+    "state": (("thread_state",), state_slices),
+}
+
+
+def windows(rec: Recording, streams: list[str]) -> list[tuple[int, int]]:
+    """Time windows ``[t0, t1)`` over ``streams`` holding about :data:`WINDOW_ROWS` rows
+    each, cut at chunk starts."""
+    chunks = sorted((c for s in streams for c in rec.chunks(s)), key=lambda c: c.t_first)
+    if not chunks:
+        return []
+    edges, rows = [chunks[0].t_first], 0
+    for chunk in chunks:
+        if rows >= WINDOW_ROWS and chunk.t_first > edges[-1]:
+            edges.append(chunk.t_first)
+            rows = 0
+        rows += chunk.n
+    edges.append(max(c.t_last for c in chunks) + 1)
+    return list(itertools.pairwise(edges))
 
 
 def slice_tables(
@@ -367,12 +404,17 @@ def slice_tables(
     names: Names,
     families: tuple[str, ...] = ("gpu", "host", "state"),
 ) -> Iterator[SliceTable]:
-    """Each family's table in turn (one in memory at a time)."""
-    readers = {"gpu": gpu_slices, "host": host_slices, "state": state_slices}
+    """Each family's slices, window by window (one window in memory at a time)."""
     for family in families:
-        table = readers[family](rec, tracks, names)
-        if table is not None and len(table):
-            yield table
+        streams, reader = FAMILIES[family]
+        present = [s for s in streams if s in rec.streams]
+        open_ends: dict[int, list[int]] = {}
+        for t0, t1 in windows(rec, present):
+            parts = reader({s: rec.read(s, t0, t1) for s in present}, tracks, names)
+            if parts:
+                table = _table(parts, open_ends)
+                if len(table):
+                    yield table
 
 
 def linked_flows(rec: Recording) -> np.ndarray:
@@ -381,12 +423,12 @@ def linked_flows(rec: Recording) -> np.ndarray:
         _flow_key(rows["pid"], rows["correlation"])
         for stream in ("kernel", "memcpy", "memset")
         if stream in rec.streams
-        for rows in rec.iter_chunks(stream)
+        for rows in rec.iter_chunks(stream, reuse=True)
     ]
     if "api" not in rec.streams or not gpu:
         return np.empty(0, np.uint64)
     launched = distinct(np.concatenate(gpu))
-    api = [_flow_key(r["pid"], r["correlation"]) for r in rec.iter_chunks("api")]
+    api = [_flow_key(r["pid"], r["correlation"]) for r in rec.iter_chunks("api", reuse=True)]
     calls = np.concatenate(api) if api else np.empty(0, np.uint64)
     both = distinct(calls[np.isin(calls, launched, kind="sort")])
     return both[both > 0]

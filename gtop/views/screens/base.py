@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gtop.core.model import Model
+from gtop.views.widgets.key_hints import KeyHints
 from gtop.views.widgets.status_line import Status, StatusLine
 from gtop.views.widgets.time_bar import Playback, TimeBar
 
@@ -30,7 +30,7 @@ class GtopScreen(Screen):
         if self.time_bar is not None:
             yield self.time_bar
         yield self.status_line
-        yield Footer()
+        yield KeyHints()
 
     def compose_body(self) -> ComposeResult:
         raise NotImplementedError

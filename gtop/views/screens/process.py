@@ -48,6 +48,8 @@ class ProcessScreen(GtopScreen):
         self.pid = pid
         self._panels: dict[str, ModelView] = {}
         self._specs: dict[str, PanelSpec] = {}
+        self._shown: dict[str, bool] = {}
+        """Tabs with a ``when``: whether each is shown now."""
         self.summary = ProcessSummary(pid)
         self.verdict = VerdictLine(pid)
         self.tabs = ProcessTabs()
@@ -66,9 +68,20 @@ class ProcessScreen(GtopScreen):
     def show(self, model: Model) -> None:
         self.summary.show(model)
         self.verdict.show(model)
+        self._show_tabs(model)
         active = self.tabs.active
         if active in self._panels:
             self._panels[active].show(model)
+
+    def _show_tabs(self, model: Model) -> None:
+        """Show or hide the tabs that are shown only while something holds."""
+        for pane, spec in self._specs.items():
+            if spec.when is None:
+                continue
+            wanted = spec.when(model, self.pid)
+            if wanted != self._shown.get(pane, True):
+                (self.tabs.show_tab if wanted else self.tabs.hide_tab)(pane)
+                self._shown[pane] = wanted
 
     def about(self) -> str:
         spec = self._specs.get(self.tabs.active)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gtop.core.model import Model
+from gtop.views.tabs.session_data import session_of
 
 NOT_ATTACHED = (
     "the in-process agent is not attached (start with `gtop run` or `gtop --pid` with "
@@ -37,11 +38,8 @@ def agent_of(model: Model, pid: int) -> dict[str, Any] | None:
 
 
 def _has_rows(model: Model, stream: str, pid: int) -> bool:
-    hist = model.streams.get(stream)
-    if hist is None or not hist.rows:
-        return False
-    rows = hist.window(model.now_ns - hist.history_ns, model.now_ns)
-    return bool((rows["pid"] == pid).any())
+    """``pid`` has rows in ``stream`` since the session (or the last seek) began."""
+    return pid in session_of(model).pids_seen.get(stream, ())
 
 
 def agent_reason(model: Model, pid: int, agent_error: str | None = None, live: bool = True) -> str:

@@ -142,11 +142,12 @@ class KernelsTab(WorkerPanel):
         if not self.show_api:
             return None
         rows = model.window(layouts.API.name, API_WINDOW_S)
-        rows = rows[rows["pid"] == self.pid] if rows is not None else layouts.API.empty(0)
-        return _Snap(rows, int(API_WINDOW_S * 1e9))
+        return _Snap(layouts.API.empty(0) if rows is None else rows, int(API_WINDOW_S * 1e9))
 
     def compute(self, snap: _Snap | None) -> list[ApiRow] | None:
-        return None if snap is None else api_summary(snap.api, snap.span_ns)
+        if snap is None:
+            return None
+        return api_summary(snap.api[snap.api["pid"] == self.pid], snap.span_ns)
 
     def apply(self, result: list[ApiRow] | None) -> None:
         if result is not None:

@@ -38,6 +38,7 @@ PANEL_MODULES: tuple[str, ...] = (
     "gtop.views.tabs.gpu_time_tab",
     "gtop.views.tabs.swimlanes_tab",
     "gtop.views.tabs.probes_tab",
+    "gtop.views.tabs.ranks_tab",
 )
 """Modules that register process panels when imported."""
 
@@ -57,17 +58,24 @@ class PanelSpec:
     order: int
     about: str = ""
     """What the tab shows and how to read it, in a few sentences (the ``?`` screen)."""
+    when: Callable[[Model, int], bool] | None = None
+    """The tab is shown only while ``when(model, pid)`` holds (None: always)."""
 
 
 _PANELS: dict[str, PanelSpec] = {}
 
 
 def register_process_panel(
-    title: str, factory: Callable[[int], Widget], order: int = 100, about: str = ""
+    title: str,
+    factory: Callable[[int], Widget],
+    order: int = 100,
+    about: str = "",
+    when: Callable[[Model, int], bool] | None = None,
 ) -> None:
     """Add (or replace) the tab ``title``; ``factory(pid)`` builds a widget with ``show``;
-    ``about`` explains the tab on the ``?`` screen."""
-    _PANELS[title] = PanelSpec(title, factory, order, about)
+    ``about`` explains the tab on the ``?`` screen; ``when(model, pid)``, if given, says
+    whether the tab is shown now."""
+    _PANELS[title] = PanelSpec(title, factory, order, about, when)
 
 
 def process_panels() -> list[PanelSpec]:

@@ -60,6 +60,8 @@ class SessionData:
         self._model = weakref.ref(model)
         self.kernels: dict[int, KernelStats] = {}
         """Kernel totals per pid, since the session (or the last seek) began."""
+        self.pids_seen: dict[str, set[int]] = {}
+        """Per stream, the pids with rows in it (the tabs' "why is this empty" lines ask)."""
         self.kernel_span: dict[int, tuple[int, int]] = {}
         """Per pid, the first kernel's start and the last one's end seen so far."""
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
@@ -80,6 +82,13 @@ class SessionData:
 
     def on_batch(self, name: str, batch: np.ndarray) -> None:
         """Aggregate one new batch (called by the model for every batch it applies)."""
+        if len(batch) and batch.dtype.names and "pid" in batch.dtype.names:
+            pids = batch["pid"]
+            seen = self.pids_seen.setdefault(name, set())
+            if not (pids == pids[0]).all():
+                seen.update(np.unique(pids).tolist())
+            else:
+                seen.add(int(pids[0]))
         if name not in ENGINE_STREAMS or not len(batch):
             return
         self.batches += 1
@@ -115,6 +124,7 @@ class SessionData:
         """Forget everything (a replay seek): the model refills its history next."""
         self.kernels.clear()
         self.kernel_span.clear()
+        self.pids_seen.clear()
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation += 1
 

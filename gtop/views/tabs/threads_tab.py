@@ -1,6 +1,8 @@
 """Process-screen tab "Threads": per-thread state bars over the last :data:`WINDOW_S`
 seconds and an on-/off-CPU flamegraph of the same window (``o`` cycles off-CPU, on-CPU,
-both). Folding runs on a worker thread."""
+both), with the top functions beside it. By default only the threads that matter are
+shown: those that called CUDA or were on a CPU for :data:`BUSY_SHARE` of the window,
+never gtop's own agent thread (``t`` shows every thread). Work runs on a worker thread."""
 
 from __future__ import annotations
 
@@ -23,6 +25,46 @@ from gtop.views.widgets.thread_bars import ThreadBars
 
 WINDOW_S = 10.0
 MODES = ("both", "off-CPU", "on-CPU")
+BUSY_SHARE = 0.05
+"""A thread on a CPU for this share of the window is one that matters."""
+
+
+def is_gtop_stack(frames: list[str]) -> bool:
+    """A stack of gtop's own agent thread: its first frame after the thread bootstrap is
+    in ``gtop/`` (``Session.run (gtop/agent/runtime.py)``)."""
+    inner = [f for f in frames if not f.startswith("Thread._bootstrap")]
+    return (
+        bool(frames)
+        and frames[0].startswith("Thread._bootstrap")
+        and bool(inner)
+        and ("(gtop/" in inner[0])
+    )
+
+
+def threads_that_matter(
+    intervals: np.ndarray,
+    samples: np.ndarray,
+    api: np.ndarray,
+    stacks: dict[int, Any],
+    window_ns: int,
+) -> tuple[set[int], set[int]]:
+    """``(matter, gtop)``: the tids that called CUDA or were busy, less gtop's own; and
+    gtop's own (recognised by their stacks)."""
+    gtop_ids = {k for k, v in stacks.items() if is_gtop_stack(list(v.get("frames", [])))}
+    gtop: set[int] = set()
+    for rows in (intervals, samples):
+        hit = np.isin(rows["stack_id"], list(gtop_ids))
+        gtop.update(np.unique(rows["tid"][hit]).tolist())
+    on = intervals[intervals["state"] == layouts.ThreadState.ON_CPU]
+    tids, inverse = np.unique(on["tid"], return_inverse=True)
+    busy_ns = np.bincount(inverse, weights=on["end_ns"] - on["t_ns"], minlength=len(tids))
+    busy = {
+        int(t)
+        for t, ns in zip(tids.tolist(), busy_ns.tolist(), strict=True)
+        if ns >= BUSY_SHARE * window_ns
+    }
+    cuda = set(np.unique(api["tid"]).tolist())
+    return (cuda | busy) - gtop, gtop
 
 
 @dataclass(frozen=True)
@@ -34,6 +76,17 @@ class _Snap:
     t0: int
     t1: int
     mode: str
+    api: np.ndarray
+    every_thread: bool
+
+
+@dataclass(frozen=True)
+class _Result:
+    snap: _Snap
+    intervals: np.ndarray
+    folded: dict[Path, float]
+    shown: int
+    total: int
 
 
 def _mine(model: Model, stream: str, pid: int, empty: np.ndarray) -> np.ndarray:
@@ -49,10 +102,15 @@ class ThreadsTab(WorkerPanel):
     ThreadsTab > FlameGraph { height: 1fr; min-height: 4; }
     """
 
-    BINDINGS = [Binding("o", "cycle_mode", "On/off-CPU")]
+    BINDINGS = [
+        Binding("o", "cycle_mode", "On/off-CPU"),
+        Binding("t", "toggle_threads", "All threads"),
+    ]
 
     mode: reactive[str] = reactive("both")
     """Which time the flamegraph shows: one of :data:`MODES`."""
+    every_thread: reactive[bool] = reactive(False)
+    """Show every thread, not only the ones that matter (module docstring)."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(pid)
@@ -73,13 +131,31 @@ class ThreadsTab(WorkerPanel):
         samples = _mine(model, layouts.CPU_SAMPLE.name, self.pid, layouts.CPU_SAMPLE.empty())
         stacks = dict(model.entity_values("stack"))
         names = {int(k): str(v.get("name", "")) for k, v in model.entity_values("thread").items()}
+        api = model.window(layouts.API.name, WINDOW_S)
         t1 = model.now_ns
-        return _Snap(intervals, samples, stacks, names, t1 - int(WINDOW_S * 1e9), t1, self.mode)
+        return _Snap(
+            intervals,
+            samples,
+            stacks,
+            names,
+            t1 - int(WINDOW_S * 1e9),
+            t1,
+            self.mode,
+            layouts.API.empty(0) if api is None else api,
+            self.every_thread,
+        )
 
-    def compute(self, snap: _Snap) -> tuple[_Snap, dict[Path, float]]:
+    def compute(self, snap: _Snap) -> _Result:
         rows = threads.clip(snap.intervals, snap.t0, snap.t1)
         samples = snap.samples[(snap.samples["t_ns"] >= snap.t0) & (snap.samples["t_ns"] < snap.t1)]
         stacks = {int(k): v for k, v in snap.stacks.items()}
+        total = len(np.unique(rows["tid"]))
+        if not snap.every_thread:
+            api = snap.api[snap.api["pid"] == self.pid]
+            matter, _ = threads_that_matter(rows, samples, api, stacks, snap.t1 - snap.t0)
+            keep = list(matter)
+            rows = rows[np.isin(rows["tid"], keep)]
+            samples = samples[np.isin(samples["tid"], keep)]
         folded = threads.fold(
             rows,
             samples,
@@ -87,20 +163,31 @@ class ThreadsTab(WorkerPanel):
             off_cpu=snap.mode != "on-CPU",
             on_cpu=snap.mode != "off-CPU",
         )
-        return snap, folded
+        return _Result(snap, rows, folded, len(np.unique(rows["tid"])), total)
 
-    def apply(self, result: tuple[_Snap, dict[Path, float]]) -> None:
-        snap, folded = result
-        self.bars.show(snap.intervals, snap.names, snap.t1)
-        self.flame.folded = folded
-        self.flame.border_title = f"{snap.mode} flamegraph, last {WINDOW_S:g} s (o: switch)"
+    def apply(self, result: _Result) -> None:
+        snap = result.snap
+        self.bars.show(result.intervals, snap.names, snap.t1)
+        self.flame.folded = result.folded
+        which = "every thread" if snap.every_thread else "threads that call CUDA or are busy"
+        self.flame.border_title = (
+            f"{snap.mode} flamegraph, last {WINDOW_S:g} s · {result.shown} of {result.total} "
+            f"threads: {which} (t) · o: on/off-CPU"
+        )
+        self.flame.total_label = f"thread time of {result.shown} threads in {WINDOW_S:g} s:"
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
 
+    def action_toggle_threads(self) -> None:
+        self.every_thread = not self.every_thread
+
     def watch_mode(self) -> None:
         if self._model is not None:
             self.show(self._model)
+
+    def watch_every_thread(self) -> None:
+        self.watch_mode()
 
 
 register_process_panel(

@@ -20,11 +20,13 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input
+
+from gtop.analysis.demangle import shorten
 
 Path = tuple[str, ...]
 
@@ -98,6 +100,61 @@ def layout(root: Node, zoom: Path, width: int) -> list[Span]:
     return spans
 
 
+MIN_LABEL = 4
+"""A frame narrower than this many characters of its name is drawn without one (a
+name cut to ``<m`` reads as noise)."""
+
+
+def label(name: str, width: int) -> str:
+    """``name`` fitted to ``width`` cells: whole, cut with ``…``, or blank when fewer
+    than :data:`MIN_LABEL` characters would show."""
+    room = width - 1
+    if len(name) <= room:
+        return f" {name}".ljust(width)
+    if room - 1 < MIN_LABEL:
+        return " " * width
+    return f" {name[: room - 1]}…"
+
+
+def shown_depths(spans: list[Span], height: int) -> list[int]:
+    """The depths to draw in ``height`` rows: all when they fit, else the rows that
+    tell something first dropped are the top ones holding a single frame across the
+    whole width (a chain such as ``main``/``<module>`` above the real split)."""
+    depths = sorted({s.depth for s in spans})
+    if len(depths) <= height:
+        return depths
+    width = max((s.x1 for s in spans), default=0)
+    single = {d for d in depths if [(s.x0, s.x1) for s in spans if s.depth == d] == [(0, width)]}
+    keep = [d for d in depths if d not in single]
+    dropped = [d for d in depths if d in single]
+    while len(keep) < height and dropped:
+        keep.append(dropped.pop())  # the deepest single rows come back first
+    return sorted(keep)[:height]
+
+
+def top_functions(folded: Mapping[Path, float], n: int) -> list[tuple[str, float, float]]:
+    """py-spy top style: ``(frame, own share, total share)`` of the ``n`` frames with the
+    most own time (time as the innermost frame); total counts a frame once per stack."""
+    grand = sum(w for w in folded.values() if w > 0)
+    if grand <= 0:
+        return []
+    own: dict[str, float] = {}
+    total: dict[str, float] = {}
+    for stack, w in folded.items():
+        if w <= 0 or not stack:
+            continue
+        own[stack[-1]] = own.get(stack[-1], 0.0) + w
+        for frame in set(stack):
+            total[frame] = total.get(frame, 0.0) + w
+    ranked = sorted(own, key=lambda f: -own[f])[:n]
+    return [(f, own[f] / grand, total[f] / grand) for f in ranked]
+
+
+def readable(frame: str) -> str:
+    """A frame's name as drawn: C++ symbols demangled and shortened."""
+    return shorten(frame) if frame.startswith("_Z") else frame
+
+
 def _color(name: str) -> str:
     """A stable warm colour per frame name (flamegraph.pl style)."""
     h = hashlib.md5(name.encode()).digest()
@@ -109,7 +166,12 @@ class FlameGraph(Vertical, can_focus=True):
 
     DEFAULT_CSS = """
     FlameGraph { height: 1fr; }
-    FlameGraph > _Icicle { height: 1fr; }
+    FlameGraph > Horizontal { height: 1fr; }
+    FlameGraph _Icicle { height: 1fr; width: 1fr; }
+    FlameGraph _Top {
+        width: 34; height: 1fr; border-left: vkey $panel; padding: 0 0 0 1;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
     FlameGraph > #status { height: 1; background: $panel; }
     FlameGraph > Input { display: none; height: 3; }
     FlameGraph > Input.-searching { display: block; }
@@ -131,6 +193,8 @@ class FlameGraph(Vertical, can_focus=True):
     """Path of the frame that fills the width; ``()`` is the whole graph."""
     selected: reactive[Path] = reactive(tuple)
     """Path of the selected frame; ``()`` when none."""
+    total_label: reactive[str] = reactive("total")
+    """What the total time is (e.g. thread time summed over threads), for the status line."""
     search: reactive[str] = reactive("")
     """Substring; frames whose name contains it are highlighted."""
 
@@ -146,11 +210,15 @@ class FlameGraph(Vertical, can_focus=True):
         super().__init__(**kw)
         self._root = Node("all")
         self._spans: list[Span] = []
+        self._depths: list[int] = []
+        """The depth drawn on each canvas row (:func:`shown_depths`)."""
         if folded:
             self.folded = dict(folded)
 
     def compose(self) -> ComposeResult:
-        yield _Icicle()
+        with Horizontal():
+            yield _Icicle()
+            yield _Top()
         yield _Status(id="status")
         yield Input(placeholder="search frames", id="search")
 
@@ -177,7 +245,7 @@ class FlameGraph(Vertical, can_focus=True):
         self._refresh_all()
 
     def _refresh_all(self) -> None:
-        for child in self.query("_Icicle, _Status"):
+        for child in self.query("_Icicle, _Top, _Status"):
             child.refresh()
 
     # --- geometry shared with the canvas ------------------------------------------------
@@ -248,8 +316,12 @@ class FlameGraph(Vertical, can_focus=True):
         event.input.remove_class("-searching")
         self.focus()
 
-    def click(self, depth: int, x: int) -> None:
+    def click(self, row: int, x: int) -> None:
         """A click at a canvas cell: select the frame there, or zoom if already selected."""
+        depths = self._depths
+        if not 0 <= row < len(depths):
+            return
+        depth = depths[row]
         hit = next((s for s in self._spans if s.depth == depth and s.x0 <= x < s.x1), None)
         if hit is None:
             return
@@ -263,21 +335,22 @@ class FlameGraph(Vertical, can_focus=True):
 class _Icicle(Widget):
     """The drawing surface of a :class:`FlameGraph` (rows of frames)."""
 
-    DEFAULT_CSS = "_Icicle { width: 1fr; }"
-
     @property
     def graph(self) -> FlameGraph:
-        return cast(FlameGraph, self.parent)
+        return self.query_ancestor(FlameGraph)
 
     def render(self) -> Text:
         graph = self.graph
         width, height = self.size
         rows = [Text(" " * width) for _ in range(height)]
         needle = graph.search.lower()
-        for span in graph.spans(width):
-            if span.depth >= height:
+        spans = graph.spans(width)
+        depths = graph._depths = shown_depths(spans, height)
+        row_of = {d: i for i, d in enumerate(depths)}
+        for span in spans:
+            if span.depth not in row_of:
                 continue
-            label = f" {span.node.name}"[: span.x1 - span.x0].ljust(span.x1 - span.x0)
+            text = label(readable(span.node.name), span.x1 - span.x0)
             style = Style(color="black", bgcolor=_color(span.node.name))
             if needle and needle in span.node.name.lower():
                 style = Style(color="white", bgcolor="magenta", bold=True)
@@ -285,12 +358,24 @@ class _Icicle(Widget):
                 style += Style(reverse=True, bold=True)
             elif span.depth < len(graph.zoom):
                 style = Style(color="white", bgcolor="grey30")
-            row = rows[span.depth]
-            rows[span.depth] = row[: span.x0] + Text(label, style=style) + row[span.x1 :]
+            i = row_of[span.depth]
+            rows[i] = rows[i][: span.x0] + Text(text, style=style) + rows[i][span.x1 :]
         return Text("\n").join(rows)
 
     def on_click(self, event: events.Click) -> None:
         self.graph.click(event.y, event.x)
+
+
+class _Top(Widget):
+    """Beside the graph: the frames with the most own time, py-spy top style."""
+
+    def render(self) -> Text:
+        graph = self.query_ancestor(FlameGraph)
+        rows = top_functions(graph.folded, max(0, self.size.height - 1))
+        out = Text("own%  tot%  function\n", style="bold", no_wrap=True, overflow="ellipsis")
+        for name, own, total in rows:
+            out.append(f"{100 * own:4.1f}  {100 * total:4.1f}  {readable(name)}\n")
+        return out
 
 
 class _Status(Widget):
@@ -307,4 +392,4 @@ class _Status(Widget):
             parts.append(f"/{graph.search}: {100 * graph.matched_seconds() / total:.1f}%")
         if graph.zoom:
             parts.append(f"zoom: {graph.zoom[-1]} (esc out)")
-        return Text("  ".join(parts) or f"total {total:.3f}s  / search  enter zoom")
+        return Text("  ".join(parts) or f"{graph.total_label} {total:.3f}s  / search  enter zoom")

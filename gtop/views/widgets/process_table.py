@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 
 from gtop.views.fmt import values as fmt
-from gtop.views.processes import COLUMN_KEYS, COLUMNS, ProcessRow, column, sort_rows
+from gtop.views.processes import COLUMN_KEYS, COLUMNS, ProcessRow, column, grouped, sort_rows
 
 MIN_COMMAND_WIDTH = 12
 """The command column never gets narrower than this (the table then scrolls sideways)."""
@@ -38,6 +38,7 @@ class ProcessTable(DataTable):
         Binding("G", "scroll_bottom", "Last row", show=False),
         Binding("s", "cycle_sort", "Sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False),
+        Binding("t", "toggle_tree", "Tree/flat", show=False),
     ]
 
     sort_key: reactive[str] = reactive("gpu_mem")
@@ -48,6 +49,10 @@ class ProcessTable(DataTable):
 
     filter_text: reactive[str] = reactive("")
     """Only rows whose command, user or pid contain this (case-insensitive)."""
+
+    tree: reactive[bool] = reactive(True)
+    """Each process under its parent (DataLoader workers, ranks under torchrun), its
+    role beside its command; siblings and roots in sort order. False: one flat list."""
 
     class Chosen(Message):
         """The user pressed Enter (or clicked) on the row of process ``pid``."""
@@ -92,7 +97,8 @@ class ProcessTable(DataTable):
             self.sort_key,
             self.sort_reverse,
         )
-        cells = {str(row.pid): self._cells(row) for row in shown}
+        placed = grouped(shown) if self.tree else [(0, row) for row in shown]
+        cells = {str(row.pid): self._cells(row, depth) for depth, row in placed}
         layout = self._column_layout(list(cells.values()))
         if layout == self._columns_shown and list(cells) == list(self._cells_shown):
             for key, row_cells in cells.items():
@@ -117,7 +123,7 @@ class ProcessTable(DataTable):
         return int(key.value) if key.value is not None else None
 
     @staticmethod
-    def _cells(row: ProcessRow) -> tuple[Text, ...]:
+    def _cells(row: ProcessRow, depth: int = 0) -> tuple[Text, ...]:
         pid = f"{EXITED_GLYPH}{row.pid}" if row.exited else str(row.pid)
         gpus = ",".join(str(g) for g in row.gpus) if row.gpus else "–"
         values = (
@@ -129,7 +135,7 @@ class ProcessTable(DataTable):
             (fmt.pct(row.cpu_pct), "right"),
             (fmt.size(row.rss), "right"),
             (fmt.num(row.threads), "right"),
-            (row.short_command, "left"),
+            (_command(row, depth), "left"),
         )
         style = EXITED_STYLE if row.exited else ""
         return tuple(
@@ -181,6 +187,13 @@ class ProcessTable(DataTable):
     def action_reverse_sort(self) -> None:
         self.sort_reverse = not self.sort_reverse
 
+    def watch_tree(self) -> None:
+        self._rebuild()
+
+    def action_toggle_tree(self) -> None:
+        """Group processes under their parents, or list them flat."""
+        self.tree = not self.tree
+
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """Clicking a header sorts by it; clicking the sorted header reverses it."""
         event.stop()
@@ -195,3 +208,10 @@ class ProcessTable(DataTable):
         event.stop()
         if event.row_key.value is not None:
             self.post_message(self.Chosen(int(event.row_key.value)))
+
+
+def _command(row: ProcessRow, depth: int) -> str:
+    """The command cell: indented under its parent, with its role when it has one."""
+    lead = "  " * (depth - 1) + "└ " if depth else ""
+    role = f"[{row.role}] " if row.role else ""
+    return f"{lead}{role}{row.short_command}"

@@ -1,0 +1,160 @@
+"""Key latency of the UI over real recordings (issue 16: every key answers within
+100 ms median, 250 ms p95 on the 2-core VM).
+
+    python benchmarks/ui_key_latency.py                       # 5 repeats, 80x24
+    python benchmarks/ui_key_latency.py --repeats 10 --size 200x60 --recording decode-eager
+
+The UI runs headless (Textual's pilot) over a replay paused mid-recording, with the
+recording's busiest process open. A key's latency is the wall time from the key event
+being posted until the app has handled it and painted the next frame (``pilot.press``
+then one refresh): what the user sees answer. Work a key hands to a worker thread shows
+a "computing…" mark in that frame and its result later; the time until that result is
+drawn is reported separately ("result ms") for the keys that start such work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gtop.core import layouts
+from gtop.recordings.reader import Recording
+from gtop.session.replay import ReplaySource
+from gtop.views.app import GtopApp
+from gtop.views.screens.process import ProcessScreen
+
+REPO = Path(__file__).resolve().parent.parent
+RECORDINGS = ("train_loop_cupti", "decode-eager", "slow_loader", "constructed-io")
+AT_S = {"train_loop_cupti": 12.0, "decode-eager": 6.0, "slow_loader": 10.0, "constructed-io": 8.0}
+
+STEPS: tuple[tuple[str, str], ...] = (
+    # (tab to be on, key) in order; "]" steps to the next tab
+    ("GPUs", "right_square_bracket"),
+    ("Children", "right_square_bracket"),
+    ("Kernels", "s"),
+    ("Kernels", "f"),
+    ("Kernels", "f"),
+    ("Kernels", "down"),
+    ("Kernels", "enter"),
+    ("Kernels", "a"),
+    ("Kernels", "a"),
+    ("Kernels", "right_square_bracket"),
+    ("Streams", "z"),
+    ("Streams", "x"),
+    ("Streams", "right_square_bracket"),
+    ("Threads", "o"),
+    ("Threads", "right_square_bracket"),
+    ("GPU time", "s"),
+    ("GPU time", "right_square_bracket"),
+    ("Swimlanes", "z"),
+    ("Swimlanes", "shift+right"),
+    ("Swimlanes", "0"),
+    ("Swimlanes", "right_square_bracket"),
+    ("Probes", "right_square_bracket"),
+    ("GPUs", "right"),
+    ("GPUs", "left"),
+    ("GPUs", "plus"),
+    ("GPUs", "minus"),
+    ("GPUs", "question_mark"),
+    ("help", "escape"),
+    ("GPUs", "l"),
+    ("legend", "escape"),
+)
+
+
+@dataclass
+class Timing:
+    frame_ms: list[float] = field(default_factory=list)
+    result_ms: list[float] = field(default_factory=list)
+
+
+def busiest_pid(path: Path) -> int:
+    with Recording(path) as rec:
+        for stream in (layouts.KERNEL.name, layouts.PROC_GPU.name, layouts.PROC_HOST.name):
+            if stream in rec.streams:
+                pids = rec.read(stream)["pid"]
+                if len(pids):
+                    return int(np.bincount(pids).argmax())
+    raise SystemExit(f"{path}: no process in the recording")
+
+
+def _computing(app: GtopApp) -> bool:
+    screen = app.screen
+    return isinstance(screen, ProcessScreen) and not screen.ready()
+
+
+async def measure(path: Path, at_s: float, size: tuple[int, int], repeats: int) -> dict:
+    timings: dict[tuple[str, str], Timing] = {}
+    for _ in range(repeats):
+        source = ReplaySource(Recording(path))
+        source.paused = True
+        source.seek(source.t_start + int(at_s * 1e9))
+        app = GtopApp(source, refresh_s=0.5, start_pid=busiest_pid(path))
+        async with app.run_test(size=size) as pilot:
+            while not (
+                isinstance(app.screen, ProcessScreen)
+                and app.shown == (app.model.generation, app.screen)
+                and app.model.generation > 0
+                and app.screen.ready()
+            ):
+                await pilot.pause(0.05)
+            for tab, key in STEPS:
+                t0 = time.perf_counter()
+                await pilot.press(key)
+                await pilot.pause()
+                frame = time.perf_counter() - t0
+                t = timings.setdefault((tab, key), Timing())
+                t.frame_ms.append(frame * 1e3)
+                if _computing(app):
+                    while _computing(app):
+                        await pilot.pause(0.01)
+                    t.result_ms.append((time.perf_counter() - t0) * 1e3)
+    return timings
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--size", default="80x24")
+    parser.add_argument("--recording", action="append", choices=RECORDINGS)
+    args = parser.parse_args()
+    size = tuple(int(v) for v in args.size.split("x"))
+    print(
+        f"# {platform.node()} {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
+        f"terminal {args.size}, {args.repeats} repeats"
+    )
+    all_frames: list[float] = []
+    print("| recording | tab | key | frame ms median | p95 | max | result ms median |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.recording or RECORDINGS:
+        timings = asyncio.run(
+            measure(REPO / "recordings" / f"{name}.gtop", AT_S[name], size, args.repeats)
+        )
+        for (tab, key), t in timings.items():
+            all_frames += t.frame_ms
+            result = f"{statistics.median(t.result_ms):.0f}" if t.result_ms else ""
+            print(
+                f"| {name} | {tab} | {key} | {statistics.median(t.frame_ms):.1f} | "
+                f"{_pct(t.frame_ms, 95):.1f} | {max(t.frame_ms):.1f} | {result} |"
+            )
+    print(
+        f"\nall keys: median {statistics.median(all_frames):.1f} ms, "
+        f"p95 {_pct(all_frames, 95):.1f} ms, max {max(all_frames):.1f} ms "
+        f"over {len(all_frames)} presses"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Process-screen tab "Ranks" (issue 18): the ranks of a distributed job side by side.
+
+Shown only while the session holds two ranks or more (processes with ``RANK`` in their
+environment). Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS`: per rank its
+GAR, communication time (G:COMM), time in collectives, straggler wait (time it waited in
+collectives for a slower rank) and how often it entered last; then the slowest rank.
+The analysis (:mod:`gtop.analysis.ranks`) runs on a worker thread over a snapshot of the
+session's attribution engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from gtop.analysis.cuda_activity import names_from_entities
+from gtop.analysis.ranks import analyse
+from gtop.analysis.records import Records
+from gtop.analysis.roles import ranks
+from gtop.core.model import Model
+from gtop.views.fmt import values as fmt
+from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.session_data import WINDOW_NS, session_of, window_end
+from gtop.views.tabs.worker_panel import WorkerPanel
+
+
+def has_ranks(model: Model, pid: int) -> bool:
+    """Whether the session holds two ranks or more (the tab is shown only then)."""
+    return len(ranks(_processes(model))) >= 2
+
+
+def _processes(model: Model) -> dict[int, dict[str, Any]]:
+    return {int(k): v for k, v in model.entity_values("process").items()}
+
+
+@dataclass(frozen=True)
+class _Snap:
+    processes: dict[int, dict[str, Any]]
+    records: Records
+    stacks: dict[int, Any]
+    kernel_names: dict[int, str]
+    t0: int
+    t1: int
+
+
+class RanksTab(WorkerPanel):
+    """The ranks table and the straggler line."""
+
+    DEFAULT_CSS = """
+    RanksTab > #ranks-table { height: auto; padding: 0 1; }
+    RanksTab > #ranks-verdict { height: auto; padding: 1 1 0 1; }
+    """
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.table = Static("", id="ranks-table")
+        self.verdict = Static("", id="ranks-verdict")
+        self.result: dict[str, Any] | None = None
+        """The last analysis drawn (:func:`gtop.analysis.ranks.analyse`)."""
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.table
+        yield self.verdict
+
+    def reason(self, model: Model) -> str | None:
+        if not has_ranks(model, self.pid):
+            return "not a distributed job: fewer than two processes with RANK set"
+        return None
+
+    def snapshot(self, model: Model) -> _Snap:
+        t1, _ = window_end(model, self.live())
+        entities = [e for kind in ("kernel_name",) for e in model.entities.get(kind, {}).values()]
+        return _Snap(
+            processes=_processes(model),
+            records=session_of(model).snapshot(),
+            stacks={int(k): v for k, v in model.entity_values("stack").items()},
+            kernel_names=names_from_entities(entities),
+            t0=t1 - WINDOW_NS,
+            t1=t1,
+        )
+
+    def compute(self, snap: _Snap) -> dict[str, Any] | None:
+        return analyse(
+            snap.processes, snap.records, snap.stacks, snap.kernel_names, snap.t0, snap.t1
+        )
+
+    def apply(self, result: dict[str, Any] | None) -> None:
+        self.computed += 1
+        self.result = result
+        if result is None:
+            self.set_note("no data in the window yet")
+            return
+        self.set_note(
+            f"last {result['window_s']:.0f} s: {result['collectives']} collectives matched "
+            "across the ranks"
+        )
+        self.table.update(ranks_table(result))
+        self.verdict.update(verdict(result))
+
+
+def ranks_table(result: dict[str, Any]) -> Table:
+    """One row per rank."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name, justify in (
+        ("RANK", "right"), ("PID", "right"), ("HOST", "left"), ("GAR", "right"),
+        ("G:COMM", "right"), ("IN COLLECTIVES", "right"), ("STRAGGLER WAIT", "right"),
+        ("ENTERED LAST", "right"), ("OVERLAP", "right"),
+    ):  # fmt: skip
+        table.add_column(name, justify=justify, no_wrap=True)
+    slowest = result["slowest_rank"]
+    for e in result["ranks"]:
+        wait = f"{e['straggler_wait_s']:.2f} s ({e['straggler_wait_share']:.0%})"
+        table.add_row(
+            f"{'▶' if e['rank'] == slowest else ''}{e['rank']}",
+            str(e["pid"]),
+            str(e["host"] or fmt.NA),
+            fmt.NA if e["gar"] is None else f"{e['gar']:.0%}",
+            f"{e['on']['G:COMM']:.2f} s",
+            f"{e['collective_s']:.2f} s ({e['collective_source']})",
+            wait,
+            str(e["entered_last"]),
+            fmt.NA if e["overlap"] is None else f"{e['overlap']:.0%}",
+        )
+    return table
+
+
+def verdict(result: dict[str, Any]) -> Text:
+    """One line naming the slowest rank, or saying there is none."""
+    slow = result["slowest_rank"]
+    if slow is None:
+        return Text("No straggler: no rank waited 1% of the window for another.")
+    return Text.assemble(
+        ("▶ Slowest rank: ", "bold"),
+        (str(slow), "bold"),
+        f". The others wait for it in the collectives (up to {result['max_wait_share']:.0%} "
+        "of the window): what does it do between collectives that they do not?",
+    )
+
+
+register_process_panel(
+    "Ranks",
+    RanksTab,
+    order=75,
+    about=(
+        "The ranks of the distributed job (processes with RANK set) side by side over the "
+        "last 10 s: GAR, communication kernels (G:COMM), time in collectives, and straggler "
+        "wait, the time a rank waited in a collective for a later one; ▶ marks the slowest "
+        "rank, the one that entered last most often. Shown only for a job with two ranks "
+        "or more."
+    ),
+    when=has_ranks,
+)
