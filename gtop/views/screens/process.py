@@ -16,6 +16,10 @@ from gtop.views.tabs.verdict_line import VerdictLine
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
 
+TALL = 40
+"""From this many rows up the process summary always shows its history."""
+SUMMARY_TABS = frozenset({"GPUs", "Children"})
+
 
 class ProcessTabs(TabbedContent):
     """Tabs that only ``[``/``]``, a click or the palette switch: Textual's TabbedContent
@@ -95,7 +99,18 @@ class ProcessScreen(GtopScreen):
         tab_ready = not isinstance(panel, WorkerPanel) or panel.settled()
         return tab_ready and self.verdict.settled()
 
+    def on_resize(self) -> None:
+        self._fit_summary()
+
+    def _fit_summary(self) -> None:
+        """On a short terminal the analysis tabs need the rows: the summary keeps its two
+        identity lines there (its history shows on the GPUs and Children tabs)."""
+        spec = self._specs.get(self.tabs.active)
+        full = self.size.height >= TALL or spec is None or spec.title in SUMMARY_TABS
+        self.summary.styles.height = 5 if full else 2
+
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._fit_summary()
         panel = self._panels.get(event.pane.id or "")
         if panel is not None:
             panel.show(self.model)

@@ -35,6 +35,8 @@ from gtop.views.widgets.flamegraph import FlameGraph, Path
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.offgpu_bar import OffGpuBar
 
+SHORT = 30
+"""A tab shorter than this many rows shows the breakdown's largest causes only."""
 FLAME_SLICE_NS = 1_000_000
 """One flamegraph slice: each slice of the window emits one folded stack."""
 
@@ -142,6 +144,10 @@ class GpuTimeTab(WorkerPanel):
         yield self.ribbon
         yield self.bar
         yield self.flame
+
+    def on_resize(self) -> None:
+        """On a short screen the breakdown keeps 4 lines, leaving rows to the flamegraph."""
+        self.bar.max_lines = 4 if self.size.height < SHORT else 0
 
     def reason(self, model: Model) -> str | None:
         data = session_of(model)
