@@ -31,9 +31,9 @@ from gtop.core.rows import take_rows
 from gtop.recordings.reader import ChunkInfo, Recording
 
 OP_STREAMS = ("kernel", "memcpy", "memset")
+"""GPU work: what makes the target active."""
 MAX_SECONDS = 1e9
 """``--from``/``--to`` beyond this many seconds (31 years) mean the recording's end."""
-"""GPU work: what makes the target active."""
 
 
 class ClippedRecording:

@@ -42,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", type=Path, required=True, metavar="OUT", help="output path, - for stdout"
     )
-    parser.add_argument("--gzip", action="store_true", help="gzip-compress the output")
+    parser.add_argument(
+        "--gzip", action="store_true", help="gzip-compress the output (implied by OUT.gz)"
+    )
     add_window_options(parser, "the whole recording")
 
 
@@ -99,14 +101,15 @@ def run(args: argparse.Namespace) -> int:
                 print(f"gtop: {exc}", file=sys.stderr)
                 return 2
         rows, size = _estimate(rec, module)
-        if size >= BIG_EXPORT_B and not args.gzip:
+        compress = args.gzip or args.output.name.endswith(".gz")
+        if size >= BIG_EXPORT_B and not compress:
             print(
                 f"gtop: exporting {rows:,} rows to {fmt}: about {size / 1e6:,.0f} MB "
                 "(--gzip to compress)",
                 file=sys.stderr,
             )
         try:
-            with Output(args.output, gzip=args.gzip, total=rows) as out:
+            with Output(args.output, gzip=compress, total=rows) as out:
                 summary = module.export(rec, out)
         except ExportError as exc:
             print(f"gtop: export: {exc}", file=sys.stderr)
