@@ -94,9 +94,9 @@ def _per_rank(
         busy = iv.union(
             np.concatenate((comp.starts, xfer.starts)), np.concatenate((comp.ends, xfer.ends))
         )
-        entry["overlap"] = (
-            iv.intersect(comm, busy).measure() / comm.measure() if len(comm) else None
-        )
+        hidden = iv.intersect(comm, busy)
+        entry["overlap"] = hidden.measure() / comm.measure() if len(comm) else None
+        entry["_comm"] = (comm, hidden)
         out.append((entry, calls(coll, BRIDGE_NS)))
     return out
 
@@ -135,7 +135,41 @@ def analyse(
     if len(ranks) < 2:
         return None
     found = match([c for _, c in ranks])
-    return _straggler([e for e, _ in ranks], found, t1 - t0)
+    entries = [e for e, _ in ranks]
+    for r, e in enumerate(entries):
+        comm, hidden = e.pop("_comm")
+        e["overlap_per_step"] = (
+            _quantiles(step_overlap(comm, hidden, found.ends[:, r])) if len(comm) else None
+        )
+    return _straggler(entries, found, t1 - t0)
+
+
+def measure_before(spans: iv.Spans, points: np.ndarray) -> np.ndarray:
+    """For each point, the length of ``spans`` before it."""
+    lengths = np.concatenate(([0], np.cumsum(spans.ends - spans.starts)))
+    k = np.searchsorted(spans.starts, points, side="right")  # spans starting before
+    inside = np.clip(points - spans.starts[np.maximum(k - 1, 0)], 0, None)
+    last = np.where(k > 0, np.minimum(inside, (spans.ends - spans.starts)[np.maximum(k - 1, 0)]), 0)
+    return lengths[np.maximum(k - 1, 0)] * (k > 0) + last
+
+
+def step_overlap(comm: iv.Spans, hidden: iv.Spans, ends: np.ndarray) -> np.ndarray:
+    """Per step (from one collective's end to the next one's), the share of the rank's
+    communication time that overlapped its compute or copies (``hidden``); NaN for a
+    step without communication."""
+    bounds = np.sort(ends)
+    talk = np.diff(measure_before(comm, bounds))
+    covered = np.diff(measure_before(hidden, bounds))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(talk > 0, covered / talk, np.nan)
+
+
+def _quantiles(shares: np.ndarray) -> dict[str, float] | None:
+    """Median and worst step of a per-step share (None without steps)."""
+    shares = shares[~np.isnan(shares)]
+    if not len(shares):
+        return None
+    return {"steps": len(shares), "median": float(np.median(shares)), "min": float(shares.min())}
 
 
 def comm_labels(kernel_names: Mapping[int, str]) -> np.ndarray:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gtop.collectors.agent.attach import AttachError, attach, launch_with_agent
+from gtop.collectors.agent.follow import DescendantFollower
 from gtop.collectors.agent.link import AgentLink
 from gtop.collectors.base import Collector, SessionCollector, SessionSetup
 from gtop.collectors.host import HostCollector, check_pid, family
@@ -124,6 +125,8 @@ class LiveSource:
         link = self._agent_link(agent_mode) if agent else None
         self.process = launch_with_agent(cmd, link, **popen)
         self.pid = self.process.pid
+        if link is not None:
+            self._follow(link)
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
         self.title = f"pid {self.pid}"
         self.meta = self._meta()
@@ -136,12 +139,25 @@ class LiveSource:
         """
         if self.pid is None:
             raise RuntimeError("no target to attach to")
+        link = self._agent_link(agent_mode)
         try:
-            attach(self.pid, self._agent_link(agent_mode))
+            attach(self.pid, link)
         except AttachError as exc:
             self.agent_error = str(exc)
+        self._follow(link)
         self.meta["agent_error"] = self.agent_error
         return self.agent_error
+
+    def _follow(self, link: AgentLink) -> None:
+        """Send the agent into the target's descendants that use CUDA, as they appear."""
+        if self.nvml is None or self.pid is None:
+            return  # no GPU: nothing to follow
+        nvml = self.nvml
+        follower = DescendantFollower(
+            self.hub, max(self.interval_s, 1.0), self.pid, link, lambda: nvml.pids
+        )
+        follower.start()
+        self.collectors.append(follower)
 
     def target_alive(self) -> bool:
         """Whether the focused process still runs (True when there is none)."""

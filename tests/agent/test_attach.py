@@ -167,3 +167,24 @@ def test_status_summary_line():
     assert line == (
         "agent tracing | kernel | CUDA graphs per node | CUPTI 13.0 | 5 records | 0 dropped"
     )
+
+
+@pytest.mark.parametrize("python", [sys.executable, *other_pythons()])
+def test_python_version_read_without_map_files(processes, monkeypatch, python):
+    """gtop as the target's own user cannot open /proc/PID/map_files (root only): the
+    version still comes from the mapped libpython (or the executable), nothing is run."""
+    from gtop.collectors.agent import pyversion
+
+    real = pyversion.open_regular
+
+    def user_open(path, *args, **kwargs):
+        if "/map_files/" in str(path):
+            raise PermissionError(1, "Operation not permitted", str(path))
+        return real(path, *args, **kwargs)
+
+    version = subprocess.check_output([python, "-c", "import sys; print(*sys.version_info[:2])"])
+    target = start_target(processes, script("idle.py", python))
+    monkeypatch.setattr(pyversion, "open_regular", user_open)
+    monkeypatch.setattr(subprocess, "run", None)  # running anything would fail loudly
+    maps = Path(f"/proc/{target.pid}/maps").read_text()
+    assert pyversion.python_version(target.pid, maps) == tuple(map(int, version.split()))

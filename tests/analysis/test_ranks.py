@@ -123,3 +123,23 @@ def test_report_has_a_ranks_section() -> None:
         data, kernels = read_report_data(rec)
         single = build_report(rec.meta, data, rec.entities(), [], rec.time_range(), kernels)
     assert single["ranks"] is None and "Ranks (" not in format_report(single)
+
+
+def test_step_overlap() -> None:
+    """Communication [10,20) and [30,40); compute hides [15,20) and [30,40): the step
+    ending at 25 had half its communication hidden, the next one all of it."""
+    from gtop.analysis import intervals as iv
+    from gtop.analysis.ranks import measure_before, step_overlap
+
+    comm = iv.Spans(np.array([10, 30]), np.array([20, 40]))
+    hidden = iv.Spans(np.array([15, 30]), np.array([20, 40]))
+    assert measure_before(comm, np.array([0, 15, 25, 35, 99])).tolist() == [0, 5, 10, 15, 20]
+    assert step_overlap(comm, hidden, np.array([45, 0, 25])).tolist() == [0.5, 1.0]
+    assert np.isnan(step_overlap(comm, hidden, np.array([50, 60]))).all()
+
+
+def test_host_collectives_have_no_gpu_overlap(case: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    _, found = case
+    for entry in found["ranks"]:
+        assert entry["collective_source"] == "host"
+        assert entry["overlap"] is None and entry["overlap_per_step"] is None

@@ -4,7 +4,10 @@ gtop may run as root and the process's owner controls its executable: running th
 (``python -c 'print(sys.version_info)'``) would run the owner's code as root. Instead the
 interpreter is found in what the process maps (``libpython3.X.so``, else the executable)
 and opened through ``/proc/PID/map_files`` or ``/proc/PID/exe``, which give the file the
-process really maps (not whatever sits at its path now). CPython 3.11+ exports
+process really maps (not whatever sits at its path now; ``map_files`` needs root, so a
+gtop of the target's own user, with nothing to lend, opens the library's path). A file
+that lies about its version can only make gtop misjudge, never run anything. CPython
+3.11+ exports
 ``Py_Version`` (``PY_VERSION_HEX``): its value is read from the file. 3.10 has no such
 symbol; there the interpreter (``Py_Initialize`` exported) is named for its version
 (``python3.10``, ``libpython3.10.so``).
@@ -37,7 +40,9 @@ def python_version(pid: int, maps: str) -> tuple[int, int] | None:
     for line in maps.splitlines():
         parts = line.split(maxsplit=5)
         if len(parts) == 6 and Path(parts[5]).name.startswith("libpython"):
+            # map_files needs root; gtop of the target's own user opens the path
             candidates.append((f"/proc/{pid}/map_files/{parts[0]}", parts[5]))
+            candidates.append((parts[5], parts[5]))
             break
     candidates.append((f"/proc/{pid}/exe", _exe_name(pid)))
     for proc_path, name in candidates:

@@ -125,9 +125,18 @@ def ranks_table(result: dict[str, Any]) -> Table:
             f"{e['collective_s']:.2f} s ({e['collective_source']})",
             wait,
             str(e["entered_last"]),
-            fmt.NA if e["overlap"] is None else f"{e['overlap']:.0%}",
+            _overlap(e),
         )
     return table
+
+
+def _overlap(entry: dict[str, Any]) -> str:
+    """Share of communication hidden under compute: overall, and the median step."""
+    if entry["overlap"] is None:
+        return fmt.NA
+    steps = entry.get("overlap_per_step")
+    median = f" (step median {steps['median']:.0%})" if steps else ""
+    return f"{entry['overlap']:.0%}{median}"
 
 
 def verdict(result: dict[str, Any]) -> Text:
