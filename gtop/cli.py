@@ -203,7 +203,7 @@ def _common(parser: argparse.ArgumentParser, color: bool = True) -> None:
         type=_interval,
         default=DEFAULT_INTERVAL_S,
         metavar="S",
-        help=f"sampling period in seconds (default 0.5, at least {MIN_INTERVAL_S})",
+        help=f"sampling period in seconds (default 0.5; {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g})",
     )
     period.add_argument(
         "--rate",
@@ -764,9 +764,10 @@ def cmd_record(config: Config) -> int:
     source = _live_source(config)
     try:
         recorder = source.start_recording(config.output, overwrite=config.overwrite)
-    except FileExistsError:
-        raise UserError(f"{config.output} exists (use --force to overwrite)") from None
     except OSError as exc:
+        source.stop()  # the agent detaches, its folder goes
+        if isinstance(exc, FileExistsError):
+            raise UserError(f"{config.output} exists (use --force to overwrite)") from None
         raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,4 +1,5 @@
-"""One process: identity, its resource history, and the registered panels as tabs."""
+"""One process: identity, its resource history, the verdict line (why its GPU is idle),
+and the registered panels as tabs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from textual.widgets._tabbed_content import ContentTabs
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
 from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
+from gtop.views.tabs.verdict_line import VerdictLine
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
 
@@ -53,10 +55,12 @@ class ProcessScreen(GtopScreen):
         self._shown: dict[str, bool] = {}
         """Tabs with a ``when``: whether each is shown now."""
         self.summary = ProcessSummary(pid)
+        self.verdict = VerdictLine(pid)
         self.tabs = ProcessTabs()
 
     def compose_body(self) -> ComposeResult:
         yield self.summary
+        yield self.verdict
         with self.tabs:
             for i, spec in enumerate(process_panels()):
                 panel = spec.factory(self.pid)
@@ -67,6 +71,7 @@ class ProcessScreen(GtopScreen):
 
     def show(self, model: Model) -> None:
         self.summary.show(model)
+        self.verdict.show(model)
         self._show_tabs(model)
         active = self.tabs.active
         if active in self._panels:
@@ -91,7 +96,8 @@ class ProcessScreen(GtopScreen):
 
     def ready(self) -> bool:
         panel = self._panels.get(self.tabs.active)
-        return not isinstance(panel, WorkerPanel) or panel.settled()
+        tab_ready = not isinstance(panel, WorkerPanel) or panel.settled()
+        return tab_ready and self.verdict.settled()
 
     def on_resize(self) -> None:
         self._fit_summary()
