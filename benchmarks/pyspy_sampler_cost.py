@@ -7,7 +7,11 @@ read it; streaming: the time its runs span × the 100 Hz rate, since py-spy writ
 event only where the stack changed). Chunk attach gaps and the chunk cut at the end show
 as the streaming rate falling short of 100.
 
-    python3 benchmarks/pyspy_sampler_cost.py [--seconds 10]
+    python3 benchmarks/pyspy_sampler_cost.py [--seconds 10] [-- CMD ...]
+
+With ``-- CMD``, the target is that Python command instead (e.g. a torch training loop
+on the GPU machine, where py-spy reads a far larger process): its first line on stdout
+is the readiness signal, and its main thread (tid = pid) is the one counted.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 
 from gtop.collectors.threads import pystacks
@@ -75,11 +80,19 @@ def dump_loop(pid: int, tid: int, seconds: float, rate_hz: float) -> tuple[float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=10.0)
-    args = parser.parse_args()
-    target = subprocess.Popen([sys.executable, "-c", TARGET], stdout=subprocess.PIPE, text=True)
+    argv = sys.argv[1:]
+    cmd = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if cmd else argv)
+    target = subprocess.Popen(
+        cmd or [sys.executable, "-c", TARGET], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert target.stdout is not None
-        tid = int(target.stdout.readline())
+        first = target.stdout.readline()  # the readiness line
+        tid = target.pid if cmd else int(first)
+        # the rest of its output goes unread: keep the pipe from filling
+        drain = threading.Thread(target=target.stdout.read, daemon=True)
+        drain.start()
         rows = [
             ("py-spy dump loop, 4 Hz (before)", *dump_loop(target.pid, tid, args.seconds, 4.0)),
             ("py-spy record stream, 100 Hz (now)", *streaming(target.pid, tid, args.seconds)),
@@ -87,7 +100,8 @@ def main() -> None:
     finally:
         target.kill()
         target.wait()
-    print(f"{os.cpu_count()} CPUs, {args.seconds:g} s per mode, target pid {target.pid}")
+    what = " ".join(cmd) if cmd else "built-in target"
+    print(f"{os.cpu_count()} CPUs, {args.seconds:g} s per mode, {what} (pid {target.pid})")
     print("| mode | py-spy CPU, % of one core | main-thread Python stacks per s |")
     print("|---|---|---|")
     for name, cpu, samples in rows:

@@ -166,7 +166,7 @@ def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
 def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict | None:
     """The ``verdict`` key (:mod:`gtop.analysis.verdict`) for the device with the most
     time explained (the least UNKNOWN), or None without a breakdown."""
-    from gtop.analysis.verdict import decide
+    from gtop.analysis.verdict import from_entry
 
     if not gpu:
         return None
@@ -174,15 +174,7 @@ def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict
         gpu.items(), key=lambda kv: (kv[1]["duration_s"] - kv[1]["off"]["UNKNOWN"], -int(kv[0]))
     )
     count = sum(k["count"] for k in kernels)
-    total_ns = sum(k["total_ns"] for k in kernels)
-    duration = entry["duration_s"]
-    verdict = decide(
-        {**entry["on"], **entry["off"]},
-        duration,
-        [(s["stack"], s["seconds"]) for s in entry.get("top_off_gpu_stacks", [])],
-        launches_per_s=count / duration if count and duration > 0 else None,
-        mean_kernel_us=total_ns / count / 1e3 if count else None,
-    )
+    verdict = from_entry(entry, count, sum(k["total_ns"] for k in kernels))
     return None if verdict is None else {"device": int(device), **verdict.as_json()}
 
 

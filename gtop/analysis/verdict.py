@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PHRASES, Cause
 
@@ -71,6 +72,10 @@ class Verdict:
     top_frames: tuple[str, ...]
     launches_per_s: float | None
     mean_kernel_us: float | None
+
+    def line(self) -> str:
+        """The verdict in one line (the UI's, above the tabs)."""
+        return f"{self.headline} · fix: {self.fix}"
 
     def as_json(self) -> dict:
         out = asdict(self)
@@ -211,4 +216,19 @@ def decide(
         top_frames=top,
         launches_per_s=launches_per_s,
         mean_kernel_us=mean_kernel_us,
+    )
+
+
+def from_entry(entry: Mapping[str, Any], kernels: int = 0, kernel_ns: int = 0) -> Verdict | None:
+    """The verdict of one unit's breakdown as ``gtop report --json`` gives it per device
+    (:func:`gtop.analysis.gpu_report.unit_summary` plus ``top_off_gpu_stacks``), with the
+    number of kernels in the window and their summed time: the one rule the report and
+    the UI (live or replayed) both apply."""
+    duration = entry["duration_s"]
+    return decide(
+        {**entry["on"], **entry["off"]},
+        duration,
+        [(s["stack"], s["seconds"]) for s in entry.get("top_off_gpu_stacks", [])],
+        launches_per_s=kernels / duration if kernels and duration > 0 else None,
+        mean_kernel_us=kernel_ns / kernels / 1e3 if kernels else None,
     )

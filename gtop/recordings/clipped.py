@@ -31,9 +31,9 @@ from gtop.core.rows import take_rows
 from gtop.recordings.reader import ChunkInfo, Recording
 
 OP_STREAMS = ("kernel", "memcpy", "memset")
+"""GPU work: what makes the target active."""
 MAX_SECONDS = 1e9
 """``--from``/``--to`` beyond this many seconds (31 years) mean the recording's end."""
-"""GPU work: what makes the target active."""
 
 
 class ClippedRecording:
@@ -76,12 +76,10 @@ class ClippedRecording:
                 yield kept
 
     def read(self, stream: str, t0: int | None = None, t1: int | None = None) -> np.ndarray:
-        rows = self._keep(self.rec.read(stream))
-        if t0 is not None:
-            rows = take_rows(rows, rows["t_ns"] >= t0)
-        if t1 is not None:
-            rows = take_rows(rows, rows["t_ns"] < t1)
-        return rows
+        # only rows starting before the window's end can be in it: read no further (and,
+        # given t0, from there: an exporter reads a long stream window by window)
+        end = self.window.t1 if t1 is None else min(t1, self.window.t1)
+        return self._keep(self.rec.read(stream, t0, end))
 
 
 def _last_rows(rec: Recording, stream: str) -> np.ndarray:

@@ -11,11 +11,14 @@ the floors test is the exact one.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from email.parser import Parser
 from pathlib import Path
 
@@ -67,11 +70,21 @@ def run(*cmd: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
     return out.stdout
 
 
+@contextlib.contextmanager
+def shared_lock() -> Iterator[None]:
+    """Held by one test process at a time (xdist runs this module's tests side by side)."""
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    with (WHEELHOUSE / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-        "-w", dist, REPO)  # fmt: skip
+    with shared_lock():  # setuptools builds in the tree (build/): one build at a time
+        run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+            "-w", dist, REPO)  # fmt: skip
     (built,) = dist.glob("*.whl")
     return built
 
@@ -103,10 +116,10 @@ def install_and_run_demo(wheel: Path, reqs: list[str], venv: Path) -> str:
     try:
         run(*install)
     except AssertionError:  # not all in the wheelhouse yet
-        WHEELHOUSE.mkdir(parents=True, exist_ok=True)
         py = f"{sys.version_info.major}.{sys.version_info.minor}"
-        run(sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
-            "--python-version", py, "-d", WHEELHOUSE, *reqs)  # fmt: skip
+        with shared_lock():  # xdist workers share the wheelhouse
+            run(sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
+                "--python-version", py, "-d", WHEELHOUSE, *reqs)  # fmt: skip
         run(*install)
     ui = run(venv / "bin" / "python", "-c", UI_SMOKE, cwd=venv)
     assert ui.strip().endswith("ProcessScreen"), ui

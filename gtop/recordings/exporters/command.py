@@ -25,26 +25,39 @@ BIG_EXPORT_B = 50_000_000
 """Exports estimated at this size or more say so before they start."""
 
 
+def _suffixes(suffixes: tuple[str, ...]) -> str:
+    return f" ({', '.join(suffixes)})" if suffixes else ""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE")
     parser.add_argument(
         "--format",
         choices=list(EXPORTERS),
-        help="; ".join(f"{name}: {m.DESCRIPTION}" for name, m in EXPORTERS.items())
+        help="; ".join(
+            f"{name}{_suffixes(m.SUFFIXES)}: {m.DESCRIPTION}" for name, m in EXPORTERS.items()
+        )
         + " (default: from OUT's name)",
     )
     parser.add_argument(
         "-o", "--output", type=Path, required=True, metavar="OUT", help="output path, - for stdout"
     )
-    parser.add_argument("--gzip", action="store_true", help="gzip-compress the output")
+    parser.add_argument(
+        "--gzip", action="store_true", help="gzip-compress the output (implied by OUT.gz)"
+    )
     add_window_options(parser, "the whole recording")
 
 
 def _estimate(rec: Recording, module: object) -> tuple[int, int]:
-    """(rows the exporter reads, estimated output bytes)."""
+    """(rows the exporter reads, estimated output bytes): a module's ``BYTES_PER_ROW``
+    is measured output per row of its ``STREAMS`` (benchmarks/export_speed.py), or a
+    dict of bytes per row of the streams its size follows."""
     streams = getattr(module, "STREAMS", None) or list(rec.streams)
-    rows = sum(info.n for s in streams for info in rec.chunks(s))
-    return rows, int(rows * getattr(module, "BYTES_PER_ROW", 0))
+    rows = {s: sum(info.n for info in rec.chunks(s)) for s in streams}
+    per_row = getattr(module, "BYTES_PER_ROW", 0)
+    if isinstance(per_row, dict):
+        return sum(rows.values()), int(sum(rows.get(s, 0) * b for s, b in per_row.items()))
+    return sum(rows.values()), int(sum(rows.values()) * per_row)
 
 
 def _same_file(recording: Path, out: Path) -> bool:
@@ -88,14 +101,15 @@ def run(args: argparse.Namespace) -> int:
                 print(f"gtop: {exc}", file=sys.stderr)
                 return 2
         rows, size = _estimate(rec, module)
-        if size >= BIG_EXPORT_B and not args.gzip:
+        compress = args.gzip or args.output.name.endswith(".gz")
+        if size >= BIG_EXPORT_B and not compress:
             print(
                 f"gtop: exporting {rows:,} rows to {fmt}: about {size / 1e6:,.0f} MB "
                 "(--gzip to compress)",
                 file=sys.stderr,
             )
         try:
-            with Output(args.output, gzip=args.gzip, total=rows) as out:
+            with Output(args.output, gzip=compress, total=rows) as out:
                 summary = module.export(rec, out)
         except ExportError as exc:
             print(f"gtop: export: {exc}", file=sys.stderr)
@@ -103,9 +117,8 @@ def run(args: argparse.Namespace) -> int:
         except UnsafeFile as exc:
             print(f"gtop: {exc}", file=sys.stderr)
             return 1
-        except OSError as exc:
-            where = exc.filename or args.output
-            print(f"gtop: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
+        except OSError as exc:  # named for the output, not the temporary file beside it
+            print(f"gtop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 1
         damage = rec.damage()
         if damage:

@@ -27,7 +27,7 @@ from gtop.recordings.reader import Recording
 FORMAT = "csv"
 DESCRIPTION = "a directory of CSV files: one per stream, one per entity kind"
 SUFFIXES: tuple[str, ...] = ()
-BYTES_PER_ROW = 60
+BYTES_PER_ROW = 100
 
 UNITS = {
     "mem_used": "mem_used_B",

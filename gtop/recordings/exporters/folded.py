@@ -18,7 +18,6 @@ from gtop.recordings.reader import Recording
 FORMAT = "folded"
 DESCRIPTION = "folded stacks, one file per view (on-cpu, off-cpu, gpu), weights in µs"
 SUFFIXES = (".folded",)
-BYTES_PER_ROW = 1
 
 
 def export(rec: Recording, out: Output) -> str:

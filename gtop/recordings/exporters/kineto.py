@@ -22,7 +22,7 @@ FORMAT = "kineto"
 DESCRIPTION = "PyTorch-profiler-shaped Chrome trace (HolisticTraceAnalysis, TensorBoard)"
 SUFFIXES = (".pt.trace.json",)
 STREAMS = ("kernel", "memcpy", "memset", "api", "marker")
-BYTES_PER_ROW = 260
+BYTES_PER_ROW = 165
 
 
 def _lane(track: tk.Track) -> tuple[int, int]:

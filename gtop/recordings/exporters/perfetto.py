@@ -24,7 +24,7 @@ from gtop.recordings.reader import Recording
 FORMAT = "perfetto"
 DESCRIPTION = "Perfetto TrackEvent protobuf"
 SUFFIXES = (".perfetto-trace", ".pftrace")
-BYTES_PER_ROW = 60
+BYTES_PER_ROW = 52
 
 SEQUENCE_ID = 0x67  # "g": any id from 2 to 127 is one byte per packet (1 is the service's)
 BATCH = 1 << 18

@@ -22,7 +22,6 @@ from gtop.recordings.reader import Recording
 FORMAT = "pprof"
 DESCRIPTION = "gzipped pprof profile.proto (go tool pprof, Pyroscope)"
 SUFFIXES = (".pb.gz", ".pprof")
-BYTES_PER_ROW = 1
 
 # Profile
 SAMPLE_TYPE, SAMPLE, LOCATION, FUNCTION, STRINGS, TIME, DURATION, PERIOD_TYPE, PERIOD = (

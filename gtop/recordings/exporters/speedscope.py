@@ -24,7 +24,7 @@ from gtop.recordings.reader import Recording
 FORMAT = "speedscope"
 DESCRIPTION = "speedscope JSON: GPU-centric flamegraph, per-thread profiles and timelines"
 SUFFIXES = (".speedscope.json",)
-BYTES_PER_ROW = 60
+BYTES_PER_ROW = {"thread_state": 360}  # the timelines
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 

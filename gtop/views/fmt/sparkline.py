@@ -53,3 +53,22 @@ def spark(
 ) -> str:
     """:func:`bucket` then :func:`render`."""
     return render(bucket(times, values, t0, t1, width), lo, hi)
+
+
+def chart(values: np.ndarray, lo: float, hi: float, rows: int) -> list[str]:
+    """A sparkline ``rows`` lines tall, top line first: each column is a bar of
+    ``rows * 8`` steps (``█`` below the top of the bar, a partial glyph at it); NaN is
+    a blank column, the lowest value still shows a ``▁`` on the bottom line."""
+    if hi <= lo or np.isnan(hi):
+        hi = lo + 1.0
+    steps = len(BARS) * rows
+    lines = [[BLANK] * len(values) for _ in range(rows)]
+    for x, v in enumerate(values):
+        if np.isnan(v):
+            continue
+        level = max(1, round((min(max(float(v), lo), hi) - lo) / (hi - lo) * steps))
+        for r in range(rows):  # r = 0 is the bottom line
+            fill = min(len(BARS), level - r * len(BARS))
+            if fill > 0:
+                lines[rows - 1 - r][x] = BARS[fill - 1]
+    return ["".join(line) for line in lines]

@@ -14,12 +14,16 @@ from gtop.views.screens.base import GtopScreen
 from gtop.views.widgets.gpu_panel import HISTORY_S, GpuHistory, GpuPanel
 from gtop.views.widgets.process_table import ProcessTable
 
+MAX_CHART_ROWS = 12
+MIN_TABLE_ROWS = 6
+"""The process table keeps at least this many rows when the GPUs' history grows."""
+
 
 class OverviewScreen(GtopScreen):
     """GPUs on top (scrolling past half the screen), processes below."""
 
     DEFAULT_CSS = """
-    OverviewScreen #gpus { height: auto; max-height: 50%; }
+    OverviewScreen #gpus { height: auto; max-height: 75%; }
     OverviewScreen #no-gpu { height: auto; padding: 0 1; color: $text-muted; }
     OverviewScreen #filter { display: none; height: 1; border: none; padding: 0 1; }
     OverviewScreen #filter.-active { display: block; }
@@ -50,7 +54,24 @@ class OverviewScreen(GtopScreen):
 
     def show(self, model: Model) -> None:
         self._show_gpus(model)
-        self.table.show_rows(process_rows(model))
+        rows = process_rows(model)
+        self.table.show_rows(rows)
+        self._fit_history(len(rows))
+
+    def on_resize(self) -> None:
+        self._fit_history(self.table.row_count)
+
+    def _fit_history(self, processes: int) -> None:
+        """Give the height the process table does not need to the GPUs' utilisation
+        history (up to :data:`MAX_CHART_ROWS` lines each; at 80x24, one)."""
+        if not self._panels:
+            return
+        chrome = 3 + (1 if self.time_bar is not None else 0)  # status, keys, header
+        spare = self.size.height - chrome - max(processes, MIN_TABLE_ROWS) - 1
+        per_gpu = spare // len(self._panels) - 3
+        rows = int(np.clip(per_gpu, 1, MAX_CHART_ROWS))
+        for panel in self._panels:
+            panel.chart_rows = rows
 
     def _show_gpus(self, model: Model) -> None:
         rows = model.window("gpu", HISTORY_S)

@@ -1,4 +1,5 @@
-"""One process: identity, its resource history, and the registered panels as tabs."""
+"""One process: identity, its resource history, the verdict line (why its GPU is idle),
+and the registered panels as tabs."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ from textual.widgets._tabbed_content import ContentTabs
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
 from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
+from gtop.views.tabs.verdict_line import VerdictLine
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.process_summary import ProcessSummary
+
+TALL = 40
+"""From this many rows up the process summary always shows its history."""
+SUMMARY_TABS = frozenset({"GPUs", "Children"})
 
 
 class ProcessTabs(TabbedContent):
@@ -49,10 +55,12 @@ class ProcessScreen(GtopScreen):
         self._shown: dict[str, bool] = {}
         """Tabs with a ``when``: whether each is shown now."""
         self.summary = ProcessSummary(pid)
+        self.verdict = VerdictLine(pid)
         self.tabs = ProcessTabs()
 
     def compose_body(self) -> ComposeResult:
         yield self.summary
+        yield self.verdict
         with self.tabs:
             for i, spec in enumerate(process_panels()):
                 panel = spec.factory(self.pid)
@@ -63,6 +71,7 @@ class ProcessScreen(GtopScreen):
 
     def show(self, model: Model) -> None:
         self.summary.show(model)
+        self.verdict.show(model)
         self._show_tabs(model)
         active = self.tabs.active
         if active in self._panels:
@@ -87,9 +96,21 @@ class ProcessScreen(GtopScreen):
 
     def ready(self) -> bool:
         panel = self._panels.get(self.tabs.active)
-        return not isinstance(panel, WorkerPanel) or panel.settled()
+        tab_ready = not isinstance(panel, WorkerPanel) or panel.settled()
+        return tab_ready and self.verdict.settled()
+
+    def on_resize(self) -> None:
+        self._fit_summary()
+
+    def _fit_summary(self) -> None:
+        """On a short terminal the analysis tabs need the rows: the summary keeps its two
+        identity lines there (its history shows on the GPUs and Children tabs)."""
+        spec = self._specs.get(self.tabs.active)
+        full = self.size.height >= TALL or spec is None or spec.title in SUMMARY_TABS
+        self.summary.styles.height = 5 if full else 2
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self._fit_summary()
         panel = self._panels.get(event.pane.id or "")
         if panel is not None:
             panel.show(self.model)

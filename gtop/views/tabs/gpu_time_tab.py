@@ -1,7 +1,8 @@
 """Process-screen tab "GPU time" (issue 5): where the focused process's GPU time went.
 
 Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS` (ending at
-:func:`~gtop.views.tabs.session_data.window_end`): the on/off-GPU ribbon (busy-fraction
+:func:`~gtop.views.tabs.session_data.window_end`; starting no earlier than the process's
+first kernel, so startup is not counted): the on/off-GPU ribbon (busy-fraction
 cells across the whole window), the off-GPU breakdown bar
 with GAR and absolute times, and the GPU-centric flamegraph. Attribution runs on a worker
 thread over a snapshot of the session's :class:`~gtop.analysis.sliding_window.AttributionEngine`.
@@ -34,6 +35,8 @@ from gtop.views.widgets.flamegraph import FlameGraph, Path
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.offgpu_bar import OffGpuBar
 
+SHORT = 30
+"""A tab shorter than this many rows shows the breakdown's largest causes only."""
 FLAME_SLICE_NS = 1_000_000
 """One flamegraph slice: each slice of the window emits one folded stack."""
 
@@ -48,6 +51,8 @@ class _Snap:
     kernel_names: Mapping[int, str]
     stacks: Mapping[int, Sequence[str]]
     agent_reason: str
+    active_from: int | None = None
+    """The process's first kernel start seen, where its active time begins."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     rec = snap.records
     t1 = snap.t1
     t0 = t1 - WINDOW_NS
+    if snap.active_from is not None and t0 < snap.active_from < t1:
+        t0 = snap.active_from  # not the startup before its first GPU work (issue 13)
     if _has_ops(rec, pid):
         units = attribute(rec, t0, t1, "process", known=stream_keys(rec.ops))
         mine = sorted((u for u in units if u.pid == pid), key=lambda u: u.device)
@@ -85,7 +92,7 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
             return None
         unit = mine[0]
         res = units[unit]
-        note = f"GPU{unit.device} · process {pid} · exact (CUPTI) · last {WINDOW_NS / 1e9:g} s"
+        note = f"GPU{unit.device} · process {pid} · exact (CUPTI) · last {(t1 - t0) / 1e9:.3g} s"
     else:
         if not len(snap.gpu):
             return None
@@ -97,6 +104,24 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
     folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
     return _Result(res, snap.lag_ns, folded, note)
+
+
+def take_snapshot(model: Model, pid: int, live: bool, agent_error: str | None) -> _Snap:
+    """UI thread: what :func:`gpu_time` needs of ``model`` for ``pid``."""
+    data = session_of(model)
+    gpu = model.window(layouts.GPU.name, (WINDOW_NS + LAG_NS) / 1e9 + 5)
+    t1, lag = window_end(model, live)
+    return _Snap(
+        records=data.snapshot(),
+        t1=t1,
+        lag_ns=lag,
+        gpu=gpu if gpu is not None else layouts.GPU.empty(0),
+        device=pid_device(model, pid),
+        kernel_names=names_from_entities(model.entities.get("kernel_name", {}).values()),
+        stacks={int(k): list(v.get("frames", [])) for k, v in model.entity_values("stack").items()},
+        agent_reason=absence.agent_reason(model, pid, agent_error, live),
+        active_from=data.kernel_span.get(pid, (None, None))[0],
+    )
 
 
 class GpuTimeTab(WorkerPanel):
@@ -120,6 +145,10 @@ class GpuTimeTab(WorkerPanel):
         yield self.bar
         yield self.flame
 
+    def on_resize(self) -> None:
+        """On a short screen the breakdown keeps 4 lines, leaving rows to the flamegraph."""
+        self.bar.max_lines = 4 if self.size.height < SHORT else 0
+
     def reason(self, model: Model) -> str | None:
         data = session_of(model)
         if _has_ops(data.engine.records(), self.pid):
@@ -131,21 +160,7 @@ class GpuTimeTab(WorkerPanel):
         return None
 
     def snapshot(self, model: Model) -> _Snap:
-        data = session_of(model)
-        gpu = model.window(layouts.GPU.name, (WINDOW_NS + LAG_NS) / 1e9 + 5)
-        t1, lag = window_end(model, self.live())
-        return _Snap(
-            records=data.snapshot(),
-            t1=t1,
-            lag_ns=lag,
-            gpu=gpu if gpu is not None else layouts.GPU.empty(0),
-            device=pid_device(model, self.pid),
-            kernel_names=names_from_entities(model.entities.get("kernel_name", {}).values()),
-            stacks={
-                int(k): list(v.get("frames", [])) for k, v in model.entity_values("stack").items()
-            },
-            agent_reason=absence.agent_reason(model, self.pid, self.agent_error(), self.live()),
-        )
+        return take_snapshot(model, self.pid, self.live(), self.agent_error())
 
     def compute(self, snap: _Snap) -> _Result | None:
         return gpu_time(snap, self.pid)

@@ -21,6 +21,12 @@ HISTORY_S = 60.0
 IDLE_REASON = 0x1
 """The "GPU idle" clocks-event bit: clocks low because nothing runs, not a slowdown."""
 
+POWER_CAP = 0x4
+"""The "SW power cap" clocks-event bit."""
+NEAR_CAP = 0.9
+"""Below this share of the power limit the power-cap bit earns no ⚠ (it was seen set at
+217 of 700 W)."""
+
 VALUE = Style(bold=True)
 
 
@@ -75,10 +81,15 @@ class GpuPanel(Widget):
 
     history: reactive[GpuHistory | None] = reactive(None, layout=False)
     """The data drawn; replaced (never mutated) on every model update."""
+    chart_rows: reactive[int] = reactive(1, layout=True)
+    """Lines of the utilisation history (the overview gives spare height to it)."""
 
     def __init__(self, index: int) -> None:
         super().__init__()
         self.index = index
+
+    def watch_chart_rows(self, rows: int) -> None:
+        self.styles.height = 3 + max(1, rows)
 
     def _style(self, name: str) -> Style:
         return self.get_component_rich_style(f"gpu-panel--{name}", partial=True)
@@ -145,28 +156,41 @@ class GpuPanel(Widget):
         rows = hist.rows
         spark_w = max(8, width - 5 - util_tail.cell_len)
 
-        def spark(field: str, hi: float) -> str:
+        def spark(field: str, hi: float, lines: int = 1) -> list[str]:
             if not len(rows):
-                return sparkline.BLANK * spark_w
+                return [sparkline.BLANK * spark_w] * lines
             values = rows[field].astype(np.float64)
-            return sparkline.spark(rows["t_ns"], values, hist.t0, hist.t1, spark_w, 0.0, hi)
+            binned = sparkline.bucket(rows["t_ns"], values, hist.t0, hist.t1, spark_w)
+            return sparkline.chart(binned, 0.0, hi, lines)
 
         mem_hi = 1.0 if fmt.missing(total) else float(total)
+        util = spark("util_gpu", 100.0, max(1, self.chart_rows))
+        blank_tail = " " * util_tail.cell_len
+        util_lines = [
+            Text.assemble(
+                ("util " if i == len(util) - 1 else "100% " if i == 0 else "     ", label),
+                (line, self._style("spark")),
+                util_tail if i == len(util) - 1 else blank_tail,
+            )
+            for i, line in enumerate(util)
+        ]
         return [
+            *util_lines,
             Text.assemble(
-                ("util ", label), (spark("util_gpu", 100.0), self._style("spark")), util_tail
-            ),
-            Text.assemble(
-                ("mem  ", label), (spark("mem_used", mem_hi), self._style("mem")), mem_tail
+                ("mem  ", label), (spark("mem_used", mem_hi)[0], self._style("mem")), mem_tail
             ),
         ]
 
     def _links(self, last: dict[str, Any]) -> Text:
-        """PCIe and NVLink rates, throttle reasons in words (⚠ unless idle), ECC (✗ if any
-        uncorrected)."""
+        """PCIe and NVLink rates, throttle reasons in words (⚠ unless idle, or power cap far
+        from the cap), ECC (✗ if any uncorrected)."""
         label, value = self._style("label"), VALUE
         mask = last["throttle"]
-        slowed = not fmt.missing(mask) and bool(int(mask) & ~IDLE_REASON)
+        quiet = IDLE_REASON
+        power, limit = last["power_w"], last["power_limit_w"]
+        if not (fmt.missing(power) or fmt.missing(limit)) and power < NEAR_CAP * limit:
+            quiet |= POWER_CAP  # NVML raises it far below the cap too: not a slowdown
+        slowed = not fmt.missing(mask) and bool(int(mask) & ~quiet)
         bad = last["ecc_uncorrected"]
         ecc_bad = not fmt.missing(bad) and bad > 0
         ecc = f"{fmt.num(last['ecc_corrected'])}/{fmt.num(bad)}"

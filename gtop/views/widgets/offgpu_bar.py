@@ -29,6 +29,8 @@ class OffGpuBar(Widget, can_focus=True):
     OffGpuBar {
         height: auto;
         min-height: 3;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
     }
     """
     BINDINGS = [Binding("s", "toggle_sort", "Sort causes")]
@@ -37,6 +39,8 @@ class OffGpuBar(Widget, can_focus=True):
     """The unit's numbers; None before any data."""
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the causes apart)."""
+    max_lines: reactive[int] = reactive(0, layout=True)
+    """Most cause lines drawn (0: all); the rest are summed on one line."""
     by_size: reactive[bool] = reactive(True, layout=True)
     """List causes largest first (else in cause order)."""
 
@@ -62,6 +66,10 @@ class OffGpuBar(Widget, can_focus=True):
             rows.sort(key=lambda c: -seconds[LABELS[c]])
         lines = [head, bar]
         per_line = max(1, width // COLUMN)
+        hidden: list[Cause] = []
+        if self.max_lines and len(rows) > self.max_lines * per_line:
+            cut = (self.max_lines - 1) * per_line
+            rows, hidden = rows[:cut], rows[cut:]
         for i in range(0, len(rows), per_line):
             line = Text()
             for cause in rows[i : i + per_line]:
@@ -73,6 +81,10 @@ class OffGpuBar(Widget, can_focus=True):
                 )
                 line.append(" " * (COLUMN - 48))
             lines.append(line)
+        if hidden:
+            rest = sum(seconds[LABELS[c]] for c in hidden)
+            names = ", ".join(PHRASES[c] for c in hidden)
+            lines.append(Text(f"  +{len(hidden)} more {rest / total * 100:5.1f}%: {names}"))
         return Text("\n").join(lines)
 
     def action_toggle_sort(self) -> None:

@@ -1,0 +1,92 @@
+"""The verdict line above the process screen's tabs (issue 13): why this process's GPU
+was idle over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS`, in plain words,
+with its main evidence and the usual fix.
+
+The same rule as ``gtop report``'s verdict (:func:`gtop.analysis.verdict.from_entry`), on
+the breakdown the GPU time tab computes (:func:`~gtop.views.tabs.gpu_time_tab.gpu_time`),
+so live, attached, launched and replayed sessions give the same answer for the same
+records. It recomputes at most every :data:`EVERY_S` seconds, on a worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from gtop.analysis.gpu_report import top_off_stacks, unit_summary
+from gtop.analysis.records import OP_KERNEL
+from gtop.analysis.verdict import Verdict, from_entry
+from gtop.core.model import Model
+from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
+from gtop.views.tabs.worker_panel import WorkerPanel
+
+EVERY_S = 2.0
+"""Seconds between two computations (the breakdown of a busy window takes a while)."""
+STACKS = 10
+
+
+def window_verdict(snap: Any, pid: int) -> Verdict | None:
+    """The verdict of ``pid`` over the snapshot's window; None without its CUDA activity
+    there (the NVML approximation cannot tell a process's startup from its idle GPU)."""
+    result = gpu_time(snap, pid)
+    if result is None or not result.result.exact:  # no CUDA activity of it in the window
+        return None
+    res = result.result
+    entry = unit_summary(res)
+    folded = {";".join(path): round(s * 1e9) for path, s in result.folded.items()}
+    entry["top_off_gpu_stacks"] = top_off_stacks(folded, STACKS)
+    ops = snap.records.ops
+    mine = ops[(ops["pid"] == pid) & (ops["kind"] == OP_KERNEL)]
+    mine = mine[(mine["t"] >= res.t0) & (mine["t"] < res.t1)]
+    return from_entry(entry, len(mine), int((mine["end"] - mine["t"]).sum()))
+
+
+class VerdictLine(WorkerPanel):
+    """One line: the verdict for ``pid`` (or why there is none yet)."""
+
+    DEFAULT_CSS = """
+    VerdictLine { height: auto; }
+    VerdictLine > .verdict {
+        height: 1;
+        padding: 0 1;
+        text-style: bold;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self.text = Static("", classes="verdict")
+        self.verdict: Verdict | None = None
+        """The latest verdict shown (None: none yet)."""
+        self._last = float("-inf")
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.text
+
+    def show(self, model: Model) -> None:
+        now = time.monotonic()
+        if now - self._last < EVERY_S and self.computed:
+            return
+        self._last = now
+        super().show(model)
+
+    def snapshot(self, model: Model) -> Any:
+        return take_snapshot(model, self.pid, self.live(), self.agent_error())
+
+    def compute(self, snap: Any) -> tuple[Verdict | None, str]:
+        verdict = window_verdict(snap, self.pid)
+        if verdict is not None:
+            return verdict, f"Why idle: {verdict.line()}"
+        if len(snap.records.ops) and (snap.records.ops["pid"] == self.pid).any():
+            return None, "Why idle: no GPU work in the window"
+        return None, f"Why idle: no CUDA activity seen ({snap.agent_reason})"
+
+    def apply(self, result: Any) -> None:
+        self.verdict, text = result
+        self.text.update(text)

@@ -1,0 +1,51 @@
+"""The verdict line above the process screen's tabs (issue 13), over real recordings
+replayed through the UI: it names the same cause as ``gtop report`` does."""
+
+from __future__ import annotations
+
+import time
+
+from gtop.recordings.reader import Recording
+from gtop.recordings.report_data import read_report
+from gtop.views.screens.process import ProcessScreen
+from tests.views.conftest import REPO, SIZE, AppFactory
+
+RECORDINGS = REPO / "recordings"
+
+
+async def verdict_at(replay_app: AppFactory, name: str, at_s: float, pid: int):
+    app = replay_app(RECORDINGS / name, at_s=at_s, start_pid=pid)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            screen = app.screen
+            if isinstance(screen, ProcessScreen) and screen.verdict.settled():
+                break
+            await pilot.pause(0.05)
+        line = screen.verdict
+        return line.verdict, str(line.text.render())
+
+
+def middle_of_window(name: str) -> tuple[float, int, dict]:
+    """Seconds from the start to the end of the report's window, the target's pid, and
+    the report's verdict."""
+    with Recording(RECORDINGS / name) as rec:
+        report = read_report(rec)
+    w = report["window"]
+    return w["to_s"], report["target"]["pid"], report["verdict"]
+
+
+async def test_replayed_verdict_names_the_reports_cause(replay_app: AppFactory) -> None:
+    for name in ("decode-eager.gtop", "constructed-sleep.gtop"):
+        at_s, pid, expected = middle_of_window(name)
+        verdict, text = await verdict_at(replay_app, name, at_s, pid)
+        assert verdict is not None, name
+        assert (verdict.kind, verdict.cause) == (expected["kind"], expected["cause"]), name
+        assert text.startswith("Why idle: ") and verdict.phrase in text
+
+
+async def test_verdict_line_says_when_there_is_no_gpu_work(replay_app: AppFactory) -> None:
+    with Recording(RECORDINGS / "constructed-sleep.gtop") as rec:
+        pid = rec.meta["target"]["pid"]
+    verdict, text = await verdict_at(replay_app, "constructed-sleep.gtop", 2.0, pid)
+    assert verdict is None and text.startswith("Why idle: no ")
