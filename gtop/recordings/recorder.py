@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from gtop.core import streams
 from gtop.core.hub import Hub
-from gtop.recordings.writer import RecordingWriter
+from gtop.recordings.writer import RecordingWriter, WriteError
 
 FLUSH_INTERVAL_S = 0.5
 """Commit period: a SIGKILLed recorder loses at most about this much (the target is ≤1 s)."""
+CHECKPOINT_INTERVAL_S = 2.0
+"""How often committed data is copied from the WAL into the file itself: a copy of the
+file made without its ``-wal`` (after a SIGKILL, say) lacks at most these last seconds."""
 
 
 class Recorder:
@@ -46,11 +50,21 @@ class Recorder:
         self.writer.flush()
 
     def _run(self) -> None:
+        checkpointed = time.monotonic()
         try:
             while not self._stop.wait(FLUSH_INTERVAL_S):
                 self._drain_once()
+                if time.monotonic() - checkpointed >= CHECKPOINT_INTERVAL_S:
+                    self.writer.checkpoint()
+                    checkpointed = time.monotonic()
         except Exception as exc:  # disk full, file removed: stop recording, keep the app
-            self.error = f"recording stopped: {exc}"
+            self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        self.writer.abandon()
+        self.error = (
+            f"recording stopped: {exc}; {self.path} keeps the {self.rows()} rows committed before"
+        )
 
     def rows(self) -> int:
         return sum(self.writer.rows_written.values())
@@ -68,7 +82,9 @@ class Recorder:
             self._thread.join()
         self.hub.unsubscribe(self._sub)
         if not self.writer.closed:
-            if self.error is None:
+            try:
                 self._drain_once()
-            self.writer.close({"drops": self.drops(), **(final_meta or {})})
+                self.writer.close({"drops": self.drops(), **(final_meta or {})})
+            except WriteError as exc:
+                self._failed(exc)
         return self.path

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,37 @@ CHUNK_ROWS = MAX_CHUNK_ROWS
 """Rows per chunk for busy streams: large enough for zstd, small enough to seek."""
 
 
+LOW_SPACE_B = 1 << 20
+"""Free space below which a failed write is put down to a full disk (SQLite says "disk
+I/O error" when it cannot even map its ``-shm`` file)."""
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return LOW_SPACE_B
+    return st.f_bavail * st.f_frsize
+
+
+class WriteError(OSError):
+    """The recording cannot be written (a full disk, a file removed): one line. What
+    was committed before stays readable."""
+
+    def __init__(self, path: Path, cause: sqlite3.Error) -> None:
+        free = _free_bytes(path.parent)
+        full = "full" in str(cause) or free < LOW_SPACE_B
+        why = (
+            str(cause)
+            if free >= LOW_SPACE_B
+            else f"{cause}; the disk is full ({free >> 10} KiB free)"
+        )
+        super().__init__(errno.ENOSPC if full else errno.EIO, why, str(path))
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename}: {self.strerror}"
+
+
 class RecordingWriter:
     """Appends record batches and entities to a recording file.
 
@@ -39,7 +73,8 @@ class RecordingWriter:
 
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is false.
-        OSError: the file cannot be created.
+        OSError: the file cannot be created (:class:`WriteError`: nor written; nothing
+            is left behind then).
     """
 
     def __init__(
@@ -62,10 +97,17 @@ class RecordingWriter:
             for side in made:
                 side.unlink(missing_ok=True)
             raise
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(DDL)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(DDL)
+        except sqlite3.Error as exc:  # a full disk, say: leave nothing behind
+            with contextlib.suppress(NameError, sqlite3.Error):
+                self._db.close()
+            for side in made:
+                side.unlink(missing_ok=True)
+            raise WriteError(self.path, exc) from None
         self._pending: dict[str, list[np.ndarray]] = {}
         self._pending_rows: dict[str, int] = {}
         self._dtypes: dict[str, np.dtype] = {}
@@ -84,17 +126,34 @@ class RecordingWriter:
                 "boot_id": _boot_id(),
             },
         }
-        self.set_meta({**base, **meta})
         self.closed = False
+        try:
+            self.set_meta({**base, **meta})
+        except WriteError:
+            self.abandon()
+            for side in made:
+                side.unlink(missing_ok=True)
+            raise
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction; a failure rolls it back and raises :class:`WriteError`."""
+        try:
+            self._db.execute("BEGIN")
+            yield
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise WriteError(self.path, exc) from None
 
     def set_meta(self, items: dict[str, Any]) -> None:
         """Write or replace metadata keys (committed immediately)."""
-        self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [(k, json.dumps(v)) for k, v in items.items()],
-        )
-        self._db.execute("COMMIT")
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in items.items()],
+            )
 
     def append(self, stream: str, batch: np.ndarray, doc: str = "") -> None:
         """Buffer a batch of ``stream``; writes a chunk if the stream has enough rows."""
@@ -102,10 +161,11 @@ class RecordingWriter:
             return
         known = self._dtypes.get(stream)
         if known is None:
-            self._db.execute(
-                "INSERT OR IGNORE INTO streams (name, dtype, doc) VALUES (?, ?, ?)",
-                (stream, dtype_to_json(batch.dtype), doc),
-            )
+            with self._transaction():
+                self._db.execute(
+                    "INSERT OR IGNORE INTO streams (name, dtype, doc) VALUES (?, ?, ?)",
+                    (stream, dtype_to_json(batch.dtype), doc),
+                )
             self._dtypes[stream] = batch.dtype
         elif known != batch.dtype:
             raise TypeError(f"{stream}: layout changed during the recording")
@@ -132,45 +192,70 @@ class RecordingWriter:
         entities = self._entities if streams is None else []
         if not rows and not entities:
             return
-        self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT INTO chunks (stream, t_first, t_last, n, crc, data) VALUES (?,?,?,?,?,?)",
-            rows,
-        )
-        if entities:
+        self._entities = [] if streams is None else self._entities
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO chunks (stream, t_first, t_last, n, crc, data) VALUES (?,?,?,?,?,?)",
+                rows,
+            )
             self._db.executemany(
                 "INSERT INTO entities (kind, key, t_ns, value) VALUES (?, ?, ?, ?)",
                 [(e.kind, e.key, e.t_ns, json.dumps(e.value)) for e in entities],
             )
-            self._entities = []
-        self._db.execute("COMMIT")
+        for stream, t_first, t_last, n, _, _ in rows:  # committed: count them
+            self.t_first = t_first if self.t_first is None else min(self.t_first, t_first)
+            self.t_last = t_last if self.t_last is None else max(self.t_last, t_last)
+            self.rows_written[stream] = self.rows_written.get(stream, 0) + n
 
-    def _chunk_row(self, stream: str, records: np.ndarray) -> tuple:
+    def checkpoint(self) -> None:
+        """Copy committed transactions from the WAL into the file itself, so that the
+        file alone (copied without its ``-wal``) holds them."""
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as exc:
+            raise WriteError(self.path, exc) from None
+
+    @staticmethod
+    def _chunk_row(stream: str, records: np.ndarray) -> tuple:
         times = records["t_ns"]
         t_first, t_last = int(times.min()), int(times.max())
         if "end_ns" in (records.dtype.names or ()):
             t_last = max(t_last, int(records["end_ns"].max()))
-        self.t_first = t_first if self.t_first is None else min(self.t_first, t_first)
-        self.t_last = t_last if self.t_last is None else max(self.t_last, t_last)
-        self.rows_written[stream] = self.rows_written.get(stream, 0) + len(records)
         blob, crc = codec.encode(records)
         return stream, t_first, t_last, len(records), crc, blob
 
     def close(self, final_meta: dict[str, Any] | None = None) -> None:
-        """Flush, store the final metadata, and fold the WAL back into the single file."""
+        """Flush, store the final metadata, and fold the WAL back into the single file.
+
+        Raises:
+            WriteError: that failed; the file keeps what was committed before.
+        """
         if self.closed:
             return
-        self.flush()
-        meta = {
-            "t_start_ns": self.t_first,
-            "t_end_ns": self.t_last,
-            "closed": True,
-            "rows": self.rows_written,
-        }
-        self.set_meta({**meta, **(final_meta or {})})
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._db.execute("PRAGMA journal_mode=DELETE")
+        try:
+            self.flush()
+            meta = {
+                "t_start_ns": self.t_first,
+                "t_end_ns": self.t_last,
+                "closed": True,
+                "rows": self.rows_written,
+            }
+            self.set_meta({**meta, **(final_meta or {})})
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("PRAGMA journal_mode=DELETE")
+        except sqlite3.Error as exc:  # committed data stays in the WAL, read from there
+            self.abandon()
+            raise WriteError(self.path, exc) from None
+        except WriteError:
+            self.abandon()
+            raise
         self._db.close()
+        self.closed = True
+
+    def abandon(self) -> None:
+        """Stop writing, keeping what was committed (after a :class:`WriteError`)."""
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
         self.closed = True
 
 

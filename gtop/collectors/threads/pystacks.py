@@ -7,7 +7,9 @@ seconds; a new one starts every :data:`CHUNK_S`, so the next is attached (0.1-0.
 here) before the last one ends and the chunks overlap instead of leaving gaps. Each
 chunk's trace is a list of begin/end events per thread, stamped when py-spy took the
 sample: replayed, they give *runs*, spans over which a thread's Python stack stayed the
-same. A thread's OS id comes from the ``thread (TID)`` frame ``--threads`` adds.
+same. A thread's OS id comes from the ``thread (TID)`` frame ``--threads`` adds. Unlike
+``py-spy dump``, the trace does not say whether a thread was idle, so runs join intervals
+by time alone (:meth:`PyStackSampler.match`).
 
 py-spy stamps its events from an ``Instant`` taken as it starts, which gtop cannot read;
 the chunk's clock is placed between the spawn and the exit less the last stamp
@@ -43,8 +45,9 @@ KEEP_NS = 30_000_000_000
 """How long sampled Python stacks are kept for matching against intervals."""
 DEFAULT_RATE_HZ = 100.0
 """py-spy's own default rate."""
-CHUNK_S = 2
-"""Seconds one ``py-spy record`` samples (whole seconds: py-spy's ``--duration``)."""
+CHUNK_S = 1
+"""Seconds one ``py-spy record`` samples (whole seconds: py-spy's ``--duration``); also
+how far its stacks trail the records they join (see :meth:`PyStackSampler.pending_ns`)."""
 MAX_CHUNKS_PER_PID = 3
 """Chunks of one process alive at once; past this, the next chunk waits (slow exits)."""
 
@@ -264,5 +267,8 @@ class PyStackSampler:
 
     def pending_ns(self) -> int:
         """How far back records should wait so that the chunk covering them has landed:
-        a chunk's length, its attach time and the reaper's beat."""
-        return int((CHUNK_S + 1.0) * 1e9) if self._thread is not None else 0
+        a chunk's length plus its attach time (0.1-0.25 s here) and the reaper's beat.
+        Records a late chunk misses take carried frames (:mod:`gtop.analysis.pystack_carry`).
+        This is why chunks are 1 s: the wait delays every host record, and a live view
+        attributes up to a second before its newest data."""
+        return int((CHUNK_S + 0.4) * 1e9) if self._thread is not None else 0
