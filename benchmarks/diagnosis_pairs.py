@@ -65,7 +65,7 @@ def run(name: str, args: list[str], out: Path, seconds: float) -> dict:
         "report_s": entry.get("duration_s"),
         "shares": {
             k: v / entry["duration_s"]
-            for part in ("on", "off")
+            for part in ("on_s", "off_s")
             for k, v in entry.get(part, {}).items()
             if entry.get("duration_s")
         },

@@ -1,4 +1,6 @@
-"""The ``gpu`` section of ``gtop report --json``: per device, the on/off-GPU breakdown.
+"""The ``gpu`` section of ``gtop report --json``: per device, the on/off-GPU breakdown
+(the report names ``on``, ``off`` and ``panels`` with their unit: ``on_s``, ``off_s``,
+``panels_s``; :func:`gtop.analysis.report.with_units`).
 
 Shape, keyed by device index as a string::
 

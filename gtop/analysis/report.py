@@ -84,11 +84,11 @@ def device_summaries(gpu: np.ndarray, devices: dict[str, dict[str, Any]]) -> lis
                 "name": info.get("name"),
                 "uuid": info.get("uuid"),
                 "samples": len(rows),
-                "utilization": _stats(rows["util_gpu"]),
-                "memory_utilization": _stats(rows["util_mem"]),
-                "sm_active": _stats(rows["sm_active"]),
-                "sm_occupancy": _stats(rows["sm_occupancy"]),
-                "tensor_active": _stats(rows["tensor_active"]),
+                "utilization_pct": _stats(rows["util_gpu"]),
+                "memory_utilization_pct": _stats(rows["util_mem"]),
+                "sm_active_pct": _stats(rows["sm_active"]),
+                "sm_occupancy_pct": _stats(rows["sm_occupancy"]),
+                "tensor_active_pct": _stats(rows["tensor_active"]),
                 "memory_used_mib": _stats(_valid_int(rows["mem_used"]) / MIB),
                 "memory_total_mib": (
                     round(info["mem_total"] / MIB, 1) if info.get("mem_total") else None
@@ -127,7 +127,7 @@ def process_summaries(
                 {
                     "index": index,
                     "memory_used_mib": _stats(_valid_int(rows["gpu_mem"]) / MIB),
-                    "sm_utilization": _stats(rows["sm_util"]),
+                    "sm_utilization_pct": _stats(rows["sm_util"]),
                 }
             )
         out.append(
@@ -142,7 +142,7 @@ def process_summaries(
                 "gpus": gpus,
                 "cpu_percent": _stats(h["cpu_pct"]),
                 "rss_mib": _stats(_valid_int(h["rss"]) / MIB),
-                "threads": _stats(_valid_int(h["threads"])),
+                "thread_count": _stats(_valid_int(h["threads"])),
             }
         )
     return out
@@ -153,7 +153,7 @@ def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
     no exact breakdown (``gpu``) is worth recording with its process."""
     hints = []
     for dev in devices:
-        util = dev["utilization"]["mean"]
+        util = dev["utilization_pct"]["mean"]
         exact = gpu.get(str(dev["index"]), {}).get("exact", False)
         if util is not None and util < 50 and dev["samples"] > 0 and not exact:
             hints.append(
@@ -161,6 +161,16 @@ def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
                 "starving it (record its process with `gtop record -- CMD` to see why)."
             )
     return hints
+
+
+UNIT_KEYS = {"on": "on_s", "off": "off_s", "panels": "panels_s"}
+"""The breakdown's keys as the report names them, with their unit (issue 17)."""
+
+
+def with_units(entry: dict[str, Any]) -> dict[str, Any]:
+    """A breakdown entry (:func:`gtop.analysis.gpu_report.unit_summary`) with its keys
+    named as ``gtop report --json`` names them (:data:`UNIT_KEYS`)."""
+    return {UNIT_KEYS.get(k, k): v for k, v in entry.items()}
 
 
 def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict | None:
@@ -385,6 +395,7 @@ def build_report(
     gpu = gpu_section(
         meta, data, entities, time_range, kernels.ops if kernels is not None else None
     )
+    verdict = verdict_section(gpu, activity["kernels"])
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),
@@ -403,8 +414,8 @@ def build_report(
         ),
         "drops": drops,
         **activity,
-        "gpu": gpu,
-        "verdict": verdict_section(gpu, activity["kernels"]),
+        "gpu": {dev: with_units(entry) for dev, entry in gpu.items()},
+        "verdict": verdict,
         "threads": threads_section(data, entities, time_range),
         "ranks": ranks_section(
             meta, data, entities, time_range, kernels.ops if kernels is not None else None
