@@ -342,7 +342,7 @@ def ranks_section(
     """The ``ranks`` key (:func:`gtop.analysis.ranks.analyse`): None unless the
     recording holds two ranks or more."""
     from gtop.analysis.cuda_activity import names_from_entities
-    from gtop.analysis.ranks import analyse, comm_labels
+    from gtop.analysis.ranks import Job, analyse, comm_labels
     from gtop.analysis.records import Records, mark_comm
 
     processes = {
@@ -354,7 +354,7 @@ def ranks_section(
     mark_comm(records.ops, comm_labels(names))
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
     t0, t1 = time_range
-    return analyse(processes, records, stacks, names, t0, t1 + 1)
+    return analyse(Job(processes, records, stacks, names), t0, t1 + 1)
 
 
 def build_report(

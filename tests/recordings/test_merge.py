@@ -66,7 +66,7 @@ def test_rows_add_up(job: Path) -> None:
 
 def test_merged_job_has_both_ranks_on_one_host(job: Path) -> None:
     with Recording(job) as rec:
-        processes, _, _, _ = inputs(rec)
+        processes = inputs(rec).processes
         devices = rec.meta["devices"]
     assert sorted(ranks(processes)) == [0, 1]
     assert {p["host"] for p in processes.values()} == {"vm"}
@@ -133,7 +133,7 @@ def test_refine_recovers_a_skew() -> None:
 
     with Recording(REC / "ddp-straggler-cpu.gtop") as rec:
         t0, t1 = rec.time_range()
-        calls = rank_calls(*inputs(rec), t0, t1 + 1)
+        calls = rank_calls(inputs(rec), t0, t1 + 1)
     skew = 6_000_000
     off = iv.Spans(calls[1].starts - skew, calls[1].ends - skew)
     got = refine(calls[0], off, Offset(0, "realtime"))
