@@ -13,6 +13,7 @@ straggler wait reaches :data:`MIN_WAIT_SHARE` of the window.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,20 @@ BRIDGE_NS = 1_000_000
 """Collective time of one rank less than this apart is one call (a call that blocks,
 runs briefly and blocks again; buckets all-reduced back to back)."""
 NS = 1e-9
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the analysis reads of a session or a recording."""
+
+    processes: Mapping[int, Mapping[str, Any]]
+    """``process`` entity values by pid (with ``host`` where known)."""
+    records: Records
+    """Ops (communication kernels marked: :func:`gtop.analysis.records.mark_comm`) and
+    host thread states."""
+    stacks: Mapping[int, Mapping[str, Any]]
+    """``stack`` entity values (``frames``, ``kinds``) by stack id."""
+    kernel_names: Mapping[int, str]
 
 
 def _spans(rows: np.ndarray, t0: int, t1: int) -> iv.Spans:
@@ -58,18 +73,12 @@ def _host_parts(rows: np.ndarray, coll: np.ndarray, pid: int, t0: int, t1: int) 
     return out
 
 
-def _per_rank(
-    processes: Mapping[int, Mapping[str, Any]],
-    records: Records,
-    stacks: Mapping[int, Mapping[str, Any]],
-    kernel_names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> list[tuple[dict[str, Any], iv.Spans]]:
+def _per_rank(job: Job, t0: int, t1: int) -> list[tuple[dict[str, Any], iv.Spans]]:
     """Each rank's entry (without its straggler wait) and its collective calls."""
+    processes = job.processes
     by_rank = rank_pids(processes)
-    states, ops = records.states, records.ops
-    coll_mask = collective_rows(states, stacks, set(by_rank.values())) if len(states) else None
+    states, ops = job.records.states, job.records.ops
+    coll_mask = collective_rows(states, job.stacks, set(by_rank.values())) if len(states) else None
     out = []
     for rank in sorted(by_rank):
         pid = by_rank[rank]
@@ -86,7 +95,7 @@ def _per_rank(
                        "G:XFER": xfer.measure() * NS}  # fmt: skip
         labels = np.unique(mine["label"][mine["kind"] == OP_COMM]).tolist()
         entry["collectives"] = sorted(
-            {comm_name(kernel_names.get(int(n), "")) or "?" for n in labels}
+            {comm_name(job.kernel_names.get(int(n), "")) or "?" for n in labels}
         )
         coll = comm if len(comm) else host_coll
         entry["collective_source"] = "gpu" if len(comm) else "host"
@@ -101,37 +110,16 @@ def _per_rank(
     return out
 
 
-def rank_calls(
-    processes: Mapping[int, Mapping[str, Any]],
-    records: Records,
-    stacks: Mapping[int, Mapping[str, Any]],
-    kernel_names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> dict[int, iv.Spans]:
+def rank_calls(job: Job, t0: int, t1: int) -> dict[int, iv.Spans]:
     """The collective calls of each rank in ``[t0, t1)`` (one rank is enough)."""
-    return {e["rank"]: c for e, c in _per_rank(processes, records, stacks, kernel_names, t0, t1)}
+    return {e["rank"]: c for e, c in _per_rank(job, t0, t1)}
 
 
-def analyse(
-    processes: Mapping[int, Mapping[str, Any]],
-    records: Records,
-    stacks: Mapping[int, Mapping[str, Any]],
-    kernel_names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> dict[str, Any] | None:
-    """The ranks of the job over ``[t0, t1)``, or None when it has fewer than two.
-
-    Args:
-        processes: ``process`` entity values by pid.
-        records: the ops (communication kernels marked: :func:`mark_comm`) and host
-            thread states.
-        stacks: ``stack`` entity values (``frames``, ``kinds``) by stack id.
-    """
+def analyse(job: Job, t0: int, t1: int) -> dict[str, Any] | None:
+    """The ranks of the job over ``[t0, t1)``, or None when it has fewer than two."""
     if t1 <= t0:
         return None
-    ranks = _per_rank(processes, records, stacks, kernel_names, t0, t1)
+    ranks = _per_rank(job, t0, t1)
     if len(ranks) < 2:
         return None
     found = match([c for _, c in ranks])

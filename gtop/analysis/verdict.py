@@ -43,6 +43,11 @@ FIXES = {
 }
 """The usual fix per kind of verdict."""
 
+AFTER_SYNC_SHARE = 0.5
+"""When at least this share of the host-caused idle time opens at a synchronisation's
+end, the verdict says the synchronising call is what leaves the GPU idle."""
+HOST_CAUSES = (Cause.H_CTRL, Cause.H_APP, Cause.H_IO, Cause.OFF_CPU)
+
 KIND_OF_CAUSE = {
     Cause.H_CTRL: "launch-bound",
     Cause.H_APP: "host-compute",
@@ -138,10 +143,12 @@ def decide(
     stacks: Sequence[tuple[str, float]] = (),
     launches_per_s: float | None = None,
     mean_kernel_us: float | None = None,
+    after_sync_s: float = 0.0,
 ) -> Verdict | None:
     """The verdict over a window of ``duration_s`` given seconds per cause label (on and
-    off), the widest folded off-GPU stacks with their seconds, and kernel rates; None when
-    the window is empty."""
+    off), the widest folded off-GPU stacks with their seconds, kernel rates, and the
+    host-caused idle time in gaps a synchronisation opened; None when the window is
+    empty."""
     if duration_s <= 0:
         return None
     on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
@@ -203,6 +210,17 @@ def decide(
     fix = FIXES[kind]
     if kind in ("sync-bound", "host-compute", "input-bound") and top:
         fix += f" (at {top[-1]})"
+    host = sum(seconds.get(LABELS[c], 0.0) for c in (*HOST_CAUSES, Cause.H_WAIT_GPU))
+    if cause in HOST_CAUSES and host > 0 and after_sync_s >= AFTER_SYNC_SHARE * host:
+        if kind in ("host-compute", "launch-bound"):
+            headline += ", after each synchronising call"
+        evidence.append(
+            f"{after_sync_s / host:.0%} of the host-caused idle time follows a synchronising "
+            "call (.item(), .cpu(), synchronize): the host waits for the GPU to drain, "
+            "then leaves it idle"
+        )
+        if kind in ("host-compute", "launch-bound"):
+            fix += "; or move the synchronising call so this work overlaps the GPU's"
     return Verdict(
         kind=kind,
         cause=label,
@@ -231,4 +249,5 @@ def from_entry(entry: Mapping[str, Any], kernels: int = 0, kernel_ns: int = 0) -
         [(s["stack"], s["seconds"]) for s in entry.get("top_off_gpu_stacks", [])],
         launches_per_s=kernels / duration if kernels and duration > 0 else None,
         mean_kernel_us=kernel_ns / kernels / 1e3 if kernels else None,
+        after_sync_s=entry.get("after_sync_s", 0.0),
     )

@@ -118,7 +118,10 @@ def test_report_has_a_ranks_section() -> None:
     ranks = report["ranks"]
     assert [e["rank"] for e in ranks["ranks"]] == [0, 1]
     assert ranks["slowest_rank"] == 1
-    assert "Slowest rank: 1." in format_report(report)
+    text = format_report(report)
+    assert "Slowest rank: 1." in text
+    assert sorted(p["role"] for p in report["processes"]) == ["launcher", "rank 0", "rank 1"]
+    assert "launcher: " in text and "rank 1: " in text
     with Recording(RECORDINGS / "train_loop_cupti.gtop") as rec:
         data, kernels = read_report_data(rec)
         single = build_report(rec.meta, data, rec.entities(), [], rec.time_range(), kernels)
@@ -143,3 +146,13 @@ def test_host_collectives_have_no_gpu_overlap(case: tuple[dict[str, Any], dict[s
     for entry in found["ranks"]:
         assert entry["collective_source"] == "host"
         assert entry["overlap"] is None and entry["overlap_per_step"] is None
+
+
+@pytest.mark.parametrize(("name", "workers"), [("slow_loader", 2), ("loader-8-workers", 8)])
+def test_dataloader_workers_under_their_main(name: str, workers: int) -> None:
+    """Real training loops with DataLoader workers (H100/H200 recordings)."""
+    with Recording(RECORDINGS / f"{name}.gtop") as rec:
+        procs = {int(e.key): e.value for e in rec.entities("process")}
+    order = tree_order(procs)
+    assert order[0][1:] == (0, order[0][2]) and order[0][2].label() == "main"
+    assert [(depth, role.label()) for _, depth, role in order[1:]] == [(1, "loader")] * workers
