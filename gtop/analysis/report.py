@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gtop import __version__
+from gtop.analysis.roles import tree_order
 from gtop.core.hub import Entity
 
 if TYPE_CHECKING:
@@ -114,6 +115,10 @@ def process_summaries(
         | {int(p) for p in proc_host["pid"]}
         | {int(k) for k in processes}
     )
+    roles = {
+        pid: role.label()
+        for pid, _, role in tree_order({int(k): v for k, v in processes.items()})
+    }
     out = []
     for pid in pids:
         info = processes.get(str(pid), {})
@@ -136,6 +141,8 @@ def process_summaries(
                 "name": info.get("name"),
                 "user": info.get("user"),
                 "cmdline": info.get("cmdline"),
+                "role": roles.get(pid),
+                "parent": info.get("ppid"),
                 "exited": bool(info.get("exited", False)),
                 "first_seen_ns": int(times.min()) if len(times) else None,
                 "last_seen_ns": int(times.max()) if len(times) else None,

@@ -198,6 +198,9 @@ def _processes(report: dict[str, Any]) -> list[str]:
         name = p.get("name")
         if name and not cmd.startswith(name):
             cmd = f"[{name}] {cmd}"
+        role = p.get("role") or ""
+        if role.startswith(("rank", "launcher", "compile")):  # a loader's name says it
+            cmd = f"{role}: {cmd}"
         state = " (exited)" if p["exited"] else ""
         cpu = _num(p["cpu_percent"]["mean"], ".0f", "%")
         rss = _num(p["rss_mib"]["max"], ".0f", " MiB")

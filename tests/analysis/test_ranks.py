@@ -118,7 +118,10 @@ def test_report_has_a_ranks_section() -> None:
     ranks = report["ranks"]
     assert [e["rank"] for e in ranks["ranks"]] == [0, 1]
     assert ranks["slowest_rank"] == 1
-    assert "Slowest rank: 1." in format_report(report)
+    text = format_report(report)
+    assert "Slowest rank: 1." in text
+    assert sorted(p["role"] for p in report["processes"]) == ["launcher", "rank 0", "rank 1"]
+    assert "launcher: " in text and "rank 1: " in text
     with Recording(RECORDINGS / "train_loop_cupti.gtop") as rec:
         data, kernels = read_report_data(rec)
         single = build_report(rec.meta, data, rec.entities(), [], rec.time_range(), kernels)

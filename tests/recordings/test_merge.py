@@ -160,6 +160,10 @@ def test_cli_merge_and_errors(tmp_path: Path) -> None:
     missing = _gtop("merge", str(NODES[0]), str(tmp_path / "nope.gtop"), "-o", str(out), "--force")
     assert missing.returncode == 1 and missing.stderr.startswith("gtop: ")
     assert "Traceback" not in missing.stderr
+    twice = _gtop("merge", str(NODES[0]), str(NODES[0]), "-o", str(tmp_path / "x.gtop"))
+    assert twice.returncode == 1 and "given twice" in twice.stderr
+    onto = _gtop("merge", str(out), str(NODES[1]), "-o", str(out), "--force")
+    assert onto.returncode == 1 and "one of the recordings" in onto.stderr
     report = _gtop("report", "--json", str(out))
     assert report.returncode == 0
     assert len(json.loads(report.stdout)["processes"]) == 4
