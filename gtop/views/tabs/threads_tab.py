@@ -169,12 +169,11 @@ class ThreadsTab(WorkerPanel):
         snap = result.snap
         self.bars.show(result.intervals, snap.names, snap.t1)
         self.flame.folded = result.folded
-        which = "every thread" if snap.every_thread else "threads that call CUDA or are busy"
-        self.flame.border_title = (
-            f"{snap.mode} flamegraph, last {WINDOW_S:g} s · {result.shown} of {result.total} "
-            f"threads: {which} (t) · o: on/off-CPU"
+        which = "all" if snap.every_thread else "calling CUDA or busy"
+        self.flame.total_label = (
+            f"{snap.mode} · {result.shown} of {result.total} threads ({which}; t) · "
+            f"thread time in {WINDOW_S:g} s:"
         )
-        self.flame.total_label = f"thread time of {result.shown} threads in {WINDOW_S:g} s:"
 
     def action_cycle_mode(self) -> None:
         self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
