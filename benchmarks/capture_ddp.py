@@ -38,6 +38,8 @@ HERE = Path(__file__).resolve().parent
 WORKLOAD = HERE / "workloads" / "ddp_straggler.py"
 SLEEP_MS = 20.0
 SLOW_RANK = 1
+AGENT_WAIT_S = 30.0
+"""``--attach`` on a GPU: how long the ranks wait for gtop's agent to trace them."""
 
 
 def _recorder(recording: Path) -> list[str]:
@@ -140,6 +142,9 @@ def _attached(
                 )
             )
         _until(lambda: all(_holds(out, "thread_state") for out in outs), recorders, args)
+        if args.device == "cuda":  # gtop follows the ranks with its agent (NVML lists them)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                _until(lambda: all(_tracing(out) for out in outs), recorders, args, AGENT_WAIT_S)
         (ranks_dir / "go").touch()
         for p in procs + recorders:
             p.wait(timeout=args.timeout)
@@ -170,6 +175,19 @@ def _until(
         if time.monotonic() > deadline:
             raise subprocess.TimeoutExpired("capture_ddp", args.timeout)
         time.sleep(0.05)
+
+
+def _tracing(path: Path) -> bool:
+    """Whether the recording at ``path`` has an agent tracing in each of its ranks."""
+    from gtop.recordings.reader import Recording, RecordingError
+
+    try:
+        with Recording(path) as rec:
+            ranks = {e.key for e in rec.entities("process") if e.value.get("dist")}
+            on = {e.key for e in rec.entities("agent") if e.value.get("state") == "tracing"}
+    except RecordingError:
+        return False
+    return bool(ranks) and ranks <= on
 
 
 def _holds(path: Path, stream: str) -> bool:
@@ -249,8 +267,9 @@ def main() -> int:
     ap.add_argument(
         "--attach",
         action="store_true",
-        help="record with --pid once the ranks have warmed up (no agent: CPU jobs; "
-        "the recordings leave out the seconds of imports and set-up)",
+        help="record with --pid once the ranks have warmed up (on a GPU, gtop's agent "
+        "follows the ranks: NVML lists them); the recordings leave out the seconds of "
+        "imports and set-up",
     )
     ap.add_argument("--timeout", type=float, default=180.0)
     args = ap.parse_args()
