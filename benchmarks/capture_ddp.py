@@ -38,6 +38,8 @@ HERE = Path(__file__).resolve().parent
 WORKLOAD = HERE / "workloads" / "ddp_straggler.py"
 SLEEP_MS = 20.0
 SLOW_RANK = 1
+AGENT_WAIT_S = 30.0
+"""``--attach`` on a GPU: how long the ranks wait for gtop's agent to trace them."""
 
 
 def _recorder(recording: Path) -> list[str]:
@@ -55,9 +57,9 @@ def _workload_args(args: argparse.Namespace, backend: str, ranks_dir: Path) -> l
             "--slow-rank", str(SLOW_RANK)]  # fmt: skip
 
 
-def _run_all(cmds: list[list[str]], timeout: float) -> str | None:
-    """Run ``cmds`` at once, each in its own session; None when all succeed, else the
-    tail of their output (on a timeout every session is killed: gtop and its job)."""
+def _run_all(cmds: list[list[str]], timeout: float) -> tuple[bool, str]:
+    """Run ``cmds`` at once, each in its own session: whether all exited 0, and the tail
+    of their output (on a timeout every session is killed: gtop and its job)."""
     procs = [
         subprocess.Popen(
             c,
@@ -75,10 +77,8 @@ def _run_all(cmds: list[list[str]], timeout: float) -> str | None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-        return f"timed out after {timeout} s"
-    if any(p.returncode for p in procs):
-        return "\n".join(t[-1500:] for t in texts)
-    return None
+        return False, f"timed out after {timeout} s"
+    return not any(p.returncode for p in procs), "\n".join(t[-1500:] for t in texts)
 
 
 def _jobs(args: argparse.Namespace, backend: str, ranks_dir: Path, attach: bool) -> list[list[str]]:
@@ -107,8 +107,11 @@ def run_job(args: argparse.Namespace, backend: str, ranks_dir: Path) -> list[Pat
     if args.attach:
         return _attached(args, backend, ranks_dir, outs)
     cmds = [_record_cmd(o, job) for o, job in zip(outs, _jobs(args, backend, ranks_dir, False))]
-    failed = _run_all(cmds, args.timeout)
-    return outs if failed is None else failed
+    ok, tail = _run_all(cmds, args.timeout)
+    # gtop record exits 0 whatever its target did: the ranks' files tell
+    if ok and len(list(ranks_dir.glob("rank-*.json"))) == 2:
+        return outs
+    return tail or "the job ended without the ranks' results"
 
 
 def _attached(
@@ -139,6 +142,9 @@ def _attached(
                 )
             )
         _until(lambda: all(_holds(out, "thread_state") for out in outs), recorders, args)
+        if args.device == "cuda":  # gtop follows the ranks with its agent (NVML lists them)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                _until(lambda: all(_tracing(out) for out in outs), recorders, args, AGENT_WAIT_S)
         (ranks_dir / "go").touch()
         for p in procs + recorders:
             p.wait(timeout=args.timeout)
@@ -169,6 +175,19 @@ def _until(
         if time.monotonic() > deadline:
             raise subprocess.TimeoutExpired("capture_ddp", args.timeout)
         time.sleep(0.05)
+
+
+def _tracing(path: Path) -> bool:
+    """Whether the recording at ``path`` has an agent tracing in each of its ranks."""
+    from gtop.recordings.reader import Recording, RecordingError
+
+    try:
+        with Recording(path) as rec:
+            ranks = {e.key for e in rec.entities("process") if e.value.get("dist")}
+            on = {e.key for e in rec.entities("agent") if e.value.get("state") == "tracing"}
+    except RecordingError:
+        return False
+    return bool(ranks) and ranks <= on
 
 
 def _holds(path: Path, stream: str) -> bool:
@@ -248,8 +267,9 @@ def main() -> int:
     ap.add_argument(
         "--attach",
         action="store_true",
-        help="record with --pid once the ranks have warmed up (no agent: CPU jobs; "
-        "the recordings leave out the seconds of imports and set-up)",
+        help="record with --pid once the ranks have warmed up (on a GPU, gtop's agent "
+        "follows the ranks: NVML lists them); the recordings leave out the seconds of "
+        "imports and set-up",
     )
     ap.add_argument("--timeout", type=float, default=180.0)
     args = ap.parse_args()
@@ -277,7 +297,7 @@ def main() -> int:
             "slow_rank": SLOW_RANK,
             "expected": {"straggler": SLOW_RANK},
             "tolerance_pp": 3,
-            "failed_backends": {k: v[-400:] for k, v in tried.items()},
+            "failed_backends": {k: v[-1500:] for k, v in tried.items()},
             "gpu": _gpu_name() if args.device == "cuda" else None,
             "torch": __import__("torch").__version__,
             "python": platform.python_version(),

@@ -6,8 +6,8 @@ mode (GPU machine): does the verdict name the cause, and does the fix move it?
 Pairs (before → after): eager decode → CUDA graphs (``decode_loop.py``); 1 → 8 DataLoader
 workers (``cpu_bound_loader.py``); ``.item()`` every step → never (``item_sync.py``);
 numpy preprocessing on the host → on the GPU (``host_preprocess.py``). Each run is
-``gtop record -o DIR/NAME.gtop -- python benchmarks/workloads/...`` (default mode) and
-its workload JSON line goes to DIR/NAME.json. The table shows, per run, GAR over the
+``gtop record -o DIR/default-NAME.gtop -- python benchmarks/workloads/...`` (default mode)
+and its workload JSON line goes to DIR/default-NAME.json. The table shows, per run, GAR over the
 workload's own window (the truth's window) and what ``gtop report --json`` says of the
 whole recording (its GAR and verdict: kind, cause and that cause's share), then per pair
 whether the fix raised GAR and lowered the share of the cause named before it.
@@ -50,6 +50,7 @@ def report(recording: Path) -> dict:
 
 
 def run(name: str, args: list[str], out: Path, seconds: float) -> dict:
+    name = f"default-{name}"  # apart from the full-mode recordings of the same workloads
     recording = out / f"{name}.gtop"
     argv = [*args[1:], "--seconds", str(seconds)]
     workload = record_workload(args[0], argv, recording, "default")
@@ -65,7 +66,7 @@ def run(name: str, args: list[str], out: Path, seconds: float) -> dict:
         "report_s": entry.get("duration_s"),
         "shares": {
             k: v / entry["duration_s"]
-            for part in ("on", "off")
+            for part in ("on_s", "off_s")
             for k, v in entry.get(part, {}).items()
             if entry.get("duration_s")
         },

@@ -137,9 +137,10 @@ for step in $steps; do
     # with CUDA tensors), rank 1 sleeping 20 ms per step; outputs go to recordings/
     ddp-straggler) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
                      --steps 150 --timeout 100 ;;
-    # issue 18: the same job as two nodes, each recorded by its own gtop (for gtop merge)
+    # issue 18: the same job as two nodes, each recorded by its own gtop (for gtop merge),
+    # attached with --pid once warm: the agent follows the ranks into CUDA (follow.py)
     ddp-split) limit 230 python3 benchmarks/capture_ddp.py --out "$OUT" --device cuda \
-                 --steps 150 --timeout 100 --split ;;
+                 --steps 150 --timeout 100 --split --attach ;;
     # issue 17: --version, --once and `gtop serve --pid` (dcgm names + per-process GAR)
     # on the real NVML and agent path; what they printed and scraped lands in $OUT/eco/
     eco-headless) mkdir -p "$OUT/eco"

@@ -109,9 +109,9 @@ def main() -> int:
     rows = [
         (
             "GPU utilization, mean %",
-            dev["utilization"]["mean"],
+            dev["utilization_pct"]["mean"],
             util_smi,
-            abs(dev["utilization"]["mean"] - util_smi),
+            abs(dev["utilization_pct"]["mean"] - util_smi),
             "≤ 5 points",
         ),
         (

@@ -79,9 +79,9 @@ def ranks_rate(path: Path) -> float:
     with Recording(path) as rec:
         t0, t1 = rec.time_range()
         t = time.perf_counter()
-        args = inputs(rec)
-        analyse(*args, t0, t1 + 1)
-        return len(args[1].states) / (time.perf_counter() - t)
+        job = inputs(rec)
+        analyse(job, t0, t1 + 1)
+        return len(job.records.states) / (time.perf_counter() - t)
 
 
 def main() -> None:

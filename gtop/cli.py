@@ -101,6 +101,8 @@ class Config:
     theme: str | None = None
     port: int = SERVE_PORT
     bind: str = "127.0.0.1"
+    compare: Path | None = None
+    """``replay --compare``: a second recording to compare with."""
 
 
 _N = TypeVar("_N", int, float)
@@ -363,6 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="replay a recording in the UI")
     replay.add_argument("file", type=_recording_path, metavar="FILE")
     replay.add_argument("--no-color", action="store_true", help="no colours")
+    replay.add_argument(
+        "--compare",
+        type=_recording_path,
+        metavar="FILE",
+        help="compare with another recording: both breakdowns side by side (c toggles)",
+    )
     _gpu_option(replay)
     _ui_options(replay, replay=True)
 
@@ -484,6 +492,7 @@ def parse_args(argv: list[str]) -> Config:
         theme=getattr(args, "theme", None),
         port=getattr(args, "port", SERVE_PORT),
         bind=getattr(args, "bind", "127.0.0.1"),
+        compare=getattr(args, "compare", None),
     )
 
 
@@ -652,6 +661,7 @@ def _run_ui(source, config: Config) -> int:
         no_color=config.no_color,
         start_pid=start_pid,
         refresh_s=min(0.5, config.interval_s),
+        compare=config.compare,
     )
 
 
@@ -692,6 +702,9 @@ def _replay_source(config: Config):  # -> ReplaySource
 
 def cmd_replay(config: Config) -> int:
     _check_theme(config)
+    if config.compare is not None:
+        with _open_recording(config.compare):
+            pass  # a missing or damaged file says so in one line now, not in the UI
     if _headless(config):
         return _print_frame(_replay_source(replace(config, once=True)), config, 0.0)
     return _run_ui(_replay_source(config), config)

@@ -135,8 +135,8 @@ def test_report_on_real_recording(idle_busy_idle: Path) -> None:
     (dev,) = report["devices"]
     assert dev["index"] == 0 and dev["name"] == "NVIDIA H200"
     # 10 s busy out of ~26 s recorded
-    assert 25 < dev["utilization"]["mean"] < 50
-    assert dev["utilization"]["max"] >= 95
+    assert 25 < dev["utilization_pct"]["mean"] < 50
+    assert dev["utilization_pct"]["max"] >= 95
     assert dev["memory_total_mib"] > 100_000
     text = gtop("report", str(idle_busy_idle)).stdout
     assert "NVIDIA H200" in text
@@ -159,13 +159,13 @@ def test_report_gpu_section_is_a_labelled_approximation_without_cupti(
     report = json.loads(gtop("report", "--json", *whole, str(idle_busy_idle)).stdout)
     gpu = report["gpu"]["0"]
     assert gpu["exact"] is False
-    total = sum(gpu["on"].values()) + sum(gpu["off"].values())
+    total = sum(gpu["on_s"].values()) + sum(gpu["off_s"].values())
     assert abs(total - report["duration_s"]) <= 0.005 * report["duration_s"]
     assert 0.3 < gpu["gar"] < 0.45  # 10 s of matmuls in ~26 s
     # by default the breakdown covers the GPU's busy span only (NVML's, without CUPTI)
     busy = json.loads(gtop("report", "--json", str(idle_busy_idle)).stdout)
     assert 9 < busy["window"]["duration_s"] < 11 and busy["gpu"]["0"]["gar"] > 0.9
-    assert gpu["panels"]["OFF-GPU^queue"] is None  # unknowable from NVML
+    assert gpu["panels_s"]["OFF-GPU^queue"] is None  # unknowable from NVML
     assert report["kernels"] == []  # no CUPTI in this recording
 
 
@@ -211,6 +211,6 @@ def test_report_on_real_cupti_recording() -> None:
     assert report["api"] and report["threads"]
     gpu = report["gpu"]["0"]
     assert gpu["exact"] is True
-    total = sum(gpu["on"].values()) + sum(gpu["off"].values())
+    total = sum(gpu["on_s"].values()) + sum(gpu["off_s"].values())
     assert abs(total - gpu["duration_s"]) <= 0.005 * gpu["duration_s"]
     assert not [k for k in report["drops"] if report["drops"][k]]

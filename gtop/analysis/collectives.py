@@ -94,8 +94,8 @@ def collective_rows(
     ids, inverse = np.unique(sid[known], return_inverse=True)
     main = (rows["tid"] == rows["pid"])[known]
     keys = [
-        (bool(m), int(state), int(reason), _native_place(stacks.get(int(ids[i]), {})))
-        for m, state, reason, i in zip(main, rows["state"][known], rows["reason"][known], inverse)
+        (bool(m), int(reason), _native_place(stacks.get(int(ids[i]), {})))
+        for m, reason, i in zip(main, rows["reason"][known], inverse)
     ]
     labelled = np.array([_has_python(stacks.get(int(s), {})) for s in ids], dtype=bool)[inverse]
     inside = np.array(
@@ -104,7 +104,7 @@ def collective_rows(
     length = (rows["end"] - rows["t"])[known]
     votes: dict[tuple, int] = {}
     for key, lab, ins, n in zip(keys, labelled, inside, length.tolist()):
-        if lab and key[3]:
+        if lab and key[2]:
             votes[key] = votes.get(key, 0) + (n if ins else -n)
     places = {k for k, v in votes.items() if v > 0}
     mask = np.zeros(len(rows), dtype=bool)

@@ -40,7 +40,11 @@ class KernelRow:
     streams: tuple[int, ...]
 
     def as_json(self) -> dict:
-        return asdict(self)
+        """As ``gtop report --json`` writes it: shared memory sizes named with their unit."""
+        out = asdict(self)
+        for key in ("static_smem", "dynamic_smem"):
+            out[f"{key}_bytes"] = out.pop(key)
+        return out
 
 
 class _Agg:

@@ -1,4 +1,6 @@
-"""The ``gpu`` section of ``gtop report --json``: per device, the on/off-GPU breakdown.
+"""The ``gpu`` section of ``gtop report --json``: per device, the on/off-GPU breakdown
+(the report names ``on``, ``off`` and ``panels`` with their unit: ``on_s``, ``off_s``,
+``panels_s``; :func:`gtop.analysis.report.with_units`).
 
 Shape, keyed by device index as a string::
 
@@ -10,13 +12,16 @@ Shape, keyed by device index as a string::
                       "OFF-GPU^queue": ...},
            "inflation": {"cpu": {"qif": ..., "dif": ...}, "gpu": {...}},
            "threads": [tid, ...],
-           "top_off_gpu_stacks": [{"stack": "OFF_GPU;H:IO;...", "seconds": 1.2}, ...]}}
+           "top_off_gpu_stacks": [{"stack": "OFF_GPU;H:IO;...", "seconds": 1.2}, ...],
+           "after_sync_s": 0.8}}
 
 All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
 ``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden).
-Panels are resource-wide waits and may exceed the duration (several threads or ops wait
-at once); a panel is null when it cannot be known (the NVML approximation has no GPU
-queue or dependency data). Inflation factors are null when the resource did no work.
+``after_sync_s``: host-caused off-GPU time in gaps opened by a synchronisation
+(:func:`after_sync_ns`). Panels are resource-wide waits (the time some thread or op
+waited that way, never more than the duration); a panel is null when it cannot be known
+(the NVML approximation has no GPU queue or dependency data). Inflation factors are
+null when the resource did no work.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gtop.analysis.attribution import Summary, Unit
+import numpy as np
+
+from gtop.analysis.attribution import Partition, Summary, Unit
 from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
 from gtop.analysis.gpu_flame import fold
 from gtop.analysis.host_window import LAUNCH_GAP_NS
 from gtop.analysis.range_blocks import BLOCK_NS, blocks
-from gtop.analysis.records import Records
+from gtop.analysis.records import STREAM_WAIT_EVENT, Records
 
 NS = 1e-9
 
@@ -51,6 +58,37 @@ def unit_summary(res: Summary) -> dict[str, Any]:
         },
         "threads": list(res.threads),
     }
+
+
+AFTER_SYNC_NS = 50_000
+"""An off-GPU gap that starts this close after a synchronisation ends was opened by it."""
+HOST = np.array(
+    [c for c in OFF_CAUSES if LABELS[c].startswith("H:") or LABELS[c] == "OFF_CPU"], np.uint8
+)
+"""Causes that are the host's: the H:* causes and OFF_CPU."""
+
+
+def after_sync_ns(partition: Partition, syncs: np.ndarray) -> int:
+    """Host-caused off-GPU time (:data:`HOST`) in gaps that open as a synchronisation (CUPTI
+    SYNCHRONIZATION record: stream, event or context synchronise) ends, within
+    :data:`AFTER_SYNC_NS`: the host waited for the GPU to drain, then left it idle while
+    it did this work."""
+    syncs = syncs[syncs["type"] != STREAM_WAIT_EVENT]
+    if not len(partition) or not len(syncs):
+        return 0
+    starts, ends = partition.starts, partition.ends
+    off = ~np.isin(partition.causes, ON_CAUSES)
+    joined = np.concatenate(([False], ~off[:-1] | (starts[1:] != ends[:-1])))
+    first = off & (joined | (np.arange(len(off)) == 0))
+    gap = np.cumsum(first) - 1  # the gap each segment belongs to (meaningful where off)
+    opens = starts[first]
+    done = np.sort(syncs["end"])
+    i = np.searchsorted(done, opens)
+    before, after = done[np.maximum(i - 1, 0)], done[np.minimum(i, len(done) - 1)]
+    near = np.minimum(np.abs(opens - before), np.abs(after - opens))
+    by_sync = near <= AFTER_SYNC_NS
+    mine = off & np.isin(partition.causes, HOST) & by_sync[np.maximum(gap, 0)]
+    return int((ends[mine] - starts[mine]).sum())
 
 
 def top_off_stacks(folded: Mapping[str, int], top: int) -> list[dict[str, Any]]:
@@ -80,9 +118,11 @@ def gpu_report(
         raise ValueError("block_ns must be a multiple of slice_ns")
     sums: dict[Unit, Summary] = {}
     folded: dict[Unit, Counter[str]] = {}
+    after_sync: Counter[Unit] = Counter()
     for result, rows in blocks(records, t0, t1, "device", block_ns, launch_gap_ns=launch_gap_ns):
         for unit, res in result.items():
             sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
+            after_sync[unit] += after_sync_ns(res.partition, rows.syncs)
             folded.setdefault(unit, Counter()).update(
                 fold(res, rows, kernel_names, stacks, slice_ns, on_gpu_leaves=False)
             )
@@ -90,5 +130,6 @@ def gpu_report(
     for unit in sorted(sums):
         entry = unit_summary(sums[unit])
         entry["top_off_gpu_stacks"] = top_off_stacks(folded[unit], top)
+        entry["after_sync_s"] = after_sync[unit] * NS
         out[str(unit.device)] = entry
     return out

@@ -13,6 +13,7 @@ straggler wait reaches :data:`MIN_WAIT_SHARE` of the window.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,18 +31,32 @@ runs briefly and blocks again; buckets all-reduced back to back)."""
 NS = 1e-9
 
 
+@dataclass(frozen=True)
+class Job:
+    """What the analysis reads of a session or a recording."""
+
+    processes: Mapping[int, Mapping[str, Any]]
+    """``process`` entity values by pid (with ``host`` where known)."""
+    records: Records
+    """Ops (communication kernels marked: :func:`gtop.analysis.records.mark_comm`) and
+    host thread states."""
+    stacks: Mapping[int, Mapping[str, Any]]
+    """``stack`` entity values (``frames``, ``kinds``) by stack id."""
+    kernel_names: Mapping[int, str]
+
+
 def _spans(rows: np.ndarray, t0: int, t1: int) -> iv.Spans:
     return iv.clip(iv.union(rows["t"], rows["end"]), t0, t1)
 
 
-def _gpu_parts(ops: np.ndarray, t0: int, t1: int) -> tuple[iv.Spans, iv.Spans, iv.Spans]:
-    """One rank's compute, communication and copy spans (compute hides the others,
-    communication hides copies, as in attribution)."""
+def _gpu_parts(ops: np.ndarray, t0: int, t1: int) -> tuple[iv.Spans, iv.Spans, iv.Spans, iv.Spans]:
+    """One rank's compute spans, communication kernels' spans, and the communication and
+    copy spans as attributed (compute hides the others, communication hides copies)."""
     comp = _spans(ops[ops["kind"] == OP_KERNEL], t0, t1)
-    comm = iv.subtract(_spans(ops[ops["kind"] == OP_COMM], t0, t1), comp)
+    talk = _spans(ops[ops["kind"] == OP_COMM], t0, t1)
     copies = ops[(ops["kind"] == OP_MEMCPY) | (ops["kind"] == OP_MEMSET)]
-    xfer = iv.subtract(iv.subtract(_spans(copies, t0, t1), comp), comm)
-    return comp, comm, xfer
+    xfer = iv.subtract(iv.subtract(_spans(copies, t0, t1), comp), talk)
+    return comp, talk, iv.subtract(talk, comp), xfer
 
 
 def _host_parts(rows: np.ndarray, coll: np.ndarray, pid: int, t0: int, t1: int) -> dict[str, float]:
@@ -58,80 +73,50 @@ def _host_parts(rows: np.ndarray, coll: np.ndarray, pid: int, t0: int, t1: int) 
     return out
 
 
-def _per_rank(
-    processes: Mapping[int, Mapping[str, Any]],
-    records: Records,
-    stacks: Mapping[int, Mapping[str, Any]],
-    kernel_names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> list[tuple[dict[str, Any], iv.Spans]]:
+def _per_rank(job: Job, t0: int, t1: int) -> list[tuple[dict[str, Any], iv.Spans]]:
     """Each rank's entry (without its straggler wait) and its collective calls."""
+    processes = job.processes
     by_rank = rank_pids(processes)
-    states, ops = records.states, records.ops
-    coll_mask = collective_rows(states, stacks, set(by_rank.values())) if len(states) else None
+    states, ops = job.records.states, job.records.ops
+    coll_mask = collective_rows(states, job.stacks, set(by_rank.values())) if len(states) else None
     out = []
     for rank in sorted(by_rank):
         pid = by_rank[rank]
         entry: dict[str, Any] = {"rank": rank, "pid": pid, "host": processes[pid].get("host")}
         mine = ops[ops["pid"] == pid]
-        comp, comm, xfer = _gpu_parts(mine, t0, t1)
+        comp, comm, comm_on, xfer = _gpu_parts(mine, t0, t1)
         host_coll = iv.EMPTY
         if coll_mask is not None:
             host_coll = _spans(states[coll_mask & (states["pid"] == pid)], t0, t1)
             entry["main_thread"] = _host_parts(states, coll_mask, pid, t0, t1)
-        on = comp.measure() + comm.measure() + xfer.measure()
+        on = comp.measure() + comm_on.measure() + xfer.measure()
         entry["gar"] = on / (t1 - t0) if len(mine) else None
-        entry["on"] = {"G:COMP": comp.measure() * NS, "G:COMM": comm.measure() * NS,
+        entry["on"] = {"G:COMP": comp.measure() * NS, "G:COMM": comm_on.measure() * NS,
                        "G:XFER": xfer.measure() * NS}  # fmt: skip
         labels = np.unique(mine["label"][mine["kind"] == OP_COMM]).tolist()
         entry["collectives"] = sorted(
-            {comm_name(kernel_names.get(int(n), "")) or "?" for n in labels}
+            {comm_name(job.kernel_names.get(int(n), "")) or "?" for n in labels}
         )
         coll = comm if len(comm) else host_coll
         entry["collective_source"] = "gpu" if len(comm) else "host"
         entry["collective_s"] = coll.measure() * NS
-        busy = iv.union(
-            np.concatenate((comp.starts, xfer.starts)), np.concatenate((comp.ends, xfer.ends))
-        )
-        hidden = iv.intersect(comm, busy)
+        hidden = iv.intersect(comm, comp)
         entry["overlap"] = hidden.measure() / comm.measure() if len(comm) else None
         entry["_comm"] = (comm, hidden)
         out.append((entry, calls(coll, BRIDGE_NS)))
     return out
 
 
-def rank_calls(
-    processes: Mapping[int, Mapping[str, Any]],
-    records: Records,
-    stacks: Mapping[int, Mapping[str, Any]],
-    kernel_names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> dict[int, iv.Spans]:
+def rank_calls(job: Job, t0: int, t1: int) -> dict[int, iv.Spans]:
     """The collective calls of each rank in ``[t0, t1)`` (one rank is enough)."""
-    return {e["rank"]: c for e, c in _per_rank(processes, records, stacks, kernel_names, t0, t1)}
+    return {e["rank"]: c for e, c in _per_rank(job, t0, t1)}
 
 
-def analyse(
-    processes: Mapping[int, Mapping[str, Any]],
-    records: Records,
-    stacks: Mapping[int, Mapping[str, Any]],
-    kernel_names: Mapping[int, str],
-    t0: int,
-    t1: int,
-) -> dict[str, Any] | None:
-    """The ranks of the job over ``[t0, t1)``, or None when it has fewer than two.
-
-    Args:
-        processes: ``process`` entity values by pid.
-        records: the ops (communication kernels marked: :func:`mark_comm`) and host
-            thread states.
-        stacks: ``stack`` entity values (``frames``, ``kinds``) by stack id.
-    """
+def analyse(job: Job, t0: int, t1: int) -> dict[str, Any] | None:
+    """The ranks of the job over ``[t0, t1)``, or None when it has fewer than two."""
     if t1 <= t0:
         return None
-    ranks = _per_rank(processes, records, stacks, kernel_names, t0, t1)
+    ranks = _per_rank(job, t0, t1)
     if len(ranks) < 2:
         return None
     found = match([c for _, c in ranks])
@@ -146,6 +131,8 @@ def analyse(
 
 def measure_before(spans: iv.Spans, points: np.ndarray) -> np.ndarray:
     """For each point, the length of ``spans`` before it."""
+    if not len(spans):
+        return np.zeros(len(points), np.int64)
     lengths = np.concatenate(([0], np.cumsum(spans.ends - spans.starts)))
     k = np.searchsorted(spans.starts, points, side="right")  # spans starting before
     inside = np.clip(points - spans.starts[np.maximum(k - 1, 0)], 0, None)
@@ -155,8 +142,8 @@ def measure_before(spans: iv.Spans, points: np.ndarray) -> np.ndarray:
 
 def step_overlap(comm: iv.Spans, hidden: iv.Spans, ends: np.ndarray) -> np.ndarray:
     """Per step (from one collective's end to the next one's), the share of the rank's
-    communication time that overlapped its compute or copies (``hidden``); NaN for a
-    step without communication."""
+    communication time that overlapped its compute (``hidden``); NaN for a step without
+    communication."""
     bounds = np.sort(ends)
     talk = np.diff(measure_before(comm, bounds))
     covered = np.diff(measure_before(hidden, bounds))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gtop import __version__
+from gtop.analysis.roles import tree_order
 from gtop.core.hub import Entity
 
 if TYPE_CHECKING:
@@ -84,11 +85,11 @@ def device_summaries(gpu: np.ndarray, devices: dict[str, dict[str, Any]]) -> lis
                 "name": info.get("name"),
                 "uuid": info.get("uuid"),
                 "samples": len(rows),
-                "utilization": _stats(rows["util_gpu"]),
-                "memory_utilization": _stats(rows["util_mem"]),
-                "sm_active": _stats(rows["sm_active"]),
-                "sm_occupancy": _stats(rows["sm_occupancy"]),
-                "tensor_active": _stats(rows["tensor_active"]),
+                "utilization_pct": _stats(rows["util_gpu"]),
+                "memory_utilization_pct": _stats(rows["util_mem"]),
+                "sm_active_pct": _stats(rows["sm_active"]),
+                "sm_occupancy_pct": _stats(rows["sm_occupancy"]),
+                "tensor_active_pct": _stats(rows["tensor_active"]),
                 "memory_used_mib": _stats(_valid_int(rows["mem_used"]) / MIB),
                 "memory_total_mib": (
                     round(info["mem_total"] / MIB, 1) if info.get("mem_total") else None
@@ -114,6 +115,9 @@ def process_summaries(
         | {int(p) for p in proc_host["pid"]}
         | {int(k) for k in processes}
     )
+    roles = {
+        pid: role.label() for pid, _, role in tree_order({int(k): v for k, v in processes.items()})
+    }
     out = []
     for pid in pids:
         info = processes.get(str(pid), {})
@@ -127,7 +131,7 @@ def process_summaries(
                 {
                     "index": index,
                     "memory_used_mib": _stats(_valid_int(rows["gpu_mem"]) / MIB),
-                    "sm_utilization": _stats(rows["sm_util"]),
+                    "sm_utilization_pct": _stats(rows["sm_util"]),
                 }
             )
         out.append(
@@ -136,13 +140,15 @@ def process_summaries(
                 "name": info.get("name"),
                 "user": info.get("user"),
                 "cmdline": info.get("cmdline"),
+                "role": roles.get(pid),
+                "parent": info.get("ppid"),
                 "exited": bool(info.get("exited", False)),
                 "first_seen_ns": int(times.min()) if len(times) else None,
                 "last_seen_ns": int(times.max()) if len(times) else None,
                 "gpus": gpus,
                 "cpu_percent": _stats(h["cpu_pct"]),
                 "rss_mib": _stats(_valid_int(h["rss"]) / MIB),
-                "threads": _stats(_valid_int(h["threads"])),
+                "thread_count": _stats(_valid_int(h["threads"])),
             }
         )
     return out
@@ -153,7 +159,7 @@ def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
     no exact breakdown (``gpu``) is worth recording with its process."""
     hints = []
     for dev in devices:
-        util = dev["utilization"]["mean"]
+        util = dev["utilization_pct"]["mean"]
         exact = gpu.get(str(dev["index"]), {}).get("exact", False)
         if util is not None and util < 50 and dev["samples"] > 0 and not exact:
             hints.append(
@@ -163,7 +169,19 @@ def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
     return hints
 
 
-def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict | None:
+UNIT_KEYS = {"on": "on_s", "off": "off_s", "panels": "panels_s"}
+"""The breakdown's keys as the report names them, with their unit (issue 17)."""
+
+
+def with_units(entry: dict[str, Any]) -> dict[str, Any]:
+    """A breakdown entry (:func:`gtop.analysis.gpu_report.unit_summary`) with its keys
+    named as ``gtop report --json`` names them (:data:`UNIT_KEYS`)."""
+    return {UNIT_KEYS.get(k, k): v for k, v in entry.items()}
+
+
+def verdict_section(
+    gpu: dict[str, dict[str, Any]], kernels: list[dict], api: list[dict] = ()
+) -> dict | None:
     """The ``verdict`` key (:mod:`gtop.analysis.verdict`) for the device with the most
     time explained (the least UNKNOWN), or None without a breakdown."""
     from gtop.analysis.verdict import from_entry
@@ -174,7 +192,8 @@ def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict
         gpu.items(), key=lambda kv: (kv[1]["duration_s"] - kv[1]["off"]["UNKNOWN"], -int(kv[0]))
     )
     count = sum(k["count"] for k in kernels)
-    verdict = from_entry(entry, count, sum(k["total_ns"] for k in kernels))
+    host_functions = sum(a["calls"] for a in api if "LaunchHostFunc" in a["name"])
+    verdict = from_entry(entry, count, sum(k["total_ns"] for k in kernels), host_functions)
     return None if verdict is None else {"device": int(device), **verdict.as_json()}
 
 
@@ -332,7 +351,7 @@ def ranks_section(
     """The ``ranks`` key (:func:`gtop.analysis.ranks.analyse`): None unless the
     recording holds two ranks or more."""
     from gtop.analysis.cuda_activity import names_from_entities
-    from gtop.analysis.ranks import analyse, comm_labels
+    from gtop.analysis.ranks import Job, analyse, comm_labels
     from gtop.analysis.records import Records, mark_comm
 
     processes = {
@@ -344,7 +363,7 @@ def ranks_section(
     mark_comm(records.ops, comm_labels(names))
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
     t0, t1 = time_range
-    return analyse(processes, records, stacks, names, t0, t1 + 1)
+    return analyse(Job(processes, records, stacks, names), t0, t1 + 1)
 
 
 def build_report(
@@ -385,6 +404,7 @@ def build_report(
     gpu = gpu_section(
         meta, data, entities, time_range, kernels.ops if kernels is not None else None
     )
+    verdict = verdict_section(gpu, activity["kernels"], activity["api"])
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),
@@ -403,8 +423,8 @@ def build_report(
         ),
         "drops": drops,
         **activity,
-        "gpu": gpu,
-        "verdict": verdict_section(gpu, activity["kernels"]),
+        "gpu": {dev: with_units(entry) for dev, entry in gpu.items()},
+        "verdict": verdict,
         "threads": threads_section(data, entities, time_range),
         "ranks": ranks_section(
             meta, data, entities, time_range, kernels.ops if kernels is not None else None

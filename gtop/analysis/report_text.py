@@ -100,13 +100,13 @@ def _breakdown(report: dict[str, Any]) -> list[str]:
         kind = "exact, from CUPTI" if e["exact"] else "approximate, from NVML"
         lines += ["", f"Where GPU {dev}'s time went ({duration:.2f} s, {kind}): GAR {e['gar']:.1%}"]
         for i, label in enumerate(LABELS):
-            seconds = e["on"].get(label, e["off"].get(label))
+            seconds = e["on_s"].get(label, e["off_s"].get(label))
             if not seconds:
                 continue
             share = seconds / duration if duration > 0 else 0.0
             bar = "█" * round(share * 30)
             lines.append(f"  {PHRASES[i]:<22} {label:<10} {seconds:9.3f} s {share:6.1%} {bar}")
-        panels = {k: v for k, v in e["panels"].items() if v is not None}
+        panels = {k: v for k, v in e["panels_s"].items() if v is not None}
         if panels:
             lines += _wrap(
                 "panels: " + ", ".join(f"{k} {v:.3f} s" for k, v in panels.items()),
@@ -189,7 +189,7 @@ def _processes(report: dict[str, Any]) -> list[str]:
         gpus = (
             ", ".join(
                 f"GPU{g['index']} {_num(g['memory_used_mib']['max'], '.0f', ' MiB')} "
-                f"SM {_num(g['sm_utilization']['mean'], '.0f', '%')}"
+                f"SM {_num(g['sm_utilization_pct']['mean'], '.0f', '%')}"
                 for g in p["gpus"]
             )
             or "no GPU use"
@@ -198,6 +198,9 @@ def _processes(report: dict[str, Any]) -> list[str]:
         name = p.get("name")
         if name and not cmd.startswith(name):
             cmd = f"[{name}] {cmd}"
+        role = p.get("role") or ""
+        if role.startswith(("rank", "launcher", "compile")):  # a loader's name says it
+            cmd = f"{role}: {cmd}"
         state = " (exited)" if p["exited"] else ""
         cpu = _num(p["cpu_percent"]["mean"], ".0f", "%")
         rss = _num(p["rss_mib"]["max"], ".0f", " MiB")
@@ -212,14 +215,14 @@ def _gpus(report: dict[str, Any]) -> list[str]:
     if not report["devices"]:
         lines.append("  none recorded")
     for d in report["devices"]:
-        u, m = d["utilization"], d["memory_used_mib"]
+        u, m = d["utilization_pct"], d["memory_used_mib"]
         lines += _wrap(
             f"[{d['index']}] {d['name'] or '?'}: util mean {_num(u['mean'], '.1f', '%')} "
             f"max {_num(u['max'], '.0f', '%')}; memory mean {_num(m['mean'], '.0f', ' MiB')} "
             f"max {_num(m['max'], '.0f', ' MiB')} of "
             f"{_num(d['memory_total_mib'], '.0f', ' MiB')}; power mean "
             f"{_num(d['power_w']['mean'], '.0f', ' W')}; SM active "
-            f"{_num(d['sm_active']['mean'], '.1f', '%')}"
+            f"{_num(d['sm_active_pct']['mean'], '.1f', '%')}"
         )
     return lines
 

@@ -147,12 +147,18 @@ def merge(
     """Write the merged recording of ``paths`` to ``output``.
 
     Raises:
-        MergeError: fewer than two inputs, or one cannot be aligned.
+        MergeError: fewer than two inputs, one given twice or as the output, or one
+            that cannot be aligned.
         RecordingError: an input is missing or not a recording.
         FileExistsError: ``output`` exists and ``overwrite`` is false.
     """
     if len(paths) < 2:
         raise MergeError("merge needs two recordings or more")
+    given = [Path(p).resolve() for p in paths]
+    if len(set(given)) < len(given):
+        raise MergeError("a recording is given twice")
+    if Path(output).resolve() in given:
+        raise MergeError(f"{output} is one of the recordings to merge: write elsewhere")
     recs = [Recording(p) for p in paths]
     try:
         shifts_at = offsets(recs)

@@ -8,16 +8,14 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.ranks import analyse, comm_labels, rank_calls
+from gtop.analysis.ranks import Job, analyse, comm_labels, rank_calls
 from gtop.analysis.records import Records, mark_comm
 from gtop.recordings.reader import Recording
 
 RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset")
 
 
-def inputs(
-    rec: Recording,
-) -> tuple[dict[int, dict[str, Any]], Records, dict[int, Any], dict[int, str]]:
+def inputs(rec: Recording) -> Job:
     """What :func:`gtop.analysis.ranks.analyse` reads: processes (with their host),
     the ops (communication kernels marked) and thread states, stacks, kernel names."""
     entities = rec.entities()
@@ -30,20 +28,20 @@ def inputs(
     names = names_from_entities(entities)
     records = Records.from_streams({n: rec.read(n) for n in RANK_STREAMS if n in rec.streams})
     mark_comm(records.ops, comm_labels(names))
-    return processes, records, stacks, names
+    return Job(processes, records, stacks, names)
 
 
 def ranks_of(rec: Recording, window: tuple[int, int] | None = None) -> dict[str, Any] | None:
     """The ranks section of ``rec`` over ``window`` (default: the whole recording), or
     None when it holds fewer than two ranks."""
     t0, t1 = window or rec.time_range()
-    return analyse(*inputs(rec), int(t0), int(t1))
+    return analyse(inputs(rec), int(t0), int(t1))
 
 
 def collective_calls(rec: Recording) -> iv.Spans:
     """The collective calls of all the ranks in ``rec``, as one set of spans."""
     t0, t1 = rec.time_range()
-    calls = list(rank_calls(*inputs(rec), int(t0), int(t1) + 1).values())
+    calls = list(rank_calls(inputs(rec), int(t0), int(t1) + 1).values())
     if not calls:
         return iv.EMPTY
     return iv.union(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 from textual import work
@@ -31,6 +32,7 @@ from gtop.views.commands import Command, GtopCommands
 from gtop.views.fmt import kernel_names
 from gtop.views.processes import COLUMNS, process_rows
 from gtop.views.screens.base import GtopScreen
+from gtop.views.screens.compare import CompareScreen
 from gtop.views.screens.help import HelpScreen, keys_of
 from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.overview import OverviewScreen
@@ -77,6 +79,7 @@ class GtopApp(App[int]):
         no_color: no colours at all (as with ``NO_COLOR``); shapes and words still read.
         refresh_s: how often the source is polled and the screen may redraw.
         start_pid: open this process's screen first (Esc goes to the overview).
+        compare: a second recording to compare a replayed one with (opens first; ``c``).
     """
 
     TITLE = "gtop"
@@ -91,6 +94,7 @@ class GtopApp(App[int]):
         Binding("l", "legend", "Legend"),
         Binding("space", "pause", "Pause", priority=True),
         Binding("R", "record", "Record"),
+        Binding("c", "compare", "Compare"),
         Binding("comma", "step(-1)", "Back one sample", show=False, priority=True),
         Binding("full_stop", "step(1)", "Forward one sample", show=False, priority=True),
         Binding("left", "seek(-1)", "Back 5 s", show=False, priority=True),
@@ -108,6 +112,7 @@ class GtopApp(App[int]):
         no_color: bool = False,
         refresh_s: float = 0.5,
         start_pid: int | None = None,
+        compare: Path | None = None,
     ) -> None:
         if no_color:
             os.environ["NO_COLOR"] = "1"  # Textual reads it in App.__init__
@@ -121,6 +126,9 @@ class GtopApp(App[int]):
         session_of(self.model)  # the process tabs' aggregates start with the session
         self.refresh_s = refresh_s
         self.start_pid = start_pid
+        recording = getattr(getattr(source, "recording", None), "path", None)
+        self.compare = (Path(recording), compare) if recording and compare else None
+        """A replay's recording and the one ``--compare`` named (``c`` shows both)."""
         self.display_paused = False
         """Live only: keep collecting but stop redrawing."""
         self.recording_busy = False
@@ -144,6 +152,8 @@ class GtopApp(App[int]):
         self.set_interval(self.refresh_s, self.tick)
         if self.start_pid is not None:
             self.open_process(self.start_pid)
+        if self.compare is not None:
+            self.action_compare()
 
     def on_unmount(self) -> None:
         self.source.stop()
@@ -217,6 +227,11 @@ class GtopApp(App[int]):
         about = screen.about() if isinstance(screen, GtopScreen) else ""
         self.push_screen(HelpScreen(keys_of(screen.active_bindings, self.get_key_display), about))
 
+    def action_compare(self) -> None:
+        """Show the two recordings' breakdowns side by side (``--compare``)."""
+        if self.compare is not None:
+            self.push_screen(CompareScreen(*self.compare))
+
     def action_legend(self) -> None:
         self.push_screen(LegendScreen())
 
@@ -230,6 +245,8 @@ class GtopApp(App[int]):
             return self.replay is not None and not typing
         if action == "pause":
             return not typing
+        if action == "compare":
+            return self.compare is not None
         if action == "record":  # hidden in a replay, greyed while a recording starts/stops
             return False if self.controls is None else (None if self.recording_busy else True)
         return True

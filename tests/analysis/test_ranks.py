@@ -118,7 +118,10 @@ def test_report_has_a_ranks_section() -> None:
     ranks = report["ranks"]
     assert [e["rank"] for e in ranks["ranks"]] == [0, 1]
     assert ranks["slowest_rank"] == 1
-    assert "Slowest rank: 1." in format_report(report)
+    text = format_report(report)
+    assert "Slowest rank: 1." in text
+    assert sorted(p["role"] for p in report["processes"]) == ["launcher", "rank 0", "rank 1"]
+    assert "launcher: " in text and "rank 1: " in text
     with Recording(RECORDINGS / "train_loop_cupti.gtop") as rec:
         data, kernels = read_report_data(rec)
         single = build_report(rec.meta, data, rec.entities(), [], rec.time_range(), kernels)
@@ -143,3 +146,42 @@ def test_host_collectives_have_no_gpu_overlap(case: tuple[dict[str, Any], dict[s
     for entry in found["ranks"]:
         assert entry["collective_source"] == "host"
         assert entry["overlap"] is None and entry["overlap_per_step"] is None
+
+
+@pytest.mark.parametrize(("name", "workers"), [("slow_loader", 2), ("loader-8-workers", 8)])
+def test_dataloader_workers_under_their_main(name: str, workers: int) -> None:
+    """Real training loops with DataLoader workers (H100/H200 recordings)."""
+    with Recording(RECORDINGS / f"{name}.gtop") as rec:
+        procs = {int(e.key): e.value for e in rec.entities("process")}
+    order = tree_order(procs)
+    assert order[0][1:] == (0, order[0][2]) and order[0][2].label() == "main"
+    assert [(depth, role.label()) for _, depth, role in order[1:]] == [(1, "loader")] * workers
+
+
+def test_communication_under_compute_counts_as_overlap() -> None:
+    """An NCCL kernel [0,100) on stream 8 with a compute kernel [20,60) beside it: 100 ns
+    in the collective, 40% of it overlapped, 60 ns of G:COMM as attributed."""
+    from gtop.analysis.ranks import Job, analyse
+    from gtop.analysis.records import mark_comm
+
+    from .build import kernel, records
+
+    procs = {
+        1: {"pid": 1, "ppid": 0, "dist": {"RANK": 0}, "cmdline": ["python", "a.py"]},
+        2: {"pid": 2, "ppid": 0, "dist": {"RANK": 1}, "cmdline": ["python", "a.py"]},
+    }
+    rec = records(
+        kernels=[
+            kernel(0, 100, pid=1, stream=8, name=7),
+            kernel(20, 60, pid=1, name=1),
+            kernel(70, 100, pid=2, stream=8, name=7),
+        ]
+    )
+    mark_comm(rec.ops, np.array([7]))
+    found = analyse(Job(procs, rec, {}, {7: "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}), 0, 200)
+    r0, r1 = found["ranks"]
+    assert r0["collective_source"] == "gpu" and r0["collective_s"] == pytest.approx(100e-9)
+    assert r0["on"]["G:COMM"] == pytest.approx(60e-9) and r0["overlap"] == pytest.approx(0.4)
+    assert r0["collectives"] == ["AllReduce"]
+    assert r0["straggler_wait_s"] == pytest.approx(70e-9) and r1["straggler_wait_s"] == 0
+    assert found["slowest_rank"] == 1

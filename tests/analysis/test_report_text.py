@@ -35,7 +35,7 @@ def test_every_line_fits_100_columns(name: str) -> None:
 def test_breakdown_names_each_cause_in_plain_words() -> None:
     rep = report("constructed-io.gtop")
     text = format_report(rep)
-    off = rep["gpu"]["0"]["off"]
+    off = rep["gpu"]["0"]["off_s"]
     assert off["H:IO"] > 1.0
     io_line = next(line for line in text.splitlines() if " H:IO " in line)
     assert PHRASES[Cause.H_IO] in io_line and f"{off['H:IO']:.3f} s" in io_line

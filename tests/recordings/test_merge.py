@@ -66,7 +66,7 @@ def test_rows_add_up(job: Path) -> None:
 
 def test_merged_job_has_both_ranks_on_one_host(job: Path) -> None:
     with Recording(job) as rec:
-        processes, _, _, _ = inputs(rec)
+        processes = inputs(rec).processes
         devices = rec.meta["devices"]
     assert sorted(ranks(processes)) == [0, 1]
     assert {p["host"] for p in processes.values()} == {"vm"}
@@ -133,7 +133,7 @@ def test_refine_recovers_a_skew() -> None:
 
     with Recording(REC / "ddp-straggler-cpu.gtop") as rec:
         t0, t1 = rec.time_range()
-        calls = rank_calls(*inputs(rec), t0, t1 + 1)
+        calls = rank_calls(inputs(rec), t0, t1 + 1)
     skew = 6_000_000
     off = iv.Spans(calls[1].starts - skew, calls[1].ends - skew)
     got = refine(calls[0], off, Offset(0, "realtime"))
@@ -160,6 +160,10 @@ def test_cli_merge_and_errors(tmp_path: Path) -> None:
     missing = _gtop("merge", str(NODES[0]), str(tmp_path / "nope.gtop"), "-o", str(out), "--force")
     assert missing.returncode == 1 and missing.stderr.startswith("gtop: ")
     assert "Traceback" not in missing.stderr
+    twice = _gtop("merge", str(NODES[0]), str(NODES[0]), "-o", str(tmp_path / "x.gtop"))
+    assert twice.returncode == 1 and "given twice" in twice.stderr
+    onto = _gtop("merge", str(out), str(NODES[1]), "-o", str(out), "--force")
+    assert onto.returncode == 1 and "one of the recordings" in onto.stderr
     report = _gtop("report", "--json", str(out))
     assert report.returncode == 0
     assert len(json.loads(report.stdout)["processes"]) == 4

@@ -18,7 +18,8 @@ EXIT_MARK = "gtop-exit="
 
 
 class Terminal:
-    """One tmux server of our own (its own socket), one 80×24 window running ``command``."""
+    """One tmux server of our own (its own socket), one window (80×24 unless told)
+    running ``command``."""
 
     def __init__(self, name: str) -> None:
         tmux = shutil.which("tmux")
@@ -32,10 +33,11 @@ class Terminal:
         )
         return done.stdout
 
-    def start(self, argv: list[str], env: str = "") -> None:
+    def start(self, argv: list[str], env: str = "", size: tuple[int, int] = (80, 24)) -> None:
         command = " ".join(argv)
         shell = f"cd {REPO} && {env} {command}; echo {EXIT_MARK}$?; sleep 60"
-        self.tmux("new-session", "-d", "-s", "t", "-x", "80", "-y", "24", shell)
+        w, h = size
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(w), "-y", str(h), shell)
 
     def screen(self, colors: bool = False) -> str:
         return self.tmux("capture-pane", "-p", *(["-e"] if colors else []), "-t", "t")

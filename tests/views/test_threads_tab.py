@@ -19,7 +19,7 @@ async def test_threads_that_matter_first_and_top_functions(replay_app: AppFactor
         assert isinstance(tab, ThreadsTab)
         await settle_panel(pilot, tab)
         assert set(tab.bars._tids()) == {MAIN, AUTOGRAD}
-        assert "2 of" in str(tab.flame.border_title)
+        assert "2 of 37 threads" in tab.flame.total_label
         seconds = sum(tab.flame.folded.values())
         assert seconds <= 2 * 10.0 + 0.1  # two threads' time over a 10 s window
         top = top_functions(tab.flame.folded, 10)

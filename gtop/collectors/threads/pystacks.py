@@ -7,7 +7,9 @@ seconds; a new one starts every :data:`CHUNK_S`, so the next is attached (0.1-0.
 here) before the last one ends and the chunks overlap instead of leaving gaps. Each
 chunk's trace is a list of begin/end events per thread, stamped when py-spy took the
 sample: replayed, they give *runs*, spans over which a thread's Python stack stayed the
-same. A thread's OS id comes from the ``thread (TID)`` frame ``--threads`` adds.
+same. A thread's OS id comes from the ``thread (TID)`` frame ``--threads`` adds. Unlike
+``py-spy dump``, the trace does not say whether a thread was idle, so runs join intervals
+by time alone (:meth:`PyStackSampler.match`).
 
 py-spy stamps its events from an ``Instant`` taken as it starts, which gtop cannot read;
 the chunk's clock is placed between the spawn and the exit less the last stamp

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.ranks import analyse
+from gtop.analysis.ranks import Job, analyse
 from gtop.analysis.records import Records
 from gtop.analysis.roles import ranks
 from gtop.core.model import Model
@@ -86,9 +86,8 @@ class RanksTab(WorkerPanel):
         )
 
     def compute(self, snap: _Snap) -> dict[str, Any] | None:
-        return analyse(
-            snap.processes, snap.records, snap.stacks, snap.kernel_names, snap.t0, snap.t1
-        )
+        job = Job(snap.processes, snap.records, snap.stacks, snap.kernel_names)
+        return analyse(job, snap.t0, snap.t1)
 
     def apply(self, result: dict[str, Any] | None) -> None:
         self.computed += 1

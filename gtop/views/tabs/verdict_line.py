@@ -16,7 +16,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from gtop.analysis.gpu_report import top_off_stacks, unit_summary
+from gtop.analysis.gpu_report import after_sync_ns, top_off_stacks, unit_summary
 from gtop.analysis.records import OP_KERNEL
 from gtop.analysis.verdict import Verdict, from_entry
 from gtop.core.model import Model
@@ -38,6 +38,7 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
     entry = unit_summary(res)
     folded = {";".join(path): round(s * 1e9) for path, s in result.folded.items()}
     entry["top_off_gpu_stacks"] = top_off_stacks(folded, STACKS)
+    entry["after_sync_s"] = after_sync_ns(res.partition, snap.records.syncs) / 1e9
     ops = snap.records.ops
     mine = ops[(ops["pid"] == pid) & (ops["kind"] == OP_KERNEL)]
     mine = mine[(mine["t"] >= res.t0) & (mine["t"] < res.t1)]
