@@ -49,9 +49,7 @@ def _spans(rows: np.ndarray, t0: int, t1: int) -> iv.Spans:
     return iv.clip(iv.union(rows["t"], rows["end"]), t0, t1)
 
 
-def _gpu_parts(
-    ops: np.ndarray, t0: int, t1: int
-) -> tuple[iv.Spans, iv.Spans, iv.Spans, iv.Spans]:
+def _gpu_parts(ops: np.ndarray, t0: int, t1: int) -> tuple[iv.Spans, iv.Spans, iv.Spans, iv.Spans]:
     """One rank's compute spans, communication kernels' spans, and the communication and
     copy spans as attributed (compute hides the others, communication hides copies)."""
     comp = _spans(ops[ops["kind"] == OP_KERNEL], t0, t1)

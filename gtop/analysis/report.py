@@ -116,8 +116,7 @@ def process_summaries(
         | {int(k) for k in processes}
     )
     roles = {
-        pid: role.label()
-        for pid, _, role in tree_order({int(k): v for k, v in processes.items()})
+        pid: role.label() for pid, _, role in tree_order({int(k): v for k, v in processes.items()})
     }
     out = []
     for pid in pids:
@@ -180,7 +179,9 @@ def with_units(entry: dict[str, Any]) -> dict[str, Any]:
     return {UNIT_KEYS.get(k, k): v for k, v in entry.items()}
 
 
-def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict | None:
+def verdict_section(
+    gpu: dict[str, dict[str, Any]], kernels: list[dict], api: list[dict] = ()
+) -> dict | None:
     """The ``verdict`` key (:mod:`gtop.analysis.verdict`) for the device with the most
     time explained (the least UNKNOWN), or None without a breakdown."""
     from gtop.analysis.verdict import from_entry
@@ -191,7 +192,8 @@ def verdict_section(gpu: dict[str, dict[str, Any]], kernels: list[dict]) -> dict
         gpu.items(), key=lambda kv: (kv[1]["duration_s"] - kv[1]["off"]["UNKNOWN"], -int(kv[0]))
     )
     count = sum(k["count"] for k in kernels)
-    verdict = from_entry(entry, count, sum(k["total_ns"] for k in kernels))
+    host_functions = sum(a["calls"] for a in api if "LaunchHostFunc" in a["name"])
+    verdict = from_entry(entry, count, sum(k["total_ns"] for k in kernels), host_functions)
     return None if verdict is None else {"device": int(device), **verdict.as_json()}
 
 
@@ -402,7 +404,7 @@ def build_report(
     gpu = gpu_section(
         meta, data, entities, time_range, kernels.ops if kernels is not None else None
     )
-    verdict = verdict_section(gpu, activity["kernels"])
+    verdict = verdict_section(gpu, activity["kernels"], activity["api"])
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),

@@ -38,6 +38,8 @@ FIXES = {
     "torch.compile) or other work ahead on the GPU (other streams or processes)",
     "gpu-dependency": "streams wait on each other's events: overlap independent work",
     "gpu-bound": "the GPU is the bottleneck: speed up the top kernels",
+    "host-function": "keep host functions off the stream the GPU works on: do that host work "
+    "on a CPU thread (or on the GPU) and synchronise with an event",
     "no-host-data": "gtop saw no CUDA activity or host threads of the target here: record "
     "it with the agent (gtop record -- CMD); gtop doctor says what works on the machine",
 }
@@ -144,11 +146,12 @@ def decide(
     launches_per_s: float | None = None,
     mean_kernel_us: float | None = None,
     after_sync_s: float = 0.0,
+    host_functions: int = 0,
 ) -> Verdict | None:
     """The verdict over a window of ``duration_s`` given seconds per cause label (on and
-    off), the widest folded off-GPU stacks with their seconds, kernel rates, and the
-    host-caused idle time in gaps a synchronisation opened; None when the window is
-    empty."""
+    off), the widest folded off-GPU stacks with their seconds, kernel rates, the
+    host-caused idle time in gaps a synchronisation opened, and the number of host
+    functions launched on streams (``cuLaunchHostFunc``); None when the window is empty."""
     if duration_s <= 0:
         return None
     on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
@@ -211,6 +214,17 @@ def decide(
     if kind in ("sync-bound", "host-compute", "input-bound") and top:
         fix += f" (at {top[-1]})"
     host = sum(seconds.get(LABELS[c], 0.0) for c in (*HOST_CAUSES, Cause.H_WAIT_GPU))
+    if cause == Cause.H_WAIT_GPU:
+        evidence.append(
+            f"the stream ran {host_functions:,} host functions (cuLaunchHostFunc): the GPU "
+            "waits for each to return while the host waits for the GPU"
+            if host_functions
+            else "the GPU had nothing to run while the host waited: the stream was blocked "
+            "on something that is not GPU work (a host function, or an event from elsewhere)"
+        )
+        if host_functions:
+            headline = headline.replace("(sync-bound)", "(a stream blocked on a host function)")
+            fix = FIXES["host-function"]
     if cause in HOST_CAUSES and host > 0 and after_sync_s >= AFTER_SYNC_SHARE * host:
         if kind in ("host-compute", "launch-bound"):
             headline += ", after each synchronising call"
@@ -237,11 +251,14 @@ def decide(
     )
 
 
-def from_entry(entry: Mapping[str, Any], kernels: int = 0, kernel_ns: int = 0) -> Verdict | None:
+def from_entry(
+    entry: Mapping[str, Any], kernels: int = 0, kernel_ns: int = 0, host_functions: int = 0
+) -> Verdict | None:
     """The verdict of one unit's breakdown as ``gtop report --json`` gives it per device
     (:func:`gtop.analysis.gpu_report.unit_summary` plus ``top_off_gpu_stacks``), with the
-    number of kernels in the window and their summed time: the one rule the report and
-    the UI (live or replayed) both apply."""
+    number of kernels in the window, their summed time and the host functions launched
+    (API records, full mode): the one rule the report and the UI (live or replayed) both
+    apply."""
     duration = entry["duration_s"]
     return decide(
         {**entry["on"], **entry["off"]},
@@ -250,4 +267,5 @@ def from_entry(entry: Mapping[str, Any], kernels: int = 0, kernel_ns: int = 0) -
         launches_per_s=kernels / duration if kernels and duration > 0 else None,
         mean_kernel_us=kernel_ns / kernels / 1e3 if kernels else None,
         after_sync_s=entry.get("after_sync_s", 0.0),
+        host_functions=host_functions,
     )

@@ -20,7 +20,8 @@ SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 UNIT = re.compile(r"_(s|ns|us|pct|percent|mib|bytes|w|c|mhz|per_s|count)$|^(bytes|seconds)$")
 UNITLESS = {
     # counts, ids and indices
-    "n", "count", "calls", "samples", "index", "device", "pid", "tid", "thread", "registers",
+    "n", "count", "calls", "samples", "index", "device", "pid", "tid", "thread", "parent",
+    "registers",
     "format_version", "throttle_reasons_seen",
     # ratios (0..1, or factors of 1)
     "gar", "share_of_window", "qif", "dif",

@@ -9,26 +9,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from textual.app import ComposeResult
 
-from gtop.analysis.lanes import Lane, build_lanes
+from gtop.analysis.lanes import Code, Lane, build_lanes
 from gtop.analysis.records import Records
 from gtop.core.model import Model
 from gtop.core.rows import take_rows
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
 from gtop.views.tabs.session_data import session_of, window_end
+from gtop.views.tabs.thread_filter import busy_tids, gtop_tids
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.swimlanes import Swimlanes
 
 SPAN_NS = 2_000_000_000
 MAX_THREADS = 8
+ON_CPU_CODES = (Code.ON_CPU, Code.IN_API)
 
 
 @dataclass(frozen=True)
 class _Snap:
     records: Records
     t1: int
+    stacks: dict[int, Any]
 
 
 def of_pid(rec: Records, pid: int) -> Records:
@@ -43,7 +47,8 @@ def of_pid(rec: Records, pid: int) -> Records:
 
 
 class SwimlanesTab(WorkerPanel):
-    """Stream lanes, then thread lanes (those calling CUDA first)."""
+    """Stream lanes, then the lanes of the threads that matter (those calling CUDA
+    first; never gtop's own, nor idle pool threads)."""
 
     DEFAULT_CSS = """
     SwimlanesTab > Swimlanes { height: 1fr; }
@@ -68,14 +73,44 @@ class SwimlanesTab(WorkerPanel):
         data = session_of(model)
         if data.engine.watermark is None:
             return None
-        return _Snap(data.snapshot(), window_end(model, self.live())[0])
+        stacks = {int(k): v for k, v in model.entity_values("stack").items()}
+        return _Snap(data.snapshot(), window_end(model, self.live())[0], stacks)
 
     def compute(self, snap: _Snap | None) -> tuple[list[Lane], int, int] | None:
         if snap is None:
             return None
         t1 = snap.t1
         t0 = t1 - SPAN_NS
-        return build_lanes(of_pid(snap.records, self.pid), t0, t1, MAX_THREADS), t0, t1
+        rec = of_pid(snap.records, self.pid)
+        lanes = build_lanes(rec, t0, t1, max_threads=1 << 16)
+        streams = [lane for lane in lanes if not lane.label.startswith("T")]
+        threads = [lane for lane in lanes if lane.label[1:].isdigit()]
+        matter = self._matter(rec, threads, snap.stacks, t0, t1)
+        threads = [lane for lane in threads if int(lane.label[1:]) in matter]
+        return [*streams, *threads[:MAX_THREADS]], t0, t1
+
+    @staticmethod
+    def _matter(
+        rec: Records, threads: list[Lane], stacks: dict[int, Any], t0: int, t1: int
+    ) -> set[int]:
+        """The tids of ``threads`` that called CUDA or were on a CPU, never gtop's."""
+        if not threads:
+            return set()
+        tids = np.array([int(lane.label[1:]) for lane in threads], np.int64)
+        busy = busy_tids(
+            np.repeat(tids, [len(lane.starts) for lane in threads]),
+            np.concatenate([lane.starts for lane in threads]),
+            np.concatenate([lane.ends for lane in threads]),
+            np.concatenate([np.isin(lane.codes, ON_CPU_CODES) for lane in threads]),
+            t1 - t0,
+        )
+        apis = rec.apis[(rec.apis["end"] > t0) & (rec.apis["t"] < t1)]
+        gtop = gtop_tids(
+            np.concatenate((rec.states["tid"], rec.samples["tid"])),
+            np.concatenate((rec.states["stack_id"], rec.samples["stack_id"])),
+            stacks,
+        )
+        return (busy | set(np.unique(apis["tid"]).tolist())) - gtop
 
     def zoomed(self) -> bool:
         """The user zoomed in: keep the view still."""

@@ -1,7 +1,7 @@
 """Process-screen tab "Threads": per-thread state bars over the last :data:`WINDOW_S`
 seconds and an on-/off-CPU flamegraph of the same window (``o`` cycles off-CPU, on-CPU,
 both), with the top functions beside it. By default only the threads that matter are
-shown: those that called CUDA or were on a CPU for :data:`BUSY_SHARE` of the window,
+shown: those that called CUDA or were busy (:mod:`~gtop.views.tabs.thread_filter`),
 never gtop's own agent thread (``t`` shows every thread). Work runs on a worker thread."""
 
 from __future__ import annotations
@@ -19,52 +19,13 @@ from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.thread_filter import threads_that_matter
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.flamegraph import FlameGraph, Path
 from gtop.views.widgets.thread_bars import ThreadBars
 
 WINDOW_S = 10.0
 MODES = ("both", "off-CPU", "on-CPU")
-BUSY_SHARE = 0.05
-"""A thread on a CPU for this share of the window is one that matters."""
-
-
-def is_gtop_stack(frames: list[str]) -> bool:
-    """A stack of gtop's own agent thread: its first frame after the thread bootstrap is
-    in ``gtop/`` (``Session.run (gtop/agent/runtime.py)``)."""
-    inner = [f for f in frames if not f.startswith("Thread._bootstrap")]
-    return (
-        bool(frames)
-        and frames[0].startswith("Thread._bootstrap")
-        and bool(inner)
-        and ("(gtop/" in inner[0])
-    )
-
-
-def threads_that_matter(
-    intervals: np.ndarray,
-    samples: np.ndarray,
-    api: np.ndarray,
-    stacks: dict[int, Any],
-    window_ns: int,
-) -> tuple[set[int], set[int]]:
-    """``(matter, gtop)``: the tids that called CUDA or were busy, less gtop's own; and
-    gtop's own (recognised by their stacks)."""
-    gtop_ids = {k for k, v in stacks.items() if is_gtop_stack(list(v.get("frames", [])))}
-    gtop: set[int] = set()
-    for rows in (intervals, samples):
-        hit = np.isin(rows["stack_id"], list(gtop_ids))
-        gtop.update(np.unique(rows["tid"][hit]).tolist())
-    on = intervals[intervals["state"] == layouts.ThreadState.ON_CPU]
-    tids, inverse = np.unique(on["tid"], return_inverse=True)
-    busy_ns = np.bincount(inverse, weights=on["end_ns"] - on["t_ns"], minlength=len(tids))
-    busy = {
-        int(t)
-        for t, ns in zip(tids.tolist(), busy_ns.tolist(), strict=True)
-        if ns >= BUSY_SHARE * window_ns
-    }
-    cuda = set(np.unique(api["tid"]).tolist())
-    return (cuda | busy) - gtop, gtop
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,8 @@ class StreamTimeline(Widget, can_focus=True):
             starts, ends, codes = starts[keep], ends[keep], codes[keep]
             row = stream_cells(t0, t1, width, starts, ends, codes)
             out.append_text(busy.draw(row, LETTERS, STYLES, True))
-            out.append(f"{100 * busy_fraction(t0, t1, starts, ends):5.0f}%\n")
+            share = 100 * busy_fraction(t0, t1, starts, ends)
+            out.append(f"{share:5.1f}%\n" if share < 10 else f"{share:5.0f}%\n")
         out.append(f"{'':<{LABEL}}")
         out.append(busy.axis(width, self.window_ns, self._lag_ns), style="dim")
         out.append(f"\n{'':<{LABEL}}height: busy share of the cell  ", style="dim")
