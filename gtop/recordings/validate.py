@@ -173,6 +173,8 @@ ENTITY_SHAPES: dict[str, dict[str, Shape]] = {
 INT_KEYED = frozenset({"agent", "device", "kernel_name", "process", "stack", "thread"})
 """Entity kinds whose key is a number (a pid, a GPU index, an id)."""
 _INT_KEY = re.compile(r"-?[0-9]{1,18}")
+_FIELD_TYPE = re.compile(r"[<>|=]?(?:[iu][1248]|f[248]|b1|\?)")
+"""A record field's numpy type: a plain integer, float or boolean."""
 
 
 def check_meta(key: object, text: object) -> tuple[str, Any]:
@@ -201,9 +203,22 @@ def check_layout(name: object, text: object) -> tuple[str, np.dtype]:
     name = _text(name)
     if type(text) is not str or len(text) > MAX_LAYOUT_CHARS:
         raise Damaged("layout missing")
+    fields = json_value(text)
+    # Only plain numeric fields, checked before numpy parses anything (numpy would take
+    # "comma strings", shapes and nested layouts, and evaluate some of them).
+    if type(fields) is not list or not all(
+        type(f) is list
+        and len(f) == 2
+        and type(f[0]) is str
+        and len(f[0]) <= MAX_NAME_CHARS
+        and type(f[1]) is str
+        and _FIELD_TYPE.fullmatch(f[1])
+        for f in fields
+    ):
+        raise Damaged("layout is not a list of plain numeric fields")
     try:
         dtype = dtype_from_json(text)
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError):
+    except (ValueError, TypeError):  # repeated field names
         raise Damaged("layout unreadable") from None
     fields = dtype.names or ()
     if not fields or fields[0] != "t_ns" or dtype["t_ns"] != np.dtype("<i8"):

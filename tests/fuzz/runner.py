@@ -19,12 +19,15 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import IO, TypeVar
 
 from gtop import cli
 from gtop.recordings.exporters import EXPORTERS
 
 GIB = 1 << 30
+T = TypeVar("T")
 TRACEBACK_EXIT = 70
 
 
@@ -32,7 +35,9 @@ TRACEBACK_EXIT = 70
 class Outcome:
     status: int | None
     """Exit status; None when the child was killed (by the alarm or for memory)."""
+    stdout: str
     output: str
+    """What it printed on stderr."""
     wall_s: float
     max_rss_mib: float
 
@@ -53,9 +58,11 @@ class Outcome:
         return self.status is not None and len(lines) == 1 and lines[0].startswith("gtop:")
 
 
-def _child(argv: list[str], out_fd: int, limit_bytes: int, timeout_s: int) -> None:
-    os.dup2(out_fd, 1)
-    os.dup2(out_fd, 2)
+def _child(
+    argv: list[str], out: IO[bytes], err: IO[bytes], limit_bytes: int, timeout_s: int
+) -> None:
+    os.dup2(out.fileno(), 1)
+    os.dup2(err.fileno(), 2)
     sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the child exits with _exit
     sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
     resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
@@ -84,17 +91,64 @@ def _warm_up() -> None:
             cli.main(["export", str(demo), "--format", fmt, "-o", f"{out}/{fmt}"])
 
 
-def run_gtop(argv: list[str], limit_bytes: int = GIB, timeout_s: int = 30) -> Outcome:
-    """``gtop ARGV`` in a forked child under ``limit_bytes`` of address space."""
+@dataclass
+class Child:
+    """A gtop command line running in a forked child."""
+
+    pid: int
+    out: IO[bytes]
+    err: IO[bytes]
+    started: float
+
+    def wait(self) -> Outcome:
+        _, wait_status, usage = os.wait4(self.pid, 0)
+        wall = time.monotonic() - self.started
+        texts = []
+        for f in (self.out, self.err):
+            f.seek(0)
+            texts.append(f.read().decode(errors="replace"))
+            f.close()
+        status = os.waitstatus_to_exitcode(wait_status)
+        return Outcome(status if status >= 0 else None, *texts, wall, usage.ru_maxrss / 1024)
+
+
+def spawn(argv: list[str], limit_bytes: int = GIB, timeout_s: int = 30) -> Child:
+    """Start ``gtop ARGV`` in a forked child under ``limit_bytes`` of address space."""
     _warm_up()
-    with tempfile.TemporaryFile() as out:
-        started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            _child(argv, out.fileno(), limit_bytes, timeout_s)
-        _, wait_status, usage = os.wait4(pid, 0)
-        wall = time.monotonic() - started
-        out.seek(0)
-        text = out.read().decode(errors="replace")
-    status = os.waitstatus_to_exitcode(wait_status)
-    return Outcome(status if status >= 0 else None, text, wall, usage.ru_maxrss / 1024)
+    out = tempfile.TemporaryFile()  # noqa: SIM115 - Child.wait closes both
+    err = tempfile.TemporaryFile()  # noqa: SIM115
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        _child(argv, out, err, limit_bytes, timeout_s)
+    return Child(pid, out, err, started)
+
+
+def run_gtop(argv: list[str], limit_bytes: int = GIB, timeout_s: int = 30) -> Outcome:
+    """``gtop ARGV`` in a forked child, waited for."""
+    return spawn(argv, limit_bytes, timeout_s).wait()
+
+
+def run_all(
+    jobs: Iterable[tuple[T, list[str]]], parallel: int, limit_bytes: int = GIB, timeout_s: int = 30
+) -> Iterator[tuple[T, Outcome]]:
+    """Each job's command line, up to ``parallel`` children at once; yields ``(tag,
+    outcome)`` as they finish. A job's files must stay until its outcome is yielded."""
+    running: dict[int, tuple[T, Child]] = {}
+    for tag, argv in jobs:
+        while len(running) >= parallel:
+            yield _reap(running)
+        child = spawn(argv, limit_bytes, timeout_s)
+        running[child.pid] = (tag, child)
+    while running:
+        yield _reap(running)
+
+
+def _reap(running: dict[int, tuple[T, Child]]) -> tuple[T, Outcome]:
+    """The first of ``running`` to finish (polled: only our own children are waited)."""
+    while True:
+        for pid, (tag, child) in running.items():
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                del running[pid]
+                return tag, child.wait()
+        time.sleep(0.005)

@@ -1,0 +1,139 @@
+"""The damage issue 14 found, one case each, on a real recording: what is read back."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zstandard
+
+from gtop.recordings import codec
+from gtop.recordings.reader import Recording
+from gtop.recordings.schema import dtype_from_json
+from tests.conftest import RECORDINGS
+from tests.fuzz.runner import run_gtop
+
+SOURCE = RECORDINGS / "loader-1-worker.gtop"
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    path = tmp_path / "r.gtop"
+    shutil.copyfile(SOURCE, path)
+    return path
+
+
+def intact() -> tuple[tuple[int, int], dict[str, int]]:
+    with Recording(SOURCE) as rec:
+        return rec.time_range(), {s: len(rec.read(s)) for s in rec.streams}
+
+
+def edit(path: Path, sql: str, *args: object) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute(sql, args)
+    db.close()
+
+
+def last_chunk(path: Path, stream: str) -> tuple[int, int, int, int, bytes, np.dtype]:
+    with sqlite3.connect(path) as db:
+        (layout,) = db.execute("SELECT dtype FROM streams WHERE name = ?", (stream,)).fetchone()
+        row = db.execute(
+            "SELECT id, t_last, n, crc, data FROM chunks WHERE stream = ? ORDER BY t_first DESC",
+            (stream,),
+        ).fetchone()
+    db.close()
+    return (*row, dtype_from_json(layout))
+
+
+def test_a_flipped_bit_in_the_index_does_not_stretch_the_time_range(copy: Path) -> None:
+    """One bit of ``chunks.t_last`` made report run for minutes: the range now comes
+    from the chunk's checksummed data."""
+    chunk_id, t_last, *_ = last_chunk(copy, "kernel")
+    edit(copy, "UPDATE chunks SET t_last = ? WHERE id = ?", t_last ^ (1 << 55), chunk_id)
+    outcome = run_gtop(["report", str(copy)], timeout_s=30)
+    assert outcome.status == 0 and outcome.wall_s < 30, outcome.output
+    with Recording(copy) as rec:
+        assert (rec.time_range(), {s: len(rec.read(s)) for s in rec.streams}) == intact()
+        assert any("index times disagree" in p for p in rec.problems)
+
+
+def test_records_far_from_the_rest_are_left_out(copy: Path) -> None:
+    """A chunk whose records (checksum and index consistent) lie centuries away."""
+    chunk_id, _, n, crc, blob, dtype = last_chunk(copy, "thread_state")
+    rows = codec.decode(blob, dtype, n, crc)
+    rows["t_ns"][-1] = np.iinfo(np.int64).max // 2
+    blob, crc = codec.encode(rows)
+    edit(
+        copy,
+        "UPDATE chunks SET data = ?, crc = ?, t_last = ? WHERE id = ?",
+        blob,
+        crc,
+        int(rows["t_ns"].max()),
+        chunk_id,
+    )
+    (t0, t1), counts = intact()
+    with Recording(copy) as rec:
+        assert rec.time_range()[0] == t0 and rec.time_range()[1] <= t1
+        assert len(rec.read("thread_state")) == counts["thread_state"] - n
+        assert any("far from the rest" in p for p in rec.problems)
+
+
+def test_a_zstd_bomb_is_not_inflated(copy: Path) -> None:
+    payload = bytes(1 << 28)  # 256 MiB of zeros in a 8 KiB frame
+    chunk_id, *_ = last_chunk(copy, "kernel")
+    edit(
+        copy,
+        "UPDATE chunks SET data = ?, crc = ? WHERE id = ?",
+        zstandard.ZstdCompressor(level=19).compress(payload),
+        zlib.crc32(payload),
+        chunk_id,
+    )
+    outcome = run_gtop(["report", str(copy)], limit_bytes=1 << 30)
+    assert outcome.status == 0 and outcome.max_rss_mib < 200, outcome.output
+    with Recording(copy) as rec:
+        rec.read("kernel")
+        assert any(f"chunk {chunk_id}" in p and "declares" in p for p in rec.problems)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["[" * 100_000 + "]" * 100_000, '{"a": ', "NaN", json.dumps({"x": "y" * 2_000_000})],
+)
+def test_odd_metadata_json_is_named_and_skipped(copy: Path, value: str) -> None:
+    edit(copy, "UPDATE meta SET value = ? WHERE key = 'devices'", value)
+    with Recording(copy) as rec:
+        assert "devices" not in rec.meta
+        assert any("'devices' damaged" in p for p in rec.problems)
+    assert run_gtop(["report", str(copy)]).status == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [("stack", {"frames": 7}), ("process", {"pid": "x"}), ("device", [1, 2])],
+)
+def test_entities_of_the_wrong_shape_are_left_out(copy: Path, kind: str, value: object) -> None:
+    edit(copy, "UPDATE entities SET value = ? WHERE kind = ?", json.dumps(value), kind)
+    with Recording(copy) as rec:
+        assert rec.entities(kind) == []
+        assert any(p.startswith(f"entity {kind}/") for p in rec.problems)
+        assert f"entity {kind}/" in (rec.damage() or "")
+    assert run_gtop(["report", str(copy)]).status == 0
+
+
+@pytest.mark.parametrize("column", ["t_first", "n", "crc", "stream"])
+def test_null_and_wrong_types_in_the_index_lose_one_chunk(copy: Path, column: str) -> None:
+    with sqlite3.connect(copy) as db:  # what a careless writer leaves: no NOT NULL
+        db.execute("PRAGMA writable_schema=ON")
+        db.execute("UPDATE sqlite_master SET sql = replace(sql, ' NOT NULL', '')")
+    db.close()
+    chunk_id, _, n, *_ = last_chunk(copy, "thread_state")
+    edit(copy, f"UPDATE chunks SET {column} = NULL WHERE id = ?", chunk_id)
+    _, counts = intact()
+    with Recording(copy) as rec:
+        assert len(rec.read("thread_state")) == counts["thread_state"] - n
+        assert any(f"chunk {chunk_id} left out" in p for p in rec.problems)
