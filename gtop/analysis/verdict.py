@@ -15,7 +15,10 @@ from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PH
 
 GPU_BOUND_GAR = 0.8
 """At or above this GPU Active Ratio the GPU itself is the bottleneck."""
-INPUT_FRAMES = re.compile(r"torch/utils/data/|_worker_loop|multiprocessing/queues")
+INPUT_FRAMES = re.compile(
+    r"torch/utils/data/|DataLoaderIter|\(dataloader\.py\)|_worker_loop|_pin_memory_loop"
+    r"|multiprocessing/queues"
+)
 """Frames that mark a thread waiting on, or working for, a DataLoader."""
 MIN_SHARE = 0.05
 """A known cause smaller than this share of the window does not outweigh missing host

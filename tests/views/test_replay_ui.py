@@ -58,7 +58,9 @@ async def test_sort_keys_cycle_and_reverse(replay_app: AppFactory) -> None:
         assert table.visible_pids == [PARENT, CHILD]
         await pilot.press("S")
         assert table.sort_reverse
-        assert table.visible_pids == [CHILD, PARENT]
+        assert table.visible_pids == [PARENT, CHILD]  # a tree: the child stays under it
+        await pilot.press("t")
+        assert table.visible_pids == [CHILD, PARENT]  # flat
         assert "PID▼" in str(table.columns["pid"].label)
         while table.sort_key != "rss":
             await pilot.press("s")
