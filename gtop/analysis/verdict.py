@@ -136,7 +136,7 @@ def _input_bound(stacks: Sequence[tuple[str, float]]) -> bool:
 def _rates(launches_per_s: float | None, mean_kernel_us: float | None) -> str | None:
     parts = []
     if launches_per_s is not None:
-        parts.append(f"{launches_per_s:,.0f} kernel launches/s")
+        parts.append(f"{launches_per_s:,.0f} kernels/s")
     if mean_kernel_us is not None:
         parts.append(f"mean kernel time {mean_kernel_us:,.1f} µs")
     return ", ".join(parts) or None
