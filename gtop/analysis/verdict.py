@@ -214,7 +214,7 @@ def decide(
         if cause == Cause.H_IO and call:
             evidence.append(f"system call: {call}")
     fix = FIXES[kind]
-    if kind in ("sync-bound", "host-compute", "input-bound") and top:
+    if kind in ("sync-bound", "host-compute") and top:
         fix += f" (at {top[-1]})"
     host = sum(seconds.get(LABELS[c], 0.0) for c in (*HOST_CAUSES, Cause.H_WAIT_GPU))
     if cause == Cause.H_WAIT_GPU:
