@@ -6,8 +6,9 @@ mode (GPU machine): does the verdict name the cause, and does the fix move it?
 Pairs (before → after): eager decode → CUDA graphs (``decode_loop.py``); 1 → 8 DataLoader
 workers (``cpu_bound_loader.py``); ``.item()`` every step → never (``item_sync.py``);
 numpy preprocessing on the host → on the GPU (``host_preprocess.py``). Each run is
-``gtop record -o DIR/default-NAME.gtop -- python benchmarks/workloads/...`` (default mode)
-and its workload JSON line goes to DIR/default-NAME.json. The table shows, per run, GAR over the
+``gtop record -o DIR/NAME.gtop -- python benchmarks/workloads/...`` (default mode) and
+its workload JSON line goes to DIR/NAME.json (``--analyse``: measure those already in
+DIR, e.g. ``--out recordings/fixes --analyse``). The table shows, per run, GAR over the
 workload's own window (the truth's window) and what ``gtop report --json`` says of the
 whole recording (its GAR and verdict: kind, cause and that cause's share), then per pair
 whether the fix raised GAR and lowered the share of the cause named before it.
@@ -49,12 +50,16 @@ def report(recording: Path) -> dict:
     return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
-def run(name: str, args: list[str], out: Path, seconds: float) -> dict:
-    name = f"default-{name}"  # apart from the full-mode recordings of the same workloads
+def run(name: str, args: list[str], out: Path, seconds: float, analyse: bool) -> dict:
+    """Record one run (or, with ``analyse``, read the one already in ``out``) and
+    measure it."""
     recording = out / f"{name}.gtop"
-    argv = [*args[1:], "--seconds", str(seconds)]
-    workload = record_workload(args[0], argv, recording, "default")
-    (out / f"{name}.json").write_text(json.dumps(workload, indent=1))
+    if analyse:
+        workload = json.loads((out / f"{name}.json").read_text())
+    else:
+        argv = [*args[1:], "--seconds", str(seconds)]
+        workload = record_workload(args[0], argv, recording, "default")
+        (out / f"{name}.json").write_text(json.dumps(workload, indent=1))
     rep = report(recording)
     verdict = rep.get("verdict") or {}
     entry = rep["gpu"].get(str(verdict.get("device", 0)), {})
@@ -79,6 +84,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--pairs", default=",".join(PAIRS))
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument(
+        "--analyse", action="store_true", help="measure the recordings already in --out"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[dict]] = {}
@@ -86,13 +94,16 @@ def main() -> int:
     for pair in args.pairs.split(","):
         for name, argv in PAIRS[pair]:
             try:
-                results.setdefault(pair, []).append(run(name, argv, args.out, args.seconds))
+                results.setdefault(pair, []).append(
+                    run(name, argv, args.out, args.seconds, args.analyse)
+                )
             except (RuntimeError, subprocess.SubprocessError, KeyError) as exc:
                 print(f"{name}: FAILED {exc}", file=sys.stderr)
                 ok = False
-    (args.out / f"diagnosis_pairs-{'-'.join(results)}.json").write_text(
-        json.dumps(results, indent=1)
-    )
+    if not args.analyse:
+        (args.out / f"diagnosis_pairs-{'-'.join(results)}.json").write_text(
+            json.dumps(results, indent=1)
+        )
     print("| run | GAR (workload window) | GAR (report) | report s | verdict | cause share |")
     print("|---|---|---|---|---|---|")
     for runs in results.values():

@@ -179,6 +179,24 @@ def with_units(entry: dict[str, Any]) -> dict[str, Any]:
     return {UNIT_KEYS.get(k, k): v for k, v in entry.items()}
 
 
+def add_loader_frames(
+    verdict: dict[str, Any], threads: list[dict[str, Any]], target_pid: int | None
+) -> None:
+    """An input-bound verdict's evidence gains what the loader's busiest worker thread
+    (the busiest thread outside the target's process) did on-CPU."""
+    from gtop.analysis.verdict import top_frames
+
+    workers = [t for t in threads if t["pid"] != target_pid and t["top_stacks"]["on_cpu"]]
+    if not workers:
+        return
+    busiest = max(workers, key=lambda t: t["on_cpu_s"])
+    frames = top_frames(busiest["top_stacks"]["on_cpu"][0]["frames"])
+    verdict["evidence"].append(
+        f"the busiest loader worker (pid {busiest['pid']}) was on-CPU "
+        f"{busiest['on_cpu_s']:.2f} s, mostly in {' > '.join(frames)}"
+    )
+
+
 def verdict_section(
     gpu: dict[str, dict[str, Any]], kernels: list[dict], api: list[dict] = ()
 ) -> dict | None:
@@ -405,6 +423,9 @@ def build_report(
         meta, data, entities, time_range, kernels.ops if kernels is not None else None
     )
     verdict = verdict_section(gpu, activity["kernels"], activity["api"])
+    threads = threads_section(data, entities, time_range)
+    if verdict is not None and verdict["kind"] == "input-bound":
+        add_loader_frames(verdict, threads, (meta.get("target") or {}).get("pid"))
     return {
         "version": __version__,
         "format_version": meta.get("format_version"),
@@ -425,7 +446,7 @@ def build_report(
         **activity,
         "gpu": {dev: with_units(entry) for dev, entry in gpu.items()},
         "verdict": verdict,
-        "threads": threads_section(data, entities, time_range),
+        "threads": threads,
         "ranks": ranks_section(
             meta, data, entities, time_range, kernels.ops if kernels is not None else None
         ),

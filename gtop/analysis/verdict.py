@@ -15,7 +15,10 @@ from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PH
 
 GPU_BOUND_GAR = 0.8
 """At or above this GPU Active Ratio the GPU itself is the bottleneck."""
-INPUT_FRAMES = re.compile(r"torch/utils/data/|_worker_loop|multiprocessing/queues")
+INPUT_FRAMES = re.compile(
+    r"torch/utils/data/|DataLoaderIter|\(dataloader\.py\)|_worker_loop|_pin_memory_loop"
+    r"|multiprocessing/queues"
+)
 """Frames that mark a thread waiting on, or working for, a DataLoader."""
 MIN_SHARE = 0.05
 """A known cause smaller than this share of the window does not outweigh missing host
@@ -133,7 +136,7 @@ def _input_bound(stacks: Sequence[tuple[str, float]]) -> bool:
 def _rates(launches_per_s: float | None, mean_kernel_us: float | None) -> str | None:
     parts = []
     if launches_per_s is not None:
-        parts.append(f"{launches_per_s:,.0f} kernel launches/s")
+        parts.append(f"{launches_per_s:,.0f} kernels/s")
     if mean_kernel_us is not None:
         parts.append(f"mean kernel time {mean_kernel_us:,.1f} µs")
     return ", ".join(parts) or None
@@ -211,8 +214,11 @@ def decide(
         if cause == Cause.H_IO and call:
             evidence.append(f"system call: {call}")
     fix = FIXES[kind]
-    if kind in ("sync-bound", "host-compute", "input-bound") and top:
+    py = [f for f in top if PY_FRAME.match(f)]
+    if kind in ("sync-bound", "host-compute") and top:
         fix += f" (at {top[-1]})"
+    elif kind == "launch-bound" and py:  # the Python code whose launches to capture
+        fix += f" (around {py[-1]})"
     host = sum(seconds.get(LABELS[c], 0.0) for c in (*HOST_CAUSES, Cause.H_WAIT_GPU))
     if cause == Cause.H_WAIT_GPU:
         evidence.append(

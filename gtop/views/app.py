@@ -117,6 +117,9 @@ class GtopApp(App[int]):
         if no_color:
             os.environ["NO_COLOR"] = "1"  # Textual reads it in App.__init__
         super().__init__()
+        self.animation_level = "none"
+        """No sliding underlines or smooth scrolls: over SSH they cost frames, and a key
+        is answered when its content shows, not when an animation ends."""
         self.source = source
         self.replay = None if source.live else cast(Replayable, source)
         """The replay controls, or None when live."""

@@ -15,7 +15,7 @@ from gtop.recordings.report_data import read_report
 
 from .recordings import RECORDINGS, ROOT
 
-ALL = sorted(p.name for p in RECORDINGS.glob("*.gtop"))
+ALL = sorted(str(p.relative_to(RECORDINGS)) for p in RECORDINGS.rglob("*.gtop"))
 WORKLOADS = {
     **{
         f"constructed-{c}.gtop": json.loads((RECORDINGS / f"constructed-{c}.json").read_text())
@@ -24,6 +24,12 @@ WORKLOADS = {
     **{
         f"{r['name']}.gtop": r["workload"]
         for r in json.loads((RECORDINGS / "realistic_breakdown.json").read_text())
+    },
+    **{
+        str(p.relative_to(RECORDINGS).with_suffix(".gtop")): json.loads(p.read_text())
+        for folder in ("default-mode", "fixes")
+        for p in (RECORDINGS / folder).glob("*.json")
+        if (p.with_suffix(".gtop")).exists()
     },
 }
 """Recordings whose workload printed its own measured window (CLOCK_MONOTONIC)."""

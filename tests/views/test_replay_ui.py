@@ -58,7 +58,9 @@ async def test_sort_keys_cycle_and_reverse(replay_app: AppFactory) -> None:
         assert table.visible_pids == [PARENT, CHILD]
         await pilot.press("S")
         assert table.sort_reverse
-        assert table.visible_pids == [CHILD, PARENT]
+        assert table.visible_pids == [PARENT, CHILD]  # a tree: the child stays under it
+        await pilot.press("t")
+        assert table.visible_pids == [CHILD, PARENT]  # flat
         assert "PID▼" in str(table.columns["pid"].label)
         while table.sort_key != "rss":
             await pilot.press("s")
@@ -132,7 +134,7 @@ async def test_start_pid_opens_process_screen_with_children(replay_app: AppFacto
         assert f"PID {PARENT}" in summary and "make_host_recording.py" in summary
         await pilot.press("right_square_bracket")
         await pilot.pause()
-        children = screen.query_one("ProcessChildren")
+        children = screen.query_one("ProcessChildren").table
         assert children.visible_pids == [CHILD]
         children.focus()
         await pilot.press("enter")
@@ -140,6 +142,17 @@ async def test_start_pid_opens_process_screen_with_children(replay_app: AppFacto
         assert isinstance(app.screen, ProcessScreen) and app.screen.pid == CHILD
         await pilot.press("escape", "escape")
         assert isinstance(app.screen, OverviewScreen)
+
+
+async def test_children_tab_says_when_there_are_none(replay_app: AppFactory) -> None:
+    app = replay_app(HOST_FAMILY, at_s=3.0, start_pid=CHILD)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        children = app.screen.query_one("ProcessChildren")
+        assert children.note.display and not children.table.display
+        assert "no child processes seen" in str(children.note.render())
 
 
 async def test_help_lists_keys(replay_app: AppFactory) -> None:

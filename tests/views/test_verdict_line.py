@@ -36,12 +36,17 @@ def middle_of_window(name: str) -> tuple[float, int, dict]:
 
 
 async def test_replayed_verdict_names_the_reports_cause(replay_app: AppFactory) -> None:
-    for name in ("decode-eager.gtop", "constructed-sleep.gtop"):
+    for name in (
+        "decode-eager.gtop",  # full agent mode
+        "constructed-sleep.gtop",
+        "fixes/loader-1-worker.gtop",  # default agent mode: calls inferred
+        "fixes/item-every-step.gtop",
+    ):
         at_s, pid, expected = middle_of_window(name)
         verdict, text = await verdict_at(replay_app, name, at_s, pid)
         assert verdict is not None, name
         assert (verdict.kind, verdict.cause) == (expected["kind"], expected["cause"]), name
-        assert text.startswith("Why idle: ") and verdict.phrase in text
+        assert text == f"Why idle: {verdict.headline} · fix: {verdict.fix}"
 
 
 async def test_verdict_line_says_when_there_is_no_gpu_work(replay_app: AppFactory) -> None:

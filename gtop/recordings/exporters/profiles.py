@@ -7,7 +7,10 @@ Views:
   over the whole recording (off-CPU: the reason, then the stack it blocked in; on-CPU:
   time spread over the stack samples, GPU waits on their own branch);
 * ``gpu``: per GPU, the GPU-centric flamegraph (:func:`gtop.analysis.gpu_flame.fold`):
-  ``ON_GPU;G:COMP;<kernel>`` and ``OFF_GPU;<cause>;<stack>``, summed block by block.
+  ``ON_GPU;G:COMP;<kernel>`` and ``OFF_GPU;<cause>;<stack>``, summed block by block,
+  over the window ``gtop report`` diagnoses (the steady state of the target's GPU work,
+  :func:`gtop.recordings.clipped.choose`; ``--from``/``--to`` choose another): startup
+  before the first GPU work is not idle GPU.
 
 Weights are nanoseconds.
 """
@@ -26,6 +29,7 @@ from gtop.analysis.range_blocks import blocks
 from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
 from gtop.core import layouts
+from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 
 VIEWS = ("on-cpu", "off-cpu", "gpu")
@@ -85,7 +89,9 @@ def gpu_profiles(rec: Recording, slice_ns: int = 1_000_000) -> Iterator[Profile]
     entities = rec.entities()
     kernels = {k: demangle(v) for k, v in names_from_entities(entities).items()}
     stacks = {k: list(v.get("frames", [])) for k, v in _stacks(rec).items()}
-    t0, t1 = rec.time_range()
+    # the window gtop report diagnoses (issue 13), or the one --from/--to chose
+    window = getattr(rec, "window", None) or choose(rec)
+    t0, t1 = window.t0, window.t1 - 1
     folded: dict[int, Counter[str]] = {}
     for result, rows in blocks(records, t0, t1 + 1, "device"):
         for unit, res in result.items():

@@ -36,7 +36,7 @@ def _unit(report: dict[str, Any]) -> dict[str, Any] | None:
     units = list((report.get("gpu") or {}).values())
     if not units:
         return None
-    return max(units, key=lambda u: sum(u.get("on", {}).values()))
+    return max(units, key=lambda u: sum(u.get("on_s", {}).values()))
 
 
 COL = 16
@@ -66,7 +66,7 @@ def comparison(names: tuple[str, str], reports: tuple[dict[str, Any], dict[str, 
             if unit is None:
                 shares.append(None)
                 continue
-            sec = {**unit.get("on", {}), **unit.get("off", {})}.get(code, 0.0)
+            sec = {**unit.get("on_s", {}), **unit.get("off_s", {})}.get(code, 0.0)
             shares.append((sec, sec / unit["duration_s"] if unit["duration_s"] else 0.0))
         if all(s is None or s[0] <= 0 for s in shares):
             continue

@@ -90,7 +90,8 @@ class ProcessScreen(GtopScreen):
     def about(self) -> str:
         spec = self._specs.get(self.tabs.active)
         head = (
-            f"Process {self.pid}: identity and resource history on top, then tabs ([ and ] switch)."
+            f"Process {self.pid}: identity and resource history on top, one line on why its "
+            "GPU is idle (the verdict), then tabs ([ and ] switch)."
         )
         return f"{head}\n\n{spec.title}: {spec.about}" if spec and spec.about else head
 

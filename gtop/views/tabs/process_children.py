@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
 from gtop.core.model import Model
 from gtop.views.processes import descendants, process_rows
 from gtop.views.tabs.panels import register_process_panel
 from gtop.views.widgets.process_table import ProcessTable
 
+NO_CHILDREN = (
+    "no child processes seen: this process started none while gtop watched "
+    "(DataLoader workers and compile workers show here)"
+)
 
-class ProcessChildren(ProcessTable):
-    """Every known descendant of ``pid``, sortable like the overview's table."""
+
+class ProcessChildren(Vertical):
+    """Every known descendant of ``pid``, sortable like the overview's table, or one
+    line saying there are none."""
+
+    DEFAULT_CSS = """
+    ProcessChildren { height: 1fr; }
+    ProcessChildren > .panel-note { height: auto; color: $text-muted; padding: 0 1; }
+    """
 
     def __init__(self, pid: int) -> None:
         super().__init__()
         self.pid = pid
-        self.set_reactive(ProcessTable.sort_key, "pid")
+        self.note = Static(NO_CHILDREN, classes="panel-note")
+        self.table = ProcessTable()
+        self.table.set_reactive(ProcessTable.sort_key, "pid")
+
+    def compose(self) -> ComposeResult:
+        yield self.note
+        yield self.table
 
     def show(self, model: Model) -> None:
         kids = {int(info["pid"]) for _, info in descendants(model, self.pid)}
-        self.show_rows([r for r in process_rows(model, include=kids) if r.pid in kids])
+        self.table.show_rows([r for r in process_rows(model, include=kids) if r.pid in kids])
+        self.note.display = not kids
+        self.table.display = bool(kids)
 
 
 register_process_panel(

@@ -31,6 +31,10 @@ def is_live(app: Any) -> bool:
     return bool(getattr(getattr(app, "source", None), "live", True))
 
 
+COMPUTING = "computing…"
+"""The mark a tab shows until its first result is drawn."""
+
+
 class WorkerPanel(Vertical):
     """Subclasses compose their widgets after :attr:`note` and implement the hooks."""
 
@@ -110,7 +114,11 @@ class WorkerPanel(Vertical):
             self._again = True
             return
         self.busy = True
-        self._run(self.snapshot(model))
+        if not self.computed:
+            self.set_note(COMPUTING)
+        # Start the worker once this frame is painted: a worker holding the GIL would
+        # otherwise delay the very frame that answers the key that opened the tab.
+        self.call_after_refresh(self._run, self.snapshot(model))
 
     @work(thread=True, exit_on_error=False, group="panel")
     def _run(self, snap: Any) -> None:
@@ -128,6 +136,8 @@ class WorkerPanel(Vertical):
         if isinstance(result, Exception):
             self.set_note(f"analysis failed: {type(result).__name__}: {result}")
         else:
+            if self.computed == 0 and str(self.note.render()) == COMPUTING:
+                self.set_note("")
             self.apply(result)
         self.computed += 1
         if self._again and self._model is not None:

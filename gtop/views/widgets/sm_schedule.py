@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from rich.text import Text
+from textual.binding import Binding
 from textual.reactive import reactive
 
 from gtop.probes.catalog.block_sched import Schedule
@@ -17,7 +18,9 @@ from gtop.views.widgets.zoom_pan import ZoomPan
 
 WAVE_STYLES = ("bold #5fafff", "bold #87d75f", "bold #ffaf00", "bold #d787ff", "bold #ff5f5f")
 LEVELS = " ▁▂▃▄▅▆▇█"
-LABEL = 9  # "SM 131 │"
+LABEL = 9  # "SM 131 │", or "128-131 │" for a group
+GROUP_BELOW = 16
+"""Fewer free rows than this: one row per group of SMs, so every SM shows."""
 STATS = 13  # " 97% 1.2%sch"
 
 
@@ -29,8 +32,13 @@ class SmSchedule(ZoomPan):
     """The per-SM block schedule; give it ``schedule`` (a :class:`Schedule`) to draw.
     Keys (see :class:`ZoomPan`): zoom/pan time, scroll SMs."""
 
+    BINDINGS = [Binding("g", "toggle_group", "Group SMs")]
+
     schedule: reactive[Schedule | None] = reactive(None, always_update=True)
     """The schedule to draw (the output of ``block_sched.analyse``); None shows a hint."""
+    grouped: reactive[bool | None] = reactive(None)
+    """One row per group of SMs (all SMs fit the rows); None: grouped when fewer than
+    :data:`GROUP_BELOW` rows are free (a short terminal showed 5 of 132 SMs)."""
 
     def __init__(self, schedule: Schedule | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -44,7 +52,20 @@ class SmSchedule(ZoomPan):
         return self.schedule is not None
 
     def row_count(self) -> int:
-        return self.schedule.sms if self.schedule else 0
+        if not self.schedule:
+            return 0
+        return -(-self.schedule.sms // self._per_row(max(self.size.height - 3, 1)))
+
+    def _per_row(self, rows: int) -> int:
+        """SMs per row: 1, or as many as make every SM fit ``rows``."""
+        sms = self.schedule.sms if self.schedule else 1
+        grouped = self.grouped if self.grouped is not None else rows < GROUP_BELOW
+        return max(1, -(-sms // rows)) if grouped else 1
+
+    def action_toggle_group(self) -> None:
+        rows = max(self.size.height - 3, 1)
+        self.grouped = self._per_row(rows) == 1
+        self.top = 0
 
     def render(self) -> Text:
         s = self.schedule
@@ -59,12 +80,18 @@ class SmSchedule(ZoomPan):
         mid = (edges[:-1] + edges[1:]) / 2
         starts = np.searchsorted(s.smid, s.per_sm.sm)
         stops = np.searchsorted(s.smid, s.per_sm.sm, side="right")
-        for i in range(self.top, min(self.top + rows, s.sms)):
-            out.append(f"\nSM {int(s.per_sm.sm[i]):>4} │", style="dim")
-            a, b = starts[i], stops[i]
-            self._row(out, s.start[a:b], s.end[a:b], s.wave[a:b], mid, s.per_sm.concurrency[i])
-            busy = s.per_sm.busy_ns[i] / max(s.duration_ns, 1)
-            sched = s.per_sm.sched_ns[i] / max(s.per_sm.exec_ns[i], 1)
+        per = self._per_row(rows)
+        groups = -(-s.sms // per)
+        for g in range(self.top, min(self.top + rows, groups)):
+            i, j = g * per, min((g + 1) * per, s.sms)  # SMs i..j-1, their blocks a..b
+            first, last = int(s.per_sm.sm[i]), int(s.per_sm.sm[j - 1])
+            label = f"SM {first:>4} │" if per == 1 else f"{first:>3}-{last:<4}│"
+            out.append(f"\n{label}", style="dim")
+            a, b = starts[i], stops[j - 1]
+            conc = int(s.per_sm.concurrency[i:j].sum())
+            self._row(out, s.start[a:b], s.end[a:b], s.wave[a:b], mid, conc)
+            busy = s.per_sm.busy_ns[i:j].sum() / max(s.duration_ns * (j - i), 1)
+            sched = s.per_sm.sched_ns[i:j].sum() / max(s.per_sm.exec_ns[i:j].sum(), 1)
             out.append(f" {busy:4.0%} {sched:4.1%}sch", style="dim")
         out.append("\n")
         out.append_text(self._durations(s, lo, hi))
@@ -93,12 +120,12 @@ class SmSchedule(ZoomPan):
             f"{_ms(s.duration_ns)}",
             "bold",
         )
-        head.append(f"  exec {_ms(exec_ns)}")
+        head.append(f"  blocks ran {_ms(exec_ns)} summed over SMs")
         style = "bold red" if s.tail_frac > 0.2 else ""
         head.append(
             f"\ntail {_ms(s.tail_ns)} ({s.tail_frac:.0%} of the launch with SMs idle)", style
         )
-        head.append(f"  sched {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})")
+        head.append(f"  scheduling {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})")
         return head
 
     @staticmethod
