@@ -179,3 +179,16 @@ def test_a_forced_host_tier_that_cannot_run_says_why(python_target, tmp_path: Pa
     line = one_line(out)
     assert "--host-tier bpf cannot run here" in line and "CAP_BPF" in line
     assert not (tmp_path / "b.gtop").exists()
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_the_writer_never_replaces_a_device_node(tmp_path: Path, suffix: str) -> None:
+    """Below the command line too: a device where the recording or a side file goes."""
+    from gtop.core.files import UnsafeFile
+    from gtop.recordings.writer import RecordingWriter
+
+    node = tmp_path / f"r.gtop{suffix}"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    with pytest.raises(UnsafeFile, match="not a regular file"):
+        RecordingWriter(tmp_path / "r.gtop", {}, overwrite=True)
+    assert stat.S_ISCHR(os.lstat(node).st_mode)

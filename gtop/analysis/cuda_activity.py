@@ -16,6 +16,7 @@ from gtop.analysis import intervals as iv
 from gtop.analysis.demangle import demangle, shorten
 from gtop.core.hub import Entity
 from gtop.core.layouts import ApiClass, CopyKind
+from gtop.cupti.decode import current_classes
 from gtop.cupti.tables import DRIVER_CBIDS, RUNTIME_CBIDS
 
 
@@ -250,8 +251,9 @@ def api_summary(api: np.ndarray, span_ns: int | None = None) -> list[ApiRow]:
     totals = np.bincount(inverse, weights=dur)
     maxes = np.zeros(len(uniq), dtype=np.int64)
     np.maximum.at(maxes, inverse, dur)
-    classes = np.zeros(len(uniq), dtype=np.int64)
-    classes[inverse] = done["api_class"]
+    stored = np.zeros(len(uniq), dtype=np.uint8)
+    stored[inverse] = done["api_class"]
+    classes = current_classes(uniq[:, 2], uniq[:, 3], stored)
     rows = [
         ApiRow(
             pid=int(pid),

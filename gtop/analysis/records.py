@@ -14,6 +14,7 @@ import numpy as np
 
 from gtop.core import layouts
 from gtop.core.rows import concat_rows, take_rows
+from gtop.cupti.decode import current_classes
 
 OP_KERNEL, OP_MEMCPY, OP_MEMSET, OP_COMM = 0, 1, 2, 3
 """Kinds of GPU op; OP_COMM is a communication kernel (:func:`mark_comm`)."""
@@ -164,19 +165,12 @@ def mark_comm(ops: np.ndarray, comm_labels: np.ndarray) -> None:
 
 def _apis(api: np.ndarray) -> np.ndarray:
     """The API table; each call's class from its callback id where the batch has it
-    (:func:`gtop.cupti.decode.api_class`, so recordings made before a class changed
-    read with today's classes)."""
+    (:func:`gtop.cupti.decode.current_classes`)."""
     out = _project(
         api, API, {"t": "t_ns", "end": "end_ns", "corr": "correlation", "cls": "api_class"}
     )
     if {"cbid", "domain"} <= set(api.dtype.names or ()):
-        from gtop.cupti import records as cupti_records
-        from gtop.cupti.decode import api_class
-
-        for domain, kind in ((0, cupti_records.RUNTIME), (1, cupti_records.DRIVER)):
-            mine = (api["domain"] == domain) & (api["cbid"] > 0)  # 0: CUPTI's invalid id
-            if mine.any():
-                out["cls"][mine] = api_class(kind, api["cbid"][mine])
+        out["cls"] = current_classes(api["domain"], api["cbid"], out["cls"])
     return out
 
 

@@ -119,7 +119,8 @@ def _kernels(report: dict[str, Any]) -> list[str]:
     if not kernels:
         return []
     gpu_ns = sum(k["total_ns"] for k in kernels) or 1
-    lines = ["", f"Top kernels ({len(kernels)} kinds, % of GPU kernel time)"]
+    kinds = f"{len(kernels)} kind" + ("s" if len(kernels) != 1 else "")
+    lines = ["", f"Top kernels ({kinds}, % of GPU kernel time)"]
     for k in sorted(kernels, key=lambda k: -k["total_ns"])[:TOP]:
         head = (
             f"  {k['total_ns'] / gpu_ns:6.1%} {k['total_ns'] / 1e9:8.3f} s "

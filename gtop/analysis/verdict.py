@@ -214,8 +214,11 @@ def decide(
         if cause == Cause.H_IO and call:
             evidence.append(f"system call: {call}")
     fix = FIXES[kind]
+    py = [f for f in top if PY_FRAME.match(f)]
     if kind in ("sync-bound", "host-compute") and top:
         fix += f" (at {top[-1]})"
+    elif kind == "launch-bound" and py:  # the Python code whose launches to capture
+        fix += f" (around {py[-1]})"
     host = sum(seconds.get(LABELS[c], 0.0) for c in (*HOST_CAUSES, Cause.H_WAIT_GPU))
     if cause == Cause.H_WAIT_GPU:
         evidence.append(

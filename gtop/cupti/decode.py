@@ -221,6 +221,18 @@ def api_class(kind: int, cbid: np.ndarray) -> np.ndarray:
     return np.where(cbid < len(table), table[np.minimum(cbid, len(table) - 1)], ApiClass.OTHER)
 
 
+def current_classes(domain: np.ndarray, cbid: np.ndarray, stored: np.ndarray) -> np.ndarray:
+    """Each call's class as this version classifies it (``domain`` 0 runtime, 1 driver),
+    so recordings made before a class changed read with today's; ``stored`` where the
+    callback id is CUPTI's invalid 0."""
+    out = np.array(stored, dtype=np.uint8, copy=True)
+    for dom, kind in ((0, rec.RUNTIME), (1, rec.DRIVER)):
+        mine = (domain == dom) & (cbid > 0)
+        if mine.any():
+            out[mine] = api_class(kind, cbid[mine])
+    return out
+
+
 def _thread_ids(a: np.ndarray) -> np.ndarray:
     """Thread id of each OVERHEAD/MARKER record (int64; -1 when its object is a process).
 

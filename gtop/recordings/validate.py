@@ -169,6 +169,8 @@ ENTITY_SHAPES: dict[str, dict[str, Shape]] = {
     },
 }
 """Entity value fields gtop reads, by kind, and their shapes (others pass as they are)."""
+ENTITY_NEEDS: dict[str, tuple[str, ...]] = {"kernel_name": ("name",), "stack": ("frames", "kinds")}
+"""Fields an entity of a kind must have."""
 
 INT_KEYED = frozenset({"agent", "device", "kernel_name", "process", "stack", "thread"})
 """Entity kinds whose key is a number (a pid, a GPU index, an id)."""
@@ -196,6 +198,11 @@ def check_entity(kind: object, key: object, t_ns: object, text: object) -> Entit
     for name, shape in ENTITY_SHAPES.get(kind, {}).items():
         if name in value and not shape(value[name]):
             raise Damaged(f"{name} = {value[name]!r:.40}")
+    missing = [name for name in ENTITY_NEEDS.get(kind, ()) if name not in value]
+    if missing:
+        raise Damaged(f"no {missing[0]}")
+    if kind == "stack" and len(value["frames"]) != len(value["kinds"]):
+        raise Damaged("frames and their kinds differ in number")
     return Entity(kind, key, _int(t_ns), value)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gtop import __version__
-from gtop.core.files import create_new
+from gtop.core.files import check_output_path, create_new
 from gtop.core.hub import Entity
 from gtop.recordings import codec
 from gtop.recordings.schema import (
@@ -90,6 +90,7 @@ class RecordingWriter:
             for suffix in SIDE_FILES:
                 side = Path(f"{self.path}{suffix}")
                 if overwrite:
+                    check_output_path(side)  # only a regular file is ever replaced
                     side.unlink(missing_ok=True)
                 os.close(create_new(side, 0o600))
                 made.append(side)

@@ -114,7 +114,13 @@ def test_odd_metadata_json_is_named_and_skipped(copy: Path, value: str) -> None:
 
 @pytest.mark.parametrize(
     ("kind", "value"),
-    [("stack", {"frames": 7}), ("process", {"pid": "x"}), ("device", [1, 2])],
+    [
+        ("stack", {"frames": 7}),
+        ("stack", {"frames": ["f (a.py)", "g (b.py)"], "kinds": "p"}),
+        ("kernel_name", {"pid": 1}),
+        ("process", {"pid": "x"}),
+        ("device", [1, 2]),
+    ],
 )
 def test_entities_of_the_wrong_shape_are_left_out(copy: Path, kind: str, value: object) -> None:
     edit(copy, "UPDATE entities SET value = ? WHERE kind = ?", json.dumps(value), kind)

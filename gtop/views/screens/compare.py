@@ -36,13 +36,7 @@ def _unit(report: dict[str, Any]) -> dict[str, Any] | None:
     units = list((report.get("gpu") or {}).values())
     if not units:
         return None
-    return max(units, key=lambda u: sum(_part(u, "on").values()))
-
-
-def _part(unit: dict[str, Any], side: str) -> dict[str, float]:
-    """Seconds per cause on one side (``on``/``off``) of a report's GPU unit (``on_s``
-    since the report's keys name their units)."""
-    return unit.get(f"{side}_s", unit.get(side, {}))
+    return max(units, key=lambda u: sum(u.get("on_s", {}).values()))
 
 
 COL = 16
@@ -72,7 +66,7 @@ def comparison(names: tuple[str, str], reports: tuple[dict[str, Any], dict[str, 
             if unit is None:
                 shares.append(None)
                 continue
-            sec = {**_part(unit, "on"), **_part(unit, "off")}.get(code, 0.0)
+            sec = {**unit.get("on_s", {}), **unit.get("off_s", {})}.get(code, 0.0)
             shares.append((sec, sec / unit["duration_s"] if unit["duration_s"] else 0.0))
         if all(s is None or s[0] <= 0 for s in shares):
             continue
