@@ -166,10 +166,10 @@ class GtopApp(App[int]):
         self.source.stop()
 
     def tick(self) -> None:
-        """Poll the source, apply, redraw what changed. A replay is polled on a worker
-        (a seek decodes the history before the new position: seconds on a CUPTI
-        recording), then applied here; meanwhile only the chrome is redrawn."""
-        if self.replay is not None:
+        """Poll the source, apply, redraw what changed. A replay, once loaded, is polled
+        on a worker (a seek decodes the history before the new position: seconds on a
+        CUPTI recording), then applied here; meanwhile only the chrome is redrawn."""
+        if self.replay is not None and self.model.generation > 0:  # the first load: here
             if not self.polling:
                 self.polling = True
                 self._poll_replay()
