@@ -7,9 +7,10 @@
 The UI runs headless (Textual's pilot) over a replay paused mid-recording, with the
 recording's busiest process open. A key's latency is the wall time from the key event
 being posted until the app has handled it and painted the next frame (``pilot.press``
-then one refresh): what the user sees answer. Work a key hands to a worker thread shows
-a "computing…" mark in that frame and its result later; the time until that result is
-drawn is reported separately ("result ms") for the keys that start such work.
+then one refresh): what the user sees answer. Work a key hands to a worker thread (a
+tab's analysis, a seek's reload of the recording) shows in that frame as a mark or the
+new position, and its result later; the time until that result is drawn is reported
+separately ("result ms") for the keys that start such work.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def busiest_pid(path: Path) -> int:
 
 
 def _computing(app: GtopApp) -> bool:
+    """A replay poll (a seek's reload) or the open tab's worker is still running."""
     screen = app.screen
-    return isinstance(screen, ProcessScreen) and not screen.ready()
+    return app.polling or (isinstance(screen, ProcessScreen) and not screen.ready())
 
 
 async def measure(path: Path, at_s: float, size: tuple[int, int], repeats: int) -> dict:

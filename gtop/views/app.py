@@ -8,6 +8,7 @@ recording, runs in a thread worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -24,6 +25,7 @@ from textual.widgets import Input
 
 from gtop.analysis.agent_cost import combined, cost_line
 from gtop.analysis.cuda_activity import names_from_entities
+from gtop.core.hub import Update
 from gtop.core.model import Model
 from gtop.core.source import Controls, Source
 from gtop.session.live import default_recording_path
@@ -136,6 +138,8 @@ class GtopApp(App[int]):
         """Live only: keep collecting but stop redrawing."""
         self.recording_busy = False
         """A recording is being started or finalised (R is greyed meanwhile)."""
+        self.polling = False
+        """A replay poll runs on a worker (:meth:`tick`)."""
         self.shown: tuple[int, GtopScreen] | None = None
         """The model generation and screen last drawn (None: redraw at the next tick)."""
         self.sub_title = source.title
@@ -162,10 +166,37 @@ class GtopApp(App[int]):
         self.source.stop()
 
     def tick(self) -> None:
-        """Poll the source, apply, redraw what changed."""
-        update = self.source.poll()
+        """Poll the source, apply, redraw what changed. A replay is polled on a worker
+        (a seek decodes the history before the new position: seconds on a CUPTI
+        recording), then applied here; meanwhile only the chrome is redrawn."""
+        if self.replay is not None:
+            if not self.polling:
+                self.polling = True
+                self._poll_replay()
+            self._draw()
+            return
+        self._apply(self.source.poll())
+
+    @work(thread=True, exit_on_error=False, group="poll")
+    def _poll_replay(self) -> None:
+        update: Update | None = None
+        try:
+            update = self.source.poll()
+        finally:  # a failed poll still frees the next one
+            with contextlib.suppress(RuntimeError):  # the app is shutting down
+                self.call_from_thread(self._polled, update)
+
+    def _polled(self, update: Update | None) -> None:
+        self.polling = False
+        if update is not None:
+            self._apply(update)
+
+    def _apply(self, update: Update) -> None:
         if update.reset or update.batches or update.entities:
             self.model.apply(update, self.source.now_ns())
+        self._draw()
+
+    def _draw(self) -> None:
         screen = self.screen_stack[-1] if self.screen_stack else None
         if not isinstance(screen, GtopScreen) or not screen.is_mounted:
             return

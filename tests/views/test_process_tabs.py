@@ -81,6 +81,16 @@ async def settle_panel(pilot: Pilot, panel: WorkerPanel) -> None:
     assert panel.settled()
 
 
+async def seeked(pilot: Pilot, app: object, generation: int) -> None:
+    """Wait until the replay's reset reached the tabs (a replay is polled on a worker)."""
+    deadline = time.monotonic() + 20
+    while session_of(app.model).generation < generation and time.monotonic() < deadline:
+        await pilot.pause(0.02)
+    assert session_of(app.model).generation == generation
+    while app.shown != (app.model.generation, app.screen):
+        await pilot.pause(0.02)
+
+
 def recorded(path: Path, stream: str, upto_s: float) -> np.ndarray:
     with Recording(path) as rec:
         t0, _ = rec.time_range()
@@ -302,11 +312,12 @@ async def test_seek_resets_and_numbers_stay_consistent(replay_app: AppFactory) -
         assert rp is not None
         rp.seek(rp.t_start + int(11 * 1e9))
         app.redraw()
+        await seeked(pilot, app, generation + 1)
         await settle_panel(pilot, tab)
-        assert session_of(app.model).generation == generation + 1
         assert not np.array_equal(tab.last.result.totals, before)
         rp.seek(rp.t_start + int(IO_AT_S * 1e9))
         app.redraw()
+        await seeked(pilot, app, generation + 2)
         await settle_panel(pilot, tab)
         while tab.busy or tab._again:
             await settle_panel(pilot, tab)

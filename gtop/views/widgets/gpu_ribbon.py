@@ -28,7 +28,7 @@ class GpuRibbon(Widget, can_focus=True):
         min-height: 2;
     }
     """
-    partition: reactive[Partition | None] = reactive(None)
+    partition: reactive[Partition | None] = reactive(None, always_update=True)
     """The unit's window, tiled by cause (:class:`~gtop.analysis.attribution.Partition`)."""
     span: reactive[tuple[int, int, int]] = reactive((0, 1, 0))
     """``(t0, t1, lag_ns)``: the window, and how far its end lies before the newest data."""
