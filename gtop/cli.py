@@ -530,6 +530,17 @@ def _check_host_tier(tier: str) -> None:
             )
 
 
+def _check_forced_tier_started(source, config: Config) -> None:
+    """A forced host-thread tier that passed :func:`_check_host_tier` but failed to
+    start (the BPF object refused by the kernel, say) ends the recording with one line."""
+    if config.host_tier in ("auto", "off"):
+        return
+    for status in source.statuses():
+        if status.name == "threads" and not status.ok:
+            source.stop()
+            raise UserError(f"--host-tier {config.host_tier}: {status.detail}")
+
+
 def _check_output(path: Path, overwrite: bool) -> None:
     """Before attaching to anything: ``path`` can be created (or, with ``--force``,
     replaced: only a regular file is)."""
@@ -773,6 +784,7 @@ def cmd_record(config: Config) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     source.start()
+    _check_forced_tier_started(source, config)
     started = time.monotonic()
     interactive = sys.stderr.isatty()
     shown = -1

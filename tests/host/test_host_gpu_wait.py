@@ -10,7 +10,8 @@ import pytest
 from host_harness import FAKE_CUDA, build_fake_cuda, collect, target
 
 from gtop.collectors.threads import symbols
-from gtop.collectors.threads.bpf import CUDA_WAITS, BpfThreadCollector
+from gtop.collectors.threads.bpf import BpfThreadCollector
+from gtop.collectors.threads.gpu_waits import CUDA_WAITS
 from gtop.core.layouts import BlockReason, ThreadState
 
 

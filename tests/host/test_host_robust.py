@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import select
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -156,3 +158,41 @@ def test_bpf_gpu_wait_uprobes_classify_blocked_time():
     assert gpu > 0.3e9, (gpu, dur[mine["reason"] == BlockReason.SLEEP].sum())
     assert dur[mine["reason"] == BlockReason.SLEEP].sum() < 0.05 * gpu
     assert dur[mine["reason"] == BlockReason.IO].sum() > 0.3e9
+
+
+# forks twice (4 processes, all mapping libc), then every process sleeps in short steps
+FORKING_SLEEPERS = """
+import os, sys, time
+os.fork()
+os.fork()
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+end = time.monotonic() + 3.0
+while time.monotonic() < end:
+    time.sleep(0.02)
+"""
+
+
+def test_bpf_gpu_wait_uprobes_once_per_file_for_forked_children():
+    """Forked children inherit the probed library's mapping: the probes stay one set per
+    file (system-wide, filtered to tracked processes), where one set per process made a
+    DataLoader job's exit take 92 s detaching them; the children's waits still count."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FORKING_SLEEPERS], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        hub = Hub()
+        sub = hub.subscribe()
+        col = BpfThreadCollector(
+            hub, proc.pid, python_stacks=False, gpu_waits={"libc.so": ["clock_nanosleep"]}
+        )
+        col.start()
+        time.sleep(2.0)
+        col.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert col.status.counters.get("gpu_wait_probes") == 1, col.status.counters
+    waits = _intervals(sub)
+    waits = waits[waits["reason"] == BlockReason.GPU_WAIT]
+    assert len(set(waits["pid"].tolist())) >= 3, waits["pid"]

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.collectors.threads import blockreason, perf_events, proctree, symbols
+from gtop.collectors.threads import blockreason, perf_events, proctree
 from gtop.collectors.threads.ebpf.libbpf import BpfError, BpfObject
+from gtop.collectors.threads.gpu_waits import GpuWaitProbes
 from gtop.collectors.threads.symbols import Symbolizer
 from gtop.collectors.threads.tier import ThreadCollector
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
@@ -32,41 +33,6 @@ HOOKS = ("switch", "wakeup", "sys_enter", "sys_exit", "fork", "exit")
 SLOTS = 1 << 13  # SLOT_BITS in offcpu.h
 FLAG_PREEMPTED, FLAG_SEEDED, FLAG_GPU_WAIT = 1, 2, 4
 MAX_STACK = 127
-CUDA_WAITS = {
-    # the runtime (torch's libcudart.so.13): it reaches the driver through cuGetProcAddress
-    # pointers, not libcuda's exported symbols, so only its own exports see its waits
-    "libcudart.so": [
-        "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaDeviceSynchronize",  # and
-        "cudaThreadSynchronize",  # its pre-CUDA-13 alias
-        "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy_ptds",
-        "cudaMemcpy2D", "cudaMemcpy2D_ptds", "cudaMemcpy3D", "cudaMemcpy3D_ptds",
-        "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cudaMemcpyFromSymbol_ptds",
-        "cudaMemcpyToSymbol", "cudaMemcpyToSymbol_ptds",
-        # returns only once the copy is done when the host side is pageable memory, as
-        # in torch's .item() (cudaMemcpyAsync to the stack, then cudaStreamSynchronize):
-        # that is where such a wait is spent
-        "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz",
-    ],
-    # the driver, called directly (ctypes, cuda-bindings) or by a statically linked
-    # runtime: every exported variant (_v2, per-thread-stream _ptsz/_ptds)
-    "libcuda.so": [
-        "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
-        "cuCtxSynchronize_v2", "cuEventSynchronize", "cuMemcpy", "cuMemcpy_ptds",
-        "cuMemcpyDtoH", "cuMemcpyDtoH_v2", "cuMemcpyDtoH_v2_ptds", "cuMemcpyHtoD",
-        "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoD", "cuMemcpyDtoD_v2",
-        "cuMemcpyDtoD_v2_ptds", "cuMemcpy2D_v2", "cuMemcpy2D_v2_ptds", "cuMemcpy3D_v2",
-        "cuMemcpy3D_v2_ptds", "cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyDtoHAsync_v2",
-        "cuMemcpyDtoHAsync_v2_ptsz",
-    ],
-}  # fmt: skip
-"""Blocking CUDA calls, by library: time inside them is ``BlockReason.GPU_WAIT``, whether
-blocked, spinning on CPU, or yielding (runnable). Launches and other asynchronous calls
-return without waiting and are not probed (a uprobe costs ~11 us a call), except the
-device-to-host async copies, which block when the host memory is pageable (their on-CPU
-microseconds when they do not block count as GPU_WAIT too); nor are queries
-(``cudaStreamQuery``), which return at once (a loop polling them shows as on-CPU).
-Names a library lacks are skipped; nested probed calls count once."""
-
 # Mirrors of offcpu.h.
 SWITCH_EVENT = np.dtype(
     [("cpu_ns", "<u8"), ("on_ns", "<u8"), ("off_ns", "<u8"), ("wake_ns", "<u8"), ("in_ns", "<u8"),
@@ -104,8 +70,9 @@ class BpfThreadCollector(ThreadCollector):
     in ``status.stack_errors`` (``counters``: ``kstack_errors``, ``ustack_errors``).
     ``gpu_waits`` maps a library name to functions whose blocked time is GPU waiting
     (default :data:`CUDA_WAITS`);
-    each target process gets an entry and a return uprobe on them once it maps the library
-    (a uprobe costs microseconds per call, so only blocking calls are probed).
+    each library file a target maps gets an entry and a return uprobe on them, once,
+    system-wide (see :mod:`gpu_waits`; a uprobe costs microseconds per call, so only
+    blocking calls are probed).
     """
 
     tier = "bpf"
@@ -121,9 +88,7 @@ class BpfThreadCollector(ThreadCollector):
         self.mode = ""
         self.user_stacks = user_stacks
         self.stack_entries = stack_entries
-        self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
-        self._probed: set[tuple[int, str]] = set()
-        self._probe_check: dict[int, float] = {}
+        self.gpu_waits = GpuWaitProbes(gpu_waits, self.status)
         self.ncpu = os.cpu_count() or 1
         self._obj: BpfObject | None = None
         self._tails = {
@@ -199,32 +164,16 @@ class BpfThreadCollector(ThreadCollector):
             self._probe_gpu_waits()
 
     def _probe_gpu_waits(self) -> None:
-        """Attach the GPU-wait uprobes in processes that mapped a probed library."""
-        now = time.monotonic()
-        for pid in self._tracked:
-            if now - self._probe_check.get(pid, 0.0) < 2.0:
-                continue  # a process maps libcuda once CUDA starts: look again later
-            self._probe_check[pid] = now
-            for lib, funcs in self.gpu_waits.items():
-                for path in symbols.mapped_files(pid, lib):
-                    if (pid, path) in self._probed:
-                        continue
-                    self._probed.add((pid, path))
-                    try:
-                        for offset in symbols.function_offsets(path, funcs).values():
-                            self._obj.attach_uprobe("gpu_wait_enter", False, pid, path, offset)
-                            self._obj.attach_uprobe("gpu_wait_exit", True, pid, path, offset)
-                            self.status.counters["gpu_wait_probes"] = (
-                                int(self.status.counters.get("gpu_wait_probes", 0)) + 1
-                            )
-                            # which libraries: no libcudart here means a static runtime
-                            # (or none), seen through libcuda's exports only
-                            libs = set(self.status.counters.get("gpu_wait_libs", []))
-                            libs.add(os.path.basename(path))
-                            self.status.counters["gpu_wait_libs"] = sorted(libs)
-                    except BpfError as exc:
-                        self.status.count_error("uprobe")
-                        self.status.last_error = str(exc)
+        """Attach the GPU-wait uprobes (system-wide, once per file) that tracked processes'
+        libraries need; the programs keep only tracked processes' calls."""
+        if self._obj is not None:
+            obj = self._obj
+            self.gpu_waits.probe(self._tracked, lambda path, off: self._attach_wait(obj, path, off))
+
+    @staticmethod
+    def _attach_wait(obj: BpfObject, path: str, offset: int) -> None:
+        obj.attach_uprobe("gpu_wait_enter", False, -1, path, offset)
+        obj.attach_uprobe("gpu_wait_exit", True, -1, path, offset)
 
     def _seed(self) -> None:
         """Threads off CPU since before attach never switch out: start their interval now."""

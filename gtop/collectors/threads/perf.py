@@ -12,7 +12,7 @@ tracefs.
 GPU waits: once a target process maps the CUDA runtime or driver, a uprobe and a
 uretprobe (the ``uprobe`` PMU, one event per CPU for all processes mapping the file,
 records filtered to the target's threads) on each blocking call of the BPF tier's list
-(:data:`~gtop.collectors.threads.bpf.CUDA_WAITS`) mark time inside the call
+(:data:`~gtop.collectors.threads.gpu_waits.CUDA_WAITS`) mark time inside the call
 ``GPU_WAIT``: blocked, on CPU (spinning) and runnable (preempted in it), as the BPF tier
 does. Costs two events per function per CPU (file descriptors) and a few microseconds
 per probed call; system-wide uprobes need CAP_PERFMON (or perf_event_paranoid <= 0), and
@@ -27,8 +27,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from gtop.collectors.threads import blockreason, perf_events, proctree, symbols
-from gtop.collectors.threads.bpf import CUDA_WAITS
+from gtop.collectors.threads import blockreason, perf_events, proctree
+from gtop.collectors.threads.gpu_waits import GpuWaitProbes
 from gtop.collectors.threads.perf_events import (
     CONTEXT_KERNEL,
     CONTEXT_USER,
@@ -88,9 +88,7 @@ class PerfThreadCollector(ThreadCollector):
         """``gpu_waits`` maps a library name to its blocking calls (default: the BPF
         tier's :data:`CUDA_WAITS`)."""
         super().__init__(hub, pid, **kw)
-        self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
-        self._probed: set[str] = set()
-        self._probe_check: dict[int, float] = {}
+        self.gpu_waits = GpuWaitProbes(gpu_waits, self.status)
         self._probe_rings: list[PerfRing | None] = []  # uprobe records, per CPU
         self._probe_ids: dict[int, int] = {}  # event id -> RECORD_GPU_ENTER / EXIT
         self.ncpu = os.cpu_count() or 1
@@ -164,31 +162,7 @@ class PerfThreadCollector(ThreadCollector):
     def _tree_changed(self, table: dict[int, int]) -> None:
         if self._syms is not None:
             self._open_threads({t: p for t, p in table.items() if t not in self._threads})
-            self._probe_gpu_waits(set(table.values()))
-
-    def _probe_gpu_waits(self, pids: set[int]) -> None:
-        """Uprobes on the GPU-wait calls of libraries a target process has mapped."""
-        now = time.monotonic()
-        for pid in pids:
-            if now - self._probe_check.get(pid, 0.0) < 2.0:
-                continue  # a process maps libcuda once CUDA starts: look again later
-            self._probe_check[pid] = now
-            for lib, funcs in self.gpu_waits.items():
-                for path in symbols.mapped_files(pid, lib) - self._probed:
-                    self._probed.add(path)  # system-wide: once per file, for every process
-                    for offset in symbols.function_offsets(path, funcs).values():
-                        try:
-                            self._open_uprobe(path, offset)
-                        except OSError as exc:
-                            self.status.count_error("uprobe")
-                            self.status.last_error = str(exc)
-                            continue
-                        probes = int(self.status.counters.get("gpu_wait_probes", 0)) + 1
-                        self.status.counters["gpu_wait_probes"] = probes
-                        libs = set(self.status.counters.get("gpu_wait_libs", []))
-                        self.status.counters["gpu_wait_libs"] = sorted(
-                            libs | {os.path.basename(path)}
-                        )
+            self.gpu_waits.probe(set(table.values()), self._open_uprobe)
 
     def _open_uprobe(self, path: str, offset: int) -> None:
         """An entry and a return probe on every CPU, into the per-CPU probe rings."""

@@ -11,7 +11,7 @@ GPU waits: a blocked thread of a process that maps the CUDA runtime or driver is
 GPU wait when its ``syscall`` file's user program counter, or a return address among the
 first :data:`SCAN_BYTES` of its user stack (from the stack pointer, read through
 ``/proc/PID/mem``), lies inside one of the blocking calls the BPF tier probes
-(:data:`~gtop.collectors.threads.bpf.CUDA_WAITS`); the driver's waits are syscalls made
+(:data:`~gtop.collectors.threads.gpu_waits.CUDA_WAITS`); the driver's waits are syscalls made
 through libc, so the program counter alone is in libc. Only blocked time is seen so: a
 call spinning on CPU is on-CPU time here. A stale return address left in an
 uninitialised slot of a live frame could mislabel a wait; the bound keeps it rare.
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gtop.collectors.threads import blockreason, symbols
-from gtop.collectors.threads.bpf import CUDA_WAITS
+from gtop.collectors.threads.gpu_waits import CUDA_WAITS
 from gtop.collectors.threads.proctree import kernel_frames
 from gtop.collectors.threads.tier import ThreadCollector
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
