@@ -1,3 +1,3 @@
-from gtop.cli import main
+from gtop.cli import run
 
-raise SystemExit(main())
+run()
