@@ -7,7 +7,8 @@
 # Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation startup-compile
-# overhead-matrix overhead-matrix-eager overhead-matrix-loader overhead-matrix-train overhead-matrix-compile
+# overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
+# overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
 set -u
 OUT=${OUT:-/tmp/gtop-out}
@@ -124,6 +125,9 @@ for step in $steps; do
                        --json "$OUT/overhead_graph-decode.json" ;;
     overhead-matrix-eager) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
                              --json "$OUT/overhead_eager-decode.json" ;;
+    # which part of gtop a launch-bound loss is: without host tracing, without the agent
+    overhead-matrix-eager-ablation) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
+                             --modes untraced,gtop,gtop-host-off,gtop-no-agent --json "$OUT/ablation_eager-decode.json" ;;
     overhead-matrix-loader) limit 235 python3 benchmarks/overhead_matrix.py --workloads resnet-loader \
                               --json "$OUT/overhead_resnet-loader.json" ;;
     overhead-matrix-train) limit 235 python3 benchmarks/overhead_matrix.py --workloads gpu-train \

@@ -45,7 +45,15 @@ import measured_run
 
 HERE = Path(__file__).resolve().parent
 W = HERE / "workloads"
-MODES = ("untraced", "gtop", "gtop-full", "torch.profiler")
+MODES = ("untraced", "gtop", "gtop-full", "torch.profiler", "gtop-host-off", "gtop-no-agent")
+"""The matrix's four, then two ablations (``--modes``): gtop without host-thread tracing
+(BPF, py-spy), and gtop without the agent (no CUPTI): which part a launch-bound loss is."""
+GTOP_ARGS = {
+    "gtop": ["--agent-mode", "default"],
+    "gtop-full": ["--agent-mode", "full"],
+    "gtop-host-off": ["--agent-mode", "default", "--host-tier", "off"],
+    "gtop-no-agent": ["--no-agent"],
+}
 
 
 @dataclass(frozen=True)
@@ -114,8 +122,7 @@ def command(w: Workload, mode: str, out: Path) -> list[str]:
         return target
     if mode == "torch.profiler":
         return [sys.executable, str(W / "under_torch_profiler.py"), str(w.script), *w.args]
-    agent_mode = "full" if mode == "gtop-full" else "default"
-    gtop = [sys.executable, "-m", "gtop", "record", "--force", "--agent-mode", agent_mode]
+    gtop = [sys.executable, "-m", "gtop", "record", "--force", *GTOP_ARGS[mode]]
     return [*gtop, "-o", str(out), "--", *target]
 
 
@@ -296,7 +303,7 @@ def machine() -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="graph-decode,eager-decode")
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(MODES[:4]), help=f"of {', '.join(MODES)}")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--budget", type=float, default=210.0, help="seconds for all rounds")
     ap.add_argument("--json", type=Path, help="write rows and summary here")
@@ -316,8 +323,11 @@ def main() -> int:
         unknown = [n for n in names if n not in WORKLOADS]
         if unknown:
             ap.error(f"unknown workloads {unknown}: choose from {', '.join(WORKLOADS)}")
+        modes = args.modes.split(",")
+        if bad := [m for m in modes if m not in MODES]:
+            ap.error(f"unknown modes {bad}: choose from {', '.join(MODES)}")
         info = machine()
-        rows = measure(names, args.modes.split(","), args.rounds, args.budget)
+        rows = measure(names, modes, args.rounds, args.budget)
         commands = [" ".join(["python3", *sys.argv])]
     summary = summarise(rows)
     text = markdown(summary, info) + "\n\nCommands:\n" + "\n".join(f"    {c}" for c in commands)
