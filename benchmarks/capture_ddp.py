@@ -165,15 +165,20 @@ def _attached(
 
 
 def _until(
-    ready: Callable[[], bool], procs: list[subprocess.Popen], args: argparse.Namespace
+    ready: Callable[[], bool],
+    procs: list[subprocess.Popen],
+    args: argparse.Namespace,
+    timeout_s: float | None = None,
 ) -> None:
-    """Wait for ``ready()``; raise when one of ``procs`` exits first or on timeout."""
-    deadline = time.monotonic() + args.timeout
+    """Wait for ``ready()`` (``timeout_s``, else ``--timeout``); raise when one of ``procs``
+    exits first or on timeout."""
+    limit = args.timeout if timeout_s is None else timeout_s
+    deadline = time.monotonic() + limit
     while not ready():
         if any(p.poll() is not None for p in procs):
             raise RuntimeError("a process exited before it was ready")
         if time.monotonic() > deadline:
-            raise subprocess.TimeoutExpired("capture_ddp", args.timeout)
+            raise subprocess.TimeoutExpired("capture_ddp", limit)
         time.sleep(0.05)
 
 

@@ -96,7 +96,9 @@ for step in $steps; do
     # interleaved paired slices until --budget (HOST_OVERHEAD_BUDGET, 160 s) is spent
     host-overhead) limit 190 python3 benchmarks/host_overhead.py --json "$OUT/host_overhead.json" \
                      --budget "${HOST_OVERHEAD_BUDGET:-160}" ;;
-    gputests) python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tail -40 ;;
+    # tests that need only CI packages (perfetto, jsonschema) fail to import here: skip them
+    gputests) python3 -m pytest -m gpu -q -p no:cacheprovider --continue-on-collection-errors \
+                tests 2>&1 | tail -40 ;;
     agent-tests) limit 420 python3 -m pytest -m gpu -q -p no:cacheprovider \
                    -o faulthandler_timeout=120 tests/agent >"$OUT/agent_tests.txt" 2>&1
                  tail -40 "$OUT/agent_tests.txt" ;;
