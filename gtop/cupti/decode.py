@@ -305,7 +305,9 @@ class Decoded:
     """records walked, per CUPTI kind."""
     undecoded_bytes: int = 0
     incomplete: int = 0
-    """kernels, copies and memsets without an end time (delivered by a forced flush)."""
+    """kernels, copies and memsets without an end time (delivered by a forced flush), and
+    ones without a start time (an agent attached to a running process got
+    kernels with start 0 on an H200): those are left out, since they cannot be placed."""
     names: list[tuple[str, int, str]] = field(default_factory=list)
     """``(entity kind, id, name)`` of names first made in this buffer (CUDA graphs)."""
 
@@ -344,8 +346,14 @@ class Decoder:
                     batch = np.concatenate([out.batches[stream], batch])
                 out.batches[stream] = batch
         for stream in ("kernel", "memcpy", "memset"):
-            if stream in out.batches:
-                out.incomplete += int((out.batches[stream]["end_ns"] < 0).sum())
+            batch = out.batches.get(stream)
+            if batch is None:
+                continue
+            placed = batch["t_ns"] != -1  # to_mono's "unknown" (CUPTI's 0)
+            if not placed.all():  # no start time: nowhere to put it
+                out.incomplete += int((~placed).sum())
+                out.batches[stream] = batch = batch[placed]
+            out.incomplete += int((batch["end_ns"] < 0).sum())
         for stream, batch in out.batches.items():  # streams are ordered by t_ns
             t = batch["t_ns"]
             if len(t) > 1 and (t[1:] < t[:-1]).any():
