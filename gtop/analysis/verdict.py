@@ -41,6 +41,9 @@ FIXES = {
     "torch.compile) or other work ahead on the GPU (other streams or processes)",
     "gpu-dependency": "streams wait on each other's events: overlap independent work",
     "gpu-bound": "the GPU is the bottleneck: speed up the top kernels",
+    "communication-bound": "if the Ranks section names a slower rank, the others wait for "
+    "it in the collectives: balance the ranks' work (data, shards); else overlap "
+    "communication with compute (DDP bucket size, FSDP prefetch)",
     "host-function": "keep host functions off the stream the GPU works on: do that host work "
     "on a CPU thread (or on the GPU) and synchronise with an event",
     "no-host-data": "gtop saw no CUDA activity or host threads of the target here: record "
@@ -160,6 +163,23 @@ def decide(
     on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
     gar = on / duration_s
     rates = _rates(launches_per_s, mean_kernel_us)
+    comm = seconds.get(LABELS[Cause.G_COMM], 0.0)
+    if gar >= GPU_BOUND_GAR and comm > on - comm:
+        return Verdict(
+            kind="communication-bound",
+            cause=LABELS[Cause.G_COMM],
+            phrase=PHRASES[Cause.G_COMM],
+            explanation=EXPLANATIONS[Cause.G_COMM],
+            share_of_window=comm / duration_s,
+            gar=gar,
+            headline=f"mostly communicating (NCCL), {comm / duration_s:.0%} of the time: "
+            "the GPU is busy in collectives, not computing",
+            evidence=(f"NCCL kernels {comm:.2f} s of {duration_s:.2f} s",),
+            fix=FIXES["communication-bound"],
+            top_frames=(),
+            launches_per_s=launches_per_s,
+            mean_kernel_us=mean_kernel_us,
+        )
     if gar >= GPU_BOUND_GAR:
         evidence = [f"GPU busy {gar:.0%} of {duration_s:.2f} s"]
         if rates:

@@ -164,3 +164,17 @@ def test_fixes_move_gar_and_the_named_cause() -> None:
 
         assert a["gpu"]["0"]["gar"] > b["gpu"]["0"]["gar"], (before, after)
         assert share(a) < share(b), (before, after, cause)
+
+
+def test_collectives_are_not_called_gpu_bound() -> None:
+    """Seconds per cause of rank 0 in a 2-H200 NCCL job whose rank 1 sleeps 20 ms a step
+    (benchmarks/capture_ddp.py, RESULTS.md): NCCL kernels fill 86% of the window while the
+    rank waits for its peer, which is not the GPU being the bottleneck."""
+    from gtop.analysis.verdict import decide
+
+    seconds = {"G:COMP": 0.0097, "G:XFER": 0.0002, "G:COMM": 2.997, "H:CTRL": 0.173}
+    verdict = decide(seconds, 3.50)
+    assert verdict is not None and verdict.kind == "communication-bound"
+    assert verdict.cause == "G:COMM" and "slower rank" in verdict.fix
+    busy = decide({"G:COMP": 3.0, "G:COMM": 0.2}, 3.5)
+    assert busy is not None and busy.kind == "gpu-bound"
