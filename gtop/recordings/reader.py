@@ -154,7 +154,7 @@ class Recording:
 
     def _data_bounds(self, info: ChunkInfo) -> tuple[int, int] | None:
         records = self._chunk(info)
-        return None if records is None else validate.data_bounds(records)
+        return None if records is None or not len(records) else validate.data_bounds(records)
 
     # --- data ---------------------------------------------------------------------------
 
@@ -207,7 +207,7 @@ class Recording:
             if self._decode(info, out[filled : filled + info.n]) is not None:
                 filled += info.n
                 parts += 1
-        return _by_time(out if filled == len(out) else out[:filled].copy(), parts)
+        return _by_time(_placed(stream, out if filled == len(out) else out[:filled].copy()), parts)
 
     def iter_chunks(self, stream: str, reuse: bool = False) -> Iterator[np.ndarray]:
         """Each intact chunk of ``stream`` in time order (bounded memory for big streams).
@@ -221,6 +221,8 @@ class Recording:
         buffer = np.empty(max(info.n for info in chunks) if reuse else 0, self.streams[stream])
         for info in chunks:
             rows = self._decode(info, buffer[: info.n]) if reuse else self._chunk(info)
+            if rows is not None and reuse:
+                rows = _placed(stream, rows)
             if rows is not None and len(rows):
                 yield rows
 
@@ -232,6 +234,7 @@ class Recording:
         records = self._decode(info)
         if records is None:
             return None
+        records = _placed(info.stream, records)
         records.flags.writeable = False
         self._cache[info.id] = records
         if len(self._cache) > self._cache_chunks:
@@ -277,6 +280,19 @@ class Recording:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+UNPLACED = ("kernel", "memcpy", "memset")
+"""Streams whose rows can lack a start time (-1: CUPTI's 0). Recorders before d123f68
+kept such rows (an agent attaching to running NCCL ranks got one), which put the
+recording's start at -1 ns; they cannot be placed in time and are left out."""
+
+
+def _placed(stream: str, records: np.ndarray) -> np.ndarray:
+    if stream not in UNPLACED or not len(records):
+        return records
+    unknown = records["t_ns"] == -1
+    return records[~unknown] if unknown.any() else records
 
 
 def _by_time(records: np.ndarray, parts: int) -> np.ndarray:

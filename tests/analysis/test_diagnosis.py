@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.gpu_report import gpu_report
-from gtop.analysis.records import Records
+from gtop.analysis.ranks import comm_labels
+from gtop.analysis.records import Records, mark_comm
 from gtop.analysis.report import ATTRIBUTION_STREAMS, stack_frames
 from gtop.analysis.verdict import from_entry
 from gtop.recordings.clipped import choose
@@ -60,6 +62,8 @@ def expected_kind(name: str) -> tuple[str, str | None]:
 def known(expected: dict[str, Any]) -> tuple[str, str | None]:
     if str(expected.get("cause", "")).startswith("GPU-bound"):
         return "gpu-bound", "G:COMP"
+    if "straggler" in expected:  # NCCL ranks waiting for a slower one
+        return "communication-bound", "G:COMM"
     if "dominant" in expected:
         return CAUSE_KIND[expected["dominant"]], expected["dominant"]
     causes = [k for k in expected if k in CAUSE_KIND]
@@ -130,8 +134,10 @@ def test_default_mode_verdict_names_it_too(name: str) -> None:
         window = choose(rec)
         batches = {n: rec.read(n) for n in ATTRIBUTION_STREAMS if n in rec.streams}
         stacks = stack_frames(rec.entities("stack"))
+        names = names_from_entities(rec.entities())
     batches.pop("api")
     records = Records.from_streams({k: v for k, v in batches.items() if len(v)})
+    mark_comm(records.ops, comm_labels(names))  # as the report does: NCCL kernels by name
     entry = gpu_report(records, window.t0, window.t1, stacks=stacks)["0"]
     kernels = records.ops[records.ops["kind"] == 0]
     kernels = kernels[(kernels["t"] >= window.t0) & (kernels["t"] < window.t1)]
