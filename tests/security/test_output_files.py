@@ -79,7 +79,9 @@ def test_a_state_folder_others_can_write_is_refused(monkeypatch, tmp_path, capsy
 
 def test_a_recording_never_writes_through_links_planted_beside_it(tmp_path):
     """SQLite opens FILE-wal and FILE-shm by name: links planted there (in /tmp, by
-    another user) are refused, or removed with --force, never written through."""
+    another user) are refused, with --force too (it replaces only regular files), never
+    written through."""
+    from gtop.core.files import UnsafeFile
     from gtop.recordings.writer import RecordingWriter
 
     victim = tmp_path / "victim"
@@ -92,6 +94,11 @@ def test_a_recording_never_writes_through_links_planted_beside_it(tmp_path):
         assert not out.exists()  # nothing half-made is left
         Path(f"{out}{suffix}").unlink()
     Path(f"{out}-wal").symlink_to(victim)
+    with pytest.raises(UnsafeFile):
+        RecordingWriter(out, {}, overwrite=True)
+    assert Path(f"{out}-wal").is_symlink() and not out.exists()
+    Path(f"{out}-wal").unlink()
+    Path(f"{out}-wal").write_text("stale")  # a regular leftover is what --force replaces
     writer = RecordingWriter(out, {}, overwrite=True)
     writer.close()
     assert victim.read_text() == "precious"
