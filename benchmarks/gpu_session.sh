@@ -155,9 +155,6 @@ for step in $steps; do
           tail -20 "$OUT/eco/tests.txt" ;;
     # issue 17: Python frames' cost and yield against a torch training loop (a large
     # process for py-spy to read): the dump loop gtop used vs. the 100 Hz stream now
-    eco-pyspy) mkdir -p "$OUT/eco"
-          limit 200 python3 benchmarks/pyspy_sampler_cost.py --seconds 30 -- \
-            python3 benchmarks/workloads/train_loop.py --seconds 600 | tee "$OUT/eco/pyspy_cost.txt" ;;
     # issue 14: the hardened attach path on the GPU (root into another user's CUDA
     # process, a traced process forking loader workers, a short CUDA process's exit),
     # then the agent's exit cost, CPU-only and with CUDA (RESULTS.md "Agent exit cost")

@@ -1,27 +1,16 @@
-"""Python frames from a streaming out-of-process sampler: ``py-spy record`` at 100 Hz.
+"""Python frames from an out-of-process sampler (``py-spy dump --json --nonblocking``).
 
 CPython has no frame pointers, so BPF and perf user stacks stop at the interpreter loop.
-py-spy reads the interpreter's memory from outside. One ``py-spy record --format
-chrometrace --idle --threads --nonblocking`` per process runs for :data:`CHUNK_S`
-seconds; a new one starts every :data:`CHUNK_S`, so the next is attached (0.1-0.25 s
-here) before the last one ends and the chunks overlap instead of leaving gaps. Each
-chunk's trace is a list of begin/end events per thread, stamped when py-spy took the
-sample: replayed, they give *runs*, spans over which a thread's Python stack stayed the
-same. A thread's OS id comes from the ``thread (TID)`` frame ``--threads`` adds. Unlike
-``py-spy dump``, the trace does not say whether a thread was idle, so runs join intervals
-by time alone (:meth:`PyStackSampler.match`).
-
-py-spy stamps its events from an ``Instant`` taken as it starts, which gtop cannot read;
-the chunk's clock is placed between the spawn and the exit less the last stamp
-(measured here, a 2-21 ms spread; the midpoint is used). ``--nonblocking`` never pauses
-the target. py-spy is looked for beside the running interpreter first (a virtual
-environment's ``bin``, which is not on ``PATH`` under sudo), then on ``PATH``.
+py-spy reads the interpreter's memory from outside and reports each OS thread id's Python
+stack; we keep the recent dumps per thread and join them to kernel/native stacks by thread
+id and time (:meth:`PyStackSampler.match`). ``--nonblocking`` never pauses the target.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -29,27 +18,22 @@ import sysconfig
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
-from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from gtop.agent import tmpdirs
 
 if TYPE_CHECKING:
     from gtop.collectors.threads.tier import ThreadCollector
 
 KEEP_NS = 30_000_000_000
 """How long sampled Python stacks are kept for matching against intervals."""
-DEFAULT_RATE_HZ = 100.0
-"""py-spy's own default rate."""
-CHUNK_S = 1
-"""Seconds one ``py-spy record`` samples (whole seconds: py-spy's ``--duration``); also
-how far its stacks trail the records they join (see :meth:`PyStackSampler.pending_ns`)."""
-MAX_CHUNKS_PER_PID = 3
-"""Chunks of one process alive at once; past this, the next chunk waits (slow exits)."""
+
+
+DEFAULT_RATE_HZ = 4.0
+"""Dumps per second per process. A streaming sampler (``py-spy record`` at 100 Hz) was
+tried and reverted: its trace carries no idle flag, so blocked intervals got the Python
+frames of the phase next to them (tests/host/test_host_threads.py)."""
 
 
 def available() -> str | None:
@@ -62,65 +46,12 @@ def available() -> str | None:
     return shutil.which("py-spy")
 
 
-@dataclass(frozen=True)
-class Run:
-    """One thread's Python stack, unchanged from the sample at ``t0`` to the last sample
-    before ``t1`` (CLOCK_MONOTONIC ns)."""
-
-    tid: int
-    t0: int
-    t1: int
-    frames: tuple[str, ...]
-    """Outermost first, without py-spy's thread and process pseudo-frames."""
-
-
-def _frame_name(event: dict[str, Any]) -> str:
-    filename = (event.get("args") or {}).get("filename") or ""
-    return f"{event['name']} ({os.path.basename(filename)})" if filename else event["name"]
-
-
-def runs_of(events: list[dict[str, Any]], anchor_ns: int) -> list[Run]:
-    """The runs in one chunk's chrometrace ``events`` (µs since py-spy's start, which
-    was at ``anchor_ns``). py-spy writes events only where a thread's stack changed, all
-    of one sample with the same stamp, and ends every open frame at its last stamp."""
-    stacks: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
-    since: dict[tuple[int, int], int] = {}
-    out: list[Run] = []
-    ordered = sorted(events, key=lambda e: (e["pid"], e["tid"], e["ts"]))  # stable
-    for (pid, thread, ts), group in groupby(ordered, key=lambda e: (e["pid"], e["tid"], e["ts"])):
-        key = (int(pid), int(thread))
-        frames = stacks[key]
-        if frames and key in since:
-            run = _run(frames, anchor_ns + since[key] * 1000, anchor_ns + int(ts) * 1000)
-            if run is not None:
-                out.append(run)
-        for event in group:
-            if event["ph"] == "B":
-                frames.append(event)
-            elif event["ph"] == "E" and frames:
-                frames.pop()
-        since[key] = int(ts)
-    return out
-
-
-def _run(frames: list[dict[str, Any]], t0: int, t1: int) -> Run | None:
-    tid = next((_tid(f["name"]) for f in frames if f["name"].startswith("thread (")), -1)
-    python = tuple(_frame_name(f) for f in frames if (f.get("args") or {}).get("filename"))
-    return Run(tid, t0, t1, python) if t0 < t1 and tid > 0 and python else None
-
-
-def _tid(name: str) -> int:
-    """The OS thread id in py-spy's ``thread (TID)`` / ``thread (TID): NAME`` frame."""
-    text = name[len("thread (") :].split(")", 1)[0]
-    return int(text) if text.isdigit() else -1
-
-
-@dataclass
-class _Chunk:
-    pid: int
-    proc: subprocess.Popen
-    out: Path
-    spawned_ns: int
+def _frames(thread: dict) -> tuple[str, ...]:
+    """py-spy frames (innermost first) as names, outermost first."""
+    names = [
+        f"{f['name']} ({f.get('short_filename') or f.get('filename')})" for f in thread["frames"]
+    ]
+    return tuple(reversed(names))
 
 
 class PyStackSampler:
@@ -131,22 +62,17 @@ class PyStackSampler:
         self.rate_hz = rate_hz
         self.stacks: list[tuple[str, ...]] = []
         """Distinct Python stacks seen; :meth:`match` returns indices into it."""
-        self.chunks = 0
-        """py-spy runs that delivered a trace."""
+        self.dumps = 0
         self.errors = 0
         self.last_error = ""
         self._index: dict[tuple[str, ...], int] = {}
-        # per tid: runs (start, end, stack index), in start order
-        self._runs: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        # per (tid, running?): read windows and Python stack indices, in time order
+        self._times: dict[tuple[int, bool], list[tuple[int, int]]] = defaultdict(list)
+        self._ids: dict[tuple[int, bool], list[int]] = defaultdict(list)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._exe = available()
-        self._tmp: Path | None = None
-        """Chunk traces; a gtop killed before removing it leaves it to the next one
-        (:func:`gtop.agent.tmpdirs.make`)."""
-        self._live: list[_Chunk] = []
-        self._seq = 0
 
     def start(self, collector: ThreadCollector) -> None:
         if self._exe is None:
@@ -154,7 +80,6 @@ class PyStackSampler:
                 f"py-spy not found beside {sys.executable} nor on PATH: no Python frames"
             )
             return
-        self._tmp = tmpdirs.make("gtop-pyspy-")
         self._thread = threading.Thread(
             target=self._run, args=(collector,), name="gtop-pyspy", daemon=True
         )
@@ -164,111 +89,68 @@ class PyStackSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        for chunk in self._live:
-            chunk.proc.kill()
-            chunk.proc.wait()
-        self._live.clear()
-        if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _run(self, collector: ThreadCollector) -> None:
-        next_start = time.monotonic()
         while not self._stop.is_set():
-            if time.monotonic() >= next_start:
-                for pid in sorted(set(collector.threads.values())):
-                    if sum(c.pid == pid for c in self._live) < MAX_CHUNKS_PER_PID:
-                        self._spawn(pid)
-                # late (a loaded machine): the next chunk a whole period on, not a burst
-                next_start = max(next_start + CHUNK_S, time.monotonic())
-            self._reap()
-            self._stop.wait(0.05)
+            for pid in sorted(set(collector.threads.values())):
+                self._dump(pid)
+            self._stop.wait(random.uniform(0.8, 1.2) / self.rate_hz)
 
-    def _spawn(self, pid: int) -> None:
-        assert self._tmp is not None and self._exe is not None
-        self._seq += 1
-        out = self._tmp / f"{pid}-{self._seq}.json"
-        cmd = [self._exe, "record", "--pid", str(pid), "--rate", f"{self.rate_hz:g}"]
-        cmd += ["--duration", str(CHUNK_S), "--format", "chrometrace", "--idle", "--threads"]
-        cmd += ["--nonblocking", "--output", str(out)]
-        spawned = time.monotonic_ns()
+    def _dump(self, pid: int) -> None:
+        cmd = [str(self._exe), "dump", "--json", "--nonblocking", "--pid", str(pid)]
+        t0 = time.monotonic_ns()
         try:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-            )
-        except OSError as exc:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
+            threads = json.loads(out.stdout) if out.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+            threads, out = None, exc
+        t1 = time.monotonic_ns()
+        if threads is None:
             self.errors += 1
-            self.last_error = str(exc)
+            self.last_error = str(getattr(out, "stderr", out)).strip()[-200:]
             return
-        self._live.append(_Chunk(pid, proc, out, spawned))
-
-    def _reap(self) -> None:
-        for chunk in [c for c in self._live if c.proc.poll() is not None]:
-            self._live.remove(chunk)
-            exited = time.monotonic_ns()
-            err = chunk.proc.stderr.read().decode(errors="replace") if chunk.proc.stderr else ""
-            if chunk.proc.stderr:
-                chunk.proc.stderr.close()
-            try:
-                events = json.loads(chunk.out.read_text()) if chunk.proc.returncode == 0 else None
-            except (OSError, ValueError) as exc:
-                events, err = None, str(exc)
-            chunk.out.unlink(missing_ok=True)
-            if not events:
-                if events is None:
-                    self.errors += 1
-                    self.last_error = err.strip()[-200:] or f"exit {chunk.proc.returncode}"
-                continue
-            last_ns = max(int(e["ts"]) for e in events) * 1000
-            anchor = (chunk.spawned_ns + max(chunk.spawned_ns, exited - last_ns)) // 2
-            self._add(runs_of(events, anchor))
-
-    def _add(self, runs: list[Run]) -> None:
+        # py-spy reads the target late in its run (measured here: 60-100% of the way
+        # through), so the read happened somewhere in [lo, t1]
+        lo = t0 + (t1 - t0) * 6 // 10
         with self._lock:
-            self.chunks += 1
-            touched = set()
-            for run in runs:
-                idx = self._index.setdefault(run.frames, len(self._index))
+            self.dumps += 1
+            for th in threads:
+                frames = _frames(th)
+                if not frames:
+                    continue
+                idx = self._index.setdefault(frames, len(self._index))
                 if idx == len(self.stacks):
-                    self.stacks.append(run.frames)
-                self._runs[run.tid].append((run.t0, run.t1, idx))
-                touched.add(run.tid)
-            for tid in touched:
-                kept = sorted(self._runs[tid])
-                newest = kept[-1][1]
-                self._runs[tid] = [r for r in kept if r[1] >= newest - KEEP_NS]
+                    self.stacks.append(frames)
+                key = (int(th["os_thread_id"]), bool(th.get("active", True)))
+                self._times[key].append((lo, t1))
+                self._ids[key].append(idx)
+                if self._times[key][0][1] < t1 - KEEP_NS:
+                    del self._times[key][0], self._ids[key][0]
 
-    def match(self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-        """For each ``(tid, [t0, t1])``: the Python stack the thread had then, or -1.
+    def match(
+        self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray, running: np.ndarray
+    ) -> np.ndarray:
+        """For each ``(tid, [t0, t1], running)``: a Python stack read inside it, or -1.
 
-        A run joins when a sample of it lies inside the interval (its first sample, at
-        the run's start) or when the interval lies inside the run's sampled span (every
-        sample before, inside and after it saw the same stack); of several, the one that
-        started last wins. Otherwise the interval fell between samples of different
-        stacks and takes none, rather than a neighbour's.
+        A dump joins only when its whole read window lies inside ``[t0, t1]`` and py-spy
+        saw the thread in the same condition (``running``: on CPU or runnable, versus
+        blocked), so an interval never borrows the frames of a neighbouring one; the
+        latest such dump wins.
         """
         out = np.full(len(tids), -1, dtype=np.int64)
-        period_ns = int(1e9 / self.rate_hz)
-        tids = tids.astype(np.int64)
+        keys = np.stack([tids.astype(np.int64), running.astype(np.int64)], axis=1)
         with self._lock:
-            for tid in np.unique(tids).tolist():
-                runs = self._runs.get(tid)
-                if not runs:
+            for tid, run in np.unique(keys, axis=0).tolist():
+                times = self._times.get((tid, bool(run)))
+                if not times:
                     continue
-                sel = np.flatnonzero(tids == tid)
-                arr = np.asarray(runs, dtype=np.int64)
-                pos = np.searchsorted(arr[:, 0], t1[sel], side="right") - 1
-                ok = pos >= 0
-                start = arr[np.maximum(pos, 0), 0]
-                # the run's last sample came at least one period before its end stamp
-                span_end = arr[np.maximum(pos, 0), 1] - period_ns
-                ok &= (start >= t0[sel]) | (t1[sel] <= span_end)
-                out[sel[ok]] = arr[pos[ok], 2]
+                sel = np.flatnonzero((keys[:, 0] == tid) & (keys[:, 1] == run))
+                tarr = np.asarray(times)
+                pos = np.searchsorted(tarr[:, 1], t1[sel], side="right") - 1
+                ok = (pos >= 0) & (tarr[np.maximum(pos, 0), 0] >= t0[sel])
+                out[sel[ok]] = np.asarray(self._ids[(tid, bool(run))])[pos[ok]]
         return out
 
     def pending_ns(self) -> int:
-        """How far back records should wait so that the chunk covering them has landed:
-        a chunk's length plus its attach time (0.1-0.25 s here) and the reaper's beat.
-        Records a late chunk misses take carried frames (:mod:`gtop.analysis.pystack_carry`).
-        This is why chunks are 1 s: the wait delays every host record, and a live view
-        attributes up to a second before its newest data."""
-        return int((CHUNK_S + 0.4) * 1e9) if self._thread is not None else 0
+        """How far back records should wait so that dumps covering them have landed."""
+        return int(2.5e9 / self.rate_hz) if self._thread is not None else 0

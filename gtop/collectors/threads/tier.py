@@ -134,9 +134,11 @@ class ThreadCollector:
             out, self._pending[stream] = rows[ready].copy(), rows[~ready]
             if stream == THREAD_STATE.name:
                 t0, t1 = out["t_ns"] + self.join_margin_ns, out["end_ns"] - self.join_margin_ns
+                running = out["state"] != ThreadState.BLOCKED
             else:
                 t0, t1 = out["t_ns"] - SAMPLE_JOIN_NS, out["t_ns"] + SAMPLE_JOIN_NS
-            py = self.py.match(out["tid"], t0, t1) if self.py else np.full(len(out), -1)
+                running = np.ones(len(out), bool)
+            py = self.py.match(out["tid"], t0, t1, running) if self.py else np.full(len(out), -1)
             if stream == THREAD_STATE.name and self.py is not None:
                 py = self._carry(out, py)
             out["stack_id"] = self._merge(out["stack_id"].astype(np.int64), py)
