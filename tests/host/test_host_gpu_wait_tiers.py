@@ -66,11 +66,11 @@ def test_proc_tier_sees_blocked_sync_calls_on_the_user_stack(libs):
 
 
 def test_gpu_waits_carry_the_python_frames_of_the_call(libs):
-    """py-spy samples the thread at 100 Hz (in 1 s chunks); waits before its first chunk
-    take the frames of a sampled wait in the same place (pystack_carry.carry)."""
+    """py-spy reads the thread a few times a second; waits no read landed in take the
+    frames of a sampled wait in the same place (pystack_carry.carry)."""
     # py-spy attaches after the collector starts (slowly on a loaded machine): judge the
     # waits of the window after the warm-up, when it is reading
-    info, run = _run(libs, "bpf", warmup_s=1.5)
+    info, run = _run(libs, "bpf", warmup_s=1.5, py_rate_hz=10)
     ivs = run.intervals
     rows = ivs[
         (ivs["tid"] == info["tid"])
