@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,14 @@ def train_loop() -> Path:
     path = RECORDINGS / "train_loop_nvml.gtop"
     assert path.is_file(), f"missing real recording {path}"
     return path
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen]]:
+    """Processes started by a test; killed at the end whatever happens."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)

@@ -17,17 +17,6 @@ from gtop.core.hub import Hub
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))  # the generators
 
 
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen]]:
-    """Processes started by a test; killed at the end whatever happens."""
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(10)
-
-
 @pytest.fixture(scope="session")
 def fake_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The fake libcupti and libcuda, built from fake_cupti.c (skips without gcc)."""

@@ -65,17 +65,6 @@ def attacker() -> User:
 
 
 @pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen]]:
-    """Processes started by a test; killed at the end whatever happens."""
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-        p.wait(10)
-
-
-@pytest.fixture
 def user_dir(attacker) -> Iterator[Path]:
     """A fresh folder of the unprivileged user's, in its home (tests run in parallel)."""
     path = Path(tempfile.mkdtemp(dir=attacker.home))
