@@ -6,7 +6,8 @@
 #   bash benchmarks/gpu_session.sh [STEP...]   (default: doctor record)
 # Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.
-# Overhead steps (issue 15): graph-trace startup-overhead startup-ablation startup-compile
+# Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
+# startup-compile
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -120,6 +121,17 @@ for step in $steps; do
     # the same job under gtop with one part left out each: which part costs the time
     startup-ablation) limit 235 python3 benchmarks/startup_overhead.py --workload loader --rounds 1 \
                         --variants gtop,no-agent,host-off,host-proc,no-pyspy --json "$OUT/startup_ablation.json" ;;
+    # split in two: five variants of the 8-worker job did not fit one step's limit
+    startup-ablation-a) limit 235 python3 benchmarks/startup_overhead.py --workload loader --rounds 1 \
+                        --variants gtop,no-agent,host-off --json "$OUT/startup_ablation_a.json" ;;
+    startup-ablation-b) limit 235 python3 benchmarks/startup_overhead.py --workload loader --rounds 1 \
+                        --variants gtop,host-proc,no-pyspy --json "$OUT/startup_ablation_b.json" ;;
+    # py-spy dumps (native frames) of gtop's whole tree, each second from the target's
+    # last line until gtop exits: what the tail is made of
+    tail-trace) limit 110 python3 benchmarks/tail_trace.py --native --out "$OUT/tail_decode.txt" \
+                  -- python3 benchmarks/workloads/decode_loop.py --seconds 3
+                limit 120 python3 benchmarks/tail_trace.py --native --out "$OUT/tail_loader.txt" \
+                  -- python3 benchmarks/workloads/startup_loader.py --batches 40 ;;
     startup-compile) limit 235 python3 benchmarks/startup_overhead.py --workload compile --rounds 3 \
                        --budget 150 --json "$OUT/startup_compile.json" --profile "$OUT/startup_compile_profile.txt" ;;
     # one workload each (4 modes x up to 5 interleaved rounds within --budget seconds)

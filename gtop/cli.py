@@ -56,6 +56,7 @@ gtop: a top-like live profiler for GPU programs.
   gtop record -o FILE [--pid PID | -- CMD ...] [--duration S]   headless recording
   gtop replay FILE            the same UI over a recording
   gtop report FILE [--json]   summary of a recording
+  gtop report A B [--json]    two recordings side by side (e.g. before and after a fix)
   gtop export FILE [--format F] -o OUT   convert a recording (perfetto, chrome, kineto,
                               speedscope, folded, pprof, csv; F from OUT's name)
   gtop merge A.gtop B.gtop ... -o JOB.gtop   several hosts' recordings as one job
@@ -79,7 +80,8 @@ class Config:
     duration_s: float | None = None
     file: Path | None = None
     files: tuple[Path, ...] = ()
-    """``gtop merge``: the recordings to merge."""
+    """``gtop merge``: the recordings to merge; ``gtop report``: the one to summarise, or
+    the two to compare."""
     json: bool = False
     overwrite: bool = False
     cmd: tuple[str, ...] = ()
@@ -375,9 +377,28 @@ def build_parser() -> argparse.ArgumentParser:
     _gpu_option(replay)
     _ui_options(replay, replay=True)
 
-    report = sub.add_parser("report", help="summarise a recording")
-    report.add_argument("file", type=_recording_path, metavar="FILE")
-    report.add_argument("--json", action="store_true", help="JSON instead of text")
+    report = sub.add_parser(
+        "report",
+        help="summarise a recording, or compare two",
+        usage="gtop report [--json] [--from S] [--to S] FILE [B]",
+        description="Summarise FILE: the verdict (why the GPU is idle), the on-/off-GPU "
+        "breakdown, top kernels, API calls, threads, drops. Given a second recording B: "
+        "both side by side (GAR, each cause, verdicts, top kernels) with the differences "
+        "B - FILE, over the same kind of window in each; --from/--to apply to both.",
+    )
+    report.add_argument(
+        "files",
+        type=_recording_path,
+        nargs="+",
+        metavar="FILE",
+        help="a recording; a second one to compare it with (e.g. before and after a fix)",
+    )
+    report.add_argument(
+        "--json",
+        action="store_true",
+        help="JSON instead of text (docs/report.schema.json; comparing two: "
+        "docs/compare.schema.json)",
+    )
     from gtop.recordings.clipped import add_window_options
 
     add_window_options(report, "the steady state of the target's GPU work")
@@ -476,7 +497,7 @@ def parse_args(argv: list[str]) -> Config:
         no_color=no_color,
         output=getattr(args, "output", None),
         duration_s=getattr(args, "duration", None),
-        file=getattr(args, "file", None),
+        file=getattr(args, "file", None) or (args.files[0] if command == "report" else None),
         files=tuple(getattr(args, "files", None) or ()),
         json=getattr(args, "json", False),
         overwrite=getattr(args, "force", False),
@@ -826,6 +847,10 @@ def cmd_report(config: Config) -> int:
     from gtop.analysis.report_text import format_report
     from gtop.recordings.report_data import read_report
 
+    if len(config.files) > 2:
+        raise UserError(f"report takes one recording, or two to compare; got {len(config.files)}")
+    if len(config.files) == 2:
+        return _compare(config)
     assert config.file is not None
     with _open_recording(config.file) as rec:
         try:
@@ -836,6 +861,23 @@ def cmd_report(config: Config) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(format_report(report))
+    return 0
+
+
+def _compare(config: Config) -> int:
+    """``gtop report A B``: both reports side by side (:mod:`gtop.analysis.compare`)."""
+    from gtop.analysis.compare import compare_reports, format_compare
+    from gtop.analysis.report_text import WIDTH
+    from gtop.recordings.report_data import read_pair
+
+    a, b = config.files
+    with _open_recording(a) as rec_a, _open_recording(b) as rec_b:
+        try:
+            reports = read_pair((rec_a, rec_b), *config.window)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    doc = compare_reports((a.name, b.name), reports)
+    print(json.dumps(doc, indent=2) if config.json else format_compare(doc, WIDTH))
     return 0
 
 

@@ -28,7 +28,14 @@ def gtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
             Config("record", output=Path("x.gtop"), duration_s=3.0),
         ),
         (["replay", "f.gtop", "--no-color"], Config("replay", file=Path("f.gtop"), no_color=True)),
-        (["report", "f.gtop", "--json"], Config("report", file=Path("f.gtop"), json=True)),
+        (
+            ["report", "f.gtop", "--json"],
+            Config("report", file=Path("f.gtop"), files=(Path("f.gtop"),), json=True),
+        ),
+        (
+            ["report", "a.gtop", "b.gtop"],
+            Config("report", file=Path("a.gtop"), files=(Path("a.gtop"), Path("b.gtop"))),
+        ),
         (["demo"], Config("demo")),
         (["doctor"], Config("doctor")),
     ],

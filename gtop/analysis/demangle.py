@@ -10,6 +10,8 @@ import ctypes.util
 import re
 from functools import cache
 
+from gtop.cupti.decode import GRAPH_NAME
+
 _MAX_SHORT = 60
 
 
@@ -80,6 +82,8 @@ def shorten(name: str, width: int = _MAX_SHORT) -> str:
     two scope components, e.g. ``void at::native::(anonymous namespace)::vectorized_
     elementwise_kernel<4, …>(int, …)`` becomes ``native::vectorized_elementwise_kernel<…>``.
     """
+    if name.startswith(GRAPH_NAME):  # a whole graph launch: its name is no C++ name
+        return name if len(name) <= width else name[: width - 1] + "…"
     text = demangle(name)
     text = text.replace("(anonymous namespace)", "anon")
     text = _strip_brackets(text, "<", ">", "…" if "<" in text else "")

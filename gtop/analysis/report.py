@@ -384,6 +384,12 @@ def ranks_section(
     return analyse(Job(processes, records, stacks, names), t0, t1 + 1)
 
 
+def cuda_version(value: str | int | None) -> str | None:
+    """The CUDA version as NVML's collector writes it (``"13.0"``): a recording may hold
+    the driver API's integer instead (13000, as probes_triton.gtop does)."""
+    return f"{value // 1000}.{value % 1000 // 10}" if isinstance(value, int) else value
+
+
 def build_report(
     meta: dict[str, Any],
     data: dict[str, np.ndarray],
@@ -433,7 +439,7 @@ def build_report(
         "duration_s": round((r1 - r0) / 1e9, 3),
         "host": meta.get("host"),
         "driver_version": meta.get("driver_version"),
-        "cuda_version": meta.get("cuda_version"),
+        "cuda_version": cuda_version(meta.get("cuda_version")),
         "target": meta.get("target"),
         "complete": bool(meta.get("closed", False)),
         "devices": devices,

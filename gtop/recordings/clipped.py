@@ -177,8 +177,15 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
     t0, t1 = max(bound(start, 0), r0), min(bound(end, 1), r1 + 1)
     if t1 <= t0:
         raise ValueError(f"the window {start or ''}..{end or ''} is empty in this recording")
-    same = {name for name, w in named.items() if (w.t0, w.t1) == (t0, t1)}
-    return Window(t0, t1, "steady" if "steady" in same else "active" if same else "given")
+    # a window that is a named one has its kind (the name asked for first): the steady
+    # window is the active one when none was found in it, the whole recording is both
+    # without GPU work
+    same = [
+        name
+        for name in (start, end, "steady", "active")
+        if name in named and (named[name].t0, named[name].t1) == (t0, t1)
+    ]
+    return Window(t0, t1, named[same[0]].kind if same else "given")
 
 
 def add_window_options(parser: argparse.ArgumentParser, default: str) -> None:

@@ -74,3 +74,30 @@ def read_report_data(
         stats.add(chunk)
         ops.add_kernels(chunk)
     return data, KernelDigest(stats, ops.finish())
+
+
+def read_pair(
+    recs: tuple[Recording, Recording], start: str | None = None, end: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two recordings' reports over the same ``start``/``end`` (:func:`read_report`) and
+    the same kind of window: by default each one's steady state, or each one's active
+    window when one of them is too short to find a steady state in.
+
+    Raises:
+        ValueError: ``start``/``end`` are not a window of one of them (named first).
+    """
+
+    def both(start: str | None, end: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        reports = []
+        for rec in recs:
+            try:
+                reports.append(read_report(rec, start, end))
+            except ValueError as exc:
+                raise ValueError(f"{rec.path.name}: {exc}") from None
+        return reports[0], reports[1]
+
+    a, b = both(start, end)
+    kinds = {a["window"]["kind"], b["window"]["kind"]}
+    if start is None and end is None and kinds == {"steady", "active"}:
+        a, b = both("active", "active")
+    return a, b

@@ -136,3 +136,4 @@ def test_shorten_keeps_last_scopes_and_elides_templates():
     assert demangle(name).startswith("void at::native::vectorized_elementwise_kernel<4,")
     assert shorten(name) == "native::vectorized_elementwise_kernel<…>"
     assert shorten("x" * 100, width=10) == "x" * 9 + "…"
+    assert shorten("CUDA graph 2") == "CUDA graph 2"  # a graph launch's row keeps its name

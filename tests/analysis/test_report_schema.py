@@ -52,6 +52,7 @@ def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
         ("constructed-io.gtop", []),
         ("loader-8-workers.gtop", ["--from", "4", "--to", "6"]),
         ("idle_busy_idle.gtop", []),  # NVML only: an approximate breakdown
+        ("probes_triton.gtop", []),  # its metadata holds the CUDA version as an integer
         ("ddp-straggler-cpu.gtop", []),  # no GPU: no breakdown, no verdict
     ],
 )

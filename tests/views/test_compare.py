@@ -3,10 +3,12 @@ graphs (recordings/decode-{eager,graphs}.gtop, H200)."""
 
 from __future__ import annotations
 
+from gtop.analysis.causes import Cause
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
-from gtop.views.screens.compare import CompareScreen
+from gtop.views.fmt.palette import CAUSE_STYLE
+from gtop.views.screens.compare import CHROME, CompareScreen
 from tests.views.conftest import REPO, SIZE
 
 EAGER = REPO / "recordings" / "decode-eager.gtop"
@@ -24,13 +26,21 @@ async def test_compare_shows_both_breakdowns_side_by_side() -> None:
             await pilot.pause(0.05)
         text = screen.result.plain
         lines = text.splitlines()
-        assert lines[0] == "A: decode-eager.gtop" and lines[1] == "B: decode-graphs.gtop"
-        gar = next(line for line in lines if line.startswith("GPU busy")).split()
-        assert gar[-2] == "5.8%" and gar[-1] == "69.4%"  # GPU busy, eager vs graphs
+        assert lines[0].startswith("A: decode-eager.gtop")
+        assert lines[1].startswith("B: decode-graphs.gtop")
+        gar = next(line for line in lines if "GPU busy (GAR)" in line).split()
+        assert gar[-4:] == ["5.8%", "69.4%", "+63.6", "pt"]  # GPU busy, eager vs graphs
         launch = next(line for line in lines if "launching kernels" in line)
-        assert "H:CTRL" in launch and "63.1%" in launch and launch.endswith("-63.0 pt")
-        assert all(len(line) <= SIZE[0] - 2 for line in lines if " pt" in line)
-        assert "launch-bound" in text
+        assert launch.startswith("c ") and "H:CTRL" in launch and "63.1%" in launch
+        assert launch.endswith("-63.0 pt")
+        assert max(len(line) for line in lines) <= SIZE[0] - CHROME  # laid out for 80 columns
+        assert "launch-bound" in text and "Top kernels" in text
+        # each cause's glyph in its timeline colour
+        glyph = text.index("c launching kernels")
+        assert any(
+            span.start == glyph and span.style == CAUSE_STYLE[Cause.H_CTRL]
+            for span in screen.result.spans
+        )
         await pilot.press("c")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)

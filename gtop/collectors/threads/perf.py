@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from gtop.collectors.threads import blockreason, perf_events, proctree
+from gtop.collectors.threads.detach import detached_elsewhere
 from gtop.collectors.threads.gpu_waits import GpuWaitProbes
 from gtop.collectors.threads.perf_events import (
     CONTEXT_KERNEL,
@@ -301,6 +302,7 @@ class PerfThreadCollector(ThreadCollector):
     def _close(self) -> None:
         for ring in self._rings + self._sample_rings + self._probe_rings:
             ring.close()
-        for fd in self._fds:
-            os.close(fd)
+        with detached_elsewhere(self._fds):
+            for fd in self._fds:
+                os.close(fd)
         self._rings, self._sample_rings, self._probe_rings, self._fds = [], [], [], []

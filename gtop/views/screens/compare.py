@@ -1,15 +1,15 @@
 """Compare two recordings (``gtop replay A --compare B``): where each one's GPU time went,
 side by side, cause by cause, in plain words with the code beside.
 
-Each recording is summarised as ``gtop report`` summarises it (its GPU section and
-verdict, over the same steady-state window the report uses), on a worker thread; the
-screen shows "computing…" meanwhile. ``c`` or Esc goes back to the replay.
+The comparison is ``gtop report A B``'s (:mod:`gtop.analysis.compare`: the same
+reports, window and lines), read on a worker thread; the screen shows "computing…"
+meanwhile and colours each cause as the timelines do. ``c`` or Esc goes back to the
+replay.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -19,72 +19,27 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gtop.analysis.causes import LABELS, PHRASES, Cause
+from gtop.analysis.causes import Cause
+from gtop.analysis.compare import compare_lines, compare_reports
 from gtop.recordings.reader import Recording, RecordingError
-from gtop.recordings.report_data import read_report
+from gtop.recordings.report_data import read_pair
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE
 
-
-def summary(path: Path) -> dict[str, Any]:
-    """The report of ``path`` (what the comparison reads of it)."""
-    with Recording(path) as rec:
-        return read_report(rec)
-
-
-def _unit(report: dict[str, Any]) -> dict[str, Any] | None:
-    """The busiest unit of the report's GPU section (most on-GPU time), or None."""
-    units = list((report.get("gpu") or {}).values())
-    if not units:
-        return None
-    return max(units, key=lambda u: sum(u.get("on_s", {}).values()))
+MIN_WIDTH = 76
+"""Columns the comparison is laid out in at least (80 less the padding and scrollbar)."""
+CHROME = 4
+"""Columns the screen takes beside the text: padding, vertical scrollbar."""
 
 
-COL = 16
-"""Cells per recording's column (two fit beside the cause names in 80 columns)."""
-
-
-def _seconds(s: float) -> str:
-    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
-
-
-def comparison(names: tuple[str, str], reports: tuple[dict[str, Any], dict[str, Any]]) -> Text:
-    """The side-by-side text: GAR and verdict of each, then one line per cause."""
-    units = [_unit(r) for r in reports]
+def comparison(a: Path, b: Path, width: int) -> Text:
+    """The side-by-side text of ``a`` and ``b`` in ``width`` columns, causes coloured."""
+    with Recording(a) as rec_a, Recording(b) as rec_b:
+        doc = compare_reports((a.name, b.name), read_pair((rec_a, rec_b)))
     out = Text()
-    out.append(f"A: {names[0]}\nB: {names[1]}\n\n")
-    out.append(f"{'':<32}{'A':>{COL}}  {'B':>{COL}}  B - A\n", style="bold")
-    cells = []
-    for unit in units:
-        cells.append("no CUDA activity" if unit is None else f"{100 * unit['gar']:.1f}%")
-    out.append(f"{'GPU busy (GAR)':<32}{cells[0]:>{COL}}  {cells[1]:>{COL}}\n", style="bold")
-    window = [_seconds(u["duration_s"]) if u else "-" for u in units]
-    out.append(f"{'window (steady state)':<32}{window[0]:>{COL}}  {window[1]:>{COL}}\n\n")
-    for cause in Cause:
-        code = LABELS[cause]
-        shares = []
-        for unit in units:
-            if unit is None:
-                shares.append(None)
-                continue
-            sec = {**unit.get("on_s", {}), **unit.get("off_s", {})}.get(code, 0.0)
-            shares.append((sec, sec / unit["duration_s"] if unit["duration_s"] else 0.0))
-        if all(s is None or s[0] <= 0 for s in shares):
-            continue
-        out.append(f"{CAUSE_GLYPH[cause]} ", style=CAUSE_STYLE[cause])
-        out.append(f"{PHRASES[cause]:<19} {code:<10}")
-        for s in shares:
-            text = "-" if s is None else f"{100 * s[1]:5.1f}% {_seconds(s[0]):>9}"
-            out.append(f"{text:>{COL}}  ")
-        if all(s is not None for s in shares):
-            delta = 100 * (shares[1][1] - shares[0][1])  # type: ignore[index]
-            out.append(f"{delta:+5.1f} pt", style="bold" if abs(delta) >= 5 else "dim")
+    for line in compare_lines(doc, max(width, MIN_WIDTH), CAUSE_GLYPH):
+        for text, tag in line:
+            out.append(text, style=CAUSE_STYLE[tag] if isinstance(tag, Cause) else tag or "")
         out.append("\n")
-    out.append("\n")
-    for name, report in zip(names, reports, strict=True):
-        verdict = report.get("verdict") or {}
-        headline = verdict.get("headline") if isinstance(verdict, dict) else None
-        out.append(f"{name}: ", style="bold")
-        out.append(f"{headline or 'no verdict (no CUDA activity recorded)'}\n")
     return out
 
 
@@ -110,13 +65,12 @@ class CompareScreen(Screen[None]):
             yield self.body
 
     def on_mount(self) -> None:
-        self._load()
+        self._load(self.app.size.width - CHROME)
 
     @work(thread=True, exit_on_error=False)
-    def _load(self) -> None:
+    def _load(self, width: int) -> None:
         try:
-            reports = (summary(self.paths[0]), summary(self.paths[1]))
-            text = comparison((self.paths[0].name, self.paths[1].name), reports)
+            text = comparison(*self.paths, width)
         except (RecordingError, ValueError, OSError) as exc:
             text = Text(f"cannot compare: {exc}")
         self.app.call_from_thread(self._show, text)

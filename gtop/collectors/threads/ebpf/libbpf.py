@@ -18,6 +18,8 @@ from collections import deque
 
 from elftools.elf.elffile import ELFFile
 
+from gtop.collectors.threads.detach import detached_elsewhere
+
 _PRINT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 _log: deque[str] = deque(maxlen=40)
 _lib: ctypes.CDLL | None = None
@@ -76,6 +78,7 @@ def lib() -> ctypes.CDLL:
                 ("bpf_program__attach_perf_event", p, [p, i]),
                 ("bpf_program__attach_uprobe", p, [p, ctypes.c_bool, i, ctypes.c_char_p, s]),
                 ("bpf_link__destroy", i, [p]),
+                ("bpf_link__fd", i, [p]),
                 ("bpf_map__set_max_entries", i, [p, u]),
                 ("bpf_map__max_entries", u, [p]),
                 ("bpf_map__value_size", u, [p]),
@@ -216,8 +219,9 @@ class BpfObject:
         """Detach everything and free the object; safe to call twice."""
         for view in self._maps:
             view.close()
-        for link in self._links:
-            self._lib.bpf_link__destroy(link)
+        with detached_elsewhere([self._lib.bpf_link__fd(link) for link in self._links]):
+            for link in self._links:
+                self._lib.bpf_link__destroy(link)
         self._maps, self._links = [], []
         if self._obj:
             self._lib.bpf_object__close(self._obj)
