@@ -22,7 +22,7 @@ LABEL = 30
 """Columns before the first recording's cells (plain words, code; a cause's glyph and a
 space come before them)."""
 COL = 16
-"""Columns per recording's cell: two fit beside the labels, and the delta, in 78."""
+"""Columns per recording's cell: two fit beside the labels, and the delta, in 76."""
 MARKED_PT = 5.0
 """A change of this many points of the window or more is drawn bold."""
 WINDOW_WORDS = {
@@ -210,7 +210,7 @@ def _kernels(doc: dict[str, Any], width: int) -> list[Line]:
 def compare_lines(
     doc: dict[str, Any], width: int, glyphs: Mapping[Cause, str] | None = None
 ) -> list[Line]:
-    """The comparison in ``width`` columns (78 at least): the recordings, the headline
+    """The comparison in ``width`` columns (76 at least): the recordings, the headline
     (GAR, the window each covers), each cause side by side with the difference in
     points of the window, both verdicts, the top kernels of each. ``glyphs`` puts each
     cause's timeline glyph before its words."""

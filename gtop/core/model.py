@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,26 @@ from gtop.core.hub import Entity, Update
 
 DEFAULT_HISTORY_S = 120.0
 DEFAULT_MAX_ROWS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Slice:
+    """The rows of one stream with ``t0 <= t_ns <= t1``, joined only when asked: taking
+    a slice is cheap (the UI thread does), joining the batches is not (a worker does).
+    The batches are the history's own, never written to, so a worker may join them
+    while the UI thread appends."""
+
+    parts: tuple[np.ndarray, ...]
+    dtype: np.dtype
+    t0: int
+    t1: int
+
+    def rows(self) -> np.ndarray:
+        if not self.parts:
+            return np.empty(0, dtype=self.dtype)
+        rows = self.parts[0] if len(self.parts) == 1 else np.concatenate(self.parts)
+        times = rows["t_ns"]
+        return rows[(times >= self.t0) & (times <= self.t1)]
 
 
 class History:
@@ -55,12 +76,12 @@ class History:
 
     def window(self, t0: int, t1: int) -> np.ndarray:
         """Rows with ``t0 <= t_ns <= t1``."""
+        return self.slice(t0, t1).rows()
+
+    def slice(self, t0: int, t1: int) -> Slice:
+        """The batches holding rows with ``t0 <= t_ns <= t1``, not yet joined."""
         parts = [b for b in self._batches if len(b) and b["t_ns"][-1] >= t0 and b["t_ns"][0] <= t1]
-        if not parts:
-            return np.empty(0, dtype=self.dtype)
-        rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        times = rows["t_ns"]
-        return rows[(times >= t0) & (times <= t1)]
+        return Slice(tuple(parts), self.dtype, t0, t1)
 
 
 class Model:
@@ -107,6 +128,13 @@ class Model:
         if hist is None:
             return None
         return hist.window(self.now_ns - int(seconds * 1e9), self.now_ns)
+
+    def slice(self, stream: str, seconds: float) -> Slice | None:
+        """:meth:`window` not yet joined (for a worker to join), or None likewise."""
+        hist = self.streams.get(stream)
+        if hist is None:
+            return None
+        return hist.slice(self.now_ns - int(seconds * 1e9), self.now_ns)
 
     def latest(self, stream: str, key: str, seconds: float = 5.0) -> dict[int, np.void]:
         """The newest row per value of ``key`` within the last ``seconds``."""

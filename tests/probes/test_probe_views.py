@@ -37,13 +37,13 @@ def test_sm_schedule_draws_rows_and_zooms() -> None:
             assert text.startswith("400 blocks on 132 SMs, 2 waves")
             assert "tail " in text and "block durations " in text and " p50 " in text
             lines = text.splitlines()
-            assert lines[2].startswith("SM    0 │") and lines[3].startswith("SM    2 │")
+            assert lines[3].startswith("SM    0 │") and lines[4].startswith("SM    2 │")
             assert len(lines) == view.size.height == 24  # summary, SM rows, durations
-            assert all(len(line) == view.size.width == 78 for line in lines[2:-1])
+            assert all(len(line) == view.size.width == 78 for line in lines[3:-1])
             assert view.check_action("zoom", (0.5,)) is None  # cannot zoom out of the launch
             await pilot.press("z", "shift+right", "pagedown", "down")
             assert view.zoom == 2 and view.pan > 0 and view.top == 11
-            assert view.render().plain.splitlines()[2].startswith("SM   22 │")
+            assert view.render().plain.splitlines()[3].startswith("SM   22 │")
             await pilot.press("0")
             assert (view.zoom, view.pan, view.top) == (1.0, 0.0, 0)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.widgets import Static
 
 from gtop.analysis import probes as data
 from gtop.core.hub import Entity, Update
@@ -20,7 +21,13 @@ from gtop.probes.engine.instrumentable import NO_PTX
 from gtop.probes.record_streams import LAUNCH_KIND
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
+from gtop.views.app import GtopApp
+from gtop.views.screens.help import HelpScreen
+from gtop.views.screens.legend import LegendScreen, legend_text
 from gtop.views.tabs.probes_tab import EMPTY, ProbesTab
+from gtop.views.widgets.sm_schedule import SCHED
+from tests.views.conftest import frozen_replay
+from tests.views.test_process_tabs import open_tab
 
 RECORDING = Path(__file__).resolve().parents[2] / "recordings" / "probes_triton.gtop"
 
@@ -215,5 +222,57 @@ def test_probe_requests_show_until_launches_arrive() -> None:
             model.apply(Update(entities=[Entity("probe_control", "77:b:mm", 2, ok)]), 2)
             assert data.is_on(model, 77, "mm", "block_sched")
             assert not data.is_on(model, 78, "mm", "block_sched")
+
+    _run(run())
+
+
+# --- words -------------------------------------------------------------------------------
+
+
+def test_schedule_says_which_time_is_which_in_plain_words() -> None:
+    """The kernel's wall time and the block time summed over its blocks are labelled as
+    such (51.8 ms of block time beside a 0.215 ms kernel read as a contradiction), and
+    each SM row's shares say what they are: no ``%sch``."""
+
+    async def run() -> None:
+        app = ProbesApp(replayed_model())
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            view = app.tab.views["schedule"]
+            s = view.schedule
+            lines = view.render().plain.splitlines()
+            wall = f"{s.duration_ns / 1e6:.3f} ms"
+            block = f"{s.per_sm.exec_ns.sum() / 1e6:.3f} ms"
+            assert lines[0].endswith(f"kernel wall time {wall}") and wall == "0.215 ms"
+            assert lines[1].startswith(f"block time {block} (1024 blocks' durations summed)")
+            assert " sched " in lines[1] and lines[2].startswith("tail ")
+            rows = [line for line in lines if "│" in line]
+            assert len(rows) == 14  # every one of the 132 SMs, in groups, at 80x24
+            assert all(" busy " in row and " sched " in row for row in rows)
+            assert "sch" not in " ".join(lines).replace("sched", "")
+            assert max(len(line) for line in lines[:-1]) <= view.size.width
+
+    _run(run())
+
+
+def test_help_and_legend_explain_the_schedule_words() -> None:
+    async def run() -> None:
+        app = GtopApp(frozen_replay(RECORDING, 4.5), refresh_s=0.05, start_pid=PID)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await open_tab(pilot, "Probes")
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_screen = app.screen
+            assert isinstance(help_screen, HelpScreen)
+            for words in ("kernel wall time", "block time", "busy", "sched", "l explains"):
+                assert words in help_screen.about.split("Probes: ")[1]
+            about = help_screen.query_one("#about", Static)
+            shown = about.size.height
+            assert about.get_content_height(about.parent.size, app.size, about.size.width) == shown
+            await pilot.press("l")
+            await pilot.pause()
+            assert isinstance(app.screen, LegendScreen)
+            legend = legend_text().plain
+            assert SCHED in legend and "Kernel wall time:" in legend and "Block time:" in legend
 
     _run(run())

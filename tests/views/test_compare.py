@@ -8,7 +8,7 @@ from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
 from gtop.views.fmt.palette import CAUSE_STYLE
-from gtop.views.screens.compare import CompareScreen
+from gtop.views.screens.compare import CHROME, CompareScreen
 from tests.views.conftest import REPO, SIZE
 
 EAGER = REPO / "recordings" / "decode-eager.gtop"
@@ -33,7 +33,7 @@ async def test_compare_shows_both_breakdowns_side_by_side() -> None:
         launch = next(line for line in lines if "launching kernels" in line)
         assert launch.startswith("c ") and "H:CTRL" in launch and "63.1%" in launch
         assert launch.endswith("-63.0 pt")
-        assert max(len(line) for line in lines) <= SIZE[0] - 2  # laid out for 80 columns
+        assert max(len(line) for line in lines) <= SIZE[0] - CHROME  # laid out for 80 columns
         assert "launch-bound" in text and "Top kernels" in text
         # each cause's glyph in its timeline colour
         glyph = text.index("c launching kernels")

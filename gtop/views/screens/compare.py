@@ -25,8 +25,10 @@ from gtop.recordings.reader import Recording, RecordingError
 from gtop.recordings.report_data import read_pair
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE
 
-MIN_WIDTH = 78
-"""Columns the comparison is laid out in at least (80 less the padding)."""
+MIN_WIDTH = 76
+"""Columns the comparison is laid out in at least (80 less the padding and scrollbar)."""
+CHROME = 4
+"""Columns the screen takes beside the text: padding, vertical scrollbar."""
 
 
 def comparison(a: Path, b: Path, width: int) -> Text:
@@ -63,7 +65,7 @@ class CompareScreen(Screen[None]):
             yield self.body
 
     def on_mount(self) -> None:
-        self._load(self.app.size.width - 2)
+        self._load(self.app.size.width - CHROME)
 
     @work(thread=True, exit_on_error=False)
     def _load(self, width: int) -> None:

@@ -13,12 +13,22 @@ from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
 from gtop.analysis.lanes import CODE_NAMES, Code
 from gtop.views.fmt.busy import BARS
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, LANE_GLYPH, LANE_STYLE
+from gtop.views.widgets.sm_schedule import SCHED
 
 TIMELINES = (
     f"Timelines (Streams, Swimlanes, the GPU-time ribbon): a cell's height {BARS} is the "
     "share of that slice of time that was busy (a stream running work, the GPU running "
     "this process's work, a thread on a CPU); its colour is what held the slice longest. "
     "A cell with nothing busy shows a letter instead, saying why; a blank cell has no data."
+)
+
+BLOCK_SCHEDULE = (
+    "one row per SM (or group of SMs); a cell's height is how many blocks ran on it then, "
+    "its colour their wave. Kernel wall time: from the kernel's first block starting to "
+    "its last ending. Block time: every block's duration added up; blocks run side by "
+    "side, so it is far longer than the wall time. busy: the share of the wall time the "
+    f"SM ran a block. {SCHED}. Tail: the end of the kernel, when some SMs had no block "
+    "left to run (a long tail wastes the GPU)."
 )
 
 
@@ -38,6 +48,8 @@ def legend_text() -> Text:
         "\n\nGAR (GPU Active Ratio) = the share of the window the GPU ran this process's "
         "kernels or copies."
     )
+    out.append("\n\nProbes, block schedule:\n", style="bold")
+    out.append(BLOCK_SCHEDULE)
     return out
 
 

@@ -96,6 +96,8 @@ class ProcessScreen(GtopScreen):
         return f"{head}\n\n{spec.title}: {spec.about}" if spec and spec.about else head
 
     def ready(self) -> bool:
+        if not self.tabs.active:  # the tabs are not mounted yet
+            return False
         panel = self._panels.get(self.tabs.active)
         tab_ready = not isinstance(panel, WorkerPanel) or panel.settled()
         return tab_ready and self.verdict.settled()
@@ -150,7 +152,11 @@ class ProcessScreen(GtopScreen):
         """Open the next (``step`` = 1) or previous (-1) tab. Through the tab bar, whose
         own state moves at once: TabbedContent follows it by messages, which a busy
         frame delays, so a second key read its stale ``active`` and one key was lost."""
-        bar = self.tabs.get_child_by_type(ContentTabs)
+        bars = [child for child in self.tabs.children if isinstance(child, ContentTabs)]
+        if not bars:  # the screen has just opened: the bar is not mounted yet
+            self.call_after_refresh(self.action_tab, step)
+            return
+        bar = bars[0]
         if step > 0:
             bar.action_next_tab()
         else:

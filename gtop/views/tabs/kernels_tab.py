@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -26,7 +25,7 @@ from gtop.agent.modes import graph_level, toggle_graph_nodes
 from gtop.analysis import probes
 from gtop.analysis.cuda_activity import ApiRow, KernelRow, api_summary, names_from_entities
 from gtop.core import layouts
-from gtop.core.model import Model
+from gtop.core.model import Model, Slice
 from gtop.core.source import Controls, HasControls
 from gtop.probes.catalog import ENTRIES
 from gtop.probes.engine.instrumentable import refusal
@@ -43,7 +42,7 @@ API_WINDOW_S = 10.0
 
 @dataclass(frozen=True)
 class _Snap:
-    api: np.ndarray
+    api: Slice | None
     span_ns: int
 
 
@@ -141,13 +140,13 @@ class KernelsTab(WorkerPanel):
     def snapshot(self, model: Model) -> _Snap | None:
         if not self.show_api:
             return None
-        rows = model.window(layouts.API.name, API_WINDOW_S)
-        return _Snap(layouts.API.empty(0) if rows is None else rows, int(API_WINDOW_S * 1e9))
+        return _Snap(model.slice(layouts.API.name, API_WINDOW_S), int(API_WINDOW_S * 1e9))
 
     def compute(self, snap: _Snap | None) -> list[ApiRow] | None:
         if snap is None:
             return None
-        return api_summary(snap.api[snap.api["pid"] == self.pid], snap.span_ns)
+        rows = layouts.API.empty(0) if snap.api is None else snap.api.rows()
+        return api_summary(rows[rows["pid"] == self.pid], snap.span_ns)
 
     def apply(self, result: list[ApiRow] | None) -> None:
         if result is not None:

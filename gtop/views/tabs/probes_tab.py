@@ -220,9 +220,9 @@ register_process_panel(
     ProbesTab,
     order=80,
     about=(
-        "Inside Triton kernels, from PTX probes: the per-SM block schedule (when each block "
-        "ran on which SM), tensor-core instruction timing, and the memory-access timeline "
-        "(DMAT). Needs a recording made with probes, or a live Triton kernel probed from the "
-        "Kernels tab."
+        "Inside Triton kernels, from PTX probes: per-SM block schedule, tensor-core timing, "
+        "memory-access timeline (DMAT), from a recording with probes or a Triton kernel "
+        "probed live from Kernels. Schedule: kernel wall time runs start to end, block time "
+        "sums all blocks' durations; SM rows end with busy and sched (l explains)."
     ),
 )

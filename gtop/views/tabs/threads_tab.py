@@ -16,7 +16,7 @@ from textual.reactive import reactive
 
 from gtop.analysis import thread_time as threads
 from gtop.core import layouts
-from gtop.core.model import Model
+from gtop.core.model import Model, Slice
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
 from gtop.views.tabs.thread_filter import threads_that_matter
@@ -30,14 +30,14 @@ MODES = ("both", "off-CPU", "on-CPU")
 
 @dataclass(frozen=True)
 class _Snap:
-    intervals: np.ndarray
-    samples: np.ndarray
-    stacks: dict[int, Any]
+    intervals: Slice | None
+    samples: Slice | None
+    stacks: dict[str, Any]
     names: dict[int, str]
     t0: int
     t1: int
     mode: str
-    api: np.ndarray
+    api: Slice | None
     every_thread: bool
 
 
@@ -50,9 +50,12 @@ class _Result:
     total: int
 
 
-def _mine(model: Model, stream: str, pid: int, empty: np.ndarray) -> np.ndarray:
-    rows = model.window(stream, WINDOW_S)
-    return empty if rows is None else rows[rows["pid"] == pid]
+def _mine(window: Slice | None, pid: int, empty: np.ndarray) -> np.ndarray:
+    """Worker: the rows of ``pid`` in ``window``."""
+    if window is None:
+        return empty
+    rows = window.rows()
+    return rows[rows["pid"] == pid]
 
 
 class ThreadsTab(WorkerPanel):
@@ -88,31 +91,29 @@ class ThreadsTab(WorkerPanel):
         return absence.threads_reason(model, self.pid, self.live())
 
     def snapshot(self, model: Model) -> _Snap:
-        intervals = _mine(model, layouts.THREAD_STATE.name, self.pid, layouts.THREAD_STATE.empty())
-        samples = _mine(model, layouts.CPU_SAMPLE.name, self.pid, layouts.CPU_SAMPLE.empty())
-        stacks = dict(model.entity_values("stack"))
         names = {int(k): str(v.get("name", "")) for k, v in model.entity_values("thread").items()}
-        api = model.window(layouts.API.name, WINDOW_S)
         t1 = model.now_ns
         return _Snap(
-            intervals,
-            samples,
-            stacks,
+            model.slice(layouts.THREAD_STATE.name, WINDOW_S),
+            model.slice(layouts.CPU_SAMPLE.name, WINDOW_S),
+            model.entity_values("stack"),
             names,
             t1 - int(WINDOW_S * 1e9),
             t1,
             self.mode,
-            layouts.API.empty(0) if api is None else api,
+            model.slice(layouts.API.name, WINDOW_S),
             self.every_thread,
         )
 
     def compute(self, snap: _Snap) -> _Result:
-        rows = threads.clip(snap.intervals, snap.t0, snap.t1)
-        samples = snap.samples[(snap.samples["t_ns"] >= snap.t0) & (snap.samples["t_ns"] < snap.t1)]
+        intervals = _mine(snap.intervals, self.pid, layouts.THREAD_STATE.empty())
+        samples = _mine(snap.samples, self.pid, layouts.CPU_SAMPLE.empty())
+        rows = threads.clip(intervals, snap.t0, snap.t1)
+        samples = samples[(samples["t_ns"] >= snap.t0) & (samples["t_ns"] < snap.t1)]
         stacks = {int(k): v for k, v in snap.stacks.items()}
         total = len(np.unique(rows["tid"]))
         if not snap.every_thread:
-            api = snap.api[snap.api["pid"] == self.pid]
+            api = _mine(snap.api, self.pid, layouts.API.empty(0))
             matter, _ = threads_that_matter(rows, samples, api, stacks, snap.t1 - snap.t0)
             keep = list(matter)
             rows = rows[np.isin(rows["tid"], keep)]

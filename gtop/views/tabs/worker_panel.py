@@ -120,7 +120,9 @@ class WorkerPanel(Vertical):
         # otherwise delay the very frame that answers the key that opened the tab.
         self.call_after_refresh(self._run, self.snapshot(model))
 
-    @work(thread=True, exit_on_error=False, group="panel")
+    # A description of our own: Textual's default is the repr of the arguments, and the
+    # repr of a snapshot (numpy arrays, dicts of stacks) took tens of ms on the UI thread.
+    @work(thread=True, exit_on_error=False, group="panel", description="panel analysis")
     def _run(self, snap: Any) -> None:
         try:
             result: Any = self.compute(snap)

@@ -98,13 +98,16 @@ class KernelTable(Widget):
         self._shown: list[KernelRow] = []
         self._labels: dict[str, str] = {}
         self._span_s = 0.0
+        self._room = 0
+        """The name column's room at the last redraw."""
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter kernels by name")
         yield DataTable(cursor_type="row", zebra_stripes=True)
 
     def on_resize(self) -> None:
-        self._redraw_if_mounted()
+        if self._name_width() != self._room:  # the name column's width changed
+            self._redraw_if_mounted()
 
     def set_rows(self, rows: list[KernelRow], span_ns: int = 0) -> None:
         """The kernels, aggregated over ``span_ns`` (for launches per second)."""
@@ -150,7 +153,7 @@ class KernelTable(Widget):
         )
         self._shown = rows
         mark = " ▼" if self.descending else " ▲"
-        width = self._name_width()
+        width = self._room = self._name_width()
         names = [r.demangled if self.full_names else self.label(r) for r in rows]
         if not self.full_names:
             width = min(width, max([len(n) for n in names] + [MIN_NAME]))

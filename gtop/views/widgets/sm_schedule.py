@@ -2,8 +2,11 @@
 
 Rows are SMs (by id; ids need not be dense), the x axis is time since kernel start.
 A cell's height shows how many blocks were resident on the SM then, its colour the
-wave of the earliest of them, so waves and the tail stand out. A summary on top gives
-scheduling vs execution time and the tail; the bottom line the block-duration spread.
+wave of the earliest of them, so waves and the tail stand out. Each row ends with the
+SM's ``busy`` share of the kernel's wall time and its ``sched`` share (:data:`SCHED`). A
+summary on top tells the kernel's wall time from the block time summed over all blocks
+(blocks run side by side, so the sum is far longer), and the tail; the bottom line the
+block-duration spread.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ LEVELS = " ▁▂▃▄▅▆▇█"
 LABEL = 9  # "SM 131 │", or "128-131 │" for a group
 GROUP_BELOW = 16
 """Fewer free rows than this: one row per group of SMs, so every SM shows."""
-STATS = 13  # " 97% 1.2%sch"
+STATS = 21  # " busy  97% sched 1.2%"
+HEAD = 3
+"""Summary lines above the SM rows (one more, the durations, goes below them)."""
+SCHED = (
+    "sched: time an SM's block slots sat empty between one block ending and the next "
+    "starting (block scheduling), as a share of its blocks' run time"
+)
+"""What the rows' ``sched`` share means (the legend shows it)."""
 
 
 def _ms(ns: float) -> str:
@@ -54,7 +64,7 @@ class SmSchedule(ZoomPan):
     def row_count(self) -> int:
         if not self.schedule:
             return 0
-        return -(-self.schedule.sms // self._per_row(max(self.size.height - 3, 1)))
+        return -(-self.schedule.sms // self._per_row(max(self.size.height - HEAD - 1, 1)))
 
     def _per_row(self, rows: int) -> int:
         """SMs per row: 1, or as many as make every SM fit ``rows``."""
@@ -63,7 +73,7 @@ class SmSchedule(ZoomPan):
         return max(1, -(-sms // rows)) if grouped else 1
 
     def action_toggle_group(self) -> None:
-        rows = max(self.size.height - 3, 1)
+        rows = max(self.size.height - HEAD - 1, 1)
         self.grouped = self._per_row(rows) == 1
         self.top = 0
 
@@ -72,7 +82,7 @@ class SmSchedule(ZoomPan):
         if s is None:
             return Text("No block schedule: toggle the block_sched probe on a Triton kernel.")
         width = max(self.size.width - LABEL - STATS, 10)
-        rows = max(self.size.height - 3, 1)
+        rows = max(self.size.height - HEAD - 1, 1)
         out = Text(no_wrap=True, overflow="crop")
         out.append_text(self._summary(s))
         lo, hi = self.window(s.duration_ns)
@@ -92,7 +102,7 @@ class SmSchedule(ZoomPan):
             self._row(out, s.start[a:b], s.end[a:b], s.wave[a:b], mid, conc)
             busy = s.per_sm.busy_ns[i:j].sum() / max(s.duration_ns * (j - i), 1)
             sched = s.per_sm.sched_ns[i:j].sum() / max(s.per_sm.exec_ns[i:j].sum(), 1)
-            out.append(f" {busy:4.0%} {sched:4.1%}sch", style="dim")
+            out.append(f" busy {busy:4.0%} sched {sched:4.1%}", style="dim")
         out.append("\n")
         out.append_text(self._durations(s, lo, hi))
         return out
@@ -115,17 +125,16 @@ class SmSchedule(ZoomPan):
         sched_ns = int(s.per_sm.sched_ns.sum())
         waves = int(s.wave.max()) + 1
         head = Text(no_wrap=True, overflow="crop")
-        head.append(
-            f"{s.blocks} blocks on {s.sms} SMs, {waves} wave{'s' if waves != 1 else ''}, "
-            f"{_ms(s.duration_ns)}",
-            "bold",
-        )
-        head.append(f"  blocks ran {_ms(exec_ns)} summed over SMs")
+        head.append(f"{s.blocks} blocks on {s.sms} SMs, {waves} wave{'s' if waves != 1 else ''}")
+        head.append("  kernel wall time ")
+        head.append(_ms(s.duration_ns), "bold")
+        head.append(f"\nblock time {_ms(exec_ns)} ({s.blocks} blocks' durations summed)")
+        head.append(f"  sched {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})")
         style = "bold red" if s.tail_frac > 0.2 else ""
         head.append(
-            f"\ntail {_ms(s.tail_ns)} ({s.tail_frac:.0%} of the launch with SMs idle)", style
+            f"\ntail {_ms(s.tail_ns)}: the last {s.tail_frac:.0%} of the wall time, some SMs idle",
+            style,
         )
-        head.append(f"  scheduling {_ms(sched_ns)} ({sched_ns / max(exec_ns, 1):.1%})")
         return head
 
     @staticmethod
