@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from gtop.recordings.exporters import EXPORTERS  # noqa: E402
+from gtop.recordings.exporters import FORMATS  # noqa: E402
 from tests.fuzz.damage import KINDS, Variant, variants  # noqa: E402
 from tests.fuzz.runner import GIB, Outcome, run_all  # noqa: E402
 
@@ -45,7 +45,7 @@ class Job:
 
 
 def jobs(bases: list[Path], folder: Path, count: int, seed: int) -> Iterator[tuple[Job, list]]:
-    formats = sorted(EXPORTERS)
+    formats = sorted(FORMATS)
     for i, variant in enumerate(variants(bases, count, seed)):
         own = folder / str(i)
         own.mkdir()

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import NoReturn, TypeVar
 
 from gtop import __version__
+from gtop.probes.options import add_arguments as add_probe_arguments
+from gtop.recordings.options import add_export_arguments, add_window_options
 
 DEMO_RECORDING = "idle_busy_idle.gtop"
 MIN_INTERVAL_S = 0.1
@@ -399,13 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON instead of text (docs/report.schema.json; comparing two: "
         "docs/compare.schema.json)",
     )
-    from gtop.recordings.clipped import add_window_options
-
     add_window_options(report, "the steady state of the target's GPU work")
-
-    from gtop.recordings.exporters import command as export_cli
-
-    export_cli.add_arguments(
+    add_export_arguments(
         sub.add_parser(
             "export",
             help="convert a recording for other tools",
@@ -460,9 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(serve, color=False)
     _target_options(serve)
 
-    from gtop.probes import command as probe_cli
-
-    probe_cli.add_arguments(sub.add_parser("probe", help="the PTX probe engine, offline"))
+    add_probe_arguments(sub.add_parser("probe", help="the PTX probe engine, offline"))
     return parser
 
 

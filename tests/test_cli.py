@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gtop.cli import Config, parse_args
+from gtop.recordings.exporters import FORMATS
 
 
 def gtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -43,6 +44,21 @@ def gtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 def test_parse_args(argv: list[str], expected: Config, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert parse_args(argv) == expected
+
+
+def test_building_the_parser_imports_no_exporter_nor_numpy() -> None:
+    """Every command builds the whole parser first (``gtop record`` before it launches its
+    target): the exporters, the probe engine and numpy load only when a command runs."""
+    code = (
+        "import sys; from gtop.cli import build_parser; build_parser(); "
+        "print(*(m for m in sys.modules if m == 'numpy' or m.startswith('gtop.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert "gtop.recordings.options" in loaded  # what --format's help is built from
+    heavy = {f"gtop.recordings.exporters.{f.module}" for f in FORMATS.values()}
+    heavy |= {"numpy", "gtop.recordings.clipped", "gtop.probes.command", "gtop.probes.catalog"}
+    assert not loaded & heavy
 
 
 def test_no_color_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,47 +1,20 @@
 """``gtop probe list | instrument``: the probe engine offline.
 
-Wired into ``gtop/cli.py`` as the ``probe`` subcommand through :func:`add_arguments` and
-:func:`run`. Errors print one line on stderr starting with ``gtop:`` and return 1
-(argparse itself exits with 2 on malformed command lines).
+Wired into ``gtop/cli.py`` as the ``probe`` subcommand through
+:func:`gtop.probes.options.add_arguments` and :func:`run` (imported only to run). Errors
+print one line on stderr starting with ``gtop:`` and return 1 (argparse itself exits with
+2 on malformed command lines).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from pathlib import Path
 
 from gtop.probes.catalog import PROBES, get
 from gtop.probes.engine import ptx
-from gtop.probes.engine.probe import Level, MapKind
+from gtop.probes.engine.placement import Level, MapKind
 from gtop.probes.engine.rewrite import RewriteError, instrument
-
-
-def _regex(text: str) -> str:
-    """``text`` if it is a regular expression (else an argparse error saying why)."""
-    try:
-        re.compile(text)
-    except re.error as exc:
-        raise argparse.ArgumentTypeError(f"not a regular expression: {text!r} ({exc})") from None
-    return text
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``list`` and ``instrument`` subcommands to ``parser``."""
-    sub = parser.add_subparsers(dest="probe_command", metavar="{list,instrument}")
-    sub.required = True
-    sub.add_parser("list", help="list the probes")
-    ins = sub.add_parser("instrument", help="insert a probe into a PTX file")
-    ins.add_argument("input", metavar="IN.ptx", type=Path)
-    ins.add_argument("--probe", required=True, help="probe name (see: gtop probe list)")
-    ins.add_argument(
-        "--kernel", metavar="REGEX", type=_regex, help="only kernels whose name matches"
-    )
-    ins.add_argument("--sample", type=int, default=1, metavar="N", help="trace 1 access in N")
-    ins.add_argument("--level", choices=[x.value for x in Level], help="who writes records")
-    ins.add_argument("--map", choices=[x.value for x in MapKind], help="ring or fixed array")
-    ins.add_argument("-o", "--output", required=True, metavar="OUT.ptx", type=Path)
 
 
 def run(args: argparse.Namespace) -> int:

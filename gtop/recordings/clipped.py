@@ -10,7 +10,6 @@ intervals to the window itself.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -186,15 +185,3 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
         if name in named and (named[name].t0, named[name].t1) == (t0, t1)
     ]
     return Window(t0, t1, named[same[0]].kind if same else "given")
-
-
-def add_window_options(parser: argparse.ArgumentParser, default: str) -> None:
-    """``--from S`` and ``--to S`` (into ``from_s``/``to_s``), for :func:`choose`."""
-    for flag, edge in (("--from", "start"), ("--to", "end")):
-        parser.add_argument(
-            flag,
-            dest=flag[2:] + "_s",
-            metavar="S",
-            help=f"window {edge}: seconds from the recording's start, 'steady' or 'active' "
-            f"(that window's {edge}); default: {default}",
-        )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gtop.cli import main
-from gtop.recordings.exporters import infer_format
+from gtop.recordings.exporters import FORMATS, infer_format
 from tests.conftest import RECORDINGS, REPO
 
 SMALL = RECORDINGS / "idle_busy_idle.gtop"
@@ -33,6 +33,11 @@ SMALL = RECORDINGS / "idle_busy_idle.gtop"
 )
 def test_format_from_the_output_name(name: str, fmt: str | None) -> None:
     assert infer_format(Path(name)) == fmt
+
+
+def test_every_format_names_a_module_that_exports() -> None:
+    for fmt in FORMATS.values():
+        assert callable(fmt.exporter().export), fmt.name
 
 
 def _gtop(*args: str) -> subprocess.CompletedProcess:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import IO, TypeVar
 
 from gtop import cli
-from gtop.recordings.exporters import EXPORTERS
+from gtop.recordings.exporters import FORMATS
 
 GIB = 1 << 30
 T = TypeVar("T")
@@ -87,7 +87,7 @@ def _warm_up() -> None:
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with tempfile.TemporaryDirectory() as out, quiet[0], quiet[1]:
         cli.main(["report", str(demo)])
-        for fmt in EXPORTERS:
+        for fmt in FORMATS:
             cli.main(["export", str(demo), "--format", fmt, "-o", f"{out}/{fmt}"])
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from gtop.recordings.exporters import EXPORTERS
+from gtop.recordings.exporters import FORMATS
 from tests.conftest import RECORDINGS
 from tests.fuzz.damage import KINDS, Variant, variants
 from tests.fuzz.runner import GIB, Outcome, run_all
@@ -38,7 +38,7 @@ BASES = [
 VARIANTS = 132
 """Per recording: 12 of each kind of damage, 528 in all."""
 SEED = 14
-FORMATS = sorted(EXPORTERS)
+FORMATS = sorted(FORMATS)
 
 
 def commands(variant_index: int, path: Path, out: Path) -> list[list[str]]:

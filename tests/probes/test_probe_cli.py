@@ -1,4 +1,4 @@
-"""``gtop probe list | instrument`` through the module's own argparse wiring."""
+"""``gtop probe list | instrument`` through its own argparse wiring."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gtop.probes import command as cli
+from gtop.probes import options
 from gtop.probes.engine.rewrite import read_header
 
 from .helpers import CORPUS, run_ptxas
@@ -15,7 +16,7 @@ from .helpers import CORPUS, run_ptxas
 
 def _run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="gtop probe")
-    cli.add_arguments(parser)
+    options.add_arguments(parser)
     return cli.run(parser.parse_args(argv))
 
 

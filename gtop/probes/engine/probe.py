@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 
+from .placement import Level, MapKind
 from .ptx import Instruction
 
 PREFIX = "%gtop_"
@@ -24,21 +24,6 @@ EXIT = "exit"
 
 class SiteError(ValueError):
     """A snippet cannot be rendered for this site (the rewriter adds the line)."""
-
-
-class Level(Enum):
-    """Who writes a record: one lane per warp (the lowest guarded lane) or every thread."""
-
-    WARP = "warp"
-    THREAD = "thread"
-
-
-class MapKind(Enum):
-    """Where a record goes: a ring (atomic slot + overflow count) or a fixed array slot
-    indexed by (linear block, warp) or (linear block, thread)."""
-
-    RING = "ring"
-    ARRAY = "array"
 
 
 @dataclass(frozen=True)

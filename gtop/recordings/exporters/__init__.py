@@ -1,28 +1,77 @@
 """Exporters: a recording → another tool's format. One module per format.
 
-Each module defines ``FORMAT`` (the ``--format`` name), ``DESCRIPTION``, ``SUFFIXES``
-(output names that imply the format) and ``export(recording, output) -> str``, which
-writes through an :class:`~gtop.recordings.exporters.output.Output` and returns a
-one-line summary.
+:data:`FORMATS` lists every format: its ``--format`` name, a description, the output
+names that imply it, and the module that writes it. That module is imported only to
+export (the command line reads this list alone); it defines
+``export(recording, output) -> str``, which writes through an
+:class:`~gtop.recordings.exporters.output.Output` and returns a one-line summary, and
+may define ``STREAMS`` and ``BYTES_PER_ROW`` (see :mod:`.command`).
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from gtop.recordings.exporters import (
-    chrome,
-    csv_tables,
-    folded,
-    kineto,
-    perfetto,
-    pprof,
-    speedscope,
-)
 
-EXPORTERS: dict[str, ModuleType] = {
-    m.FORMAT: m for m in (perfetto, chrome, kineto, speedscope, folded, pprof, csv_tables)
+@dataclass(frozen=True)
+class Format:
+    name: str
+    """The ``--format`` name."""
+    description: str
+    suffixes: tuple[str, ...]
+    """Output names that imply the format (see :func:`infer_format`)."""
+    module: str
+    """The module under this package that writes it."""
+
+    def exporter(self) -> ModuleType:
+        """The module that writes this format (imported now)."""
+        return importlib.import_module(f"{__name__}.{self.module}")
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "perfetto",
+            "Perfetto TrackEvent protobuf",
+            (".perfetto-trace", ".pftrace"),
+            "perfetto",
+        ),
+        Format("chrome", "Chrome trace-event JSON", (".json",), "chrome"),
+        Format(
+            "kineto",
+            "PyTorch-profiler-shaped Chrome trace (HolisticTraceAnalysis, TensorBoard)",
+            (".pt.trace.json",),
+            "kineto",
+        ),
+        Format(
+            "speedscope",
+            "speedscope JSON: GPU-centric flamegraph, per-thread profiles and timelines",
+            (".speedscope.json",),
+            "speedscope",
+        ),
+        Format(
+            "folded",
+            "folded stacks, one file per view (on-cpu, off-cpu, gpu), weights in µs",
+            (".folded",),
+            "folded",
+        ),
+        Format(
+            "pprof",
+            "gzipped pprof profile.proto (go tool pprof, Pyroscope)",
+            (".pb.gz", ".pprof"),
+            "pprof",
+        ),
+        Format(
+            "csv",
+            "a directory of CSV files: one per stream, one per entity kind",
+            (),
+            "csv_tables",
+        ),
+    )
 }
 
 
@@ -31,10 +80,10 @@ def infer_format(output: Path) -> str | None:
     aside), or None when it implies none or several."""
     name = output.name.lower()
     best: dict[int, set[str]] = {}
-    for fmt, module in EXPORTERS.items():
-        for suffix in module.SUFFIXES:
+    for fmt in FORMATS.values():
+        for suffix in fmt.suffixes:
             if name.endswith(suffix) or name.removesuffix(".gz").endswith(suffix):
-                best.setdefault(len(suffix), set()).add(fmt)
+                best.setdefault(len(suffix), set()).add(fmt.name)
     if not best:
         return None
     formats = best[max(best)]

@@ -12,9 +12,6 @@ from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.reader import Recording
 
-FORMAT = "chrome"
-DESCRIPTION = "Chrome trace-event JSON"
-SUFFIXES = (".json",)
 BYTES_PER_ROW = 150
 
 STATE_TID_OFFSET = 1 << 22

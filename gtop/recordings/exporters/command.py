@@ -1,6 +1,7 @@
 """``gtop export FILE [--format F] -o OUT``: a recording in another tool's format.
 
-Wired into ``gtop/cli.py`` through :func:`add_arguments` and :func:`run`. The format
+Wired into ``gtop/cli.py`` through :func:`gtop.recordings.options.add_export_arguments`
+and :func:`run` (this module is imported only to export). The format
 comes from ``--format`` or, when that is left out, from OUT's name (``.perfetto-trace``,
 ``.json``, ``.speedscope.json``, ``.folded``, ``.pb.gz`` …). Errors print one line on
 stderr starting with ``gtop:``.
@@ -14,8 +15,8 @@ import sys
 from pathlib import Path
 
 from gtop.core.files import UnsafeFile
-from gtop.recordings.clipped import ClippedRecording, add_window_options, choose
-from gtop.recordings.exporters import EXPORTERS, infer_format
+from gtop.recordings.clipped import ClippedRecording, choose
+from gtop.recordings.exporters import FORMATS, infer_format
 from gtop.recordings.exporters.output import ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
 
@@ -23,29 +24,6 @@ CACHE_CHUNKS = 4
 """Decoded chunks the reader keeps: exporters read each window once, in time order."""
 BIG_EXPORT_B = 50_000_000
 """Exports estimated at this size or more say so before they start."""
-
-
-def _suffixes(suffixes: tuple[str, ...]) -> str:
-    return f" ({', '.join(suffixes)})" if suffixes else ""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE")
-    parser.add_argument(
-        "--format",
-        choices=list(EXPORTERS),
-        help="; ".join(
-            f"{name}{_suffixes(m.SUFFIXES)}: {m.DESCRIPTION}" for name, m in EXPORTERS.items()
-        )
-        + " (default: from OUT's name)",
-    )
-    parser.add_argument(
-        "-o", "--output", type=Path, required=True, metavar="OUT", help="output path, - for stdout"
-    )
-    parser.add_argument(
-        "--gzip", action="store_true", help="gzip-compress the output (implied by OUT.gz)"
-    )
-    add_window_options(parser, "the whole recording")
 
 
 def _estimate(rec: Recording, module: object) -> tuple[int, int]:
@@ -77,11 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None:
         print(
             f"gtop: export: cannot tell the format from the name {str(args.output)!r}; "
-            f"add --format ({', '.join(EXPORTERS)})",
+            f"add --format ({', '.join(FORMATS)})",
             file=sys.stderr,
         )
         return 2
-    module = EXPORTERS[fmt]
     if _same_file(args.file, args.output):
         print(
             f"gtop: export: {args.output} is the recording itself; choose another OUT",
@@ -100,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 print(f"gtop: {exc}", file=sys.stderr)
                 return 2
+        module = FORMATS[fmt].exporter()
         rows, size = _estimate(rec, module)
         compress = args.gzip or args.output.name.endswith(".gz")
         if size >= BIG_EXPORT_B and not compress:
@@ -109,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         try:
-            with Output(args.output, gzip=compress, total=rows) as out:
+            with Output(args.output, gzip=compress, total=rows, fmt=fmt) as out:
                 summary = module.export(rec, out)
         except ExportError as exc:
             print(f"gtop: export: {exc}", file=sys.stderr)

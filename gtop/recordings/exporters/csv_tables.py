@@ -24,9 +24,6 @@ from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.reader import Recording
 
-FORMAT = "csv"
-DESCRIPTION = "a directory of CSV files: one per stream, one per entity kind"
-SUFFIXES: tuple[str, ...] = ()
 BYTES_PER_ROW = 100
 
 UNITS = {
@@ -114,7 +111,7 @@ def _entity_value(value: object) -> object:
 def export(rec: Recording, out: Output) -> str:
     total = 0
     for name in rec.streams:
-        total += _write_stream(rec, name, csv.writer(out.in_directory(f"{name}.csv", FORMAT)), out)
+        total += _write_stream(rec, name, csv.writer(out.in_directory(f"{name}.csv")), out)
     kinds: dict[str, list] = {}
     for entity in rec.entities():
         kinds.setdefault(entity.kind, []).append(entity)
@@ -122,7 +119,7 @@ def export(rec: Recording, out: Output) -> str:
         keys: dict[str, None] = {}
         for e in entities:
             keys.update(dict.fromkeys(e.value if isinstance(e.value, dict) else ["value"]))
-        writer = csv.writer(out.in_directory(f"entity_{kind}.csv", FORMAT))
+        writer = csv.writer(out.in_directory(f"entity_{kind}.csv"))
         writer.writerow(["key", "t_ns", *keys])
         for e in entities:
             value = e.value if isinstance(e.value, dict) else {"value": e.value}

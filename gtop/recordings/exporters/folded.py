@@ -15,10 +15,6 @@ from gtop.recordings.exporters.output import Output
 from gtop.recordings.exporters.profiles import STREAMS, VIEWS, profiles
 from gtop.recordings.reader import Recording
 
-FORMAT = "folded"
-DESCRIPTION = "folded stacks, one file per view (on-cpu, off-cpu, gpu), weights in µs"
-SUFFIXES = (".folded",)
-
 
 def export(rec: Recording, out: Output) -> str:
     views: dict[str, Folded] = defaultdict(dict)

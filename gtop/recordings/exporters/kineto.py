@@ -18,9 +18,6 @@ from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.reader import Recording
 
-FORMAT = "kineto"
-DESCRIPTION = "PyTorch-profiler-shaped Chrome trace (HolisticTraceAnalysis, TensorBoard)"
-SUFFIXES = (".pt.trace.json",)
 STREAMS = ("kernel", "memcpy", "memset", "api", "marker")
 BYTES_PER_ROW = 165
 

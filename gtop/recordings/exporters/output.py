@@ -27,10 +27,11 @@ class ExportError(Exception):
 
 
 class Output:
-    """An export's destination. ``gzip``: compress every stream (``--gzip``)."""
+    """An export's destination. ``gzip``: compress every stream (``--gzip``); ``fmt``:
+    the format written, for messages."""
 
-    def __init__(self, path: Path, *, gzip: bool = False, total: int = 0) -> None:
-        self.path, self.gzip = path, gzip
+    def __init__(self, path: Path, *, gzip: bool = False, total: int = 0, fmt: str = "") -> None:
+        self.path, self.gzip, self.fmt = path, gzip, fmt
         self.made: list[Path] = []
         self._files = contextlib.ExitStack()
         self._open_streams: list[IO[Any]] = []
@@ -51,9 +52,9 @@ class Output:
         """A new stream, closed when the ``with`` block ends; text is UTF-8."""
         return self._open(self.named(tag) if tag else self.path, binary, compress)
 
-    def in_directory(self, name: str, fmt: str) -> IO[Any]:
+    def in_directory(self, name: str) -> IO[Any]:
         """A new text file ``name`` inside the output directory (made if missing)."""
-        return self._open(self.directory(fmt) / name, False, None)
+        return self._open(self.directory() / name, False, None)
 
     def _open(self, path: Path, binary: bool, compress: bool | None) -> IO[Any]:
         if path == STDOUT:
@@ -67,14 +68,14 @@ class Output:
         self._open_streams.append(stream)
         return stream
 
-    def directory(self, fmt: str) -> Path:
+    def directory(self) -> Path:
         """The output as a directory (made if missing; a symlink is refused).
 
         Raises:
             ExportError: the output is stdout.
         """
         if self.is_stdout:
-            raise ExportError(f"{fmt} writes a directory of files; give a directory, not -")
+            raise ExportError(f"{self.fmt} writes a directory of files; give a directory, not -")
         if self.path.is_symlink():
             raise OSError(f"{self.path} is a symlink")
         self.path.mkdir(parents=True, exist_ok=True)

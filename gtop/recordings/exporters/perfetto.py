@@ -21,9 +21,6 @@ from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.reader import Recording
 
-FORMAT = "perfetto"
-DESCRIPTION = "Perfetto TrackEvent protobuf"
-SUFFIXES = (".perfetto-trace", ".pftrace")
 BYTES_PER_ROW = 52
 
 SEQUENCE_ID = 0x67  # "g": any id from 2 to 127 is one byte per packet (1 is the service's)

@@ -19,10 +19,6 @@ from gtop.recordings.exporters.profiles import STREAMS, profiles
 from gtop.recordings.exporters.tracks import Names
 from gtop.recordings.reader import Recording
 
-FORMAT = "pprof"
-DESCRIPTION = "gzipped pprof profile.proto (go tool pprof, Pyroscope)"
-SUFFIXES = (".pb.gz", ".pprof")
-
 # Profile
 SAMPLE_TYPE, SAMPLE, LOCATION, FUNCTION, STRINGS, TIME, DURATION, PERIOD_TYPE, PERIOD = (
     1,

@@ -21,9 +21,6 @@ from gtop.recordings.exporters.output import Output
 from gtop.recordings.exporters.profiles import STREAMS, Profile, gpu_profiles, thread_profiles
 from gtop.recordings.reader import Recording
 
-FORMAT = "speedscope"
-DESCRIPTION = "speedscope JSON: GPU-centric flamegraph, per-thread profiles and timelines"
-SUFFIXES = (".speedscope.json",)
 BYTES_PER_ROW = {"thread_state": 360}  # the timelines
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
