@@ -146,6 +146,9 @@ for step in $steps; do
     # which part of gtop a launch-bound loss is: without host tracing, without the agent
     overhead-matrix-eager-ablation) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
                              --modes untraced,gtop,gtop-host-off,gtop-no-agent --json "$OUT/ablation_eager-decode.json" ;;
+    # launch-bound: more rounds of only untraced vs gtop, the target pinned to 4 CPUs
+    overhead-matrix-eager-pinned) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
+                             --modes untraced,gtop --rounds 9 --pin 2-5 --json "$OUT/pinned_eager-decode.json" ;;
     overhead-matrix-loader) limit 235 python3 benchmarks/overhead_matrix.py --workloads resnet-loader \
                               --json "$OUT/overhead_resnet-loader.json" ;;
     overhead-matrix-train) limit 235 python3 benchmarks/overhead_matrix.py --workloads gpu-train \

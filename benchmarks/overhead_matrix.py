@@ -116,12 +116,13 @@ WORKLOADS = {
 RUN_TIMEOUT_S = 150
 
 
-def command(w: Workload, mode: str, out: Path) -> list[str]:
-    target = [sys.executable, str(w.script), *w.args]
+def command(w: Workload, mode: str, out: Path, pin: str | None = None) -> list[str]:
+    pinned = ["taskset", "-c", pin] if pin else []  # the target only, never gtop
+    target = [*pinned, sys.executable, str(w.script), *w.args]
     if mode == "untraced":
         return target
     if mode == "torch.profiler":
-        return [sys.executable, str(W / "under_torch_profiler.py"), str(w.script), *w.args]
+        return [*pinned, sys.executable, str(W / "under_torch_profiler.py"), str(w.script), *w.args]
     gtop = [sys.executable, "-m", "gtop", "record", "--force", *GTOP_ARGS[mode]]
     return [*gtop, "-o", str(out), "--", *target]
 
@@ -141,10 +142,10 @@ def agent_cost(path: Path) -> dict | None:
     return max(costs.values(), key=lambda v: v.get("records", 0))
 
 
-def run_one(name: str, mode: str, tmp: Path) -> dict:
+def run_one(name: str, mode: str, tmp: Path, pin: str | None = None) -> dict:
     w = WORKLOADS[name]
     out = tmp / f"{name}-{mode}.gtop"
-    m = measured_run.run(command(w, mode, out), dict(os.environ), RUN_TIMEOUT_S)
+    m = measured_run.run(command(w, mode, out, pin), dict(os.environ), RUN_TIMEOUT_S)
     row = m.row()
     row.update(workload=name, mode=mode, rate=(m.result or {}).get(w.rate_key))
     if mode.startswith("gtop"):
@@ -157,7 +158,9 @@ def run_one(name: str, mode: str, tmp: Path) -> dict:
     return row
 
 
-def measure(names: list[str], modes: list[str], rounds: int, budget_s: float) -> list[dict]:
+def measure(
+    names: list[str], modes: list[str], rounds: int, budget_s: float, pin: str | None = None
+) -> list[dict]:
     rows: list[dict] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -170,7 +173,7 @@ def measure(names: list[str], modes: list[str], rounds: int, budget_s: float) ->
                     break
                 t_round = time.monotonic()
                 for mode in modes if r % 2 == 0 else modes[::-1]:
-                    row = run_one(name, mode, Path(tmp))
+                    row = run_one(name, mode, Path(tmp), pin)
                     row["round"] = r
                     rows.append(row)
                     print(json.dumps(_short(row)), flush=True)
@@ -309,6 +312,12 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help="write rows and summary here")
     ap.add_argument("--merge", nargs="+", type=Path, help="partial JSONs to join")
     ap.add_argument("--markdown", type=Path, help="write the table here")
+    ap.add_argument(
+        "--pin",
+        metavar="CPUS",
+        help="run each target under taskset -c CPUS (gtop itself unpinned): launch-bound "
+        "rates otherwise vary ~35%% between fresh processes",
+    )
     args = ap.parse_args()
     if args.merge:
         parts = [json.loads(p.read_text()) for p in args.merge if p.exists()]
@@ -327,7 +336,7 @@ def main() -> int:
         if bad := [m for m in modes if m not in MODES]:
             ap.error(f"unknown modes {bad}: choose from {', '.join(MODES)}")
         info = machine()
-        rows = measure(names, modes, args.rounds, args.budget)
+        rows = measure(names, modes, args.rounds, args.budget, args.pin)
         commands = [" ".join(["python3", *sys.argv])]
     summary = summarise(rows)
     text = markdown(summary, info) + "\n\nCommands:\n" + "\n".join(f"    {c}" for c in commands)
