@@ -20,6 +20,8 @@ no_wrap
 get_content_height
 _on_tab_pane_focused  # a TabbedContent message handler (views/screens/process.py)
 animation_level  # App.animation_level, read by Textual (views/app.py turns animations off)
+render_line  # the line API of a ScrollView (views/widgets/row_table.py)
+virtual_size  # a ScrollView's scrollable size (views/widgets/row_table.py)
 required  # argparse subparsers: sub.required
 
 # Triton's kernel_load_end_hook calls fn(module, function, name, metadata_group, hash)

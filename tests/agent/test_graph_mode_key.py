@@ -11,12 +11,13 @@ import asyncio
 import subprocess
 
 from agent_helpers import Target, script
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from gtop.agent.cupti import GRAPH_TRACE
 from gtop.session.live import LiveSource
 from gtop.views.app import GtopApp
 from gtop.views.tabs.kernels_tab import KernelsTab
+from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import SIZE
 from tests.views.test_process_tabs import open_tab
 
@@ -56,7 +57,7 @@ async def g_switches_graph_tracing(processes, fake_libs) -> None:
         await until(lambda: "one row per launch" in str(line.render()))
         assert graph_traced(target)
 
-        tab.kernels.query_one(DataTable).focus()  # as after the user's first key in it
+        tab.kernels.query_one(RowTable).focus()  # as after the user's first key in it
         await pilot.press("g")
         await until(lambda: not graph_traced(target))
         await until(lambda: "every node traced" in str(line.render()))

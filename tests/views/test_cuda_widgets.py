@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable
 
 from gtop.analysis.cuda_activity import api_summary, kernel_summary
 from gtop.core import layouts
 from gtop.core.layouts import ApiClass
 from gtop.views.widgets.api_table import ApiTable
 from gtop.views.widgets.kernel_table import KernelTable
+from gtop.views.widgets.row_table import RowTable
 
 NAMES = {
     1: "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEE"
@@ -52,7 +52,7 @@ async def _kernel_table_sorts_filters_and_expands():
     table = KernelTable()
     async with One(table).run_test(size=(80, 24)) as pilot:
         table.set_rows(kernel_rows())
-        data = table.query_one(DataTable)
+        data = table.query_one(RowTable)
         data.focus()
         await pilot.pause()
         assert data.row_count == 3
@@ -62,7 +62,7 @@ async def _kernel_table_sorts_filters_and_expands():
         await pilot.press("r")
         assert names_on_screen(table)[0] == "triton_poi_fused_add_0"
         await pilot.press("f")
-        assert str(data.get_row_at(2)[0]).startswith("void at::native::vectorized_elementwise")
+        assert data.cells(2)[0].startswith("void at::native::vectorized_elementwise")
         await pilot.press("slash")
         await pilot.press(*"triton")
         assert names_on_screen(table) == ["triton_poi_fused_add_0"]
@@ -85,7 +85,7 @@ async def _kernel_table_posts_selection():
     async with Watch(table).run_test(size=(80, 24)) as pilot:
         table.set_rows(kernel_rows())
         await pilot.pause()
-        table.query_one(DataTable).focus()
+        table.query_one(RowTable).focus()
         await pilot.press("enter")
         await pilot.pause()
     assert picked == [NAMES[2]]
@@ -108,12 +108,12 @@ async def _api_table_rows_and_sort():
     table = ApiTable()
     async with One(table).run_test(size=(80, 24)) as pilot:
         table.set_rows(api_rows())
-        table.query_one(DataTable).focus()
+        table.query_one(RowTable).focus()
         await pilot.pause()
         assert [r.name for r in table.shown] == ["cudaDeviceSynchronize", "cudaLaunchKernel"]
         await pilot.press("s")  # calls
         assert table.shown[0].name == "cudaLaunchKernel"
-        row = table.query_one(DataTable).get_row_at(0)
+        row = table.query_one(RowTable).cells(0)
         assert row[0] == "100" and row[3] == "2/s"
 
 

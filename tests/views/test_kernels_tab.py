@@ -4,10 +4,9 @@ them sharing a short name with another): told-apart names, the columns that matt
 
 from __future__ import annotations
 
-from textual.widgets import DataTable
-
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
+from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import REPO, SIZE, AppFactory
 from tests.views.test_process_tabs import open_tab, settle_panel
 
@@ -15,8 +14,8 @@ TRAIN = REPO / "recordings" / "train_loop_cupti.gtop"
 TRAIN_PID = 2011
 
 
-def header(table: DataTable) -> list[str]:
-    return [str(c.label) for c in table.columns.values()]
+def header(table: RowTable) -> list[str]:
+    return [c.label for c in table.columns]
 
 
 async def test_kernel_table_at_80_columns(replay_app: AppFactory) -> None:
@@ -25,18 +24,18 @@ async def test_kernel_table_at_80_columns(replay_app: AppFactory) -> None:
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)
         await settle_panel(pilot, tab)
-        table = tab.kernels.query_one(DataTable)
+        table = tab.kernels.query_one(RowTable)
         labels = [tab.kernels.label(r) for r in tab.kernels.shown]
         assert len(labels) == len(set(labels)) == 56
         assert "native::vectorized_elementwise_kernel<FillFunctor<float>>" in labels
         assert header(table)[:5] == ["Kernel", "%GPU", "Count", "Total ▼", "Mean"]
-        shares = [float(str(table.get_row_at(i)[1])) for i in range(table.row_count)]
+        shares = [float(table.cells(i)[1]) for i in range(table.row_count)]
         assert abs(sum(shares) - 100) < 1.0 and shares == sorted(shares, reverse=True)
-        widths = [c.get_render_width(table) for c in table.columns.values()]
+        widths = [c.width + 2 for c in table.columns]
         assert sum(widths[:5]) <= SIZE[0]  # name, %, count, total, mean all on screen
         for _ in range(2):
             await pilot.press("f")
-            widths = [c.get_render_width(table) for c in table.columns.values()]
+            widths = [c.width + 2 for c in table.columns]
             assert sum(widths[:5]) <= SIZE[0]
         await pilot.press("s")
         assert header(table)[2] == "Count ▼"
@@ -48,7 +47,7 @@ async def test_cursor_stays_on_its_kernel_during_playback(replay_app: AppFactory
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)
         await settle_panel(pilot, tab)
-        table = tab.kernels.query_one(DataTable)
+        table = tab.kernels.query_one(RowTable)
         await pilot.press("down", "down", "down")
         picked = tab.kernels.shown[table.cursor_row].name
         order = [r.name for r in tab.kernels.shown]
@@ -75,7 +74,7 @@ async def test_palette_opens_tabs_and_kernels(replay_app: AppFactory) -> None:
         await pilot.pause()
         tab = screen.query_one(KernelsTab)
         assert screen._panels[screen.tabs.active] is tab
-        row = tab.kernels.shown[tab.kernels.query_one(DataTable).cursor_row]
+        row = tab.kernels.shown[tab.kernels.query_one(RowTable).cursor_row]
         assert "FillFunctor<float>" in row.demangled and "FillFunctor<float>" in str(
             tab.detail.render()
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Input, Tabs
+from textual.widgets import Input, Tabs
 
 from gtop.analysis.attribution import attribute
 from gtop.analysis.cuda_activity import KernelStats, names_from_entities
@@ -29,6 +29,7 @@ from gtop.views.tabs.streams_tab import StreamsTab
 from gtop.views.tabs.swimlanes_tab import SwimlanesTab
 from gtop.views.tabs.threads_tab import ThreadsTab
 from gtop.views.tabs.worker_panel import WorkerPanel
+from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import FIXTURES, SIZE, AppFactory, load_frame_benchmark
 
 CONSTRUCTED_IO = FIXTURES / "constructed-io.gtop"
@@ -111,7 +112,7 @@ async def test_kernels_tab_sums_the_recording(replay_app: AppFactory) -> None:
             (r.name, r.count, r.total_ns) for r in want
         ]
         assert got[0].short.startswith("nvjet_sm90")
-        table = tab.kernels.query_one(DataTable)
+        table = tab.kernels.query_one(RowTable)
         table.focus()
         await pilot.press("down", "enter")
         await pilot.pause()
@@ -128,7 +129,7 @@ async def test_kernels_tab_api_view(replay_app: AppFactory) -> None:
     async with app.run_test(size=SIZE) as pilot:
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)
-        tab.kernels.query_one(DataTable).focus()
+        tab.kernels.query_one(RowTable).focus()
         await pilot.press("a")
         await settle_panel(pilot, tab)
         rows = tab.api.shown
@@ -375,7 +376,7 @@ async def test_kernels_tab_probe_keys_grey_in_replay_and_explain_no_ptx(
         assert isinstance(tab, KernelsTab)
         for probe in ("block_sched", "tensorop", "mem_trace"):
             assert tab.check_action("probe", (probe,)) is None  # replay: no live agent
-        table = tab.kernels.query_one(DataTable)
+        table = tab.kernels.query_one(RowTable)
         table.focus()
         await pilot.press("enter")  # the first row: a cuBLAS (nvjet) kernel
         await pilot.pause()

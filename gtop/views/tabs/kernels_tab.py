@@ -19,7 +19,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from gtop.agent.modes import graph_level, toggle_graph_nodes
 from gtop.analysis import probes
@@ -35,6 +35,7 @@ from gtop.views.tabs.session_data import session_of
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.api_table import ApiTable
 from gtop.views.widgets.kernel_table import KernelTable
+from gtop.views.widgets.row_table import RowTable
 
 API_WINDOW_S = 10.0
 """The API table covers this many recent seconds (calls/s and % wall are over it)."""
@@ -188,7 +189,7 @@ class KernelsTab(WorkerPanel):
     def action_toggle_api(self) -> None:
         self.show_api = not self.show_api
         target = self.api if self.show_api else self.kernels
-        self.call_after_refresh(target.query_one("DataTable").focus)
+        self.call_after_refresh(target.query_one(RowTable).focus)
 
     # --- probes (live, through the agent) ----------------------------------------------
 
@@ -200,7 +201,7 @@ class KernelsTab(WorkerPanel):
 
     def _selected(self) -> KernelRow | None:
         shown = self.kernels.shown
-        row = self.kernels.query_one(DataTable).cursor_row
+        row = self.kernels.query_one(RowTable).cursor_row
         return shown[row] if 0 <= row < len(shown) else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

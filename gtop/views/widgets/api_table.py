@@ -6,10 +6,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import DataTable
 
 from gtop.analysis.cuda_activity import ApiRow
 from gtop.views.fmt import units
+from gtop.views.widgets.row_table import Column, RowTable
 
 SORTS: tuple[tuple[str, str], ...] = (
     ("total_ns", "time"),
@@ -18,6 +18,8 @@ SORTS: tuple[tuple[str, str], ...] = (
     ("tid", "thread"),
 )
 COLUMNS = ("Thread", "Call", "Class", "Calls/s", "Time", "% wall", "Max")
+TEXT = frozenset({"Call", "Class"})
+"""Left-justified columns (the rest are numbers)."""
 
 
 class ApiTable(Widget):
@@ -29,7 +31,7 @@ class ApiTable(Widget):
 
     DEFAULT_CSS = """
     ApiTable { height: 1fr; }
-    ApiTable > DataTable { height: 1fr; }
+    ApiTable > RowTable { height: 1fr; }
     """
 
     BINDINGS = [
@@ -48,10 +50,9 @@ class ApiTable(Widget):
         self._shown: list[ApiRow] = []
 
     def compose(self) -> ComposeResult:
-        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield RowTable()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns(*COLUMNS)
         self._redraw()
 
     def set_rows(self, rows: list[ApiRow]) -> None:
@@ -66,10 +67,8 @@ class ApiTable(Widget):
     def _redraw(self) -> None:
         key = SORTS[self.sort_index][0]
         self._shown = sorted(self._rows, key=lambda r: getattr(r, key), reverse=self.descending)
-        table = self.query_one(DataTable)
-        table.clear()
-        for r in self._shown:
-            table.add_row(
+        rows = [
+            (
                 str(r.tid),
                 r.name,
                 r.api_class.lower(),
@@ -78,6 +77,13 @@ class ApiTable(Widget):
                 f"{r.time_pct:.1f}",
                 units.duration(r.max_ns),
             )
+            for r in self._shown
+        ]
+        columns = [
+            Column(label, max([len(label), *(len(r[i]) for r in rows)]), right=label not in TEXT)
+            for i, label in enumerate(COLUMNS)
+        ]
+        self.query_one(RowTable).set_table(columns, rows)
         self.border_subtitle = (
             f"sort: {SORTS[self.sort_index][1]}"
             if self._rows

@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from gtop.analysis.cuda_activity import KernelRow
 from gtop.views.fmt import kernel_names, units
+from gtop.views.widgets.row_table import Column as TableColumn
+from gtop.views.widgets.row_table import RowTable
 
 SORTS: tuple[tuple[str, str], ...] = (
     ("total_ns", "Total"),
@@ -65,7 +66,7 @@ class KernelTable(Widget):
     KernelTable { height: 1fr; }
     KernelTable > Input { dock: top; display: none; height: 3; }
     KernelTable.-filtering > Input { display: block; }
-    KernelTable > DataTable { height: 1fr; }
+    KernelTable > RowTable { height: 1fr; }
     """
 
     BINDINGS = [
@@ -103,7 +104,7 @@ class KernelTable(Widget):
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter kernels by name")
-        yield DataTable(cursor_type="row", zebra_stripes=True)
+        yield RowTable()
 
     def on_resize(self) -> None:
         if self._name_width() != self._room:  # the name column's width changed
@@ -129,15 +130,15 @@ class KernelTable(Widget):
         """Put the cursor on kernel ``name`` (clearing a filter that hides it)."""
         if not any(r.name == name for r in self._shown):
             self.action_clear_filter()
-        table = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         for i, r in enumerate(self._shown):
             if r.name == name:
-                table.move_cursor(row=i)
+                table.move_cursor(i)
                 return r
         return None
 
     def _name_width(self) -> int:
-        table = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         room = (table.size.width or self.size.width) - table.styles.scrollbar_size_vertical
         fixed = sum(c.width + 2 for c in NUMBERS[:ALWAYS]) + 2  # + the name's padding
         return max(MIN_NAME, room - fixed)
@@ -147,7 +148,7 @@ class KernelTable(Widget):
         rows = [r for r in self._rows if needle in r.demangled.lower()]
         key, sorted_label = SORTS[self.sort_index]
         rows.sort(key=lambda r: getattr(r, key), reverse=self.descending)
-        table = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         keep = (
             self._shown[table.cursor_row].name if 0 <= table.cursor_row < len(self._shown) else None
         )
@@ -157,21 +158,20 @@ class KernelTable(Widget):
         names = [r.demangled if self.full_names else self.label(r) for r in rows]
         if not self.full_names:
             width = min(width, max([len(n) for n in names] + [MIN_NAME]))
-        table.clear(columns=True)
-        table.add_column("Kernel" + (mark if sorted_label == "Kernel" else ""), width=width)
+        columns = [TableColumn("Kernel" + (mark if sorted_label == "Kernel" else ""), width)]
         for col in NUMBERS:
             label = col.label + (mark if col.label == sorted_label else "")
-            table.add_column(label, width=max(col.width, len(label)))
+            columns.append(TableColumn(label, max(col.width, len(label)), right=True))
         total = sum(r.total_ns for r in self._rows) or 1
+        cells = []
         for r, name in zip(rows, names, strict=True):
             share = r.total_ns / total
             rate = r.count / self._span_s if self._span_s > 0 else 0.0
             cut = name if len(name) <= width else name[: width - 1] + "…"
-            cells = [Text(c.cell(r, share, rate), justify="right") for c in NUMBERS]
-            table.add_row(cut, *cells, key=r.name)
+            cells.append([cut, *(c.cell(r, share, rate) for c in NUMBERS)])
+        table.set_table(columns, cells)
         if rows:
-            at = next((i for i, r in enumerate(rows) if r.name == keep), 0)
-            table.move_cursor(row=at)
+            table.move_cursor(next((i for i, r in enumerate(rows) if r.name == keep), 0))
         self.border_subtitle = f"sort: {sorted_label} {mark.strip()}"
 
     def watch_sort_index(self) -> None:
@@ -214,14 +214,14 @@ class KernelTable(Widget):
         self.query_one(Input).value = ""
         self.filter_text = ""
         self.remove_class("-filtering")
-        self.query_one(DataTable).focus()
+        self.query_one(RowTable).focus()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one(DataTable).focus()
+        self.query_one(RowTable).focus()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_row_table_row_selected(self, event: RowTable.RowSelected) -> None:
         if 0 <= event.cursor_row < len(self._shown):
             self.post_message(self.Selected(self._shown[event.cursor_row]))

@@ -58,6 +58,15 @@ def stream_cells(
     )
 
 
+def _stream_keys(*arrays: np.ndarray) -> list[tuple[int, int]]:
+    """The distinct (pid, stream) pairs of the records, sorted (pids are 32-bit signed,
+    streams 32-bit unsigned: one 64-bit key each)."""
+    keys = np.concatenate(
+        [(a["pid"].astype(np.int64) << 32) | a["stream"].astype(np.int64) for a in arrays]
+    )
+    return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in np.unique(keys).tolist()]
+
+
 class StreamTimeline(Widget, can_focus=True):
     """Recent GPU activity per (process, stream); data arrives through
     :meth:`set_activity`, the widget only draws it."""
@@ -81,6 +90,7 @@ class StreamTimeline(Widget, can_focus=True):
         self._memset = layouts.MEMSET.empty(0)
         self._now_ns = 0
         self._lag_ns = 0
+        self._keys: list[tuple[int, int]] = []
 
     def set_activity(
         self,
@@ -94,6 +104,7 @@ class StreamTimeline(Widget, can_focus=True):
         lies ``lag_ns`` before the newest time (for the axis)."""
         self._kernels, self._memcpy, self._memset = kernels, memcpy, memset
         self._now_ns, self._lag_ns = now_ns, lag_ns
+        self._keys = _stream_keys(kernels, memcpy, memset)
         self.refresh(layout=True)
 
     def watch_window_ns(self) -> None:
@@ -106,20 +117,14 @@ class StreamTimeline(Widget, can_focus=True):
     def action_zoom_out(self) -> None:
         self.window_ns = min(MAX_WINDOW_NS, self.window_ns * 2)
 
-    def _streams(self) -> list[tuple[int, int]]:
-        keys: set[tuple[int, int]] = set()
-        for arr in (self._kernels, self._memcpy, self._memset):
-            keys.update(zip(arr["pid"].tolist(), arr["stream"].tolist(), strict=True))
-        return sorted(keys)
-
     def get_content_height(self, _container: object, _viewport: object, width: int) -> int:
-        return max(1, len(self._streams())) + 2
+        return max(1, len(self._keys)) + 2
 
     def render(self) -> Text:
         t1 = self._now_ns
         t0 = t1 - self.window_ns
         width = max(1, self.size.width - LABEL - BUSY)
-        streams = self._streams()
+        streams = self._keys
         pids = {pid for pid, _ in streams}
         out = Text(no_wrap=True, overflow="crop")
         if not streams:

@@ -17,15 +17,26 @@ from gtop.views.fmt.palette import LANE_GLYPH, LANE_STYLE
 
 LABEL_WIDTH = 11
 MIN_SPAN_NS = 1_000
+VIEWS_KEPT = 8
+"""Views whose cells are kept (moving the cursor or zooming back redraws from them)."""
 BUSY_CODES = np.isin(np.arange(len(Code)), [Code.KERNEL, Code.COPY, Code.ON_CPU, Code.IN_API])
 """What makes a lane busy: a stream running work, a thread on a CPU."""
 QUIET_CODES = np.arange(len(Code)) == Code.IDLE
 
 
 def lane_cells(lane: Lane, edges: np.ndarray) -> busy.Cells:
-    """The busy-fraction cells of one lane (:mod:`gtop.views.fmt.busy`)."""
+    """The busy-fraction cells of one lane (:mod:`gtop.views.fmt.busy`); only the
+    segments over the edges are read (a lane's segments are sorted and disjoint)."""
+    lo = int(np.searchsorted(lane.ends, edges[0], side="right"))
+    hi = int(np.searchsorted(lane.starts, edges[-1], side="left"))
     return busy.busy_cells(
-        lane.starts, lane.ends, lane.codes, len(Code), edges, BUSY_CODES, QUIET_CODES
+        lane.starts[lo:hi],
+        lane.ends[lo:hi],
+        lane.codes[lo:hi],
+        len(Code),
+        edges,
+        BUSY_CODES,
+        QUIET_CODES,
     )
 
 
@@ -67,6 +78,23 @@ class Swimlanes(Widget, can_focus=True):
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the states apart)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._views: dict[tuple[int, int, int], list[busy.Cells]] = {}
+        """Cells of each lane per view (start, span, cells), for the lanes shown."""
+
+    def watch_lanes(self) -> None:
+        self._views.clear()
+
+    def _lane_cells(self, edges: np.ndarray) -> list[busy.Cells]:
+        key = (int(edges[0]), int(edges[-1]), len(edges))
+        cells = self._views.get(key)
+        if cells is None:
+            if len(self._views) >= VIEWS_KEPT:
+                self._views.pop(next(iter(self._views)))
+            cells = self._views[key] = [lane_cells(lane, edges) for lane in self.lanes]
+        return cells
+
     def show(self, lanes: list[Lane], t0: int, t1: int) -> None:
         """Show ``lanes`` over the data window ``[t0, t1)``, zoomed out fully."""
         self.lanes = tuple(lanes)
@@ -90,8 +118,7 @@ class Swimlanes(Widget, can_focus=True):
             )
         ]
         readout = Text(f"t=+{_ms(self.cursor - self.t0)}  cell:")
-        for lane in self.lanes:
-            cells = lane_cells(lane, edges)
+        for lane, cells in zip(self.lanes, self._lane_cells(edges), strict=True):
             row = Text(f"{lane.label[:LABEL_WIDTH]:<{LABEL_WIDTH}} ")
             line = busy.draw(cells, LANE_GLYPH, LANE_STYLE, self.color)
             line.stylize("reverse", col, col + 1)
