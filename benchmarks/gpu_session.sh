@@ -7,7 +7,7 @@
 # Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
-# startup-compile
+# startup-compile launch-time
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -132,6 +132,10 @@ for step in $steps; do
                   -- python3 benchmarks/workloads/decode_loop.py --seconds 3
                 limit 120 python3 benchmarks/tail_trace.py --native --out "$OUT/tail_loader.txt" \
                   -- python3 benchmarks/workloads/startup_loader.py --batches 40 ;;
+    # the launch phase alone: gtop's start to a trivial target's first line, 10 runs, and
+    # a cProfile of one gtop record's main thread (where the time before the launch goes)
+    launch-time) limit 200 python3 benchmarks/launch_time.py --runs 10 --json "$OUT/launch_time.json" \
+                   --profile "$OUT/launch_profile.txt" >"$OUT/launch_time.txt"; cat "$OUT/launch_time.txt" ;;
     startup-compile) limit 235 python3 benchmarks/startup_overhead.py --workload compile --rounds 3 \
                        --budget 150 --json "$OUT/startup_compile.json" --profile "$OUT/startup_compile_profile.txt" ;;
     # one workload each (4 modes x up to 5 interleaved rounds within --budget seconds)
@@ -145,6 +149,9 @@ for step in $steps; do
     # launch-bound: more rounds of only untraced vs gtop, the target pinned to 4 CPUs
     overhead-matrix-eager-pinned) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
                              --modes untraced,gtop --rounds 9 --pin 2-5 --json "$OUT/pinned_eager-decode.json" ;;
+    # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
+    cupti-kind-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 8 --window 1.5 \
+                       --json "$OUT/cupti_kind_cost.json" ;;
     overhead-matrix-loader) limit 235 python3 benchmarks/overhead_matrix.py --workloads resnet-loader \
                               --json "$OUT/overhead_resnet-loader.json" ;;
     overhead-matrix-train) limit 235 python3 benchmarks/overhead_matrix.py --workloads gpu-train \

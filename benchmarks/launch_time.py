@@ -11,14 +11,18 @@ Interleaved, ``--runs`` times each, every command a fresh process timed from out
   ``startup_overhead.py``), and to the command's exit;
 * ``python3 -m gtop --help``: gtop's import and argument parser alone.
 
-Prints the medians (and the fastest and slowest run) as a table.
+Prints the medians (and the fastest and slowest run) as a table. ``--profile OUT.txt``
+also runs ``gtop record -- TARGET`` once under cProfile (gtop's main thread, which is
+where the launch happens) and writes its 40 costliest calls, by cumulative time.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import subprocess
 import sys
 import tempfile
@@ -58,6 +62,21 @@ def cases(out: Path) -> dict[str, list[str]]:
     }
 
 
+def profile(out: Path) -> None:
+    """One ``gtop record -- TARGET`` in this process, under cProfile (``gtop.cli.main``
+    returns; the ``gtop`` command itself ends in ``os._exit``, which a profile would not
+    survive)."""
+    from gtop.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = ["record", "--force", "-o", str(Path(tmp, "p.gtop")), "--", *TARGET]
+        prof = cProfile.Profile()
+        prof.runcall(main, argv)
+    with out.open("w") as f:
+        pstats.Stats(prof, stream=f).sort_stats("cumulative").print_stats(40)
+    print(f"profile of one gtop record: {out}")
+
+
 def table(times: dict[str, dict[str, list[float]]]) -> str:
     lines = [
         "| command | to the target's first line, s | to exit, s |",
@@ -78,6 +97,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--json", type=Path, help="also write every run's times here")
+    ap.add_argument("--profile", type=Path, help="also profile one gtop record (text here)")
     args = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     load = os.getloadavg()
@@ -101,6 +121,8 @@ def main() -> int:
     print(table(times))
     if args.json:
         args.json.write_text(json.dumps(times, indent=1))
+    if args.profile:
+        profile(args.profile)
     return 0
 
 

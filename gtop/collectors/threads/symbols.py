@@ -13,6 +13,7 @@ file, not a link, read up to :data:`PERF_MAP_MAX_BYTES`.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -296,14 +297,26 @@ class Symbolizer:
     """
 
     def __init__(self) -> None:
-        self.kernel = KernelSymbols()
+        self._kernel: KernelSymbols | None = None
+        self._kernel_lock = threading.Lock()
         self._procs: dict[int, ProcessSymbols] = {}
+
+    @property
+    def kernel(self) -> KernelSymbols:
+        """The kernel's symbols, read on first use: parsing ``/proc/kallsyms`` takes about
+        0.25 s, which would delay the tracer's start (and a launched target waits for
+        it); the first kernel frame to resolve pays it, on the collector's thread."""
+        if self._kernel is None:
+            with self._kernel_lock:
+                if self._kernel is None:
+                    self._kernel = KernelSymbols()
+        return self._kernel
 
     def frames(
         self, pid: int, user: list[int], kernel: list[int]
     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(native, kernel)`` frame names, each outermost first."""
-        kframes = tuple(reversed(self.kernel.resolve(kernel)))
+        kframes = tuple(reversed(self.kernel.resolve(kernel))) if kernel else ()
         while kframes and kframes[-1].startswith(_OWN_FRAMES):
             kframes = kframes[:-1]
         native: tuple[str, ...] = ()
