@@ -41,7 +41,7 @@ from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.overview import OverviewScreen
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
-from gtop.views.tabs.session_data import session_of
+from gtop.views.tabs.session_data import SessionData, aggregated, session_of
 from gtop.views.widgets.process_table import ProcessTable
 from gtop.views.widgets.status_line import Status
 from gtop.views.widgets.time_bar import Playback, TimeBar
@@ -141,6 +141,8 @@ class GtopApp(App[int]):
         """A recording is being started or finalised (R is greyed meanwhile)."""
         self.polling = False
         """A replay poll runs on a worker (:meth:`tick`)."""
+        self.loading = False
+        """A replay seek's history is being read (the time bar says "computing…")."""
         self.shown: tuple[int, GtopScreen] | None = None
         """The model generation and screen last drawn (None: redraw at the next tick)."""
         self.sub_title = source.title
@@ -181,16 +183,22 @@ class GtopApp(App[int]):
     @work(thread=True, exit_on_error=False, group="poll")
     def _poll_replay(self) -> None:
         update: Update | None = None
+        fresh: SessionData | None = None
         try:
             update = self.source.poll()
+            if update.reset:  # a seek: aggregate its history here, not on the UI thread
+                fresh = aggregated(update, self.source.now_ns())
         finally:  # a failed poll still frees the next one
             with contextlib.suppress(RuntimeError):  # the app is shutting down
-                self.call_from_thread(self._polled, update)
+                self.call_from_thread(self._polled, update, fresh)
 
-    def _polled(self, update: Update | None) -> None:
+    def _polled(self, update: Update | None, fresh: SessionData | None) -> None:
         self.polling = False
+        if update is None or update.reset:
+            self.loading = False
         if update is not None:
-            self._apply(update)
+            with session_of(self.model).taking(fresh):
+                self._apply(update)
 
     def _apply(self, update: Update) -> None:
         if update.reset or update.batches or update.entities:
@@ -244,12 +252,22 @@ class GtopApp(App[int]):
         rp = self.replay
         if rp is None:
             return None
-        return Playback(rp.position_s, rp.duration_s, rp.speed, rp.paused, rp.at_end)
+        return Playback(
+            rp.position_s, rp.duration_s, rp.speed, rp.paused, rp.at_end, loading=self.loading
+        )
 
     def redraw(self) -> None:
-        """Apply what the source has now and redraw (after a control changed state)."""
-        self.shown = None
+        """Apply what the source has now and redraw (after a control changed state). Live,
+        the screen redraws from the model; a replay's controls change only the chrome,
+        and the model, after a seek, once the poll worker has read it."""
+        if self.replay is None:
+            self.shown = None
         self.tick()
+
+    def _seeked(self) -> None:
+        """A replay moved its playhead: say so until the new history is in."""
+        self.loading = True
+        self.redraw()
 
     # --- navigation ---------------------------------------------------------------------
 
@@ -304,21 +322,21 @@ class GtopApp(App[int]):
         rp = self._replay()
         rp.paused = True
         rp.step(direction * float(rp.meta.get("interval_s") or 0.5))
-        self.redraw()
+        self._seeked()
 
     def action_seek(self, direction: int) -> None:
         self._replay().step(direction * SEEK_S)
-        self.redraw()
+        self._seeked()
 
     def action_seek_edge(self, end: int) -> None:
         rp = self._replay()
         rp.seek(rp.t_end if end else rp.t_start)
-        self.redraw()
+        self._seeked()
 
     def action_seek_fraction(self, fraction: float) -> None:
         rp = self._replay()
         rp.seek(rp.t_start + int(fraction * (rp.t_end - rp.t_start)))
-        self.redraw()
+        self._seeked()
 
     def action_slower(self) -> None:
         self._replay().slower()

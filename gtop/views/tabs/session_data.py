@@ -18,6 +18,8 @@ opened late starts complete with what the model still holds.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from gtop.analysis.cuda_activity import KernelStats
 from gtop.analysis.records import Records, mark_comm
 from gtop.analysis.sliding_window import AttributionEngine
 from gtop.core import layouts
+from gtop.core.hub import Update
 from gtop.core.model import Model
 
 WINDOW_NS = 10_000_000_000
@@ -71,6 +74,10 @@ class SessionData:
         """Batches aggregated so far (a cheap change counter)."""
         self._comm: dict[int, bool] = {}
         """Kernel name id -> whether it names a communication (NCCL) kernel."""
+        self._fresh: SessionData | None = None
+        """Aggregates of the next reset's batches, built off the UI thread (:meth:`taking`)."""
+        self._taken = False
+        """The batches now being applied are already in the aggregates."""
         self._seed(model)
 
     def _seed(self, model: Model) -> None:
@@ -82,6 +89,8 @@ class SessionData:
 
     def on_batch(self, name: str, batch: np.ndarray) -> None:
         """Aggregate one new batch (called by the model for every batch it applies)."""
+        if self._taken:
+            return
         if len(batch) and batch.dtype.names and "pid" in batch.dtype.names:
             pids = batch["pid"]
             seen = self.pids_seen.setdefault(name, set())
@@ -121,16 +130,48 @@ class SessionData:
         self.kernel_span[pid] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
 
     def on_reset(self) -> None:
-        """Forget everything (a replay seek): the model refills its history next."""
-        self.kernels.clear()
-        self.kernel_span.clear()
-        self.pids_seen.clear()
-        self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
+        """Forget everything (a replay seek): the model refills its history next (or take
+        the aggregates of that history, built already: :meth:`taking`)."""
+        fresh, self._fresh = self._fresh, None
+        if fresh is not None:
+            self.kernels, self.kernel_span = fresh.kernels, fresh.kernel_span
+            self.pids_seen, self.engine = fresh.pids_seen, fresh.engine
+            self._comm.update(fresh._comm)
+            self.batches += fresh.batches
+            self._taken = True
+        else:
+            self.kernels.clear()
+            self.kernel_span.clear()
+            self.pids_seen.clear()
+            self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation += 1
+
+    @contextmanager
+    def taking(self, fresh: SessionData | None) -> Iterator[None]:
+        """While the model applies a reset update: take ``fresh`` (:func:`aggregated` of
+        that update) instead of aggregating its batches again on this thread."""
+        self._fresh = fresh
+        try:
+            yield
+        finally:
+            self._fresh = None
+            self._taken = False
 
     def snapshot(self) -> Records:
         """The engine's rows now, safe to read from a worker thread (never mutated)."""
         return self.engine.records()
+
+
+def aggregated(update: Update, now_ns: int) -> SessionData:
+    """Worker thread: the aggregates of a model that applied the reset ``update`` (a
+    seek's history: ~0.2-0.4 s of work on a CUPTI recording, which held the UI thread),
+    compacted, for :meth:`SessionData.taking`. Built on a model of its own."""
+    model = Model()
+    data = SessionData(model)
+    model.listeners.append(data.on_batch)
+    model.apply(update, now_ns)
+    data.engine.records()
+    return data
 
 
 _SESSIONS: weakref.WeakKeyDictionary[Model, SessionData] = weakref.WeakKeyDictionary()

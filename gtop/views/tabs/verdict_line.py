@@ -21,6 +21,7 @@ from gtop.analysis.records import OP_KERNEL
 from gtop.analysis.verdict import Verdict, from_entry
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
+from gtop.views.tabs.session_data import session_of
 from gtop.views.tabs.worker_panel import WorkerPanel
 
 EVERY_S = 2.0
@@ -48,6 +49,8 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
 class VerdictLine(WorkerPanel):
     """One line: the verdict for ``pid`` (or why there is none yet)."""
 
+    MARK_STALE = False  # a second line under the verdict on every seek would shift the tabs
+
     DEFAULT_CSS = """
     VerdictLine { height: auto; }
     VerdictLine > .verdict {
@@ -65,6 +68,8 @@ class VerdictLine(WorkerPanel):
         self.verdict: Verdict | None = None
         """The latest verdict shown (None: none yet)."""
         self._last = float("-inf")
+        self._seen: tuple[int, bool] = (-1, False)
+        """(session generation, any data yet) when the last computation started."""
 
     def compose(self) -> ComposeResult:
         yield self.note
@@ -72,9 +77,12 @@ class VerdictLine(WorkerPanel):
 
     def show(self, model: Model) -> None:
         now = time.monotonic()
-        if now - self._last < EVERY_S and self.computed:
-            return
-        self._last = now
+        data = session_of(model)
+        seen = (data.generation, data.batches > 0)
+        if self.computed and seen == self._seen and now - self._last < EVERY_S:
+            return  # at most every EVERY_S, unless a seek or the first data came since
+        if not self.busy:  # (while busy, the show is served when the computation ends)
+            self._last, self._seen = now, seen
         super().show(model)
 
     def snapshot(self, model: Model) -> Any:

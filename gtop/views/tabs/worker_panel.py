@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from gtop.core.model import Model
+from gtop.views.tabs.session_data import session_of
 
 
 def agent_error_of(app: Any) -> str | None:
@@ -38,6 +39,10 @@ COMPUTING = "computing…"
 class WorkerPanel(Vertical):
     """Subclasses compose their widgets after :attr:`note` and implement the hooks."""
 
+    MARK_STALE = True
+    """Show :data:`COMPUTING` also while recomputing after a replay seek (the result on
+    screen is of another time), not only until the first result."""
+
     DEFAULT_CSS = """
     WorkerPanel { height: 1fr; }
     WorkerPanel > .panel-note { height: auto; color: $text-muted; padding: 0 1; }
@@ -56,6 +61,10 @@ class WorkerPanel(Vertical):
         self._model: Model | None = None
         self._again = False
         self._empty = False
+        self._marked = False
+        """The note shows :data:`COMPUTING` (cleared when the result is drawn)."""
+        self._generation = -1
+        """The session generation (bumped by a seek) of the computation last started."""
 
     def agent_error(self) -> str | None:
         """Why the source could not load the agent, if the app's source knows."""
@@ -104,6 +113,7 @@ class WorkerPanel(Vertical):
         why = self.reason(model)
         if why is not None:
             self.set_note(why)
+            self._marked = False  # a computation still running must not clear this line
             self.set_empty(True)
             self.computed += 1
             return
@@ -114,8 +124,12 @@ class WorkerPanel(Vertical):
             self._again = True
             return
         self.busy = True
-        if not self.computed:
+        generation = session_of(model).generation
+        stale = self.MARK_STALE and generation != self._generation
+        self._generation = generation
+        if not self.computed or stale:
             self.set_note(COMPUTING)
+            self._marked = True
         # Start the worker once this frame is painted: a worker holding the GIL would
         # otherwise delay the very frame that answers the key that opened the tab.
         self.call_after_refresh(self._run, self.snapshot(model))
@@ -138,9 +152,10 @@ class WorkerPanel(Vertical):
         if isinstance(result, Exception):
             self.set_note(f"analysis failed: {type(result).__name__}: {result}")
         else:
-            if self.computed == 0 and str(self.note.render()) == COMPUTING:
+            if self._marked:
                 self.set_note("")
             self.apply(result)
+        self._marked = False
         self.computed += 1
         if self._again and self._model is not None:
             self._again = False

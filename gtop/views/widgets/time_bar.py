@@ -13,6 +13,7 @@ from textual.widget import Widget
 from gtop.views.fmt import values as fmt
 
 FILLED, EMPTY = "█", "░"
+LOADING = "computing…"
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class Playback:
     speed: float
     paused: bool
     at_end: bool
+    loading: bool = False
+    """A seek's history is being read: the bar says so (:data:`LOADING`)."""
 
 
 class TimeBar(Widget):
@@ -57,6 +60,8 @@ class TimeBar(Widget):
             (state, self.get_component_rich_style("time-bar--state", partial=True)),
             f" {fmt.clock(pb.position_s)} / {fmt.clock(pb.duration_s)} ",
         )
+        if pb.loading:
+            head.append(f"{LOADING} ", style=self.get_component_rich_style("time-bar--state"))
         tail = Text(f" ×{pb.speed:g}")
         width = self.content_size.width
         if width - head.cell_len - tail.cell_len - len(self._HELP) >= 20:

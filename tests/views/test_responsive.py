@@ -1,0 +1,78 @@
+"""Keys answer while the analysis runs (issue 16), over a real CUPTI recording
+(decode-eager.gtop: 1.3 M CUDA API rows, GPU time takes ~1 s to compute here): opening
+GPU time paints its "computing…" mark at once, other keys are answered while its worker
+computes, then its data replaces the mark; a seek says "computing…" in the time bar until
+its history is in. Keys are sent with :mod:`gtop.views.answer`, which returns when the
+key's frame is painted without waiting for worker threads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from gtop.views import answer
+from gtop.views.app import GtopApp
+from gtop.views.screens.legend import LegendScreen
+from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs.gpu_time_tab import GpuTimeTab
+from gtop.views.tabs.worker_panel import COMPUTING
+from gtop.views.widgets.time_bar import LOADING
+from tests.views.conftest import REPO, SIZE, AppFactory
+from tests.views.test_process_tabs import open_tab, settle_panel
+
+DECODE = REPO / "recordings" / "decode-eager.gtop"
+DECODE_PID = 2257
+"""The process that ran the recording's kernels."""
+
+
+async def until(condition: object, seconds: float = 30.0) -> None:
+    """Wait (yielding to the app) until ``condition()`` holds."""
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def tab_title(app: GtopApp) -> str:
+    screen = app.screen
+    assert isinstance(screen, ProcessScreen)
+    return str(screen.tabs.get_tab(screen.tabs.active).label.plain)
+
+
+async def test_a_tab_computes_while_keys_are_answered(replay_app: AppFactory) -> None:
+    app = replay_app(DECODE, at_s=6.0, start_pid=DECODE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        threads = await open_tab(pilot, "Threads")
+        await settle_panel(pilot, threads)  # type: ignore[arg-type]
+        await answer.press(app, "right_square_bracket")
+        assert tab_title(app) == "GPU time"
+        tab = app.screen.query_one(GpuTimeTab)
+        assert tab.busy and str(tab.note.render()) == COMPUTING and tab.note.display
+        # the UI thread is free: a dialog opens and closes while the worker computes
+        await answer.press(app, "l")
+        assert isinstance(app.screen, LegendScreen)
+        assert tab.busy, "the legend waited for the analysis"
+        await answer.press(app, "escape")
+        assert tab_title(app) == "GPU time"
+        await until(lambda: tab.settled())
+        await answer.settle(app)
+        assert str(tab.note.render()) != COMPUTING
+        assert tab.last is not None and tab.last.result.exact
+        assert tab.flame.folded and sum(tab.flame.folded.values()) > 0
+
+
+async def test_a_seek_says_computing_until_its_history_is_in(replay_app: AppFactory) -> None:
+    app = replay_app(DECODE, at_s=6.0, start_pid=DECODE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tab(pilot, "GPUs")
+        screen = app.screen
+        assert isinstance(screen, ProcessScreen) and screen.time_bar is not None
+        generation = app.model.generation
+        await answer.press(app, "right")
+        assert app.loading and LOADING in screen.time_bar.render().plain
+        assert app.model.generation == generation  # the history is read on the worker
+        await until(lambda: not app.loading and not app.polling)
+        await answer.settle(app)
+        assert app.model.generation > generation
+        assert LOADING not in screen.time_bar.render().plain
+        assert screen.time_bar.render().plain.split()[2] == "0:11.0"  # 6 s + 5 s
