@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gtop.collectors.agent.link import AgentLink
-from gtop.collectors.agent.pyversion import python_version
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.collectors.gate import Held
 from gtop.core.files import create_unique
@@ -122,6 +121,8 @@ def inspect(pid: int) -> Target:
     Raises:
         AttachError: no such process, or it is not CPython 3.10+.
     """
+    from gtop.collectors.agent.pyversion import python_version  # pyelftools: not at a launch
+
     proc = Path(f"/proc/{pid}")
     try:
         uid = int(re.search(r"^Uid:\s+\d+\s+(\d+)", (proc / "status").read_text(), re.M)[1])
