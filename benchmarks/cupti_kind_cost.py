@@ -10,7 +10,8 @@ activity kinds between windows of ``--window`` seconds (configurations in an ord
 alternates between rounds), through gtop's own CUPTI binding and buffer pool, with a
 thread that flushes and recycles buffers as the agent does. Each configuration's rate is
 the median of its windows, relative to the windows with every kind disabled (CUPTI
-subscribed, as under gtop when nothing is traced). Prints a table.
+subscribed, as under gtop when nothing is traced), and the median of each window's ratio
+to the disabled window of its own round ("paired"). Prints a table.
 """
 
 from __future__ import annotations
@@ -104,13 +105,15 @@ def main() -> int:
     stop.set()
     base = median(rates["off"]) if rates.get("off") else None
     print(f"\n{torch.cuda.get_device_name()}, torch {torch.__version__}\n")
-    print("| kinds | tok/s (median) | vs off | spread | windows |")
-    print("|---|---|---|---|---|")
+    print("| kinds | tok/s (median) | vs off | paired vs off | spread | windows |")
+    print("|---|---|---|---|---|---|")
     for name, values in rates.items():
         med = median(values)
         spread = (max(values) - min(values)) / med
         rel = f"{med / base:.3f}" if base else "-"
-        print(f"| {name} | {med:.1f} | {rel} | {spread:.1%} | {len(values)} |")
+        # each window against the "off" window of its own round: slow drift cancels
+        paired = f"{median(v / o for v, o in zip(values, rates['off'])):.3f}" if base else "-"
+        print(f"| {name} | {med:.1f} | {rel} | {paired} | {spread:.1%} | {len(values)} |")
     if args.json:
         args.json.write_text(json.dumps({"rates": rates, "configs": CONFIGS}, indent=1))
     return 0

@@ -152,6 +152,9 @@ for step in $steps; do
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
     cupti-kind-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 8 --window 1.5 \
                        --json "$OUT/cupti_kind_cost.json" ;;
+    # the graph kind alone: more, shorter windows of off / nodes / default
+    cupti-graph-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 24 --window 0.75 \
+                        --configs off,graph-nodes,default --json "$OUT/cupti_graph_cost.json" ;;
     overhead-matrix-loader) limit 235 python3 benchmarks/overhead_matrix.py --workloads resnet-loader \
                               --json "$OUT/overhead_resnet-loader.json" ;;
     overhead-matrix-train) limit 235 python3 benchmarks/overhead_matrix.py --workloads gpu-train \

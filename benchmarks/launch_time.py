@@ -1,6 +1,7 @@
 """How long gtop takes to start a target, and to start at all (issue 15, the launch phase).
 
     PYTHONPATH=$PWD python3 benchmarks/launch_time.py [--runs 10] [--json OUT.json]
+        [--baseline DIR] [--profile OUT.txt]
 
 Interleaved, ``--runs`` times each, every command a fresh process timed from outside:
 
@@ -11,7 +12,10 @@ Interleaved, ``--runs`` times each, every command a fresh process timed from out
   ``startup_overhead.py``), and to the command's exit;
 * ``python3 -m gtop --help``: gtop's import and argument parser alone.
 
-Prints the medians (and the fastest and slowest run) as a table. ``--profile OUT.txt``
+``--baseline DIR`` (another checkout of gtop, e.g. ``git worktree add DIR COMMIT``) runs
+the two gtop commands from there too, in the same rounds, so a change is measured against
+its baseline in the same conditions. Prints the medians (and the fastest and slowest run)
+as a table. ``--profile OUT.txt``
 also runs ``gtop record -- TARGET`` once under cProfile (gtop's main thread, which is
 where the launch happens) and writes its 40 costliest calls, by cumulative time.
 """
@@ -35,11 +39,13 @@ TARGET = [sys.executable, "-c", "import time; print(time.monotonic())"]
 TIMEOUT_S = 120
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float | None]:
-    """(seconds to exit, seconds to the first line printing a float or None)."""
+def timed(cmd: list[str], root: Path) -> tuple[float, float | None]:
+    """(seconds to exit, seconds to the first line printing a float or None), running
+    ``cmd`` with the gtop checkout at ``root``."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
     t0 = time.monotonic()
     done = subprocess.run(
-        cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False, cwd=REPO
+        cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False, cwd=root
     )
     t1 = time.monotonic()
     if done.returncode:
@@ -52,14 +58,20 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float | None]:
     return t1 - t0, None
 
 
-def cases(out: Path) -> dict[str, list[str]]:
+def cases(out: Path, baseline: Path | None) -> dict[str, tuple[list[str], Path]]:
+    """``{row: (command, gtop checkout)}``."""
     gtop = [sys.executable, "-m", "gtop"]
-    return {
-        "python3 -c pass": [sys.executable, "-c", "pass"],
-        "target untraced": TARGET,
-        "gtop record -- target": [*gtop, "record", "--force", "-o", str(out), "--", *TARGET],
-        "gtop --help": [*gtop, "--help"],
+    record = [*gtop, "record", "--force", "-o", str(out), "--", *TARGET]
+    out_cases = {
+        "python3 -c pass": ([sys.executable, "-c", "pass"], REPO),
+        "target untraced": (TARGET, REPO),
+        "gtop record -- target": (record, REPO),
+        "gtop --help": ([*gtop, "--help"], REPO),
     }
+    if baseline is not None:
+        out_cases["gtop record -- target (baseline)"] = (record, baseline)
+        out_cases["gtop --help (baseline)"] = ([*gtop, "--help"], baseline)
+    return out_cases
 
 
 def profile(out: Path) -> None:
@@ -98,18 +110,20 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--json", type=Path, help="also write every run's times here")
     ap.add_argument("--profile", type=Path, help="also profile one gtop record (text here)")
+    ap.add_argument("--baseline", type=Path, help="another gtop checkout to time beside this")
     args = ap.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        commands = cases(Path(tmp, "launch.gtop"))
+        commands = cases(Path(tmp, "launch.gtop"), args.baseline)
+        for cmd, root in commands.values():  # once unmeasured: compiled modules, warm caches
+            timed(cmd, root)
         times: dict[str, dict[str, list[float]]] = {
             name: {"first": [], "exit": []} for name in commands
         }
         for r in range(args.runs):
             order = list(commands) if r % 2 == 0 else list(commands)[::-1]
             for name in order:
-                total, first = timed(commands[name], env)
+                total, first = timed(*commands[name])
                 times[name]["exit"].append(total)
                 if first is not None:
                     times[name]["first"].append(first)

@@ -579,21 +579,25 @@ def _check_output(path: Path, overwrite: bool) -> None:
 def _live_source(config: Config):  # -> LiveSource
     from gtop.collectors.agent.attach import AttachError
     from gtop.collectors.host import TargetGone
-    from gtop.collectors.nvml import NvmlUnavailable
     from gtop.session.live import LiveSource
 
     targeted = config.pid is not None or bool(config.cmd)
+    no_gpu: tuple[type[Exception], ...] = ()  # a target's session goes on without NVML
     if config.pid is not None:
         _check_target(config.pid)
     if targeted:
         _check_host_tier(config.host_tier)
+    else:
+        from gtop.collectors.nvml import NvmlUnavailable
+
+        no_gpu = (NvmlUnavailable,)
     try:
         source = LiveSource(
             config.pid, config.interval_s, require_gpu=not targeted, host_tier=config.host_tier
         )
     except TargetGone as exc:
         raise UserError(str(exc)) from None
-    except NvmlUnavailable as exc:
+    except no_gpu as exc:
         raise UserError(
             f"no GPU to show ({exc}). Try `gtop demo` to replay a bundled recording, "
             "or `gtop --pid PID` for one process's host data."

@@ -11,6 +11,7 @@ import pytest
 
 from gtop.cli import Config, parse_args
 from gtop.recordings.exporters import FORMATS
+from gtop.recordings.reader import Recording
 
 
 def gtop(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -150,6 +151,34 @@ def test_record_of_a_launched_command_ends_and_leaves_it_running(tmp_path: Path)
     finally:
         os.kill(pid, signal.SIGKILL)
     assert json.loads(gtop("report", "--json", str(out)).stdout)["complete"] is True
+
+
+def _launched_recording(tmp_path: Path, *cmd: str) -> tuple[str, Recording]:
+    out = tmp_path / "launched.gtop"
+    result = gtop("record", "-o", str(out), "--interval", "0.1", "--", *cmd)
+    assert result.returncode == 0, result.stderr
+    return result.stdout, Recording(out)
+
+
+def test_a_launched_command_is_traced_from_its_first_line(tmp_path: Path) -> None:
+    """Its host threads are followed before it runs (held at its exec meanwhile): the
+    first thread-state row of its main thread is no later than its own first line."""
+    code = "import os, time; print(os.getpid(), time.monotonic_ns(), flush=True); time.sleep(0.5)"
+    out, rec = _launched_recording(tmp_path, sys.executable, "-c", code)
+    pid, first_line_ns = (int(v) for v in out.split())
+    with rec:
+        rows = rec.read("thread_state")
+        mine = rows[rows["tid"] == pid]
+        assert len(mine), "no thread states recorded for the target"
+        assert int(mine["t_ns"].min()) <= first_line_ns
+
+
+def test_a_launched_commands_main_thread_has_its_own_name(tmp_path: Path) -> None:
+    """Not the gate's (a Python) that held it: the name an exec gives it."""
+    out, rec = _launched_recording(tmp_path, "sh", "-c", "echo $$; sleep 1; true")
+    with rec:
+        names = {e.key: e.value["name"] for e in rec.entities("thread")}
+    assert names[out.strip()] == "sh"
 
 
 def test_report_on_real_recording(idle_busy_idle: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gtop.core import streams
-from gtop.core.hub import Hub
+from gtop.core.hub import Hub, Subscription
 from gtop.recordings.writer import RecordingWriter, WriteError
 
 FLUSH_INTERVAL_S = 0.5
@@ -22,16 +22,29 @@ class Recorder:
     """Subscribes to ``hub`` and writes its batches and entities to ``path``.
 
     Drops (rows the recorder's queues lost because the disk fell behind, plus drops
-    upstream of the hub) are stored in the recording's final metadata.
+    upstream of the hub) are stored in the recording's final metadata. ``sub``: a
+    subscription to ``hub`` taken earlier, whose batches since then are recorded too
+    (the recorder owns it from here, and unsubscribes it even if the file cannot be made).
     """
 
     def __init__(
-        self, hub: Hub, path: str | Path, meta: dict[str, Any], *, overwrite: bool = False
+        self,
+        hub: Hub,
+        path: str | Path,
+        meta: dict[str, Any],
+        *,
+        overwrite: bool = False,
+        sub: Subscription | None = None,
     ) -> None:
         self.hub = hub
-        self.writer = RecordingWriter(path, meta, overwrite=overwrite)
+        try:
+            self.writer = RecordingWriter(path, meta, overwrite=overwrite)
+        except BaseException:
+            if sub is not None:
+                hub.unsubscribe(sub)
+            raise
         self.path = self.writer.path
-        self._sub = hub.subscribe()
+        self._sub = sub or hub.subscribe()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gtop-recorder", daemon=True)
         self.error: str | None = None

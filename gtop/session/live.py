@@ -6,27 +6,35 @@ import os
 import platform
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gtop.collectors.agent.attach import AttachError, attach, launch_with_agent
-from gtop.collectors.agent.follow import DescendantFollower
+from gtop.collectors.agent.attach import AttachError, attach, hold_with_agent
 from gtop.collectors.agent.link import AgentLink
 from gtop.collectors.base import Collector, SessionCollector, SessionSetup
 from gtop.collectors.host import HostCollector, check_pid, family
-from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
 from gtop.collectors.threads.tiers import HostThreads
-from gtop.core.hub import Hub, Update
+from gtop.core.hub import Hub, Subscription, Update
 from gtop.core.source import Controls
 from gtop.core.status import Status
-from gtop.recordings.recorder import Recorder
+
+if TYPE_CHECKING:
+    from gtop.collectors.nvml import NvmlCollector
+    from gtop.recordings.recorder import Recorder
 
 COLLECTORS: tuple[type[SessionCollector], ...] = (HostCollector, HostThreads)
 """The collectors every live session opens at :meth:`LiveSource.start`, in this order: the
 one place a collector is registered. (NVML opens at construction, since it decides
 whether there is a GPU at all; the agent link opens when a target is launched or
 attached.)"""
+FROM_EXEC: tuple[type[SessionCollector], ...] = (HostThreads,)
+"""Those of :data:`COLLECTORS` that a launched command is held for before its ``exec``
+(:mod:`gtop.collectors.gate`): they follow its pid from its first instruction, since the
+report's startup phase needs the target's stacks from its first line. The others, and
+NVML, open beside or after the launch."""
 
 
 class LiveSource:
@@ -37,7 +45,10 @@ class LiveSource:
         interval_s: sampling period of every collector.
         host_tier: how the target's threads are traced (``auto``, ``bpf``, ``perf``,
             ``proc``; ``off`` for not at all).
-        require_gpu: raise :class:`NvmlUnavailable` instead of carrying on without NVML.
+        require_gpu: raise :class:`~gtop.collectors.nvml.NvmlUnavailable` instead of
+            carrying on without NVML. Without it NVML opens on a thread of its own, beside
+            a launch (``nvmlInit`` is slow on some machines), and :attr:`meta` lacks the
+            GPUs until :meth:`start` or :meth:`start_recording` waits for it.
 
     Raises:
         TargetGone: ``pid`` does not exist.
@@ -60,19 +71,47 @@ class LiveSource:
         self.target = self._describe_target(pid)
         self.title = f"pid {pid}" if pid else socket.gethostname()
         self.nvml: NvmlCollector | None = None
-        try:
-            self.nvml = NvmlCollector(self.hub, interval_s)
-        except NvmlUnavailable as exc:
-            if require_gpu:
-                raise
-            self.nvml_error = str(exc)
+        self._nvml_opening: threading.Thread | None = None
+        if require_gpu:
+            self._open_nvml(require_gpu=True)
+        else:
+            self._nvml_opening = threading.Thread(
+                target=self._open_nvml, name="gtop-nvml-open", daemon=True
+            )
+            self._nvml_opening.start()
         self._sub = self.hub.subscribe()
+        self._held_sub: Subscription | None = None
+        """Taken before a launched command runs, for :meth:`start_recording` (or dropped
+        at :meth:`start`): a recording started just after the launch misses nothing."""
+        self._opened: set[type[SessionCollector]] = set()
         self.recorder: Recorder | None = None
         self.link: AgentLink | None = None
         self.agent_error: str | None = None
         """Why the in-process agent is not there (one line), when it is not."""
         self.process: subprocess.Popen | None = None
         self.meta: dict[str, Any] = self._meta()
+
+    def _open_nvml(self, require_gpu: bool = False) -> None:
+        from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
+
+        try:
+            self.nvml = NvmlCollector(self.hub, self.interval_s)
+        except NvmlUnavailable as exc:
+            if require_gpu:
+                raise
+            self.nvml_error = str(exc)
+        except Exception as exc:  # on the opening thread: said, not raised there
+            if require_gpu:
+                raise
+            self.nvml_error = f"NVML failed to open: {exc}"
+
+    def _nvml_opened(self) -> NvmlCollector | None:
+        """NVML's collector (None without it), once its opening thread is done."""
+        if self._nvml_opening is not None:
+            self._nvml_opening.join()
+            self._nvml_opening = None
+            self.meta = self._meta()
+        return self.nvml
 
     @property
     def controls(self) -> Controls:
@@ -119,12 +158,22 @@ class LiveSource:
     ) -> subprocess.Popen:
         """Start ``cmd`` with the agent loaded (unless ``agent`` is False), and focus on it.
 
+        The agent's socket listens, and the collectors of :data:`FROM_EXEC` follow the
+        command's pid, before it runs (it is held before its exec meanwhile).
+
         Raises:
             AttachError: the command cannot be started (one line).
         """
         link = self._agent_link(agent_mode) if agent else None
-        self.process = launch_with_agent(cmd, link, **popen)
-        self.pid = self.process.pid
+        held = hold_with_agent(cmd, link, hold=self.host_tier != "off", **popen)
+        self.pid = held.pid
+        self._held_sub = self.hub.subscribe()
+        try:
+            self.collectors[:0] = self._open(FROM_EXEC)
+        except BaseException:
+            held.cancel()
+            raise
+        self.process = held.release()
         if link is not None:
             self._follow(link)
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
@@ -150,9 +199,11 @@ class LiveSource:
 
     def _follow(self, link: AgentLink) -> None:
         """Send the agent into the target's descendants that use CUDA, as they appear."""
-        if self.nvml is None or self.pid is None:
+        from gtop.collectors.agent.follow import DescendantFollower
+
+        nvml = self._nvml_opened()
+        if nvml is None or self.pid is None:
             return  # no GPU: nothing to follow
-        nvml = self.nvml
         follower = DescendantFollower(
             self.hub, max(self.interval_s, 1.0), self.pid, link, lambda: nvml.pids
         )
@@ -188,16 +239,35 @@ class LiveSource:
             meta.update(self.nvml.system)
         return meta
 
-    def start(self) -> None:
-        """Start NVML and every registered collector (the agent link already runs)."""
+    def _open(self, classes: Iterable[type[SessionCollector]]) -> list[Collector]:
+        """Start those of ``classes`` not started yet that have something to watch here."""
         setup = SessionSetup(
             self.hub, self.interval_s, self.pid, self.host_tier, self._watched_pids
         )
-        opened = [self.nvml] if self.nvml is not None else []
-        opened += [c for c in (cls.for_session(setup) for cls in COLLECTORS) if c is not None]
-        for collector in opened:
-            collector.start()
-        self.collectors[:0] = opened
+        opened: list[Collector] = []
+        for cls in classes:
+            if cls in self._opened:
+                continue
+            self._opened.add(cls)
+            collector = cls.for_session(setup)
+            if collector is not None:
+                collector.start()
+                opened.append(collector)
+        return opened
+
+    def _drop_held_sub(self) -> None:
+        if self._held_sub is not None:
+            self.hub.unsubscribe(self._held_sub)
+            self._held_sub = None
+
+    def start(self) -> None:
+        """Start NVML and every registered collector not running yet (the agent link, and
+        what a launch opened, already run)."""
+        nvml = self._nvml_opened()
+        if nvml is not None:
+            nvml.start()
+        self.collectors[:0] = ([nvml] if nvml is not None else []) + self._open(COLLECTORS)
+        self._drop_held_sub()
 
     def stop(self) -> None:
         """Stop collecting: the agent detaches (the target runs on), recording is finalised."""
@@ -206,6 +276,7 @@ class LiveSource:
         for collector in reversed(self.collectors):
             if collector is not self.link:
                 collector.stop()
+        self._drop_held_sub()
         self.stop_recording()
 
     def poll(self) -> Update:
@@ -236,9 +307,13 @@ class LiveSource:
         Raises:
             FileExistsError, OSError: the file cannot be created.
         """
+        from gtop.recordings.recorder import Recorder
+
         if self.recorder is not None:
             raise RuntimeError("already recording")
-        self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite).start()
+        self._nvml_opened()  # the GPUs go into the recording's metadata
+        sub, self._held_sub = self._held_sub, None
+        self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite, sub=sub).start()
         return self.recorder
 
     def stop_recording(self) -> Path | None:

@@ -85,3 +85,23 @@ def test_ctypes_state_has_the_struct_size() -> None:
 
     size, _ = _btf_structs()["thread_state"]
     assert ctypes.sizeof(bpf._State) == size
+
+
+def test_the_objects_globals_read_as_pyelftools_reads_them() -> None:
+    """:func:`object_globals` (struct, not pyelftools, on the tracer's start) finds every
+    global variable of the shipped object where pyelftools does."""
+    from elftools.elf.elffile import ELFFile
+
+    from gtop.collectors.threads.ebpf.libbpf import object_globals
+
+    with OBJECT.open("rb") as f:
+        elf = ELFFile(f)
+        sections = [s.name for s in elf.iter_sections()]
+        expected = {
+            sym.name: (sections[sym["st_shndx"]], sym["st_value"], sym["st_size"])
+            for sym in elf.get_section_by_name(".symtab").iter_symbols()
+            if sym["st_info"]["type"] == "STT_OBJECT" and isinstance(sym["st_shndx"], int)
+        }
+    found = object_globals(str(OBJECT))
+    assert found == expected
+    assert {"nr_cpus", "user_stacks", "io_syscall", "switch_head"} <= set(found)

@@ -1,7 +1,8 @@
 """Getting the agent into a process: at launch, or into a running CPython.
 
 * :func:`launch_with_agent` starts a command with the agent loaded at startup (no change
-  to the command; see :mod:`gtop.agent.bootstrap`).
+  to the command; see :mod:`gtop.agent.bootstrap`); :func:`hold_with_agent` holds it
+  before its exec until collectors follow its pid (:mod:`gtop.collectors.gate`).
 * :func:`attach` injects it into a running CPython: ``sys.remote_exec`` (PEP 768) on
   3.14+, ptrace injection through ``hypno`` on 3.10-3.13.
 
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gtop.collectors.agent.link import AgentLink
-from gtop.collectors.agent.pyversion import python_version
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
+from gtop.collectors.gate import Held
 from gtop.core.files import create_unique
 
 CAP_SYS_PTRACE = 19
@@ -42,6 +43,25 @@ class Target:
     python: tuple[int, int]
 
 
+class Launched(Held):
+    """A command started by :func:`launch_with_agent`: held before its exec, or running."""
+
+    def release(self) -> subprocess.Popen:
+        """Let the command run (see :meth:`Held.release`).
+
+        Raises:
+            AttachError: the command cannot be started.
+        """
+        try:
+            return super().release()
+        except OSError as exc:
+            raise _cannot_start(self.cmd, exc) from None
+
+
+def _cannot_start(cmd: list[str], exc: OSError) -> AttachError:
+    return AttachError(f"cannot start {cmd[0]!r}: {exc.strerror}; check the command")
+
+
 def launch_with_agent(cmd: list[str], link: AgentLink | None, **popen: object) -> subprocess.Popen:
     """Start ``cmd`` with the agent loaded in every Python process it runs (``link``
     None: without it).
@@ -49,13 +69,25 @@ def launch_with_agent(cmd: list[str], link: AgentLink | None, **popen: object) -
     Raises:
         AttachError: ``cmd`` cannot be started.
     """
+    return hold_with_agent(cmd, link, hold=False, **popen).process
+
+
+def hold_with_agent(
+    cmd: list[str], link: AgentLink | None, hold: bool = True, **popen: object
+) -> Launched:
+    """As :func:`launch_with_agent`, held before its exec until :meth:`Launched.release`
+    (``hold`` False: already running).
+
+    Raises:
+        AttachError: ``cmd`` cannot be started (here, or from ``release`` when held).
+    """
     env = popen.pop("env", None)
     if link is not None:
         env = link.launch_env(env)  # type: ignore[arg-type]
     try:
-        return subprocess.Popen(cmd, env=env, **popen)  # type: ignore[call-overload]
+        return Launched(cmd, hold, env=env, **popen)
     except OSError as exc:
-        raise AttachError(f"cannot start {cmd[0]!r}: {exc.strerror}; check the command") from None
+        raise _cannot_start(cmd, exc) from None
 
 
 def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> AgentStatus:
@@ -89,6 +121,8 @@ def inspect(pid: int) -> Target:
     Raises:
         AttachError: no such process, or it is not CPython 3.10+.
     """
+    from gtop.collectors.agent.pyversion import python_version  # pyelftools: not at a launch
+
     proc = Path(f"/proc/{pid}")
     try:
         uid = int(re.search(r"^Uid:\s+\d+\s+(\d+)", (proc / "status").read_text(), re.M)[1])

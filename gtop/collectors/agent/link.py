@@ -39,20 +39,17 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
-from gtop.analysis.agent_cost import cost_value
 from gtop.collectors.agent.boot import BootDir
-from gtop.collectors.agent.probed import ProbedLaunches
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.core.hub import Entity, Hub
 from gtop.core.status import Status
-from gtop.cupti.clock import ClockTracker
-from gtop.cupti.decode import Decoded, Decoder, NameTable
-from gtop.probes.catalog import PROBES
-from gtop.probes.engine.instrumentable import refusal
+
+if TYPE_CHECKING:
+    from gtop.cupti.decode import NameTable
 
 TMP_PREFIX = "gtop-agent-"
 """The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
@@ -71,6 +68,10 @@ _sessions = itertools.count(1 << 32)  # above any pid
 
 class _Conn:
     def __init__(self, sock: socket.socket, pid: int, names: NameTable, hub: Hub) -> None:
+        from gtop.collectors.agent.probed import ProbedLaunches
+        from gtop.cupti.clock import ClockTracker
+        from gtop.cupti.decode import Decoder
+
         self.sock = sock
         self.send_lock = threading.Lock()
         self.reader = wire.FrameReader()
@@ -110,7 +111,10 @@ class AgentLink:
         self.boot = BootDir(self.dir / "py")
         if self.boot.shim is not None:
             self.options.setdefault("shim", str(self.boot.shim))
-        self._names = NameTable()
+        self._names: NameTable | None = None
+        """Kernel and marker names of every agent; made with the first one, as is all
+        the decoding machinery: the link listens before a launch, and its imports
+        (probes, CUPTI tables, numpy) would delay the target."""
         self._conns: dict[int, _Conn] = {}
         self._statuses: dict[int, AgentStatus] = {}
         self._cond = threading.Condition()
@@ -220,6 +224,9 @@ class AgentLink:
         Raises:
             KeyError: an unknown probe.
         """
+        from gtop.probes.catalog import PROBES
+        from gtop.probes.engine.instrumentable import refusal
+
         if probe not in PROBES:
             raise KeyError(f"unknown probe {probe!r} (probes: {', '.join(PROBES)})")
         why = refusal(kernel) if on else None
@@ -284,6 +291,10 @@ class AgentLink:
             self._refuse(f"more than {MAX_AGENTS} agents at once")
             return
         sock.settimeout(SEND_TIMEOUT_S)
+        if self._names is None:
+            from gtop.cupti.decode import NameTable
+
+            self._names = NameTable()
         conn = _Conn(sock, pid, self._names, self.hub)
         self._conns[pid] = conn
         sel.register(sock, selectors.EVENT_READ, conn)
@@ -379,6 +390,8 @@ class AgentLink:
                 )
         elif kind == wire.COST:
             st = conn.status
+            from gtop.analysis.agent_cost import cost_value
+
             value = cost_value(wire.decode_json(payload), st.records, st.records_by_kind)
             self._set(conn, replace(st, cost=value))
             self.hub.publish_entity(Entity("agent_cost", str(st.pid), time.monotonic_ns(), value))
@@ -403,6 +416,8 @@ class AgentLink:
         try:
             decoded = conn.decoder.decode(raw, conn.clock.current)
         except Exception:
+            from gtop.cupti.decode import Decoded
+
             # A buffer we cannot decode is lost data, counted and shown (its bytes as
             # undecoded, its drop count still added below); the link lives on.
             self.hub.count_source_drops("cupti buffers undecodable", 1)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gtop.agent.modes import graph_level
-from gtop.analysis.agent_cost import cost_line
 
 REFUSALS = ("no_cupti", "other_subscriber", "error")
 """Agent states in which it traces nothing (it says why in ``message``)."""
@@ -58,6 +57,8 @@ class AgentStatus:
         if self.incomplete:
             parts.append(f"{self.incomplete} incomplete")
         if self.cost is not None:
+            from gtop.analysis.agent_cost import cost_line  # numpy: not before a launch
+
             parts.append(cost_line(self.cost))
         if self.message:
             parts.append(self.message)

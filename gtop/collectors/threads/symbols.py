@@ -17,12 +17,14 @@ import threading
 import time
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 
 from gtop.core.files import open_regular, read_owned
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
 
 UNKNOWN = "[unknown]"
 PERF_MAP_MAX_BYTES = 16 << 20
@@ -135,6 +137,10 @@ def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
 
 
 def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
+    # pyelftools loads with the first native frame, not with the tracer (~20 ms)
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
     try:
         with open_regular(path, follow=True) as f:
             elf = ELFFile(f)

@@ -91,14 +91,19 @@ class ThreadCollector:
         self.flush(final=final)
 
     def refresh_tree(self) -> None:
-        """Re-read the process tree; publish names of new threads."""
+        """Re-read the process tree; publish names of new threads, and of each process's
+        main thread, which an ``exec`` renames (a launched target is traced from its
+        gate, :mod:`gtop.collectors.gate`; the hub keeps an unchanged name once)."""
         self._tree_at = time.monotonic()
         table = proctree.thread_table(self.pid)
         now = time.monotonic_ns()
         for tid, pid in table.items():
-            if tid not in self.threads:
-                value = {"pid": pid, "name": proctree.comm(pid, tid)}
-                self.hub.publish_entity(Entity("thread", str(tid), now, value))
+            new = tid not in self.threads
+            if new or tid == pid:
+                name = proctree.comm(pid, tid)
+                if new or name:  # "": gone since the table was read
+                    value = {"pid": pid, "name": name}
+                    self.hub.publish_entity(Entity("thread", str(tid), now, value))
         self.threads = table
         self._tree_changed(table)
 

@@ -13,10 +13,9 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+import struct
 import threading
 from collections import deque
-
-from elftools.elf.elffile import ELFFile
 
 from gtop.collectors.threads.detach import detached_elsewhere
 
@@ -103,6 +102,47 @@ def _fail(step: str, err: int | None = None) -> BpfError:
     return BpfError(msg + (f"\nlibbpf: {tail}" if tail else ""))
 
 
+_STT_OBJECT = 1
+_SHN_LORESERVE = 0xFF00
+"""Section indices from here up are special (absolute, common, ...), not sections."""
+
+
+def object_globals(path: str) -> dict[str, tuple[str, int, int]]:
+    """``{name: (section, offset, size)}`` of a BPF object's global variables, from its
+    ELF symbol table (read with struct: pyelftools, its import and its parse, took ~30 ms
+    of the tracer's start, which a launched target waits for).
+
+    Raises:
+        BpfError: not a 64-bit ELF file with a symbol table.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4:5] != b"\x02":
+        raise BpfError(f"{path}: not a 64-bit ELF object")
+    end = "<" if data[5:6] == b"\x01" else ">"
+    (shoff,) = struct.unpack_from(end + "Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from(end + "HHH", data, 0x3A)
+    # (name, type, flags, addr, offset, size, link, info, addralign, entsize)
+    headers = [
+        struct.unpack_from(end + "IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
+    ]
+
+    def text(strtab: int, at: int) -> str:
+        start = headers[strtab][4] + at
+        return data[start : data.index(b"\0", start)].decode()
+
+    sections = [text(shstrndx, h[0]) for h in headers]
+    if ".symtab" not in sections:
+        raise BpfError(f"{path}: no symbol table")
+    _, _, _, _, offset, size, strtab, _, _, entsize = headers[sections.index(".symtab")]
+    found = {}
+    for at in range(offset, offset + size, entsize):
+        name, info, _, shndx, value, length = struct.unpack_from(end + "IBBHQQ", data, at)
+        if info & 0xF == _STT_OBJECT and 0 < shndx < _SHN_LORESERVE:
+            found[text(strtab, name)] = (sections[shndx], value, length)
+    return found
+
+
 class BpfObject:
     """One BPF object file through its lifecycle."""
 
@@ -111,14 +151,7 @@ class BpfObject:
         self.path = path
         self._links: list[int] = []
         self._maps: list[mmap.mmap] = []
-        with open(path, "rb") as f:
-            elf = ELFFile(f)
-            sections = [s.name for s in elf.iter_sections()]
-            self._globals = {
-                sym.name: (sections[sym["st_shndx"]], sym["st_value"], sym["st_size"])
-                for sym in elf.get_section_by_name(".symtab").iter_symbols()
-                if sym["st_info"]["type"] == "STT_OBJECT" and isinstance(sym["st_shndx"], int)
-            }
+        self._globals = object_globals(path)
         _log.clear()
         self._obj = self._lib.bpf_object__open_file(path.encode(), None)
         if not self._obj:
