@@ -167,6 +167,8 @@ class GtopApp(App[int]):
 
     def on_unmount(self) -> None:
         self.source.stop()
+        gc.unfreeze()  # what _apply froze is collectable again (a process that goes on:
+        gc.collect()  # tests, benchmarks), collected now rather than in another app's frame
 
     def tick(self) -> None:
         """Poll the source, apply, redraw what changed. A replay, once loaded, is polled

@@ -1,9 +1,10 @@
 """Keys answer while the analysis runs (issue 16), over a real CUPTI recording
-(decode-eager.gtop: 1.3 M CUDA API rows, GPU time takes ~1 s to compute here): opening
-GPU time paints its "computing…" mark at once, other keys are answered while its worker
-computes, then its data replaces the mark; a seek says "computing…" in the time bar until
-its history is in. Keys are sent with :mod:`gtop.views.answer`, which returns when the
-key's frame is painted without waiting for worker threads."""
+(decode-eager.gtop: ~1 M CUDA API calls in its last 2 s at 0:06, so Swimlanes takes
+~1.5 s to build its lanes here): opening Swimlanes paints its "computing…" mark at once,
+other keys are answered while its worker computes, then its lanes replace the mark; a
+seek says "computing…" in the time bar until its history is in. Keys are sent with
+:mod:`gtop.views.answer`, which returns when the key's frame is painted without waiting
+for worker threads."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gtop.views import answer
 from gtop.views.app import GtopApp
 from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.process import ProcessScreen
-from gtop.views.tabs.gpu_time_tab import GpuTimeTab
+from gtop.views.tabs.swimlanes_tab import SwimlanesTab
 from gtop.views.tabs.worker_panel import COMPUTING
 from gtop.views.widgets.time_bar import LOADING
 from tests.views.conftest import REPO, SIZE, AppFactory
@@ -42,23 +43,24 @@ def tab_title(app: GtopApp) -> str:
 async def test_a_tab_computes_while_keys_are_answered(replay_app: AppFactory) -> None:
     app = replay_app(DECODE, at_s=6.0, start_pid=DECODE_PID)
     async with app.run_test(size=SIZE) as pilot:
-        threads = await open_tab(pilot, "Threads")
-        await settle_panel(pilot, threads)  # type: ignore[arg-type]
+        gpu_time = await open_tab(pilot, "GPU time")
+        await settle_panel(pilot, gpu_time)  # type: ignore[arg-type]
         await answer.press(app, "right_square_bracket")
-        assert tab_title(app) == "GPU time"
-        tab = app.screen.query_one(GpuTimeTab)
+        assert tab_title(app) == "Swimlanes"
+        tab = app.screen.query_one(SwimlanesTab)
         assert tab.busy and str(tab.note.render()) == COMPUTING and tab.note.display
         # the UI thread is free: a dialog opens and closes while the worker computes
         await answer.press(app, "l")
         assert isinstance(app.screen, LegendScreen)
         assert tab.busy, "the legend waited for the analysis"
         await answer.press(app, "escape")
-        assert tab_title(app) == "GPU time"
+        assert tab_title(app) == "Swimlanes"
         await until(lambda: tab.settled())
         await answer.settle(app)
         assert str(tab.note.render()) != COMPUTING
-        assert tab.last is not None and tab.last.result.exact
-        assert tab.flame.folded and sum(tab.flame.folded.values()) > 0
+        labels = [lane.label for lane in tab.lanes.lanes]
+        assert labels[0].startswith("GPU0 s") and f"T{DECODE_PID}" in labels
+        assert "GPU0 s" in tab.lanes.render().plain
 
 
 async def test_a_seek_says_computing_until_its_history_is_in(replay_app: AppFactory) -> None:

@@ -13,7 +13,7 @@ Without CUPTI data for the process, the NVML approximation
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -27,12 +27,14 @@ from gtop.analysis.gpu_report import unit_summary
 from gtop.analysis.records import Records
 from gtop.core import layouts
 from gtop.core.model import Model
+from gtop.views.fmt.busy import Cells
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
 from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of, window_end
+from gtop.views.tabs.shared_work import SharedWork
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.flamegraph import FlameGraph, Path
-from gtop.views.widgets.gpu_ribbon import GpuRibbon
+from gtop.views.widgets.gpu_ribbon import GpuRibbon, ribbon_cells
 from gtop.views.widgets.offgpu_bar import OffGpuBar
 
 SHORT = 30
@@ -53,6 +55,8 @@ class _Snap:
     agent_reason: str
     active_from: int | None = None
     """The process's first kernel start seen, where its active time begins."""
+    width: int = 0
+    """The ribbon's width, to make its cells on the worker (0: not known)."""
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,30 @@ def _has_ops(records: Records, pid: int) -> bool:
     return bool(len(records.ops) and (records.ops["pid"] == pid).any())
 
 
+_SHARED = SharedWork()
+
+
 def gpu_time(snap: _Snap, pid: int) -> _Result | None:
-    """Attribute the window for ``pid`` (exactly, else approximately); None: no data."""
+    """Attribute the window for ``pid`` (exactly, else approximately); None: no data.
+    Workers asking for the same snapshot's window at once share one computation."""
+    gpu_end = int(snap.gpu["t_ns"][-1]) if len(snap.gpu) else 0
+    rec = snap.records  # its arrays are the engine's own while no new rows arrive
+    key = (
+        tuple(id(getattr(rec, f.name)) for f in fields(rec)),
+        snap.t1,
+        snap.lag_ns,
+        pid,
+        snap.active_from,
+        snap.device,
+        len(snap.gpu),
+        gpu_end,
+        len(snap.kernel_names),
+        len(snap.stacks),
+    )
+    return _SHARED.get(key, snap.records, lambda: _gpu_time(snap, pid))
+
+
+def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
     rec = snap.records
     t1 = snap.t1
     t0 = t1 - WINDOW_NS
@@ -160,20 +186,26 @@ class GpuTimeTab(WorkerPanel):
         return None
 
     def snapshot(self, model: Model) -> _Snap:
-        return take_snapshot(model, self.pid, self.live(), self.agent_error())
+        snap = take_snapshot(model, self.pid, self.live(), self.agent_error())
+        return replace(snap, width=self.ribbon.size.width or self.app.size.width)
 
-    def compute(self, snap: _Snap) -> _Result | None:
-        return gpu_time(snap, self.pid)
-
-    def apply(self, result: Any) -> None:
+    def compute(self, snap: _Snap) -> tuple[_Result, Cells] | None:
+        result = gpu_time(snap, self.pid)
         if result is None:
+            return None
+        res = result.result
+        return result, ribbon_cells(res.partition, res.t0, res.t1, max(1, snap.width))
+
+    def apply(self, computed: Any) -> None:
+        if computed is None:
             self.set_note("no GPU work of this process in the window")
             return
+        result, cells = computed
         self.last = result
         self.set_note(result.note)
         self.ribbon.exact = result.result.exact
         res = result.result
-        self.ribbon.show(res.partition, res.t0, res.t1, result.lag_ns)
+        self.ribbon.show(res.partition, res.t0, res.t1, result.lag_ns, cells)
         self.bar.summary = unit_summary(result.result)
         self.flame.folded = result.folded
         self.flame.border_title = "GPU-centric flamegraph"

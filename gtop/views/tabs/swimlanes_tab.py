@@ -16,12 +16,13 @@ from gtop.analysis.lanes import Code, Lane, build_lanes
 from gtop.analysis.records import Records
 from gtop.core.model import Model
 from gtop.core.rows import take_rows
+from gtop.views.fmt import busy
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
 from gtop.views.tabs.session_data import session_of, window_end
 from gtop.views.tabs.thread_filter import busy_tids, gtop_tids
 from gtop.views.tabs.worker_panel import WorkerPanel
-from gtop.views.widgets.swimlanes import Swimlanes
+from gtop.views.widgets.swimlanes import Swimlanes, full_view
 
 SPAN_NS = 2_000_000_000
 MAX_THREADS = 8
@@ -33,6 +34,8 @@ class _Snap:
     records: Records
     t1: int
     stacks: dict[int, Any]
+    cells: int
+    """Cells per lane on screen now (the first view's cells are made on the worker)."""
 
 
 def of_pid(rec: Records, pid: int) -> Records:
@@ -74,9 +77,11 @@ class SwimlanesTab(WorkerPanel):
         if data.engine.watermark is None:
             return None
         stacks = {int(k): v for k, v in model.entity_values("stack").items()}
-        return _Snap(data.snapshot(), window_end(model, self.live())[0], stacks)
+        width = self.lanes.size.width or self.app.size.width
+        cells = self.lanes.cell_count(width)
+        return _Snap(data.snapshot(), window_end(model, self.live())[0], stacks, cells)
 
-    def compute(self, snap: _Snap | None) -> tuple[list[Lane], int, int] | None:
+    def compute(self, snap: _Snap | None) -> tuple[list[Lane], int, int, list[busy.Cells]] | None:
         if snap is None:
             return None
         t1 = snap.t1
@@ -87,7 +92,8 @@ class SwimlanesTab(WorkerPanel):
         threads = [lane for lane in lanes if lane.label[1:].isdigit()]
         matter = self._matter(rec, threads, snap.stacks, t0, t1)
         threads = [lane for lane in threads if int(lane.label[1:]) in matter]
-        return [*streams, *threads[:MAX_THREADS]], t0, t1
+        shown = [*streams, *threads[:MAX_THREADS]]
+        return shown, t0, t1, full_view(shown, t0, t1, snap.cells)
 
     @staticmethod
     def _matter(
@@ -124,9 +130,9 @@ class SwimlanesTab(WorkerPanel):
         if self.zoomed():
             self.set_note("zoomed in: the view is held (0 zooms out and follows again)")
             return
-        lanes, t0, t1 = result
+        lanes, t0, t1, cells = result
         self.set_note("" if lanes else "no streams or threads of this process in the window")
-        self.lanes.show(lanes, t0, t1)
+        self.lanes.show(lanes, t0, t1, cells)
 
 
 register_process_panel(

@@ -19,6 +19,16 @@ LETTERS = {int(c): CAUSE_GLYPH[c] for c in Cause}
 STYLES = {int(c): CAUSE_STYLE[c] for c in Cause}
 
 
+def ribbon_cells(partition: Partition | None, t0: int, t1: int, width: int) -> busy.Cells:
+    """The ribbon's cells at ``width`` (a worker computes them ahead of the first frame:
+    a busy window has ~10^5 segments to cut)."""
+    edges = busy.cell_edges(t0, t1, width)
+    if partition is None:
+        return busy.Cells(np.zeros(len(edges) - 1), np.full(len(edges) - 1, -1))
+    p = partition
+    return busy.busy_cells(p.starts, p.ends, p.causes, len(Cause), edges, ON_MASK)
+
+
 class GpuRibbon(Widget, can_focus=True):
     """A ribbon over one unit's partition, with a time axis (``l`` opens the legend)."""
 
@@ -37,19 +47,37 @@ class GpuRibbon(Widget, can_focus=True):
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the causes apart)."""
 
-    def show(self, partition: Partition, t0: int, t1: int, lag_ns: int = 0) -> None:
-        """Draw ``partition`` over ``[t0, t1)``."""
+    def __init__(self) -> None:
+        super().__init__()
+        self._cells: busy.Cells | None = None
+        """The cells of the partition shown, at the width they were made for."""
+
+    def show(
+        self,
+        partition: Partition,
+        t0: int,
+        t1: int,
+        lag_ns: int = 0,
+        cells: busy.Cells | None = None,
+    ) -> None:
+        """Draw ``partition`` over ``[t0, t1)`` (``cells``: :func:`ribbon_cells` of it at
+        some width, made already)."""
         self.span = (t0, t1, lag_ns)
         self.partition = partition
+        self._cells = cells
+
+    def watch_partition(self) -> None:
+        self._cells = None
+
+    def watch_span(self) -> None:
+        self._cells = None
 
     def cells(self, width: int) -> busy.Cells:
         """The ribbon's cells at ``width`` (tests read them)."""
-        t0, t1, _ = self.span
-        p = self.partition
-        edges = busy.cell_edges(t0, t1, width)
-        if p is None:
-            return busy.Cells(np.zeros(len(edges) - 1), np.full(len(edges) - 1, -1))
-        return busy.busy_cells(p.starts, p.ends, p.causes, len(Cause), edges, ON_MASK)
+        if self._cells is None or len(self._cells.fraction) != width:
+            t0, t1, _ = self.span
+            self._cells = ribbon_cells(self.partition, t0, t1, width)
+        return self._cells
 
     def render(self) -> Text:
         width = max(1, self.size.width)

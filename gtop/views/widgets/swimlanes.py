@@ -44,6 +44,13 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
+def full_view(lanes: list[Lane], t0: int, t1: int, n: int) -> list[busy.Cells]:
+    """Each lane's cells over the whole window in ``n`` cells (what :class:`Swimlanes`
+    draws first; a worker makes them: lanes of a busy window hold millions of segments)."""
+    edges = busy.cell_edges(t0, t1, n)
+    return [lane_cells(lane, edges) for lane in lanes]
+
+
 class Swimlanes(Widget, can_focus=True):
     """One row per lane over ``[view_start, view_start + view_span)``."""
 
@@ -95,14 +102,24 @@ class Swimlanes(Widget, can_focus=True):
             cells = self._views[key] = [lane_cells(lane, edges) for lane in self.lanes]
         return cells
 
-    def show(self, lanes: list[Lane], t0: int, t1: int) -> None:
-        """Show ``lanes`` over the data window ``[t0, t1)``, zoomed out fully."""
+    def show(
+        self, lanes: list[Lane], t0: int, t1: int, cells: list[busy.Cells] | None = None
+    ) -> None:
+        """Show ``lanes`` over the data window ``[t0, t1)``, zoomed out fully (``cells``:
+        :func:`full_view` of them at some width, made already)."""
         self.lanes = tuple(lanes)
         self.t0, self.t1 = t0, t1
         self.action_reset()
+        if cells:
+            n = len(cells[0].fraction)
+            self._views[(t0, t1, n + 1)] = cells
+
+    def cell_count(self, width: int) -> int:
+        """How many cells a lane gets at ``width`` columns."""
+        return max(1, width - LABEL_WIDTH - 1)
 
     def _cells(self) -> int:
-        return max(1, self.size.width - LABEL_WIDTH - 1)
+        return self.cell_count(self.size.width)
 
     def _edges(self) -> np.ndarray:
         return busy.cell_edges(self.view_start, self.view_start + self.view_span, self._cells())
