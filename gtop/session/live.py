@@ -47,8 +47,8 @@ class LiveSource:
             ``proc``; ``off`` for not at all).
         require_gpu: raise :class:`~gtop.collectors.nvml.NvmlUnavailable` instead of
             carrying on without NVML. Without it NVML opens on a thread of its own, beside
-            a launch (``nvmlInit`` is slow on some machines), and :attr:`meta` lacks the
-            GPUs until :meth:`start` or :meth:`start_recording` waits for it.
+            a launch (``nvmlInit`` is slow on some machines); what needs it (:attr:`meta`,
+            :meth:`start`) waits for it.
 
     Raises:
         TargetGone: ``pid`` does not exist.
@@ -89,7 +89,7 @@ class LiveSource:
         self.agent_error: str | None = None
         """Why the in-process agent is not there (one line), when it is not."""
         self.process: subprocess.Popen | None = None
-        self.meta: dict[str, Any] = self._meta()
+        self._meta_now: dict[str, Any] = self._meta()
 
     def _open_nvml(self, require_gpu: bool = False) -> None:
         from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
@@ -110,7 +110,7 @@ class LiveSource:
         if self._nvml_opening is not None:
             self._nvml_opening.join()
             self._nvml_opening = None
-            self.meta = self._meta()
+            self._meta_now = self._meta()
         return self.nvml
 
     @property
@@ -178,7 +178,7 @@ class LiveSource:
             self._follow(link)
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
         self.title = f"pid {self.pid}"
-        self.meta = self._meta()
+        self._meta_now = self._meta()
         return self.process
 
     def attach_agent(self, agent_mode: str = "default") -> str | None:
@@ -194,7 +194,7 @@ class LiveSource:
         except AttachError as exc:
             self.agent_error = str(exc)
         self._follow(link)
-        self.meta["agent_error"] = self.agent_error
+        self._meta_now = self._meta()
         return self.agent_error
 
     def _follow(self, link: AgentLink) -> None:
@@ -224,6 +224,13 @@ class LiveSource:
             pids.update(family(self.pid))
             pids.add(self.pid)  # keeps reporting it once after it exits
         return pids
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What a recording stores about this session (once NVML has opened: it names
+        the GPUs, or why there are none)."""
+        self._nvml_opened()
+        return self._meta_now
 
     def _meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
@@ -311,7 +318,6 @@ class LiveSource:
 
         if self.recorder is not None:
             raise RuntimeError("already recording")
-        self._nvml_opened()  # the GPUs go into the recording's metadata
         sub, self._held_sub = self._held_sub, None
         self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite, sub=sub).start()
         return self.recorder
