@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 COLLECTORS: tuple[type[SessionCollector], ...] = (HostCollector, HostThreads)
 """The collectors every live session opens at :meth:`LiveSource.start`, in this order: the
 one place a collector is registered. (NVML opens at construction, since it decides
-whether there is a GPU at all; the agent link opens when a target is launched or
-attached.)"""
+whether there is a GPU at all: on a thread of its own when the session has a target; the
+agent link opens when a target is launched or attached.)"""
 FROM_EXEC: tuple[type[SessionCollector], ...] = (HostThreads,)
 """Those of :data:`COLLECTORS` that a launched command is held for before its ``exec``
 (:mod:`gtop.collectors.gate`): they follow its pid from its first instruction, since the
