@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 COLLECTORS: tuple[type[SessionCollector], ...] = (HostCollector, HostThreads)
 """The collectors every live session opens at :meth:`LiveSource.start`, in this order: the
 one place a collector is registered. (NVML opens at construction, since it decides
-whether there is a GPU at all; the agent link opens when a target is launched or
-attached.)"""
+whether there is a GPU at all: on a thread of its own when the session has a target; the
+agent link opens when a target is launched or attached.)"""
 FROM_EXEC: tuple[type[SessionCollector], ...] = (HostThreads,)
 """Those of :data:`COLLECTORS` that a launched command is held for before its ``exec``
 (:mod:`gtop.collectors.gate`): they follow its pid from its first instruction, since the
@@ -89,7 +89,6 @@ class LiveSource:
         self.agent_error: str | None = None
         """Why the in-process agent is not there (one line), when it is not."""
         self.process: subprocess.Popen | None = None
-        self._meta_now: dict[str, Any] = self._meta()
 
     def _open_nvml(self, require_gpu: bool = False) -> None:
         from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
@@ -110,7 +109,6 @@ class LiveSource:
         if self._nvml_opening is not None:
             self._nvml_opening.join()
             self._nvml_opening = None
-            self._meta_now = self._meta()
         return self.nvml
 
     @property
@@ -178,7 +176,6 @@ class LiveSource:
             self._follow(link)
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
         self.title = f"pid {self.pid}"
-        self._meta_now = self._meta()
         return self.process
 
     def attach_agent(self, agent_mode: str = "default") -> str | None:
@@ -194,7 +191,6 @@ class LiveSource:
         except AttachError as exc:
             self.agent_error = str(exc)
         self._follow(link)
-        self._meta_now = self._meta()
         return self.agent_error
 
     def _follow(self, link: AgentLink) -> None:
@@ -230,9 +226,6 @@ class LiveSource:
         """What a recording stores about this session (once NVML has opened: it names
         the GPUs, or why there are none)."""
         self._nvml_opened()
-        return self._meta_now
-
-    def _meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
             "host": socket.gethostname(),
             "platform": platform.platform(),
