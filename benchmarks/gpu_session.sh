@@ -136,6 +136,15 @@ for step in $steps; do
     # a cProfile of one gtop record's main thread (where the time before the launch goes)
     launch-time) limit 200 python3 benchmarks/launch_time.py --runs 10 --json "$OUT/launch_time.json" \
                    --profile "$OUT/launch_profile.txt" >"$OUT/launch_time.txt"; cat "$OUT/launch_time.txt" ;;
+    # the whole path as a user runs it, default mode: record, report (replay: in tmux here)
+    user-path) mkdir -p "$OUT/user"
+               for w in "decode-eager:benchmarks/workloads/decode_loop.py --seconds 6" \
+                        "loader-8-workers:benchmarks/workloads/startup_loader.py"; do
+                 name=${w%%:*}
+                 limit 100 python3 -m gtop record -o "$OUT/user/$name.gtop" -- python3 ${w#*:}
+                 limit 60 python3 -m gtop report "$OUT/user/$name.gtop" >"$OUT/user/$name.txt" 2>&1
+                 head -30 "$OUT/user/$name.txt"
+               done ;;
     startup-compile) limit 235 python3 benchmarks/startup_overhead.py --workload compile --rounds 3 \
                        --budget 150 --json "$OUT/startup_compile.json" --profile "$OUT/startup_compile_profile.txt" ;;
     # one workload each (4 modes x up to 5 interleaved rounds within --budget seconds)

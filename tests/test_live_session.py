@@ -3,6 +3,7 @@ recording started just after the launch holds."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,3 +31,14 @@ def test_a_recording_started_after_the_launch_holds_what_the_tracer_sent_before(
     mine = rows[rows["pid"] == source.pid]
     # its start-up's intervals, over (and published) well before the recording began
     assert len(mine) and int(mine["end_ns"].min()) < started_ns - 1_000_000_000
+
+
+def test_a_targets_session_names_its_gpus_or_why_none_before_it_starts() -> None:
+    """NVML opens on a thread beside the launch; the metadata (what the UI's first
+    screen and a recording read) waits for it rather than saying nothing."""
+    source = LiveSource(os.getpid(), 0.1, require_gpu=False)
+    try:
+        meta = source.meta
+        assert meta["nvml_error"] or meta["devices"]
+    finally:
+        source.stop()

@@ -9,7 +9,8 @@ exec: the signals Python ignores (``SIGPIPE``, ``SIGXFSZ``) are back to their de
 ``PATH`` is searched the same way, and an exec failure comes back as its errno on a
 second pipe (closed on a successful exec), raised by :meth:`Held.release` as the
 ``OSError`` Popen would have raised. If gtop dies before the release, the gate exits and
-the command never runs.
+the command never runs. The tracer sees the few milliseconds the gate waits as the
+target's main thread blocked in ``select`` ("blocked: poll"), not reading a file.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import sys
 from typing import Any
 
 GATE = """\
-import os, signal, sys
+import os, select, signal, sys
 go, status = int(sys.argv[1]), int(sys.argv[2])
 for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
     if hasattr(signal, name):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
 if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+select.select([go], [], [])
 if os.read(go, 1) != b"g":
     os._exit(1)
 os.close(go)

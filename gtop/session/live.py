@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 COLLECTORS: tuple[type[SessionCollector], ...] = (HostCollector, HostThreads)
 """The collectors every live session opens at :meth:`LiveSource.start`, in this order: the
 one place a collector is registered. (NVML opens at construction, since it decides
-whether there is a GPU at all; the agent link opens when a target is launched or
-attached.)"""
+whether there is a GPU at all: on a thread of its own when the session has a target; the
+agent link opens when a target is launched or attached.)"""
 FROM_EXEC: tuple[type[SessionCollector], ...] = (HostThreads,)
 """Those of :data:`COLLECTORS` that a launched command is held for before its ``exec``
 (:mod:`gtop.collectors.gate`): they follow its pid from its first instruction, since the
@@ -47,8 +47,8 @@ class LiveSource:
             ``proc``; ``off`` for not at all).
         require_gpu: raise :class:`~gtop.collectors.nvml.NvmlUnavailable` instead of
             carrying on without NVML. Without it NVML opens on a thread of its own, beside
-            a launch (``nvmlInit`` is slow on some machines), and :attr:`meta` lacks the
-            GPUs until :meth:`start` or :meth:`start_recording` waits for it.
+            a launch (``nvmlInit`` is slow on some machines); what needs it (:attr:`meta`,
+            :meth:`start`) waits for it.
 
     Raises:
         TargetGone: ``pid`` does not exist.
@@ -89,7 +89,6 @@ class LiveSource:
         self.agent_error: str | None = None
         """Why the in-process agent is not there (one line), when it is not."""
         self.process: subprocess.Popen | None = None
-        self.meta: dict[str, Any] = self._meta()
 
     def _open_nvml(self, require_gpu: bool = False) -> None:
         from gtop.collectors.nvml import NvmlCollector, NvmlUnavailable
@@ -110,7 +109,6 @@ class LiveSource:
         if self._nvml_opening is not None:
             self._nvml_opening.join()
             self._nvml_opening = None
-            self.meta = self._meta()
         return self.nvml
 
     @property
@@ -178,7 +176,6 @@ class LiveSource:
             self._follow(link)
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}
         self.title = f"pid {self.pid}"
-        self.meta = self._meta()
         return self.process
 
     def attach_agent(self, agent_mode: str = "default") -> str | None:
@@ -194,7 +191,6 @@ class LiveSource:
         except AttachError as exc:
             self.agent_error = str(exc)
         self._follow(link)
-        self.meta["agent_error"] = self.agent_error
         return self.agent_error
 
     def _follow(self, link: AgentLink) -> None:
@@ -225,7 +221,11 @@ class LiveSource:
             pids.add(self.pid)  # keeps reporting it once after it exits
         return pids
 
-    def _meta(self) -> dict[str, Any]:
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What a recording stores about this session (once NVML has opened: it names
+        the GPUs, or why there are none)."""
+        self._nvml_opened()
         meta: dict[str, Any] = {
             "host": socket.gethostname(),
             "platform": platform.platform(),
@@ -311,7 +311,6 @@ class LiveSource:
 
         if self.recorder is not None:
             raise RuntimeError("already recording")
-        self._nvml_opened()  # the GPUs go into the recording's metadata
         sub, self._held_sub = self._held_sub, None
         self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite, sub=sub).start()
         return self.recorder

@@ -48,11 +48,11 @@ int cuStreamSynchronize_ptsz(void *stream) { nap(); return 0; }
 for the :data:`FAKE_CUDA` target: each call sleeps (blocked) or spins for 20 ms."""
 
 
-def build_fake_cuda(folder: Path) -> Path:
-    """Compile :data:`FAKE_CUDA_LIBS` into ``folder`` with gcc; returns ``folder``."""
+def build_fake_cuda(folder: Path, libs: dict[str, str] = FAKE_CUDA_LIBS) -> Path:
+    """Compile ``libs`` (name: C source) into ``folder`` with gcc; returns ``folder``."""
     if shutil.which("gcc") is None:
         pytest.fail("gcc missing: CI must install it")
-    for name, source in FAKE_CUDA_LIBS.items():
+    for name, source in libs.items():
         (folder / f"{name}.c").write_text(source)
         subprocess.run(
             ["gcc", "-O1", "-shared", "-fPIC", "-o", str(folder / name), str(folder / f"{name}.c")],

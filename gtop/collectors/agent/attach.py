@@ -44,7 +44,7 @@ class Target:
 
 
 class Launched(Held):
-    """A command started by :func:`launch_with_agent`: held before its exec, or running."""
+    """A command started by :func:`hold_with_agent`: held before its exec, or running."""
 
     def release(self) -> subprocess.Popen:
         """Let the command run (see :meth:`Held.release`).

@@ -122,6 +122,9 @@ class AgentLink:
         self.refused: tuple[int, str] = (0, "")
         """Connections refused (out of descriptors, too many agents), and the last why."""
         self._spare: int | None = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self._wake_r, self._wake_w = os.pipe()
+        """Written by :meth:`stop`: the thread leaves its select at once, not after up to
+        ``SELECT_S`` (every ``gtop record`` waited for it at its end)."""
         self._thread = threading.Thread(target=self._run, name="gtop-agent-link", daemon=True)
 
     # --- the two ways in: launched with the agent, or injected into a running process --
@@ -163,12 +166,18 @@ class AgentLink:
             deadline = time.monotonic() + timeout
             while self._conns and time.monotonic() < deadline:
                 time.sleep(0.02)
+        first = not self._stop.is_set()
         self._stop.set()
+        if first:
+            os.write(self._wake_w, b"\0")
         if self._thread.is_alive():
             self._thread.join(timeout)
-        elif self._thread.ident is None:  # never started
+        elif self._thread.ident is None and first:  # never started
             self._listener.close()
             self._close_spare()
+            os.close(self._wake_r)
+        if first:
+            os.close(self._wake_w)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def statuses(self) -> list[Status]:
@@ -252,12 +261,13 @@ class AgentLink:
     def _run(self) -> None:
         sel = selectors.DefaultSelector()
         sel.register(self._listener, selectors.EVENT_READ)
+        sel.register(self._wake_r, selectors.EVENT_READ)
         try:
             while not self._stop.is_set():
                 for key, _ in sel.select(SELECT_S):
                     if key.fileobj is self._listener:
                         self._accept(sel)
-                    else:
+                    elif key.data is not None:  # an agent (the wake-up pipe has none)
                         self._receive_guarded(sel, key.data)
         finally:
             for conn in list(self._conns.values()):
@@ -265,6 +275,7 @@ class AgentLink:
             sel.close()
             self._listener.close()
             self._close_spare()
+            os.close(self._wake_r)
 
     def _accept(self, sel: selectors.BaseSelector) -> None:
         """Take one connection; whatever goes wrong refuses that one, never the link."""

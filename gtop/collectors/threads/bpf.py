@@ -22,7 +22,7 @@ import numpy as np
 
 from gtop.collectors.threads import blockreason, perf_events, proctree
 from gtop.collectors.threads.ebpf.libbpf import BpfError, BpfObject
-from gtop.collectors.threads.gpu_waits import GpuWaitProbes
+from gtop.collectors.threads.gpu_waits import RETURN_FIRST, GpuWaitProbes
 from gtop.collectors.threads.symbols import Symbolizer
 from gtop.collectors.threads.tier import ThreadCollector
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
@@ -172,8 +172,8 @@ class BpfThreadCollector(ThreadCollector):
 
     @staticmethod
     def _attach_wait(obj: BpfObject, path: str, offset: int) -> None:
-        obj.attach_uprobe("gpu_wait_enter", False, -1, path, offset)
-        obj.attach_uprobe("gpu_wait_exit", True, -1, path, offset)
+        for ret in RETURN_FIRST:
+            obj.attach_uprobe("gpu_wait_exit" if ret else "gpu_wait_enter", ret, -1, path, offset)
 
     def _seed(self) -> None:
         """Threads off CPU since before attach never switch out: start their interval now."""

@@ -54,6 +54,16 @@ microseconds when they do not block count as GPU_WAIT too); nor are queries
 Names a library lacks are skipped; nested probed calls count once."""
 
 
+RETURN_FIRST = (True, False)
+"""The order both tiers attach a function's probes in (``ret``: the return probe
+first). The other way
+round, a call that starts between the two attaches counts its entry and never its
+return, and its thread stays "waiting for the GPU" from then on (found on an H200: a
+launch-bound decode calling ``cudaMemcpyAsync`` ~300 times a second read as 34% sync
+wait, every second after the attach). A return without its entry is ignored (the depth
+stays at 0)."""
+
+
 class GpuWaitProbes:
     """Finds the probed libraries in target processes and attaches each file's probes once.
 

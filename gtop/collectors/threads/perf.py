@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from gtop.collectors.threads import blockreason, perf_events, proctree
 from gtop.collectors.threads.detach import detached_elsewhere
-from gtop.collectors.threads.gpu_waits import GpuWaitProbes
+from gtop.collectors.threads.gpu_waits import RETURN_FIRST, GpuWaitProbes
 from gtop.collectors.threads.perf_events import (
     CONTEXT_KERNEL,
     CONTEXT_USER,
@@ -170,7 +170,8 @@ class PerfThreadCollector(ThreadCollector):
         raw = path.encode()
         fds: list[int] = []  # closed in _close, also on failure (a ring may be backed by one)
         try:
-            for ret, kind in ((False, RECORD_GPU_ENTER), (True, RECORD_GPU_EXIT)):
+            for ret in RETURN_FIRST:
+                kind = RECORD_GPU_EXIT if ret else RECORD_GPU_ENTER
                 for cpu in range(self.ncpu):
                     attr = perf_events.uprobe(raw, offset, ret)
                     attr.sample_type = _PROBE_TYPE
