@@ -116,6 +116,7 @@ async def measure(path: Path, at_s: float, size: tuple[int, int], repeats: int) 
         async with app.run_test(size=size) as pilot:
             while not (
                 isinstance(app.screen, ProcessScreen)
+                and app.screen.tabs.active  # the tab bar is mounted
                 and app.shown == (app.model.generation, app.screen)
                 and app.model.generation > 0
                 and app.screen.ready()
