@@ -12,7 +12,9 @@ process to go idle (Textual's ``pilot.press`` does: that would count a worker
 thread's whole computation as key latency). Work a key hands to a worker (a tab's
 analysis, a seek's reload of the recording) shows in that frame as a "computing…"
 mark; the time until its result is painted is reported as "data ms" for the keys that
-start such work. Each key waits for the previous one's data.
+start such work, and "no mark" counts the frames that showed neither the answer nor the
+mark while the open tab's worker ran (it should be 0). Each key waits for the previous
+one's data.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gtop.views.app import GtopApp
 from gtop.views.screens.help import HelpScreen
 from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.process import ProcessScreen
+from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDINGS = ("train_loop_cupti", "decode-eager", "slow_loader", "constructed-io")
@@ -80,6 +83,8 @@ STEPS: tuple[tuple[str, str], ...] = (
 class Timing:
     frame_ms: list[float] = field(default_factory=list)
     result_ms: list[float] = field(default_factory=list)
+    unmarked: int = 0
+    """Presses whose frame showed neither the answer nor a "computing…" mark."""
 
 
 def busiest_pid(path: Path) -> int:
@@ -93,9 +98,20 @@ def busiest_pid(path: Path) -> int:
 
 
 def _computing(app: GtopApp) -> bool:
-    """A replay poll (a seek's reload) or the open tab's worker is still running."""
+    """A seek's history is being read, or a worker of the screen is still running."""
     screen = app.screen
-    return app.polling or (isinstance(screen, ProcessScreen) and not screen.ready())
+    return app.loading or (isinstance(screen, ProcessScreen) and not screen.ready())
+
+
+def _unmarked(app: GtopApp) -> bool:
+    """The open tab's worker has not drawn its result and the frame shows no mark."""
+    screen = app.screen
+    if not isinstance(screen, ProcessScreen) or app.loading:  # (the time bar's mark)
+        return False
+    panel = screen.panel()
+    if not isinstance(panel, WorkerPanel) or panel.settled():
+        return False
+    return str(panel.note.render()) != COMPUTING
 
 
 def _where(app: GtopApp) -> str:
@@ -129,6 +145,7 @@ async def measure(path: Path, at_s: float, size: tuple[int, int], repeats: int) 
                 await answer.press(app, key)
                 t = timings.setdefault((tab, key), Timing())
                 t.frame_ms.append((time.perf_counter() - t0) * 1e3)
+                t.unmarked += _unmarked(app)
                 if _computing(app):
                     while _computing(app):
                         if time.perf_counter() - t0 > 60:
@@ -155,23 +172,26 @@ def main() -> None:
         f"terminal {args.size}, {args.repeats} repeats"
     )
     all_frames: list[float] = []
-    print("| recording | tab | key | frame ms median | p95 | max | data ms median |")
-    print("|---|---|---|---|---|---|---|")
+    unmarked = 0
+    print("| recording | tab | key | frame ms median | p95 | max | data ms median | no mark |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.recording or RECORDINGS:
         timings = asyncio.run(
             measure(REPO / "recordings" / f"{name}.gtop", AT_S[name], size, args.repeats)
         )
         for (tab, key), t in timings.items():
             all_frames += t.frame_ms
+            unmarked += t.unmarked
             result = f"{statistics.median(t.result_ms):.0f}" if t.result_ms else ""
             print(
                 f"| {name} | {tab} | {key} | {statistics.median(t.frame_ms):.1f} | "
-                f"{_pct(t.frame_ms, 95):.1f} | {max(t.frame_ms):.1f} | {result} |"
+                f"{_pct(t.frame_ms, 95):.1f} | {max(t.frame_ms):.1f} | {result} | "
+                f"{t.unmarked or ''} |"
             )
     print(
         f"\nall keys: median {statistics.median(all_frames):.1f} ms, "
         f"p95 {_pct(all_frames, 95):.1f} ms, max {max(all_frames):.1f} ms "
-        f"over {len(all_frames)} presses"
+        f"over {len(all_frames)} presses; {unmarked} frames without the answer or a mark"
     )
 
 

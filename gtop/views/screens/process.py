@@ -95,6 +95,10 @@ class ProcessScreen(GtopScreen):
         )
         return f"{head}\n\n{spec.title}: {spec.about}" if spec and spec.about else head
 
+    def panel(self) -> ModelView | None:
+        """The open tab's panel."""
+        return self._panels.get(self.tabs.active)
+
     def ready(self) -> bool:
         if not self.tabs.active:  # the tabs are not mounted yet
             return False

@@ -183,7 +183,9 @@ class KernelsTab(WorkerPanel):
 
     def watch_show_api(self, show_api: bool) -> None:
         self._layout()
-        if self._model is not None:
+        if show_api:  # the API table is summed on the worker
+            self.recompute()
+        elif self._model is not None:
             self.show(self._model)
 
     def action_toggle_api(self) -> None:

@@ -144,8 +144,7 @@ class ThreadsTab(WorkerPanel):
         self.every_thread = not self.every_thread
 
     def watch_mode(self) -> None:
-        if self._model is not None:
-            self.show(self._model)
+        self.recompute()
 
     def watch_every_thread(self) -> None:
         self.watch_mode()

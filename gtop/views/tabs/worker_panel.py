@@ -65,6 +65,8 @@ class WorkerPanel(Vertical):
         """The note shows :data:`COMPUTING` (cleared when the result is drawn)."""
         self._generation = -1
         """The session generation (bumped by a seek) of the computation last started."""
+        self._asked = False
+        """The user changed what the tab shows: mark the next computation."""
 
     def agent_error(self) -> str | None:
         """Why the source could not load the agent, if the app's source knows."""
@@ -107,6 +109,13 @@ class WorkerPanel(Vertical):
         """A result has been drawn and no computation is running or due."""
         return bool(self.computed) and not self.busy and not self._again
 
+    def recompute(self) -> None:
+        """The user changed what the tab shows (a mode, a view): compute again, with the
+        :data:`COMPUTING` mark until the new result is drawn."""
+        self._asked = True
+        if self._model is not None:
+            self.show(self._model)
+
     # --- plumbing ---------------------------------------------------------------------
     def show(self, model: Model) -> None:
         self._model = model
@@ -125,8 +134,8 @@ class WorkerPanel(Vertical):
             return
         self.busy = True
         generation = session_of(model).generation
-        stale = self.MARK_STALE and generation != self._generation
-        self._generation = generation
+        stale = self._asked or (self.MARK_STALE and generation != self._generation)
+        self._generation, self._asked = generation, False
         if not self.computed or stale:
             self.set_note(COMPUTING)
             self._marked = True
