@@ -53,4 +53,7 @@ class GtopScreen(Screen):
             self.time_bar.playback = playback
 
     def on_screen_resume(self) -> None:
-        self.show(self.model)
+        # Back from a dialog (help, legend) with the same model: what is drawn is still
+        # true, and redrawing restarted every tab's analysis (seconds on a busy recording).
+        if getattr(self.app, "shown", None) != (self.model.generation, self):
+            self.show(self.model)

@@ -10,7 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
+
+from gtop.views.widgets.row_table import Column, RowTable
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ def keys_of(
     ]
 
 
+HEAD = ("key", "action")
+
+
 class HelpScreen(ModalScreen[None]):
     """What the screen shows (``about``), then the keys in a table; "(n/a)" marks keys
     that do not apply here. The table takes focus, so arrows scroll it."""
@@ -60,11 +65,11 @@ class HelpScreen(ModalScreen[None]):
         border: round $accent; background: $surface; padding: 0 1;
     }
     HelpScreen #about { height: auto; max-height: 8; margin-bottom: 1; }
-    HelpScreen DataTable { height: auto; max-height: 18; }
+    HelpScreen RowTable { height: auto; max-height: 18; }
     HelpScreen .hint { color: $text-muted; }
     """
 
-    AUTO_FOCUS = "DataTable"
+    AUTO_FOCUS = "RowTable"
 
     BINDINGS = [
         Binding("escape", "dismiss", "Close", show=False),
@@ -84,12 +89,16 @@ class HelpScreen(ModalScreen[None]):
             if self.about:
                 yield Static(self.about, id="about", markup=False)
             yield Static("keys (n/a: not available here) · l: legend · Esc closes", classes="hint")
-            table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
-            table.add_columns("key", "action")
-            for item in self.keys:
-                desc = item.description if item.enabled else f"{item.description} (n/a)"
-                table.add_row(item.key, desc)
-            yield table
+            yield RowTable()
+
+    def on_mount(self) -> None:
+        rows = [
+            (item.key, item.description if item.enabled else f"{item.description} (n/a)")
+            for item in self.keys
+        ]
+        widths = [max([len(label), *(len(r[i]) for r in rows)]) for i, label in enumerate(HEAD)]
+        columns = [Column(label, width) for label, width in zip(HEAD, widths, strict=True)]
+        self.query_one(RowTable).set_table(columns, rows)
 
     async def action_legend(self) -> None:
         self.dismiss()
