@@ -42,7 +42,8 @@ TIMEOUT_S = 120
 def timed(cmd: list[str], root: Path) -> tuple[float, float | None]:
     """(seconds to exit, seconds to the first line printing a float or None), running
     ``cmd`` with the gtop checkout at ``root``."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    rest = os.environ.get("PYTHONPATH")  # carried wheels (the GPU machine's /tmp/site)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *([rest] if rest else [])])}
     t0 = time.monotonic()
     done = subprocess.run(
         cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False, cwd=root

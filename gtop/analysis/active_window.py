@@ -22,6 +22,8 @@ STEADY_BINS = 40
 """Bins of the active window that the steady-state search compares."""
 STEADY_MIN_BIN_NS = 100_000_000
 STEADY_TOLERANCE = 0.1
+STEADY_MIN_BUSY = 0.5
+"""A steady state holds at least this share of the window's GPU-busy time."""
 """A bin is steady when its smoothed busy share is within this (absolute) of the
 reference share, or within a quarter of it when that is larger."""
 
@@ -70,16 +72,24 @@ def busy_ns(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarr
     return np.diff(coverage(iv.union(starts, ends), edges))
 
 
-def steady_span(edges: np.ndarray, busy: np.ndarray) -> tuple[int, int]:
+def steady_span(edges: np.ndarray, busy: np.ndarray) -> tuple[int, int] | None:
     """The steady state: from the first to the last bin whose busy share (``busy`` ns
     per bin between ``edges``, smoothed over 3 bins) is within
     :data:`STEADY_TOLERANCE` of the median share of the second half, so warm-up and
-    wind-down are cut and dips inside are kept."""
+    wind-down are cut and dips inside are kept. A stretch must hold
+    :data:`STEADY_MIN_BUSY` of the GPU's busy time: when the second half is mostly the
+    idle wait before a short job's work (an 8-worker DataLoader starting for 3 s, then
+    1.2 s of training), its median says "idle" and the idle wait would pass for the
+    steady state; the last quarter's median is tried next. None when neither holds: the
+    work has no steady state, and the whole span is what matters."""
     share = np.minimum(busy / np.diff(edges), 1.0)
     smooth = np.convolve(np.pad(share, 1, mode="edge"), np.ones(3) / 3, mode="valid")
-    ref = float(np.median(share[len(share) // 2 :]))
-    ok = np.flatnonzero(np.abs(smooth - ref) <= max(STEADY_TOLERANCE, ref / 4))
-    return int(edges[ok[0]]), int(edges[ok[-1] + 1])
+    for tail in (2, 4):  # the second half; else the last quarter (a short job's work)
+        ref = float(np.median(share[len(share) - len(share) // tail :]))
+        ok = np.flatnonzero(np.abs(smooth - ref) <= max(STEADY_TOLERANCE, ref / 4))
+        if len(ok) and busy[ok[0] : ok[-1] + 1].sum() >= STEADY_MIN_BUSY * busy.sum():
+            return int(edges[ok[0]]), int(edges[ok[-1] + 1])
+    return None
 
 
 def nvml_span(t: np.ndarray, util: np.ndarray, period_ns: int) -> tuple[int, int] | None:

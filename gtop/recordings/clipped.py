@@ -127,7 +127,8 @@ def _nvml_active(rec: Recording) -> tuple[int, int] | None:
 
 def steady(rec: Recording, within: Window) -> Window:
     """The steady state inside ``within`` (:func:`~gtop.analysis.active_window.steady_span`),
-    from one pass over the GPU work; ``within`` itself when too short to split."""
+    from one pass over the GPU work; ``within`` itself when too short to split or when
+    the work has no steady state."""
     edges = steady_edges(within.t0, within.t1)
     if edges is None:
         return within
@@ -140,8 +141,8 @@ def steady(rec: Recording, within: Window) -> Window:
             seen = True
     if not seen:  # no CUPTI records: the NVML span is all there is
         return within
-    t0, t1 = steady_span(edges, busy)
-    return Window(t0, t1, "steady")
+    span = steady_span(edges, busy)
+    return within if span is None else Window(*span, "steady")
 
 
 def choose(rec: Recording, start: str | None = None, end: str | None = None) -> Window:

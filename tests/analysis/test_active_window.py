@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from gtop.recordings.clipped import active, choose
@@ -112,3 +113,29 @@ def test_export_from_to(tmp_path) -> None:
         assert done.returncode == 0, done.stderr
         rows[name] = sum(len(f.read_text().splitlines()) for f in out.glob("*.csv"))
     assert 0 < rows["part"] < rows["all"] / 4
+
+
+# GPU-busy share of the 40 steady-search bins (120 ms each) of an 8-worker DataLoader
+# job recorded in the default mode on an H200 (gpu_session.sh user-path, 2026-11-27):
+# the model's copy at 3.0 s, 3.4 s of idle while the workers start, 1.2 s of training
+SHORT_JOB_SHARES = [0.03] + [0.0] * 27 + [0.03, 0.0, 0.17, 0.83, 0.89, 0.89, 0.88, 0.89, 0.9]
+SHORT_JOB_SHARES += [0.89, 0.9, 0.83]
+
+
+def test_the_steady_state_of_a_short_job_is_its_training_not_the_wait_before() -> None:
+    from gtop.analysis.active_window import steady_span
+
+    bin_ns = 120_000_000
+    edges = np.arange(len(SHORT_JOB_SHARES) + 1, dtype=np.int64) * bin_ns
+    busy = (np.asarray(SHORT_JOB_SHARES) * bin_ns).astype(np.int64)
+    t0, t1 = steady_span(edges, busy)
+    # the second half's median is "idle": the 3.4 s wait would have passed for it
+    assert (t0 // bin_ns, t1 // bin_ns) == (32, 40)  # as gtop report said: 6.82-7.78 s
+
+
+def test_work_without_a_steady_state_has_none() -> None:
+    from gtop.analysis.active_window import steady_span
+
+    edges = np.arange(9, dtype=np.int64) * 100
+    busy = np.asarray([90, 0, 0, 50, 0, 0, 20, 0], dtype=np.int64)  # no two bins alike
+    assert steady_span(edges, busy) is None
