@@ -103,6 +103,7 @@ class RowTable(ScrollView, can_focus=True):
         self.columns: tuple[Column, ...] = ()
         self._lines: list[str] = []
         self._header = ""
+        self._styles: tuple[Style, Style, Style, Style] | None = None
 
     # --- content --------------------------------------------------------------------------
     def set_table(self, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> None:
@@ -150,20 +151,37 @@ class RowTable(ScrollView, can_focus=True):
             self.scroll_to(y=row - self._body_height() + 1, animate=False, immediate=True)
         self.refresh()
 
+    def notify_style_update(self) -> None:
+        self._styles = None  # focus, theme or CSS changed
+        super().notify_style_update()
+
+    def _line_styles(self) -> tuple[Style, Style, Style, Style]:
+        """Base, header, cursor and even-row styles (looked up once per style change:
+        per line they cost more than the line)."""
+        if self._styles is None:
+            base = self.rich_style
+            self._styles = (
+                base,
+                self.get_component_rich_style("row-table--header"),
+                base + self.get_component_rich_style("row-table--cursor"),
+                base + self.get_component_rich_style("row-table--even"),
+            )
+        return self._styles
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base, header, cursor, even = self._line_styles()
         if y == 0:
-            text, style = self._header, self.get_component_rich_style("row-table--header")
+            text, style = self._header, header
         else:
             index = round(self.scroll_y) + y - 1
             if index >= len(self._lines):
                 return Strip.blank(width, base)
             text, style = self._lines[index], base
             if index == self.cursor_row:
-                style = base + self.get_component_rich_style("row-table--cursor")
+                style = cursor
             elif index % 2 == 0:  # DataTable's zebra: the first row is an even one
-                style = base + self.get_component_rich_style("row-table--even")
+                style = even
         left = round(self.scroll_x)
         strip = Strip([Segment(text, style)]).crop(left, left + width)
         return strip.extend_cell_length(width, _background(style))
