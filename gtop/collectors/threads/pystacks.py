@@ -8,6 +8,7 @@ id and time (:meth:`PyStackSampler.match`). ``--nonblocking`` never pauses the t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -30,6 +31,7 @@ KEEP_NS = 30_000_000_000
 """How long sampled Python stacks are kept for matching against intervals."""
 
 
+DUMP_TIMEOUT_S = 5.0
 DEFAULT_RATE_HZ = 4.0
 """Dumps per second per process. A streaming sampler (``py-spy record`` at 100 Hz) was
 tried and reverted: its trace carries no idle flag, so blocked intervals got the Python
@@ -70,6 +72,7 @@ class PyStackSampler:
         self._times: dict[tuple[int, bool], list[tuple[int, int]]] = defaultdict(list)
         self._ids: dict[tuple[int, bool], list[int]] = defaultdict(list)
         self._lock = threading.Lock()
+        self._running: subprocess.Popen | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._exe = available()
@@ -86,29 +89,60 @@ class PyStackSampler:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop now: a dump in flight is killed (one takes up to ~1 s; gtop's exit waited
+        for it, and for the dumps of every other process of the tree after it)."""
         self._stop.set()
+        with self._lock:
+            running = self._running
+        if running is not None:
+            with contextlib.suppress(OSError):
+                running.kill()
         if self._thread is not None:
             self._thread.join()
 
     def _run(self, collector: ThreadCollector) -> None:
         while not self._stop.is_set():
             for pid in sorted(set(collector.threads.values())):
+                if self._stop.is_set():
+                    break
                 self._dump(pid)
             self._stop.wait(random.uniform(0.8, 1.2) / self.rate_hz)
+
+    def _spy(self, cmd: list[str]) -> str:
+        """py-spy's output; raises OSError (with its stderr) when it failed."""
+        with subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as proc:
+            with self._lock:
+                self._running = proc
+            try:
+                if self._stop.is_set():
+                    proc.kill()  # stop() came before it was registered
+                out, err = proc.communicate(timeout=DUMP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+                err = f"py-spy dump took over {DUMP_TIMEOUT_S} s"
+            finally:
+                with self._lock:
+                    self._running = None
+        if proc.returncode != 0:
+            raise OSError(err.strip() or f"py-spy exited with {proc.returncode}")
+        return out
 
     def _dump(self, pid: int) -> None:
         cmd = [str(self._exe), "dump", "--json", "--nonblocking", "--pid", str(pid)]
         t0 = time.monotonic_ns()
         try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
-            threads = json.loads(out.stdout) if out.returncode == 0 else None
-        except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
-            threads, out = None, exc
-        t1 = time.monotonic_ns()
-        if threads is None:
-            self.errors += 1
-            self.last_error = str(getattr(out, "stderr", out)).strip()[-200:]
+            threads = json.loads(self._spy(cmd))
+            if not isinstance(threads, list):
+                raise ValueError(f"py-spy dump gave {type(threads).__name__}, not a list")
+        except (OSError, ValueError) as exc:
+            if not self._stop.is_set():  # killed by stop(): not an error
+                self.errors += 1
+                self.last_error = str(exc).strip()[-200:]
             return
+        t1 = time.monotonic_ns()
         # py-spy reads the target late in its run (measured here: 60-100% of the way
         # through), so the read happened somewhere in [lo, t1]
         lo = t0 + (t1 - t0) * 6 // 10
