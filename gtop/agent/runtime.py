@@ -64,6 +64,10 @@ DRAIN_S = 1.5
 """After the last buffer, how long to keep answering gtop's name requests."""
 
 _lock = threading.Lock()
+_fork_guard = threading.Lock()
+"""Held while the agent's socket is made and recorded, and across a fork: a child forked
+between the two kept a copy that :func:`_after_fork_in_child` could not know to close, so
+gtop never saw the parent's end (a flaky test under load)."""
 _session: Session | None = None
 _redials = 0
 _cupti: Cupti | None = None
@@ -185,7 +189,8 @@ class Session(threading.Thread):
             self._redial()
 
     def _connect(self) -> None:
-        self.owned = OwnedSocket(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+        with _fork_guard:  # a fork cannot fall between the socket's birth and its record
+            self.owned = OwnedSocket(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
         sock = self.owned.sock
         sock.settimeout(SEND_TIMEOUT_S)
         try:
@@ -545,16 +550,27 @@ def stop(timeout: float = EXIT_JOIN_S) -> None:
         pass
 
 
+def _before_fork() -> None:
+    _fork_guard.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _fork_guard.release()
+
+
 def _after_fork_in_child() -> None:
     """A forked child inherits none of the agent's threads: forget the session, and
     close the child's copy of its socket (else gtop would not see the parent leave while
     the child lives), only if the child has not already closed or reused it."""
     global _session, _lock
     _lock = threading.Lock()  # another thread may have held it at the fork
+    _fork_guard.release()  # held by this (the forking) thread since _before_fork
     session, _session = _session, None
     if session is not None and session.owned is not None:
         _quietly(session.owned.close)
 
 
 atexit.register(stop)
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+)
