@@ -227,6 +227,21 @@ async def test_gpu_time_tab_without_cupti_is_approximate(
         assert 0.6 < tab.last.result.gar < 0.9  # matmuls from about 12.5 s on
 
 
+async def test_gpu_time_window_starts_no_earlier_than_the_process_data(
+    replay_app: AppFactory, idle_busy_idle: Path
+) -> None:
+    """4 s into a recording, "the last 10 s" is the 4 s there are, not 6 s of "no data"
+    from before the session began."""
+    app = replay_app(idle_busy_idle, at_s=4.0, start_pid=IDLE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "GPU time")
+        assert isinstance(tab, GpuTimeTab) and tab.last is not None
+        res = tab.last.result
+        with Recording(idle_busy_idle) as rec:
+            start, _ = rec.time_range()
+        assert res.t0 >= start and res.duration_ns <= 4.5e9, (res.t0 - start, res.duration_ns)
+
+
 async def test_tabs_without_data_say_why(replay_app: AppFactory, idle_busy_idle: Path) -> None:
     """A replay says what the recording lacks and how to record it, not how to attach."""
     app = replay_app(idle_busy_idle, at_s=14.0, start_pid=IDLE_PID)

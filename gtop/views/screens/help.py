@@ -64,7 +64,7 @@ class HelpScreen(ModalScreen[None]):
         width: 80; max-width: 100%; height: auto; max-height: 100%;
         border: round $accent; background: $surface; padding: 0 1;
     }
-    HelpScreen #about { height: auto; max-height: 8; margin-bottom: 1; }
+    HelpScreen #about { height: auto; max-height: 10; margin-bottom: 1; }
     HelpScreen RowTable { height: auto; max-height: 18; }
     HelpScreen .hint { color: $text-muted; }
     """

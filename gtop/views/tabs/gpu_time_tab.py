@@ -111,12 +111,19 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
     t0 = t1 - WINDOW_NS
     if snap.active_from is not None and t0 < snap.active_from < t1:
         t0 = snap.active_from  # not the startup before its first GPU work (issue 13)
+    first = [
+        int(a.min())
+        for a in (rec.states["t"][rec.states["pid"] == pid], snap.gpu["t_ns"])
+        if len(a)
+    ]
+    if first and t0 < min(first) < t1:
+        t0 = min(first)  # not "no data" for the time before the session began
     if _has_ops(rec, pid):
         units = attribute(rec, t0, t1, "process", known=stream_keys(rec.ops))
-        mine = sorted((u for u in units if u.pid == pid), key=lambda u: u.device)
-        if not mine:
+        own = sorted((u for u in units if u.pid == pid), key=lambda u: u.device)
+        if not own:
             return None
-        unit = mine[0]
+        unit = own[0]
         res = units[unit]
         note = f"GPU{unit.device} · process {pid} · exact (CUPTI) · last {(t1 - t0) / 1e9:.3g} s"
     else:
