@@ -79,7 +79,7 @@ def test_control_to_streams_on_a_live_triton_kernel(tmp_path: Path) -> None:
     link = AgentLink(hub)
     a, b = socket.socketpair()
     try:
-        conn = _Conn(a, 1, NameTable())
+        conn = _Conn(a, 1, NameTable(), hub)
         ((kind, payload),) = wire.FrameReader().feed(frames[0])
         link._handle(conn, kind, payload)
     finally:
