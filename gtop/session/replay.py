@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -39,6 +40,11 @@ class ReplaySource:
         self._wall = time.monotonic()
         self._entities = sorted(recording.entities(), key=lambda e: e.t_ns)
         self._entity_times = np.array([e.t_ns for e in self._entities], dtype=np.int64)
+        self._reading = threading.Lock()
+        """Held while :meth:`poll` reads (on the UI's worker) and while :meth:`stop`
+        closes: closing the file under a read crashed the process (SIGSEGV in the
+        reader's decode, seen in CI when an app quit mid-poll)."""
+        self._closed = False
 
     # --- controls -----------------------------------------------------------------------
 
@@ -76,12 +82,18 @@ class ReplaySource:
         self._wall = time.monotonic()
 
     def stop(self) -> None:
-        self.recording.close()
+        with self._reading:
+            self._closed = True
+            self.recording.close()
 
     def now_ns(self) -> int:
         return self.playhead
 
     def poll(self) -> Update:
+        with self._reading:
+            return Update() if self._closed else self._advance()
+
+    def _advance(self) -> Update:
         wall = time.monotonic()
         if not self.paused and not self.at_end and not self._need_reset:
             advance = int((wall - self._wall) * 1e9 * self.speed)
