@@ -14,12 +14,16 @@ DECODE_EAGER = Path(__file__).parents[2] / "recordings" / "decode-eager.gtop"
 """Real H100 recording, ~1 M kernel and API rows: a seek's history read takes a while."""
 
 
+def _poll_into(source: ReplaySource, got: list) -> None:
+    got.append(source.poll())
+
+
 def test_stop_during_a_poll_waits_for_it_and_later_polls_are_empty() -> None:
     for _ in range(5):
         source = ReplaySource(Recording(DECODE_EAGER))
         source.seek(source.t_end)  # the next poll reads the last 120 s
         got: list = []
-        reader = threading.Thread(target=lambda: got.append(source.poll()))
+        reader = threading.Thread(target=_poll_into, args=(source, got))
         reader.start()
         source.stop()  # at once: most often while the poll is decoding
         reader.join(60)
