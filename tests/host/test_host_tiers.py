@@ -31,7 +31,8 @@ def test_auto_takes_bpf_as_root_and_says_so():
         col = open_thread_collector(Hub(), info["pid"], python_stacks=False)
         col.stop()
     assert col.tier == "bpf"
-    assert describe(col, tier_report(load=False)) == "host threads: bpf tier (btf)"
+    # (a thread on a CPU when the hooks attached may add "N context switches no hook saw")
+    assert describe(col, tier_report(load=False)).startswith("host threads: bpf tier (btf)")
 
 
 def test_unknown_tier_is_refused():
