@@ -21,7 +21,10 @@ TRAIN_PID = 501
 
 async def settle(pilot: Pilot) -> None:
     """Wait until the current screen shows the model and says it is drawn (its
-    ``ready()``: a data-ready signal, never a time), and stop every cursor blinking."""
+    ``ready()``: a data-ready signal, never a time), stop every cursor blinking, then
+    until two frames in a row are the same (work deferred to after a refresh, such as
+    the focus a newly opened tab moves into its table, has landed: a CI run under load
+    once took its shot before)."""
     app = pilot.app
     while app.shown != (app.model.generation, app.screen) or not app.screen.ready():
         await pilot.pause(0.02)
@@ -29,6 +32,13 @@ async def settle(pilot: Pilot) -> None:
     for box in pilot.app.query(Input):
         box.cursor_blink = False
     await pilot.pause()
+    frame = app.export_screenshot()
+    for _ in range(50):
+        await pilot.pause()
+        frame, before = app.export_screenshot(), frame
+        if frame == before:
+            return
+    raise AssertionError("the screen kept changing after it said it was ready")
 
 
 RunBefore = Callable[[Pilot], Awaitable[None]]
