@@ -7,7 +7,7 @@
 # Agent steps (issue 3): agent-tests agent-overhead agent-fidelity; each
 # runs under a time limit (timeout(1)), so no step can hang the session.
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
-# startup-compile launch-time
+# startup-compile launch-time attach-paired
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -159,6 +159,9 @@ for step in $steps; do
     overhead-matrix-eager-pinned) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
                              --modes untraced,gtop --rounds 9 --pin 2-5 --json "$OUT/pinned_eager-decode.json" ;;
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
+    # gtop attached to / detached from one launch-bound process, paired in time
+    attach-paired) limit 560 python3 benchmarks/attach_paired.py --rounds 5 --traced 9 --gap 6 \
+                     --variants default,no-agent,host-off --json "$OUT/attach_paired.json" ;;
     cupti-kind-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 8 --window 1.5 \
                        --json "$OUT/cupti_kind_cost.json" ;;
     # the graph kind alone: more, shorter windows of off / nodes / default
