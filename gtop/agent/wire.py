@@ -37,6 +37,9 @@ PROBE = 7  # PROBE_HEAD + JSON {"kernel", "probe", "launch", "header", "overflow
 PROBE_STATE = 8  # {"kernel", "probe", "on", "ok", "message"}: answer to a "probe" op
 COST = 9  # the agent's own cost so far (gtop.agent.cost): {"agent_cpu_ns", "gil_ns",
 #           "callback_ns", "callbacks", "ship_ns", "ships", "wakes", "t_ns", ...}
+COVERAGE = 10  # {"on": bool, "t_ns": int, "rate": float, "duty": float}: kernel sampling
+#               switched tracing off or on (gtop.agent.sampling); t_ns (CLOCK_MONOTONIC)
+#               is read just before disabling, just after enabling; duty 1.0: not sampling
 # gtop -> agent
 CONTROL = 16  # {"op": "kinds" | "resolve" | "detach" | "drained" | "probe", ...}
 #               probe: {"kernel": regex, "probe": name, "every": k, "on": bool}

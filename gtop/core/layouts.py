@@ -224,6 +224,12 @@ OVERHEAD = _spec(
     ],
 )
 
+UNTRACED = _spec(
+    "untraced",
+    "a span in which the agent traced none of pid's CUDA activity (kernel sampling's off phase)",
+    [("end_ns", "<i8"), ("pid", "<i4")],
+)
+
 # --- Host threads ------------------------------------------------------------------------
 
 

@@ -152,7 +152,14 @@ ENTITY_SHAPES: dict[str, dict[str, Shape]] = {
     "thread": {**_IDS, "name": _NAME},
     "stack": {"frames": _list_of(_is_str), "kinds": _NAME},
     "kernel_name": {**_IDS, "name": _NAME, "demangled": _NAME},
-    "agent": {"state": _NAME, "message": _NAME, "kinds": _optional(_list_of(_is_str))},
+    "agent": {
+        "state": _NAME,
+        "message": _NAME,
+        "kinds": _optional(_list_of(_is_str)),
+        "sampling": _optional(
+            lambda v: _is_dict(v) and _is_number(v.get("duty")) and _is_number(v.get("rate"))
+        ),
+    },
     "clock_fit": {"offset_ns": _INT, "ref_ns": _INT, "t_ns": _INT, "scale": _NUMBER},
     "probe_launch": {
         **_IDS,

@@ -13,11 +13,17 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
   ships (assembled by :mod:`gtop.collectors.agent.probed`), and ``probe_control`` (key
   ``<pid>:<probe>:<kernel>``): ``{"kernel", "probe", "on", "ok", "message", "pid"}``, the
   answer to :meth:`AgentLink.set_probe`;
-* ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", ...}`` on every
-  state change. States: ``connected``, ``waiting_cuda``, ``tracing``, ``detached``,
-  ``exited``, and the refusals ``no_cupti``, ``other_subscriber``, ``error``;
+* ``agent`` (key: pid): ``{"state", "message", "kinds", "cupti_version", "sampling",
+  ...}`` on every state change. States: ``connected``, ``waiting_cuda``, ``tracing``,
+  ``detached``, ``exited``, and the refusals ``no_cupti``, ``other_subscriber``,
+  ``error``. ``sampling`` is ``{"duty", "rate"}`` while the agent traces in a duty cycle
+  (:mod:`gtop.agent.sampling`), else None;
 * ``agent_cost`` (key: pid), about once a second while tracing: what the agent has cost
   its process so far (:func:`gtop.analysis.agent_cost.cost_value`).
+
+And the ``untraced`` stream: each off phase of kernel sampling as a row ``(t_off, -1,
+pid)`` when it begins (open) and ``(t_off, t_on, pid)`` when it ends (closed, also when
+the connection ends while off).
 
 Several agents may connect (a launched program's Python children each bring one).
 Accounting per agent: records received + records CUPTI dropped (``Hub.source_drops``
@@ -79,6 +85,8 @@ class _Conn:
         self.clock = ClockTracker()
         self.status = AgentStatus(pid)
         self.probes = ProbedLaunches(hub, pid)
+        self.untraced_since: int | None = None
+        """Kernel sampling's off phase began here (CLOCK_MONOTONIC ns); None when on."""
 
 
 class AgentLink:
@@ -406,6 +414,8 @@ class AgentLink:
             value = cost_value(wire.decode_json(payload), st.records, st.records_by_kind)
             self._set(conn, replace(st, cost=value))
             self.hub.publish_entity(Entity("agent_cost", str(st.pid), time.monotonic_ns(), value))
+        elif kind == wire.COVERAGE:
+            self._coverage(conn, wire.decode_json(payload))
         elif kind == wire.PROBE:
             conn.probes.receive(payload)
         elif kind == wire.PROBE_STATE:
@@ -418,6 +428,34 @@ class AgentLink:
             for entity_kind, name_id, name in resolved:
                 value = {"name": name, "pid": conn.status.pid}
                 self.hub.publish_entity(Entity(entity_kind, str(name_id), now, value))
+
+    def _coverage(self, conn: _Conn, msg: dict[str, Any]) -> None:
+        """Kernel sampling switched tracing on or off: publish the untraced span."""
+        t_ns, on = msg.get("t_ns"), msg.get("on")
+        if type(t_ns) is not int or type(on) is not bool:
+            raise wire.ProtocolError(f"bad coverage frame {msg!r:.80}")
+        if not on and conn.untraced_since is None:
+            conn.untraced_since = t_ns
+            self._publish_untraced(conn, t_ns, -1)
+        elif on and conn.untraced_since is not None:
+            self._end_untraced(conn, t_ns)
+        duty, rate = msg.get("duty"), msg.get("rate")
+        numbers = all(isinstance(v, (int, float)) for v in (duty, rate))
+        sampling = {"duty": float(duty), "rate": float(rate)} if numbers and duty < 1 else None
+        if sampling != conn.status.sampling:
+            self._update(conn, sampling=sampling)
+
+    def _end_untraced(self, conn: _Conn, end_ns: int) -> None:
+        """Close the open untraced span of ``conn`` at ``end_ns``."""
+        start, conn.untraced_since = conn.untraced_since, None
+        self._publish_untraced(conn, start, max(start, end_ns))
+
+    def _publish_untraced(self, conn: _Conn, t_ns: int, end_ns: int) -> None:
+        from gtop.core.layouts import UNTRACED
+
+        row = UNTRACED.empty(1)
+        row["t_ns"], row["end_ns"], row["pid"] = t_ns, end_ns, conn.status.pid
+        self.hub.publish(UNTRACED.name, row)
 
     def _buffer(self, conn: _Conn, payload: bytes) -> None:
         if len(payload) < wire.BUFFER_HEAD.size:
@@ -476,8 +514,13 @@ class AgentLink:
             sel.unregister(conn.sock)
         conn.sock.close()
         self._conns.pop(conn.status.pid, None)
+        if conn.untraced_since is not None:  # ended while off: untraced until now
+            self._end_untraced(conn, time.monotonic_ns())
         if conn.status.state not in (*REFUSALS, "exited"):
-            self._update(conn, state="exited" if _gone(conn.status.pid) else "detached")
+            gone = _gone(conn.status.pid)
+            self._update(conn, state="exited" if gone else "detached", sampling=None)
+        elif conn.status.sampling is not None:
+            self._update(conn, sampling=None)
 
     def _update(self, conn: _Conn, **changes: Any) -> None:
         """Apply a state change and publish it as the agent's entity."""
@@ -490,6 +533,7 @@ class AgentLink:
             "cupti_version": st.cupti_version,
             "python": st.python,
             "argv": list(st.argv),
+            "sampling": st.sampling,
         }
         self.hub.publish_entity(Entity("agent", str(st.pid), time.monotonic_ns(), value))
 

@@ -40,6 +40,8 @@ class AgentStatus:
     records_by_kind: dict[int, int] = field(default_factory=dict)
     cost: dict[str, Any] | None = None
     """The latest ``agent_cost`` value (:func:`gtop.analysis.agent_cost.cost_value`)."""
+    sampling: dict[str, float] | None = None
+    """``{"duty", "rate"}`` while the agent traces in a duty cycle (kernel sampling)."""
 
     def summary(self) -> str:
         """One line for the UI: state, what is traced, counts, drops."""
@@ -52,6 +54,9 @@ class AgentStatus:
         if self.cupti_version:
             major, minor = divmod(self.cupti_version // 100, 100)
             parts.append(f"CUPTI {major}.{minor}")
+        if self.sampling is not None:
+            duty, rate = self.sampling["duty"], self.sampling["rate"]
+            parts.append(f"sampling: {duty:.0%} traced at {rate / 1e3:.0f}k records/s")
         parts.append(f"{self.records} records")
         parts.append(f"{self.dropped} dropped")
         if self.incomplete:
