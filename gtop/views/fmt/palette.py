@@ -27,7 +27,7 @@ LANE_GLYPH = {
     Code.ON_CPU: "▇", Code.IN_API: "c", Code.IN_SYNC: "w", Code.RUNNABLE: "r",
     Code.BLOCKED_IO: "i", Code.BLOCKED_LOCK: "l", Code.BLOCKED_SLEEP: "z",
     Code.BLOCKED_POLL: "p", Code.BLOCKED_GPU: "g", Code.BLOCKED_OTHER: "b",
-    Code.UNKNOWN: "?",
+    Code.UNKNOWN: "?", Code.NOT_TRACED: "░",
 }  # fmt: skip
 LANE_STYLE = {
     Code.KERNEL: "green", Code.COPY: "cyan", Code.QUEUE: "dark_orange",
@@ -36,6 +36,7 @@ LANE_STYLE = {
     Code.BLOCKED_IO: "blue", Code.BLOCKED_LOCK: "bright_black",
     Code.BLOCKED_SLEEP: "bright_black", Code.BLOCKED_POLL: "bright_black",
     Code.BLOCKED_GPU: "red", Code.BLOCKED_OTHER: "bright_black", Code.UNKNOWN: "grey30",
+    Code.NOT_TRACED: "grey35",
 }  # fmt: skip
 
 
