@@ -5,9 +5,10 @@ building the model) and may end after its last kernel (shutdown, or gtop waiting
 it to exit). Charged over the whole recording, that time is off-GPU with no GPU work to
 explain it and drowns the answer. So attribution covers the **active window**: from the
 target's first GPU activity (kernel, copy or memset start) to its last (end); or its
-**steady state** (the longest stretch whose GPU busy share stays near that of the
-window's second half); or seconds given by the user. The time before is its own
-labelled phase, ``startup``, described by its host stacks; the time after is ``after``.
+**steady state** (the longest stretch whose GPU busy share, of the time kernel sampling
+traced, stays near that of the window's second half); or seconds given by the user. The
+time before is its own labelled phase, ``startup``, described by its host stacks; the
+time after is ``after``.
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ def busy_ns(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarr
     return np.diff(coverage(iv.union(starts, ends), edges))
 
 
-def steady_span(edges: np.ndarray, busy: np.ndarray) -> tuple[int, int] | None:
+def steady_span(
+    edges: np.ndarray, busy: np.ndarray, traced: np.ndarray | None = None
+) -> tuple[int, int] | None:
     """The steady state: from the first to the last bin whose busy share (``busy`` ns
     per bin between ``edges``, smoothed over 3 bins) is within
     :data:`STEADY_TOLERANCE` of the median share of the second half, so warm-up and
@@ -81,15 +84,46 @@ def steady_span(edges: np.ndarray, busy: np.ndarray) -> tuple[int, int] | None:
     idle wait before a short job's work (an 8-worker DataLoader starting for 3 s, then
     1.2 s of training), its median says "idle" and the idle wait would pass for the
     steady state; the last quarter's median is tried next. None when neither holds: the
-    work has no steady state, and the whole span is what matters."""
-    share = np.minimum(busy / np.diff(edges), 1.0)
-    smooth = np.convolve(np.pad(share, 1, mode="edge"), np.ones(3) / 3, mode="valid")
+    work has no steady state, and the whole span is what matters.
+
+    ``traced``: ns per bin that kernel sampling traced (default: all of it); a share is
+    of the traced ns, and a bin traced nowhere in its 3 takes its nearest neighbour's
+    smoothed share (what was not traced is neither busy nor idle)."""
+    width = np.diff(edges)
+    traced = width if traced is None else np.minimum(traced, width)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.minimum(busy / traced, 1.0)
+        smooth = _sum3(busy) / _sum3(traced)
+    if not np.isfinite(smooth).any():
+        return None
+    smooth = _nearest_finite(np.minimum(smooth, 1.0))
     for tail in (2, 4):  # the second half; else the last quarter (a short job's work)
-        ref = float(np.median(share[len(share) - len(share) // tail :]))
+        half = share[len(share) - len(share) // tail :]
+        half = half[np.isfinite(half)]
+        if not len(half):
+            continue
+        ref = float(np.median(half))
         ok = np.flatnonzero(np.abs(smooth - ref) <= max(STEADY_TOLERANCE, ref / 4))
         if len(ok) and busy[ok[0] : ok[-1] + 1].sum() >= STEADY_MIN_BUSY * busy.sum():
             return int(edges[ok[0]]), int(edges[ok[-1] + 1])
     return None
+
+
+def _sum3(values: np.ndarray) -> np.ndarray:
+    """Each bin's value plus its two neighbours' (the edge bins repeated)."""
+    return np.convolve(np.pad(values.astype(np.float64), 1, mode="edge"), np.ones(3), "valid")
+
+
+def _nearest_finite(values: np.ndarray) -> np.ndarray:
+    """NaNs replaced by the nearest finite value (the earlier one on a tie); at least one
+    value must be finite."""
+    ok = np.flatnonzero(np.isfinite(values))
+    if len(ok) == len(values):
+        return values
+    i = np.arange(len(values))
+    j = np.searchsorted(ok, i)  # the first finite at or after each bin
+    left, right = ok[np.maximum(j - 1, 0)], ok[np.minimum(j, len(ok) - 1)]
+    return values[np.where(np.abs(i - left) <= np.abs(right - i), left, right)]
 
 
 def nvml_span(t: np.ndarray, util: np.ndarray, period_ns: int) -> tuple[int, int] | None:

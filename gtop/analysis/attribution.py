@@ -44,6 +44,11 @@ this order (docs/attribution.md has worked examples):
    graph submits inferred from its ops and CUPTI synchronisation records
    (:mod:`gtop.analysis.default_mode`).
 
+4. **Not traced.** Inside the unit's untraced spans (kernel sampling's off phases,
+   :mod:`gtop.analysis.untraced`; a device or process unit: the union over the pids of
+   its streams) every segment becomes ``NOT_TRACED``, cut at the spans' edges. That
+   time is left out of every share: :attr:`Summary.traced_ns` is the denominator.
+
 Window edges: every interval is clipped to ``[t0, t1)``. Only records that overlap the
 window take part, where an op overlaps through ``[submit, end)``; so a gap at the end
 of the window is charged to an op submitted before ``t1`` when there is one. Rules that
@@ -66,7 +71,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from gtop.analysis import default_mode
+from gtop.analysis import default_mode, untraced
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import PANELS, Cause
 from gtop.analysis.host_window import LAUNCH_GAP_NS, HostIndex
@@ -137,10 +142,15 @@ class Summary:
         return self.t1 - self.t0
 
     @property
+    def traced_ns(self) -> int:
+        """The window less its ``NOT_TRACED`` time: what every share is of."""
+        return self.duration_ns - int(self.totals[Cause.NOT_TRACED])
+
+    @property
     def gar(self) -> float:
-        """GPU Active Ratio, |ON_GPU| / (t1 - t0)."""
+        """GPU Active Ratio, |ON_GPU| / traced ns (NaN when nothing was traced)."""
         on = int(self.totals[Cause.G_COMP] + self.totals[Cause.G_XFER] + self.totals[Cause.G_COMM])
-        return on / self.duration_ns if self.duration_ns else float("nan")
+        return on / self.traced_ns if self.traced_ns else float("nan")
 
     def inflation(self) -> dict[str, dict[str, float]]:
         """QIF and DIF of the ``"cpu"`` and ``"gpu"`` resources."""
@@ -231,10 +241,13 @@ def attribute(
     prep = _Prepared(records, t0, t1, launch_gap_ns)
     streams = stream_keys(prep.ops)
     everything = np.concatenate((streams, known if known is not None else streams[:0]))
-    units = {}
+    units: dict[Unit, int] = {}
+    pids: dict[Unit, list[int]] = {}
     for key in iv.unique_sorted(everything).tolist():  # ascending pid: the first is main
         unit = _unit_of(key, level)
         units.setdefault(unit, key >> 40)
+        pids.setdefault(unit, []).append(key >> 40)
+    off = untraced.spans_by_pid(records.untraced, t1)
     mask = {
         "device": np.int64(0xFF << 32),
         "process": np.int64(~0xFFFFFFFF),
@@ -245,7 +258,9 @@ def attribute(
     rows = {_unit_of(int(op_unit[order[a]]), level): order[a:b] for a, b in iv.runs(op_unit[order])}
     empty = np.empty(0, np.int64)
     return {
-        unit: _attribute_unit(prep, unit, rows.get(unit, empty), main)
+        unit: _attribute_unit(
+            prep, unit, rows.get(unit, empty), main, untraced.union_over(off, pids[unit])
+        )
         for unit, main in sorted(units.items())
     }
 
@@ -378,7 +393,39 @@ def _op_order(ops: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndar
     )
 
 
-def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> UnitResult:
+def _not_traced(p: Partition, spans: iv.Spans) -> Partition:
+    """``p`` with every segment inside ``spans`` (clipped to the window) made one
+    ``NOT_TRACED`` segment per span, the segments around cut at its edges (rule 4)."""
+    t0, t1 = int(p.starts[0]), int(p.ends[-1])
+    spans = iv.clip(spans, t0, t1)
+    if not len(spans):
+        return p
+    edges = iv.unique_sorted(np.concatenate((p.starts, spans.starts, spans.ends, [t1])))
+    starts, ends = edges[:-1], edges[1:]
+    traced = iv.owner(spans, starts) < 0
+    starts, ends = starts[traced], ends[traced]
+    seg = np.searchsorted(p.starts, starts, side="right") - 1
+    order = np.argsort(np.concatenate((starts, spans.starts)), kind="stable")
+    n = len(spans)
+
+    def cat(values: np.ndarray, fill: int) -> np.ndarray:
+        return np.concatenate((values[seg], np.full(n, fill, values.dtype)))[order]
+
+    return Partition(
+        np.concatenate((starts, spans.starts))[order],
+        np.concatenate((ends, spans.ends))[order],
+        cat(p.causes, Cause.NOT_TRACED),
+        cat(p.tids, -1),
+        cat(p.next_kind, -1),
+        cat(p.next_label, -1),
+    )
+
+
+def _attribute_unit(
+    prep: _Prepared, unit: Unit, idx: np.ndarray, main: int, off: iv.Spans
+) -> UnitResult:
+    """Rules 1-4 for one unit (``idx``: its rows of ``prep.ops``; ``off``: its untraced
+    spans)."""
     t0, t1 = prep.t0, prep.t1
     ops = take_rows(prep.ops, idx)
     start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
@@ -434,13 +481,16 @@ def _attribute_unit(prep: _Prepared, unit: Unit, idx: np.ndarray, main: int) -> 
         order
     ]
     charged = np.where(np.isin(causes, (Cause.G_QUEUE, Cause.G_STALL)), -1, g)
-    partition = Partition(
-        starts,
-        ends,
-        causes,
-        iv.take(gap_tid, charged, -1).astype(np.int32),
-        iv.take(gap_kind, g, -1).astype(np.int16),
-        iv.take(gap_label, g, -1).astype(np.int64),
+    partition = _not_traced(
+        Partition(
+            starts,
+            ends,
+            causes,
+            iv.take(gap_tid, charged, -1).astype(np.int32),
+            iv.take(gap_kind, g, -1).astype(np.int16),
+            iv.take(gap_label, g, -1).astype(np.int64),
+        ),
+        off,
     )
 
     threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)

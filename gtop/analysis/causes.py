@@ -21,6 +21,9 @@ class Cause(IntEnum):
     """Off-GPU with no host data for the charged thread (or no thread to charge)."""
     G_COMM = 10
     """Communication kernels (NCCL) executing. Appended: recordings store cause codes."""
+    NOT_TRACED = 11
+    """Inside a span in which the agent traced none of the unit's CUDA activity (kernel
+    sampling's off phase): neither on- nor off-GPU, left out of every share."""
 
 
 LABELS = (
@@ -35,9 +38,10 @@ LABELS = (
     "G:STALL",
     "UNKNOWN",
     "G:COMM",
+    "NOT_TRACED",
 )
 ON_CAUSES = (Cause.G_COMP, Cause.G_XFER, Cause.G_COMM)
-OFF_CAUSES = tuple(c for c in Cause if c not in ON_CAUSES)
+OFF_CAUSES = tuple(c for c in Cause if c not in ON_CAUSES and c != Cause.NOT_TRACED)
 PANELS = ("OFF-CPU^dep", "OFF-CPU^queue", "OFF-GPU^dep", "OFF-GPU^queue")
 
 PHRASES = (
@@ -52,6 +56,7 @@ PHRASES = (
     "GPU dependency wait",
     "no host data",
     "communicating (NCCL)",
+    "not traced (sampled)",
 )
 """Each cause in plain words, in :class:`Cause` order: what a view shows first, with the
 code (:data:`LABELS`) beside it."""
@@ -78,5 +83,9 @@ EXPLANATIONS = (
     "and no compute kernel at the same time; the Ranks tab shows how much of it waits "
     "for a slower rank. Usual fix: overlap communication with compute (DDP buckets, "
     "FSDP prefetch), balance the ranks' work.",
+    "gtop traced none of the target's CUDA activity here: above 20,000 kernels/s it "
+    "traces kernels in a duty cycle (on for part of each second) to keep its cost to "
+    "the target near 2%. This time is neither GPU-busy nor idle; every share is of the "
+    "traced time. `--trace-every-kernel` traces every kernel (at a higher cost).",
 )
 """One sentence per cause, in :class:`Cause` order: the legend's text."""

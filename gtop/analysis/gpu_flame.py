@@ -8,7 +8,8 @@ the cause that held the slice longest (:func:`gtop.analysis.slices.dominant`):
 * ``OFF_GPU;<host cause>;<frames…>``: the CPU stack of the thread charged for the first
   segment of that cause in the slice (off-CPU: the stack it blocked in; on-CPU: its
   latest stack sample in the slice, at most ``max_stack_age_ns`` old);
-* ``OFF_GPU;G:QUEUE|G:STALL;<op>``: the op that was waiting.
+* ``OFF_GPU;G:QUEUE|G:STALL;<op>``: the op that was waiting;
+* ``NOT_TRACED``: a kernel-sampling off phase (neither on- nor off-GPU).
 
 Output is ``{folded stack: ns}``, the input of every flamegraph renderer and of
 ``gtop export --format folded``.
@@ -145,6 +146,9 @@ def fold(
             text = _op_key_name(lf, kernel_names) if lf >= 0 else ""
         else:
             text = ";".join(frames_of(lf, stacks)) if lf >= 0 else ""
+        if c == Cause.NOT_TRACED:  # neither on- nor off-GPU: a root of its own
+            folded[LABELS[c]] = folded.get(LABELS[c], 0) + w
+            continue
         root = "ON_GPU" if c in ON_CAUSES else "OFF_GPU"
         name = f"{root};{LABELS[c]};{text}" if text else f"{root};{LABELS[c]}"
         folded[name] = folded.get(name, 0) + w

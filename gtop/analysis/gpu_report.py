@@ -4,7 +4,8 @@
 
 Shape, keyed by device index as a string::
 
-    {"0": {"exact": true, "duration_s": 60.0, "gar": 0.71,
+    {"0": {"exact": true, "duration_s": 60.0, "window_s": 60.0, "untraced_s": 0.0,
+           "gar": 0.71,
            "on": {"G:COMP": 41.2, "G:XFER": 1.4, "G:COMM": 0.0},
            "off": {"H:CTRL": ..., "H:APP": ..., "H:WAIT_GPU": ..., "H:IO": ...,
                    "OFF_CPU": ..., "G:QUEUE": ..., "G:STALL": ..., "UNKNOWN": ...},
@@ -16,7 +17,10 @@ Shape, keyed by device index as a string::
            "after_sync_s": 0.8}}
 
 All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
-``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden).
+``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden),
+which is the *traced* time: ``window_s`` less ``untraced_s``, the time kernel sampling
+traced nothing (:data:`~gtop.analysis.causes.Cause.NOT_TRACED`). ``gar`` and every share
+are of ``duration_s``; ``gar`` is null when nothing was traced.
 ``after_sync_s``: host-caused off-GPU time in gaps opened by a synchronisation
 (:func:`after_sync_ns`). Panels are resource-wide waits (the time some thread or op
 waited that way, never more than the duration); a panel is null when it cannot be known
@@ -34,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from gtop.analysis.attribution import Partition, Summary, Unit
-from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES
+from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES, Cause
 from gtop.analysis.gpu_flame import fold
 from gtop.analysis.host_window import LAUNCH_GAP_NS
 from gtop.analysis.range_blocks import BLOCK_NS, blocks
@@ -47,8 +51,10 @@ def unit_summary(res: Summary) -> dict[str, Any]:
     """One unit's entry (without stacks): seconds per cause, panels, inflation."""
     return {
         "exact": res.exact,
-        "duration_s": res.duration_ns * NS,
-        "gar": res.gar,
+        "duration_s": res.traced_ns * NS,
+        "window_s": res.duration_ns * NS,
+        "untraced_s": int(res.totals[Cause.NOT_TRACED]) * NS,
+        "gar": res.gar if res.traced_ns else None,
         "on": {LABELS[c]: int(res.totals[c]) * NS for c in ON_CAUSES},
         "off": {LABELS[c]: int(res.totals[c]) * NS for c in OFF_CAUSES},
         "panels": {k: None if v < 0 else v * NS for k, v in res.panels.items()},

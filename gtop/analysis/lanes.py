@@ -41,6 +41,8 @@ class Code(IntEnum):
     BLOCKED_GPU = 13
     BLOCKED_OTHER = 14
     UNKNOWN = 15
+    NOT_TRACED = 16
+    """A stream's time in a kernel-sampling off phase (:data:`Cause.NOT_TRACED`)."""
 
 
 CODE_NAMES = {
@@ -50,16 +52,13 @@ CODE_NAMES = {
     Code.BLOCKED_LOCK: "blocked: lock", Code.BLOCKED_SLEEP: "blocked: sleep",
     Code.BLOCKED_POLL: "blocked: poll", Code.BLOCKED_GPU: "blocked: GPU",
     Code.BLOCKED_OTHER: "blocked: other", Code.UNKNOWN: "no data",
+    Code.NOT_TRACED: "not traced (sampled)",
 }  # fmt: skip
 
 _STREAM_CODE = np.full(len(Cause), Code.IDLE, np.uint8)
-_STREAM_CODE[[Cause.G_COMP, Cause.G_XFER, Cause.G_QUEUE, Cause.G_STALL, Cause.G_COMM]] = [
-    Code.KERNEL,
-    Code.COPY,
-    Code.QUEUE,
-    Code.STALL,
-    Code.KERNEL,
-]
+_STREAM_CODE[
+    [Cause.G_COMP, Cause.G_XFER, Cause.G_QUEUE, Cause.G_STALL, Cause.G_COMM, Cause.NOT_TRACED]
+] = [Code.KERNEL, Code.COPY, Code.QUEUE, Code.STALL, Code.KERNEL, Code.NOT_TRACED]
 _BLOCKED_CODE = np.full(256, Code.BLOCKED_OTHER, np.uint8)
 _BLOCKED_CODE[[BlockReason.IO, BlockReason.LOCK, BlockReason.SLEEP, BlockReason.POLL,
                BlockReason.GPU_WAIT]] = [Code.BLOCKED_IO, Code.BLOCKED_LOCK,

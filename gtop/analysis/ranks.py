@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gtop.analysis import intervals as iv
+from gtop.analysis import untraced
 from gtop.analysis.collectives import calls, collective_rows, comm_name, match
 from gtop.analysis.records import OP_COMM, OP_KERNEL, OP_MEMCPY, OP_MEMSET, Records
 from gtop.analysis.roles import ranks as rank_pids
@@ -78,6 +79,7 @@ def _per_rank(job: Job, t0: int, t1: int) -> list[tuple[dict[str, Any], iv.Spans
     processes = job.processes
     by_rank = rank_pids(processes)
     states, ops = job.records.states, job.records.ops
+    off = untraced.spans_by_pid(job.records.untraced, t1)
     coll_mask = collective_rows(states, job.stacks, set(by_rank.values())) if len(states) else None
     out = []
     for rank in sorted(by_rank):
@@ -90,7 +92,8 @@ def _per_rank(job: Job, t0: int, t1: int) -> list[tuple[dict[str, Any], iv.Spans
             host_coll = _spans(states[coll_mask & (states["pid"] == pid)], t0, t1)
             entry["main_thread"] = _host_parts(states, coll_mask, pid, t0, t1)
         on = comp.measure() + comm_on.measure() + xfer.measure()
-        entry["gar"] = on / (t1 - t0) if len(mine) else None
+        traced = t1 - t0 - iv.clip(off.get(pid, iv.EMPTY), t0, t1).measure()
+        entry["gar"] = on / traced if len(mine) and traced > 0 else None  # of traced time
         entry["on"] = {"G:COMP": comp.measure() * NS, "G:COMM": comm_on.measure() * NS,
                        "G:XFER": xfer.measure() * NS}  # fmt: skip
         labels = np.unique(mine["label"][mine["kind"] == OP_COMM]).tolist()

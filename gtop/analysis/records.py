@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from gtop.analysis import untraced
 from gtop.core import layouts
 from gtop.core.rows import concat_rows, take_rows
 from gtop.cupti.decode import current_classes
@@ -177,7 +178,8 @@ def _apis(api: np.ndarray) -> np.ndarray:
 @dataclass
 class Records:
     """Compact record arrays (dtypes :data:`OP`, :data:`API`, :data:`WAIT`,
-    :data:`SYNC`, :data:`STATE`, :data:`SAMPLE`), in any order."""
+    :data:`SYNC`, :data:`STATE`, :data:`SAMPLE`, :data:`gtop.analysis.untraced.ROW`),
+    in any order."""
 
     ops: np.ndarray = field(default_factory=lambda: np.empty(0, OP))
     apis: np.ndarray = field(default_factory=lambda: np.empty(0, API))
@@ -185,17 +187,19 @@ class Records:
     syncs: np.ndarray = field(default_factory=lambda: np.empty(0, SYNC))
     states: np.ndarray = field(default_factory=lambda: np.empty(0, STATE))
     samples: np.ndarray = field(default_factory=lambda: np.empty(0, SAMPLE))
+    untraced: np.ndarray = field(default_factory=lambda: np.empty(0, untraced.ROW))
 
     @classmethod
     def from_streams(cls, batches: dict[str, np.ndarray], ops: np.ndarray | None = None) -> Records:
         """Build from batches keyed by stream name (``"kernel"``, ``"memcpy"``,
-        ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``);
-        other streams are ignored. ``ops``: the ops table already built
+        ``"memset"``, ``"api"``, ``"sync"``, ``"thread_state"``, ``"cpu_sample"``,
+        ``"untraced"``); other streams are ignored. ``ops``: the ops table already built
         (:class:`OpsBuilder`), instead of one from the GPU work batches."""
         api = batches.get(layouts.API.name)
         sync = batches.get(layouts.SYNC.name)
         states = batches.get(layouts.THREAD_STATE.name)
         samples = batches.get(layouts.CPU_SAMPLE.name)
+        off = batches.get(layouts.UNTRACED.name)
         return cls(
             ops=_ops(batches) if ops is None else ops,
             apis=_apis(api) if api is not None else np.empty(0, API),
@@ -211,6 +215,7 @@ class Records:
             samples=_project(samples, SAMPLE, {"t": "t_ns"})
             if samples is not None
             else np.empty(0, SAMPLE),
+            untraced=untraced.from_stream(off) if off is not None else np.empty(0, untraced.ROW),
         )
 
     @staticmethod
@@ -221,8 +226,9 @@ class Records:
         )
 
     def keep_after(self, horizon: int) -> Records:
-        """Only the rows that end at or after ``horizon`` (instants: at or after it); a
-        table that loses no row is kept as it is, not copied."""
+        """Only the rows that end at or after ``horizon`` (instants: at or after it; an
+        untraced span still open, too); a table that loses no row is kept as it is, not
+        copied."""
         return Records(
             ops=_keep(self.ops, self.ops["end"] >= horizon),
             apis=_keep(self.apis, self.apis["end"] >= horizon),
@@ -230,6 +236,11 @@ class Records:
             syncs=_keep(self.syncs, self.syncs["end"] >= horizon),
             states=_keep(self.states, self.states["end"] >= horizon),
             samples=_keep(self.samples, self.samples["t"] >= horizon),
+            untraced=_keep(
+                self.untraced,
+                (self.untraced["end"] >= horizon)
+                | ((self.untraced["end"] < 0) & ~untraced.superseded(self.untraced)),
+            ),
         )
 
     def rows(self) -> int:

@@ -25,8 +25,18 @@ MIB = 1 << 20
 PY_SUFFIX = ".py)"
 """How a Python frame ends in the stack tables (``func (path/file.py)``)."""
 
-ATTRIBUTION_STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
-"""What the on-/off-GPU attribution reads (CUPTI activity and host threads)."""
+ATTRIBUTION_STREAMS = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "api",
+    "sync",
+    "thread_state",
+    "cpu_sample",
+    "untraced",
+)
+"""What the on-/off-GPU attribution reads (CUPTI activity, host threads, and the spans
+kernel sampling left untraced)."""
 REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "overhead", *ATTRIBUTION_STREAMS)
 """Every stream :func:`build_report` reads."""
 

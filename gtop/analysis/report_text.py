@@ -98,7 +98,14 @@ def _breakdown(report: dict[str, Any]) -> list[str]:
     for dev, e in sorted(report.get("gpu", {}).items(), key=lambda kv: int(kv[0])):
         duration = e["duration_s"]
         kind = "exact, from CUPTI" if e["exact"] else "approximate, from NVML"
-        lines += ["", f"Where GPU {dev}'s time went ({duration:.2f} s, {kind}): GAR {e['gar']:.1%}"]
+        gar = "N/A (nothing traced)" if e["gar"] is None else f"{e['gar']:.1%}"
+        lines += ["", f"Where GPU {dev}'s time went ({duration:.2f} s, {kind}): GAR {gar}"]
+        if e.get("untraced_s"):
+            lines += _wrap(
+                f"kernels traced {duration:.2f} s of {e['window_s']:.2f} s (gtop samples "
+                "launch-heavy work): every share below is of the traced time; "
+                f"{e['untraced_s']:.2f} s not traced",
+            )
         for i, label in enumerate(LABELS):
             seconds = e["on_s"].get(label, e["off_s"].get(label))
             if not seconds:

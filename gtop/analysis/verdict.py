@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PHRASES, Cause
+from gtop.analysis.untraced import SAMPLE_ABOVE
 
 GPU_BOUND_GAR = 0.8
 """At or above this GPU Active Ratio the GPU itself is the bottleneck."""
@@ -153,13 +154,38 @@ def decide(
     mean_kernel_us: float | None = None,
     after_sync_s: float = 0.0,
     host_functions: int = 0,
+    untraced_s: float = 0.0,
 ) -> Verdict | None:
-    """The verdict over a window of ``duration_s`` given seconds per cause label (on and
-    off), the widest folded off-GPU stacks with their seconds, kernel rates, the
-    host-caused idle time in gaps a synchronisation opened, and the number of host
-    functions launched on streams (``cuLaunchHostFunc``); None when the window is empty."""
+    """The verdict over ``duration_s`` of traced time given seconds per cause label (on
+    and off), the widest folded off-GPU stacks with their seconds, kernel rates (over the
+    traced time), the host-caused idle time in gaps a synchronisation opened, the number
+    of host functions launched on streams (``cuLaunchHostFunc``) and the seconds kernel
+    sampling left untraced (said in the evidence); None when nothing was traced."""
     if duration_s <= 0:
         return None
+    verdict = _decide(
+        seconds, duration_s, stacks, launches_per_s, mean_kernel_us, after_sync_s, host_functions
+    )
+    if untraced_s > 0:
+        traced = duration_s / (duration_s + untraced_s)
+        line = (
+            f"kernels traced {traced:.0%} of the window "
+            f"(gtop samples above {SAMPLE_ABOVE:,} kernels/s)"
+        )
+        verdict = replace(verdict, evidence=(*verdict.evidence, line))
+    return verdict
+
+
+def _decide(
+    seconds: Mapping[str, float],
+    duration_s: float,
+    stacks: Sequence[tuple[str, float]],
+    launches_per_s: float | None,
+    mean_kernel_us: float | None,
+    after_sync_s: float,
+    host_functions: int,
+) -> Verdict:
+    """:func:`decide` over traced time (``duration_s`` > 0)."""
     on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
     gar = on / duration_s
     rates = _rates(launches_per_s, mean_kernel_us)
@@ -284,7 +310,8 @@ def from_entry(
     (:func:`gtop.analysis.gpu_report.unit_summary` plus ``top_off_gpu_stacks``), with the
     number of kernels in the window, their summed time and the host functions launched
     (API records, full mode): the one rule the report and the UI (live or replayed) both
-    apply."""
+    apply. ``duration_s`` is the traced time (kernel sampling left ``untraced_s`` out),
+    so the launch rate is of the traced time too."""
     duration = entry["duration_s"]
     return decide(
         {**entry["on"], **entry["off"]},
@@ -294,4 +321,5 @@ def from_entry(
         mean_kernel_us=kernel_ns / kernels / 1e3 if kernels else None,
         after_sync_s=entry.get("after_sync_s", 0.0),
         host_functions=host_functions,
+        untraced_s=entry.get("untraced_s", 0.0),
     )

@@ -4,7 +4,8 @@
 :class:`ClippedRecording` has the reader's interface (``meta``, ``streams``,
 ``problems``, ``entities``, ``chunks``, ``read``, ``iter_chunks``, ``time_range``);
 its rows are those that overlap the window: an interval row (one with ``end_ns``) when
-``[t_ns, end_ns)`` meets it, an instant when ``t_ns`` falls in it. Attribution clips
+``[t_ns, end_ns)`` meets it, an instant when ``t_ns`` falls in it, and an ``untraced``
+span still open (``end_ns`` -1) when it starts before the window's end. Attribution clips
 intervals to the window itself.
 """
 
@@ -16,16 +17,19 @@ from typing import Any
 
 import numpy as np
 
+from gtop.analysis import untraced
 from gtop.analysis.active_window import (
     Window,
     active_span,
     busy_ns,
+    coverage,
     nvml_span,
     seconds_to_ns,
     steady_edges,
     steady_span,
 )
 from gtop.core.hub import Entity
+from gtop.core.layouts import UNTRACED
 from gtop.core.rows import take_rows
 from gtop.recordings.reader import ChunkInfo, Recording
 
@@ -60,17 +64,20 @@ class ClippedRecording:
         before its chunk's ``t_last``, so only chunks starting after the window go)."""
         return [c for c in self.rec.chunks(stream) if c.t_first < self.window.t1]
 
-    def _keep(self, rows: np.ndarray) -> np.ndarray:
+    def _keep(self, rows: np.ndarray, stream: str) -> np.ndarray:
         t0, t1 = self.window.t0, self.window.t1
         if "end_ns" in (rows.dtype.names or ()):
-            return take_rows(rows, (rows["t_ns"] < t1) & (rows["end_ns"] > t0))
+            reaches = rows["end_ns"] > t0
+            if stream == UNTRACED.name:
+                reaches |= rows["end_ns"] < 0
+            return take_rows(rows, (rows["t_ns"] < t1) & reaches)
         return take_rows(rows, (rows["t_ns"] >= t0) & (rows["t_ns"] < t1))
 
     def iter_chunks(self, stream: str, reuse: bool = False) -> Iterator[np.ndarray]:
         for rows in self.rec.iter_chunks(stream, reuse):
             if rows["t_ns"][0] >= self.window.t1 and bool(np.all(rows["t_ns"] >= self.window.t1)):
                 continue
-            kept = self._keep(rows)
+            kept = self._keep(rows, stream)
             if len(kept):
                 yield kept
 
@@ -78,7 +85,7 @@ class ClippedRecording:
         # only rows starting before the window's end can be in it: read no further (and,
         # given t0, from there: an exporter reads a long stream window by window)
         end = self.window.t1 if t1 is None else min(t1, self.window.t1)
-        return self._keep(self.rec.read(stream, t0, end))
+        return self._keep(self.rec.read(stream, t0, end), stream)
 
 
 def _last_rows(rec: Recording, stream: str) -> np.ndarray:
@@ -141,8 +148,19 @@ def steady(rec: Recording, within: Window) -> Window:
             seen = True
     if not seen:  # no CUPTI records: the NVML span is all there is
         return within
-    span = steady_span(edges, busy)
+    span = steady_span(edges, busy, _traced_ns(clipped, edges))
     return within if span is None else Window(*span, "steady")
+
+
+def _traced_ns(clipped: ClippedRecording, edges: np.ndarray) -> np.ndarray | None:
+    """ns per bin between ``edges`` that kernel sampling traced, where any process was
+    untraced counting as untraced (None: the recording has no ``untraced`` stream)."""
+    if UNTRACED.name not in clipped.streams:
+        return None
+    rows = untraced.from_stream(clipped.read(UNTRACED.name))
+    spans = untraced.spans_by_pid(rows, clipped.window.t1)
+    off = untraced.union_over(spans, list(spans))
+    return np.diff(edges) - np.diff(coverage(off, edges))
 
 
 def choose(rec: Recording, start: str | None = None, end: str | None = None) -> Window:
