@@ -12,9 +12,17 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
-from agent_helpers import Received, script, start_target
+from agent_helpers import (
+    EDGE_NS,
+    assert_alternating,
+    open_now,
+    records_inside,
+    script,
+    spans,
+    start_target,
+    wait_for,
+)
 
 from gtop.agent.cupti import MEMCPY
 from gtop.agent.sampling import duty_for
@@ -22,10 +30,6 @@ from gtop.recordings.reader import Recording
 
 RATE = 40_000
 NAME = "_Z6saxpyifPfS_"
-EDGE_NS = 5_000_000
-"""A kernel launched just as tracing switches may be traced or not (the contract counts
-those microseconds as untraced); under this machine's load the agent thread can also be
-preempted between reading the time and the CUPTI call: 5 ms either side is left out."""
 
 
 def sampling_target(processes, fake_libs, link):
@@ -33,41 +37,6 @@ def sampling_target(processes, fake_libs, link):
     assert target.ask("init") == "ok"
     assert link.wait(target.pid, ("tracing",), 10) is not None
     return target
-
-
-def spans(got: Received) -> tuple[np.ndarray, np.ndarray]:
-    """The untraced rows as published (in order), and the closed spans."""
-    got.poll()
-    rows = got.rows("untraced")
-    return rows, rows[rows["end_ns"] >= 0]
-
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
-
-
-def open_now(got: Received) -> bool:
-    """An off phase is in progress (the last row published is an open span)."""
-    rows, _ = spans(got)
-    return len(rows) > 0 and rows["end_ns"][-1] == -1
-
-
-def assert_alternating(rows: np.ndarray, pid: int) -> None:
-    """Open, closed (the same span), open, closed, ...: spans sorted and disjoint."""
-    assert (rows["pid"] == pid).all()
-    opens, closes = rows[0::2], rows[1::2]
-    assert (opens["end_ns"] == -1).all() and (closes["end_ns"] >= 0).all()
-    assert (closes["t_ns"] == opens["t_ns"][: len(closes)]).all()
-    assert (closes["end_ns"] > closes["t_ns"]).all()
-    assert (opens["t_ns"][1:] >= closes["end_ns"][: len(opens) - 1]).all()
-
-
-def kernels_inside(kernels: np.ndarray, closed: np.ndarray) -> int:
-    inner = [(t + EDGE_NS, e - EDGE_NS) for t, e in closed[["t_ns", "end_ns"]]]
-    return sum(int(((kernels["t_ns"] > a) & (kernels["t_ns"] < b)).sum()) for a, b in inner)
 
 
 def test_a_launch_bound_target_is_traced_in_a_duty_cycle(processes, fake_libs, link_factory):
@@ -80,7 +49,7 @@ def test_a_launch_bound_target_is_traced_in_a_duty_cycle(processes, fake_libs, l
     rows, closed = spans(got)
     assert_alternating(rows, target.pid)
     kernels = got.wait("kernel", 1)
-    assert kernels_inside(kernels, closed) == 0
+    assert records_inside(kernels, closed) == 0
     assert 0 < len(kernels) < launched  # the off phases traced nothing
 
     # the agent entity says sampling, at the rate the records show (a memcpy record per
@@ -170,6 +139,6 @@ def test_gtop_record_stores_the_untraced_spans(fake_libs, tmp_path, every):
         assert len(untraced) == 0 and all(v.get("sampling") is None for v in agent)
         return
     closed = untraced[untraced["end_ns"] >= 0]
-    assert len(closed) >= 2 and kernels_inside(kernels, closed) == 0
+    assert len(closed) >= 2 and records_inside(kernels, closed) == 0
     assert any(v.get("sampling") for v in agent)  # the recording says it sampled
     assert agent[-1]["state"] == "exited" and agent[-1]["sampling"] is None
