@@ -40,6 +40,8 @@ STEPS = 60
 SKIP = 10
 """Steps left out of the duration comparison on both sides: each kernel's first
 SKIP x (its launches per step) instances, in launch order."""
+EVERY_KERNEL = {"sample_above": 0}
+"""Counts are compared kernel for kernel: kernel sampling off (``--trace-every-kernel``)."""
 WARMUP = ["--warmup", "10", "--warmup-seconds", "2"]
 """The same warm-up before either side starts measuring (GPU clocks settle)."""
 SMALL_GPT = ["--batch", "8", "--layers", "2", "--dim", "256", "--heads", "4", "--seq", "128"]
@@ -90,7 +92,12 @@ def names_and_counts(results: dict) -> None:
         run.read("result")
         run.finish()
         theirs = json.loads(prof_path.read_text())
-    run = start("train_loop", [*SMALL_GPT, *WARMUP, "--steps", str(STEPS)], gtop_mode="default")
+    run = start(
+        "train_loop",
+        [*SMALL_GPT, *WARMUP, "--steps", str(STEPS)],
+        gtop_mode="default",
+        options=EVERY_KERNEL,
+    )
     try:
         res = run.read("result")
     finally:
@@ -280,11 +287,16 @@ def main() -> int:
     sections = [
         ("names and counts", lambda: names_and_counts(results)),
         ("attach", lambda: first_row_after_attach(results)),
-        ("accounting, default buffers", lambda: accounting(results, "default buffers", {})),
+        (
+            "accounting, default buffers",
+            lambda: accounting(results, "default buffers", EVERY_KERNEL),
+        ),
         (
             "accounting, small pool",
             lambda: accounting(
-                results, "small pool, forced drops", {"buffers": 2, "buffer_bytes": 1 << 18}
+                results,
+                "small pool, forced drops",
+                {**EVERY_KERNEL, "buffers": 2, "buffer_bytes": 1 << 18},
             ),
         ),
     ]

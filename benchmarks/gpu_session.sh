@@ -11,6 +11,7 @@
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
+# Kernel sampling (issue 15): sampling overhead-matrix-sampling
 set -u
 OUT=${OUT:-/tmp/gtop-out}
 mkdir -p "$OUT"
@@ -200,6 +201,20 @@ for step in $steps; do
                limit 40 python3 benchmarks/agent_exit_cost.py --runs 20 >"$OUT/agent_exit_cost.txt"
                limit 100 python3 benchmarks/agent_exit_cost.py --runs 6 --cuda \
                  >>"$OUT/agent_exit_cost.txt"; cat "$OUT/agent_exit_cost.txt" ;;
+    # kernel sampling (issue 15): its GPU tests with real CUPTI; a recording of the eager
+    # decode sampled and one traced in full (--trace-every-kernel), each with its report
+    # (the traced share); then untraced vs gtop (sampling) vs gtop --trace-every-kernel
+    sampling) limit 100 python3 -m pytest -m gpu -q -p no:cacheprovider tests/agent/test_gpu_sampling.py \
+                >"$OUT/sampling_tests.txt" 2>&1; tail -20 "$OUT/sampling_tests.txt"
+              for flag in "" --trace-every-kernel; do
+                name=eager-decode${flag:+-every-kernel}
+                limit 40 python3 -m gtop record --force $flag -o "$OUT/$name.gtop" \
+                  -- python3 benchmarks/workloads/decode_loop.py --seconds 8
+                limit 30 python3 -m gtop report "$OUT/$name.gtop" >"$OUT/$name.txt" 2>&1
+                head -40 "$OUT/$name.txt"
+              done ;;
+    overhead-matrix-sampling) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
+                                --modes untraced,gtop,gtop-every-kernel --json "$OUT/sampling_eager-decode.json" ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

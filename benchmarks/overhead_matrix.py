@@ -45,14 +45,24 @@ import measured_run
 
 HERE = Path(__file__).resolve().parent
 W = HERE / "workloads"
-MODES = ("untraced", "gtop", "gtop-full", "torch.profiler", "gtop-host-off", "gtop-no-agent")
-"""The matrix's four, then two ablations (``--modes``): gtop without host-thread tracing
-(BPF, py-spy), and gtop without the agent (no CUPTI): which part a launch-bound loss is."""
+MODES = (
+    "untraced",
+    "gtop",
+    "gtop-full",
+    "torch.profiler",
+    "gtop-host-off",
+    "gtop-no-agent",
+    "gtop-every-kernel",
+)
+"""The matrix's four, then ablations (``--modes``): gtop without host-thread tracing
+(BPF, py-spy), gtop without the agent (no CUPTI): which part a launch-bound loss is; and
+gtop tracing every kernel (``--trace-every-kernel``): what kernel sampling saves."""
 GTOP_ARGS = {
     "gtop": ["--agent-mode", "default"],
     "gtop-full": ["--agent-mode", "full"],
     "gtop-host-off": ["--agent-mode", "default", "--host-tier", "off"],
     "gtop-no-agent": ["--no-agent"],
+    "gtop-every-kernel": ["--agent-mode", "default", "--trace-every-kernel"],
 }
 
 

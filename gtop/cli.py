@@ -90,6 +90,8 @@ class Config:
     """The command to launch with the agent (``gtop run`` / ``gtop record -- CMD``)."""
     agent_mode: str = "default"
     agent: bool = True
+    trace_every_kernel: bool = False
+    """Never sample kernels (``--trace-every-kernel``; :mod:`gtop.agent.sampling`)."""
     host_tier: str = "auto"
     window: tuple[str | None, str | None] = (None, None)
     """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
@@ -280,6 +282,12 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         "every node of every graph launch; key g in the Kernels tab switches live), full "
         "(graph nodes, runtime/driver API calls, NVTX, CUPTI overhead), or a comma list of "
         "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead)",
+    )
+    parser.add_argument(
+        "--trace-every-kernel",
+        action="store_true",
+        help="trace every kernel launch even above 20,000 kernels/s (by default gtop then "
+        "traces in a duty cycle to keep its cost near 2%%; see README)",
     )
     parser.add_argument(
         "--no-agent",
@@ -501,6 +509,7 @@ def parse_args(argv: list[str]) -> Config:
         cmd=cmd,
         agent_mode=getattr(args, "agent_mode", "default"),
         agent=not getattr(args, "no_agent", False),
+        trace_every_kernel=getattr(args, "trace_every_kernel", False),
         host_tier=getattr(args, "host_tier", "auto"),
         window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
         once=getattr(args, "once", False) or (command != "report" and getattr(args, "json", False)),
@@ -593,7 +602,11 @@ def _live_source(config: Config):  # -> LiveSource
         no_gpu = (NvmlUnavailable,)
     try:
         source = LiveSource(
-            config.pid, config.interval_s, require_gpu=not targeted, host_tier=config.host_tier
+            config.pid,
+            config.interval_s,
+            require_gpu=not targeted,
+            host_tier=config.host_tier,
+            agent_options={"sample_above": 0} if config.trace_every_kernel else None,
         )
     except TargetGone as exc:
         raise UserError(str(exc)) from None

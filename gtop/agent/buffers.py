@@ -151,6 +151,7 @@ class ShimPool:
         lib.gtop_shim_ship.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         lib.gtop_shim_costs.argtypes = [ctypes.c_void_p]
         self._costs = (ctypes.c_uint64 * 4)()
+        self._bytes_sent = ctypes.c_uint64()
         dropped = ctypes.cast(cupti.lib.cuptiActivityGetNumDroppedRecords, ctypes.c_void_p)
         if lib.gtop_shim_setup(size, count, dropped) != 0:
             raise OSError("cupti shim rejected its settings")
@@ -176,16 +177,19 @@ class ShimPool:
     def view(self, item: Completed) -> memoryview:
         return memoryview((ctypes.c_ubyte * item.valid).from_address(item.address))
 
-    def ship(self, fd: int, timeout: float) -> int:
+    def ship(self, fd: int, timeout: float) -> tuple[int, int]:
         """Send every returned buffer to the socket ``fd`` as a BUFFER frame, re-zero it
         and lend it again, all in C (ctypes releases the GIL for the whole call).
 
         Returns:
             The number of frames sent, or -1 when the socket failed or stayed full for
-            ``timeout`` seconds (a frame may be cut: the connection is unusable). Every
-            buffer is lent again either way; ``fd`` -1 only recycles them.
+            ``timeout`` seconds (a frame may be cut: the connection is unusable), and
+            the bytes of records they carried. Every buffer is lent again either way;
+            ``fd`` -1 only recycles them.
         """
-        return int(self.lib.gtop_shim_ship(fd, max(1, int(timeout * 1000)), None))
+        ms = max(1, int(timeout * 1000))
+        sent = self.lib.gtop_shim_ship(fd, ms, ctypes.byref(self._bytes_sent))
+        return int(sent), int(self._bytes_sent.value)
 
     def release(self, item: Completed) -> None:
         if item.address:

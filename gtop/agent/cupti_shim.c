@@ -221,7 +221,7 @@ int gtop_shim_ship(int fd, int timeout_ms, uint64_t *bytes_sent) {
       iov[1].iov_len = bufs[i] ? valid[i] : 0;
       if (send_all(fd, iov, iov[1].iov_len ? 2 : 1, now_ms() + timeout_ms) == 0) {
         sent++;
-        total += iov[1].iov_len;
+        total += bufs[i] ? valid[i] : 0; /* not iov[1].iov_len: send_all advances it */
       } else {
         failed = 1;
       }

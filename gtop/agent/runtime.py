@@ -28,6 +28,7 @@ from . import wire
 from .buffers import BufferPool, Completed, ShimPool, make_pool
 from .cost import AgentCost
 from .cupti import (
+    CONCURRENT_KERNEL,
     ERROR_MULTIPLE_SUBSCRIBERS,
     KIND_BY_NAME,
     Cupti,
@@ -39,6 +40,7 @@ from .modes import KINDS, kinds_for
 from .native import cuda_initialised, read_cstring
 from .owned import FdLost, OwnedSocket
 from .probe_control import ProbeControl
+from .sampling import KERNEL_RECORD_BYTES, SAMPLE_ABOVE, SamplingPolicy
 
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
@@ -143,7 +145,12 @@ class Session(threading.Thread):
         self.exiting = False
         """Set when the process is exiting (rather than gtop asking to detach)."""
         self.wanted = kinds
-        """The kinds asked for (``kinds`` keeps those CUPTI enabled)."""
+        """The kinds asked for (``kinds`` keeps those CUPTI enabled while tracing is on;
+        kernel sampling's off phases enable none)."""
+        self.sampling: SamplingPolicy | None = None
+        """Kernel sampling (None: every kernel is traced; see :mod:`gtop.agent.sampling`)."""
+        self.kinds_changed = False
+        """A kinds change arrived in an off phase: report it when tracing is on again."""
         self.owned: OwnedSocket | None = None
         self.connected = False
         self.tracing = False
@@ -243,12 +250,16 @@ class Session(threading.Thread):
             record_sizes=sizes,
         )
         self.cost = AgentCost(self.pool)
+        sample_above = self.options.get("sample_above", SAMPLE_ABOVE)
+        if sample_above:
+            record_bytes = sizes.get(CONCURRENT_KERNEL) or KERNEL_RECORD_BYTES
+            self.sampling = SamplingPolicy(record_bytes, sample_above, time.monotonic_ns())
         self._send_clock(5)  # several samples first, for a quick first fit
         interval = self.options.get("flush_interval", FLUSH_INTERVAL_S)
         next_flush = last_buffer = time.monotonic()
         next_clock = next_flush + CLOCK_INTERVAL_S
         while not self.stop_requested.is_set():
-            self._service(POLL_S)
+            self._service(self._next_wake())
             woke = time.perf_counter_ns()
             released = -self._shipped_ns()  # ns in calls that let go of the GIL
             now = time.monotonic()
@@ -266,6 +277,7 @@ class Session(threading.Thread):
                 next_flush = now + interval
             if self._ship_returned():
                 last_buffer = now
+            self._sample()
             for probe_frame in self.probes.poll():
                 self._send(probe_frame)
             if now >= next_clock:
@@ -273,6 +285,38 @@ class Session(threading.Thread):
                 self._send(wire.json_frame(wire.COST, self.cost.snapshot()))
                 next_clock = now + CLOCK_INTERVAL_S
             self.cost.woke(time.perf_counter_ns() - woke, released + self._shipped_ns())
+
+    def _next_wake(self) -> float:
+        """Seconds until the agent loop should wake: a poll, or sooner for a switch."""
+        if self.sampling is None:
+            return POLL_S
+        return min(POLL_S, max(0.0, (self.sampling.next_ns - time.monotonic_ns()) / 1e9))
+
+    def _sample(self) -> None:
+        """Switch tracing off or on when kernel sampling says so, and tell gtop.
+
+        Off: every enabled kind is disabled (``t_ns`` read before); on: the wanted kinds
+        are enabled (``t_ns`` read after), so the microseconds between count as untraced.
+        """
+        policy = self.sampling
+        switch = policy.step(time.monotonic_ns()) if policy is not None else None
+        if switch is None:
+            return
+        if not switch.on:
+            t_ns = time.monotonic_ns()
+            for kind in self.enabled:
+                _quietly(self.cupti.disable, kind)
+            self.enabled.clear()
+        else:
+            if not policy.on:
+                self._set_kinds(self.wanted)
+            t_ns = time.monotonic_ns()
+        policy.switched(switch.on, t_ns)
+        frame = {"on": switch.on, "t_ns": t_ns, "rate": switch.rate, "duty": switch.duty}
+        self._send(wire.json_frame(wire.COVERAGE, frame))
+        if switch.on and self.kinds_changed:
+            self.kinds_changed = False
+            self._report("tracing", self.refused, kinds=list(self.kinds))
 
     def _shipped_ns(self) -> int:
         """ns the C shim has spent shipping (without the GIL) so far."""
@@ -292,7 +336,7 @@ class Session(threading.Thread):
         cupti.set_zeroed_buffers()
         cupti.system_thread_ids()
         cupti.latency_timestamps(bool(self.options.get("latency_timestamps", False)))
-        self._set_kinds(self.kinds)
+        self._set_kinds(self.wanted)
 
     def _set_kinds(self, names: tuple[str, ...]) -> None:
         """Trace exactly ``names``; a kind this CUPTI refuses is left out and reported.
@@ -437,11 +481,13 @@ class Session(threading.Thread):
             fd = self.owned.fileno()
         except FdLost as exc:
             self._lose(exc)
-        sent = self.pool.ship(fd, SEND_TIMEOUT_S)
+        sent, nbytes = self.pool.ship(fd, SEND_TIMEOUT_S)
         if sent < 0:
             self.connected = False
             raise HostGone
         self.buffers_sent += sent
+        if self.sampling is not None:
+            self.sampling.shipped(nbytes)
         return sent
 
     def _ship(self, items: list[Completed]) -> None:
@@ -452,6 +498,8 @@ class Session(threading.Thread):
                 size = len(head) + item.valid
                 payload = self.pool.view(item) if item.valid else b""
                 self._send(wire.HEADER.pack(wire.BUFFER, 0, size), head, payload)
+                if self.sampling is not None:
+                    self.sampling.shipped(item.valid)
             except HostGone:
                 for rest in items[i:]:
                     self.pool.release(rest)
@@ -502,7 +550,11 @@ class Session(threading.Thread):
         elif op == "probe":
             self._send(wire.json_frame(wire.PROBE_STATE, self.probes.control(msg)))
         elif op == "kinds" and self.subscriber is not None:
-            self._set_kinds(kinds_for(",".join(msg.get("kinds", ()))))
+            self.wanted = kinds_for(",".join(msg.get("kinds", ())))
+            if self.sampling is not None and not self.sampling.on:
+                self.kinds_changed = True  # enabled at the next on phase
+                return
+            self._set_kinds(self.wanted)
             self._report("tracing", self.refused, kinds=list(self.kinds))
 
 
@@ -519,7 +571,10 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
         mode: ``"default"`` or ``"full"``, or a comma-separated list of kinds
             (``kernel,memcpy,runtime``); see :mod:`gtop.agent.modes`.
         options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
-            ``finalize`` (detach CUPTI entirely when tracing stops; default True).
+            ``finalize`` (detach CUPTI entirely when tracing stops; default True),
+            ``sample_above`` (records/s above which kernels are traced in a duty cycle,
+            :mod:`gtop.agent.sampling`; 0: trace every kernel, as ``full`` mode always
+            does).
 
     Returns:
         False when an agent session is already running in this process.
@@ -527,6 +582,8 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
     global _session
     try:
         kinds = kinds_for(mode)
+        if mode == "full":
+            options = {**options, "sample_above": 0}
         with _lock:
             if _session is not None and _session.is_alive():
                 return False

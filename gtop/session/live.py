@@ -58,9 +58,17 @@ class LiveSource:
     live = True
 
     def __init__(
-        self, pid: int | None, interval_s: float, *, require_gpu: bool, host_tier: str = "auto"
+        self,
+        pid: int | None,
+        interval_s: float,
+        *,
+        require_gpu: bool,
+        host_tier: str = "auto",
+        agent_options: dict[str, Any] | None = None,
     ) -> None:
         self.pid = pid
+        self.agent_options = agent_options or {}
+        """Options for the in-process agent (:func:`gtop.agent.runtime.start`)."""
         self.host_tier = host_tier
         self.interval_s = interval_s
         self.hub = Hub()
@@ -131,7 +139,7 @@ class LiveSource:
 
     def _agent_link(self, mode: str) -> AgentLink:
         if self.link is None:
-            self.link = AgentLink(self.hub, mode).start()
+            self.link = AgentLink(self.hub, mode, self.agent_options).start()
             self.collectors.append(self.link)
         return self.link
 

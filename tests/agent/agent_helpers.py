@@ -119,3 +119,47 @@ def start_target(
 
 def script(name: str, python: str = sys.executable) -> list[str]:
     return [python, str(TARGETS / name)]
+
+
+# --- kernel sampling (test_sampling_agent.py, test_gpu_sampling.py) ---------------------
+
+EDGE_NS = 5_000_000
+"""A kernel launched just as tracing switches may be traced or not (the contract counts
+those microseconds as untraced); under this machine's load the agent thread can also be
+preempted between reading the time and the CUPTI call: 5 ms either side is left out."""
+
+
+def spans(got: Received) -> tuple[np.ndarray, np.ndarray]:
+    """The untraced rows as published (in order), and the closed spans."""
+    got.poll()
+    rows = got.rows("untraced")
+    return rows, rows[rows["end_ns"] >= 0]
+
+
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)
+
+
+def open_now(got: Received) -> bool:
+    """An off phase is in progress (the last row published is an open span)."""
+    rows, _ = spans(got)
+    return len(rows) > 0 and rows["end_ns"][-1] == -1
+
+
+def assert_alternating(rows: np.ndarray, pid: int) -> None:
+    """Open, closed (the same span), open, closed, ...: spans sorted and disjoint."""
+    assert (rows["pid"] == pid).all()
+    opens, closes = rows[0::2], rows[1::2]
+    assert (opens["end_ns"] == -1).all() and (closes["end_ns"] >= 0).all()
+    assert (closes["t_ns"] == opens["t_ns"][: len(closes)]).all()
+    assert (closes["end_ns"] > closes["t_ns"]).all()
+    assert (opens["t_ns"][1:] >= closes["end_ns"][: len(opens) - 1]).all()
+
+
+def records_inside(rows: np.ndarray, closed: np.ndarray) -> int:
+    """How many of ``rows`` start inside a closed untraced span (its edges left out)."""
+    inner = [(t + EDGE_NS, e - EDGE_NS) for t, e in closed[["t_ns", "end_ns"]]]
+    return sum(int(((rows["t_ns"] > a) & (rows["t_ns"] < b)).sum()) for a, b in inner)

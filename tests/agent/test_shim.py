@@ -180,3 +180,32 @@ def test_ship_to_a_full_or_closed_socket_fails_and_still_recycles(shim):
     for buf in bufs:
         lib.gtop_shim_give(buf)
     lib.gtop_shim_trim()
+
+
+def test_ship_counts_every_byte_of_buffers_sent_in_pieces(shim):
+    # a 1 MiB buffer does not fit a Unix socket's buffer: sendmsg sends it in pieces, and
+    # the byte count (kernel sampling's record rate comes from it) must still be whole
+    import socket
+    import threading
+
+    lib = ship_lib(shim)
+    assert lib.gtop_shim_setup(1 << 20, 2, None) == 0
+    bufs = [request(lib)[0] for _ in range(2)]
+    for buf, valid in zip(bufs, (1 << 20, 300_001), strict=True):
+        ctypes.memset(buf, 7, valid)
+        lib.gtop_shim_completed(None, 0, buf, 1 << 20, valid)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    received = bytearray()
+    with ours, theirs:
+        ours.setblocking(False)
+        reader = threading.Thread(
+            target=lambda: [received.extend(b) for b in iter(lambda: theirs.recv(1 << 16), b"")]
+        )
+        reader.start()
+        sent = ctypes.c_uint64()
+        assert lib.gtop_shim_ship(ours.fileno(), 5000, ctypes.byref(sent)) == 2
+        ours.shutdown(socket.SHUT_WR)
+        reader.join(10)
+    assert sent.value == (1 << 20) + 300_001
+    assert len(received) == sent.value + 2 * 28  # each frame: 12-byte header + 16-byte head
+    lib.gtop_shim_trim()  # both were lent again by the ship

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
+from gtop.agent.sampling import SAMPLE_ABOVE
 from gtop.collectors.agent.boot import BootDir
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.core.hub import Entity, Hub
@@ -96,7 +97,8 @@ class AgentLink:
         hub: where batches and entities go.
         mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
         options: agent options (see :func:`gtop.agent.runtime.start`), over defaults
-            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"finalize": false}``.
+            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"finalize": false}``;
+            ``sample_above`` defaults to :data:`~gtop.agent.sampling.SAMPLE_ABOVE`.
 
     Raises:
         ValueError: unknown mode or kind.
@@ -110,6 +112,7 @@ class AgentLink:
         self.mode = mode
         defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
         self.options = {**defaults, **(options or {})}
+        self.options.setdefault("sample_above", SAMPLE_ABOVE)  # the agent: 0 in full mode
         self.dir = tmpdirs.make(TMP_PREFIX)
         self.path = str(self.dir / "agent.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)

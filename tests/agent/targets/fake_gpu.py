@@ -2,19 +2,50 @@
 
 Reads commands on stdin, answers one line each:
 ``init`` (cuInit), ``launch N NAME`` (N fake kernels; answers the monotonic time range),
-``mask`` (enabled CUPTI kinds), ``exit``.
+``start RATE NAME`` (launch RATE kernels/s on a thread until ``stop``, which answers how
+many), ``mask`` (enabled CUPTI kinds), ``exit``.
+
+``fake_gpu.py --run RATE SECONDS`` instead initialises, launches RATE kernels/s for
+SECONDS and exits (for ``gtop record -- CMD``).
 """
 
 import ctypes
 import os
 import sys
+import threading
 import time
 
 cuda = ctypes.CDLL(os.environ["FAKE_CUDA_LIB"], mode=ctypes.RTLD_GLOBAL)
 cupti = ctypes.CDLL(os.environ["GTOP_CUPTI_LIB"])
 cupti.fake_enabled_mask.restype = ctypes.c_uint64
 names = {}
+
+
+def paced(rate: float, name: bytes, until) -> int:
+    """Launch ``rate`` kernels/s in small batches until ``until()``; how many."""
+    buf = names.setdefault(name, ctypes.create_string_buffer(name))
+    t0, done = time.monotonic(), 0
+    while not until():
+        due = int(rate * (time.monotonic() - t0)) - done
+        if due > 0:
+            cupti.fake_launch(due, buf)
+            done += due
+        time.sleep(0.001)
+    return done
+
+
+if sys.argv[1:2] == ["--run"]:
+    rate, seconds = float(sys.argv[2]), float(sys.argv[3])
+    cuda.cuInit(0)
+    time.sleep(0.5)  # let the agent start tracing
+    end = time.monotonic() + seconds
+    paced(rate, b"_Z6saxpyifPfS_", lambda: time.monotonic() >= end)
+    sys.exit(0)
+
 print("ready", flush=True)
+running = threading.Event()
+launcher = None
+count = [0]
 for line in sys.stdin:
     cmd = line.split()
     if cmd[0] == "init":
@@ -25,6 +56,20 @@ for line in sys.stdin:
         t0 = time.monotonic_ns()
         cupti.fake_launch(int(cmd[1]), name)
         print("launched", t0, time.monotonic_ns(), flush=True)
+    elif cmd[0] == "start":
+        running.set()
+        rate, name = float(cmd[1]), cmd[2].encode()
+
+        def run(rate=rate, name=name):
+            count[0] = paced(rate, name, lambda: not running.is_set())
+
+        launcher = threading.Thread(target=run)
+        launcher.start()
+        print("started", flush=True)
+    elif cmd[0] == "stop":
+        running.clear()
+        launcher.join()
+        print("stopped", count[0], flush=True)
     elif cmd[0] == "mask":
         print("mask", cupti.fake_enabled_mask(), flush=True)
     elif cmd[0] == "exit":
