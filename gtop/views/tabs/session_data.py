@@ -45,6 +45,7 @@ ENGINE_STREAMS = frozenset(
         layouts.SYNC.name,
         layouts.THREAD_STATE.name,
         layouts.CPU_SAMPLE.name,
+        layouts.UNTRACED.name,
     }
 )
 
