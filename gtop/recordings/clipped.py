@@ -5,7 +5,8 @@
 ``problems``, ``entities``, ``chunks``, ``read``, ``iter_chunks``, ``time_range``);
 its rows are those that overlap the window: an interval row (one with ``end_ns``) when
 ``[t_ns, end_ns)`` meets it, an instant when ``t_ns`` falls in it, and an ``untraced``
-span still open (``end_ns`` -1) when it starts before the window's end. Attribution clips
+span still open (``end_ns`` -1, no closed row of it read) when it starts before the
+window's end. Attribution clips
 intervals to the window itself.
 """
 
@@ -68,8 +69,8 @@ class ClippedRecording:
         t0, t1 = self.window.t0, self.window.t1
         if "end_ns" in (rows.dtype.names or ()):
             reaches = rows["end_ns"] > t0
-            if stream == UNTRACED.name:
-                reaches |= rows["end_ns"] < 0
+            if stream == UNTRACED.name:  # an open span, unless its closed row is here
+                reaches |= (rows["end_ns"] < 0) & ~untraced.superseded(untraced.from_stream(rows))
             return take_rows(rows, (rows["t_ns"] < t1) & reaches)
         return take_rows(rows, (rows["t_ns"] >= t0) & (rows["t_ns"] < t1))
 

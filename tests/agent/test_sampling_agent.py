@@ -41,6 +41,9 @@ def sampling_target(processes, fake_libs, link):
 
 def test_a_launch_bound_target_is_traced_in_a_duty_cycle(processes, fake_libs, link_factory):
     link, got = link_factory()
+    frames = []  # every COVERAGE frame the agent sent, as the link decoded it
+    decode = link._coverage
+    link._coverage = lambda conn, msg: (frames.append(msg), decode(conn, msg))
     target = sampling_target(processes, fake_libs, link)
     assert target.ask(f"start {RATE} {NAME}") == "started"
     wait_for(lambda: len(spans(got)[1]) >= 6, timeout=30)
@@ -48,6 +51,9 @@ def test_a_launch_bound_target_is_traced_in_a_duty_cycle(processes, fake_libs, l
 
     rows, closed = spans(got)
     assert_alternating(rows, target.pid)
+    pairs = len(rows) // 2
+    assert [f["on"] for f in frames[: 2 * pairs]] == [False, True] * pairs  # off, on, ...
+    assert [f["t_ns"] for f in frames] == sorted(f["t_ns"] for f in frames)
     kernels = got.wait("kernel", 1)
     assert records_inside(kernels, closed) == 0
     assert 0 < len(kernels) < launched  # the off phases traced nothing
@@ -142,3 +148,27 @@ def test_gtop_record_stores_the_untraced_spans(fake_libs, tmp_path, every):
     assert len(closed) >= 2 and records_inside(kernels, closed) == 0
     assert any(v.get("sampling") for v in agent)  # the recording says it sampled
     assert agent[-1]["state"] == "exited" and agent[-1]["sampling"] is None
+
+
+def test_the_link_checks_coverage_frames(link_factory):
+    # gtop's side alone, spoken to over its socket as an agent would
+    import os
+    import socket
+
+    from gtop.agent import wire
+
+    link, got = link_factory()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(link.path)
+        pid = os.getpid()
+        t = time.monotonic_ns()
+        for on, t_ns in ((True, t), (False, t + 10), (False, t + 20), (True, t + 30)):
+            frame = {"on": on, "t_ns": t_ns, "rate": 40e3, "duty": 0.33}
+            sock.sendall(wire.json_frame(wire.COVERAGE, frame))
+        wait_for(lambda: len(spans(got)[0]) == 2)
+        rows, _ = spans(got)  # an on while on, an off while off: no new span
+        assert rows[["t_ns", "end_ns"]].tolist() == [(t + 10, -1), (t + 10, t + 30)]
+        assert link.status()[pid].sampling == {"duty": 0.33, "rate": 40e3}
+        sock.sendall(wire.json_frame(wire.COVERAGE, {"on": "yes", "t_ns": t}))
+        assert link.wait(pid, ("error",), 5) is not None
+    assert "bad coverage frame" in link.status()[pid].message

@@ -11,10 +11,13 @@ gtop's own and stays.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from gtop.core import layouts
+from gtop.recordings.reader import Recording
+from gtop.recordings.writer import RecordingWriter
 
 CUPTI_STREAMS = ("kernel", "memcpy", "memset", "sync", "api", "marker", "overhead")
 """What the agent ships from CUPTI: none of it is recorded in an off phase."""
@@ -83,3 +86,22 @@ def sample(
         out[name] = rows[~inside]
     out[layouts.UNTRACED.name] = untraced_rows(sorted(pids), starts, ends, still_open)
     return out
+
+
+def write_sampled(
+    src: Path, out: Path, on_ns: int = 400_000_000, still_open: bool = False
+) -> DutyCycle:
+    """Write ``src`` as sampling would have recorded it (:func:`sample`, a duty cycle
+    from the recording's first timestamp) to ``out``; returns the cycle."""
+    with Recording(src) as rec:
+        r0, r1 = rec.time_range()
+        cycle = DutyCycle(r0, r1 + 1, on_ns=on_ns)
+        data = sample({name: rec.read(name) for name in rec.streams}, cycle, still_open)
+        writer = RecordingWriter(out, dict(rec.meta))
+        for entity in rec.entities():
+            writer.add_entity(entity)
+        for name, rows in data.items():
+            if len(rows):
+                writer.append(name, rows)
+        writer.close({"closed": bool(rec.meta.get("closed", False))})
+    return cycle

@@ -98,8 +98,7 @@ class AgentLink:
         mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
         options: agent options (see :func:`gtop.agent.runtime.start`), over defaults
             taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"finalize": false}``;
-            ``sample_above`` defaults to :data:`~gtop.agent.sampling.SAMPLE_ABOVE` (0,
-            never sample, in ``full`` mode).
+            ``sample_above`` defaults to :data:`~gtop.agent.sampling.SAMPLE_ABOVE`.
 
     Raises:
         ValueError: unknown mode or kind.
@@ -113,7 +112,7 @@ class AgentLink:
         self.mode = mode
         defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
         self.options = {**defaults, **(options or {})}
-        self.options.setdefault("sample_above", 0 if mode == "full" else SAMPLE_ABOVE)
+        self.options.setdefault("sample_above", SAMPLE_ABOVE)  # the agent: 0 in full mode
         self.dir = tmpdirs.make(TMP_PREFIX)
         self.path = str(self.dir / "agent.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
