@@ -5,7 +5,8 @@ launch-bound loop at 40k kernels/s loses 6-8% to them. Above :data:`SAMPLE_ABOVE
 records/s the agent traces in a duty cycle instead: each :data:`PERIOD_S` it is off
 (every activity kind disabled) for ``1 - duty`` of the period and on for ``duty``, with
 the duty chosen to keep the records' cost near :data:`BUDGET` of the target's time. It
-traces everything again once the rate stays low (SAMPLING.md is the contract).
+traces everything again once the rate stays low (issue 15; the link publishes the off
+phases as the ``untraced`` stream).
 
 :class:`SamplingPolicy` is pure: it is told the bytes shipped and the times of the
 switches it asked for, and answers what to do next. Standard library only (it runs
