@@ -199,20 +199,44 @@ def test_shares_of_traced_time_stay_near_the_unsampled_ones(name: str) -> None:
 
 
 @functools.cache
-def reports(name: str, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``gtop report``'s document of the recording and of its sampled version."""
+def sampled_file(name: str, folder: Path) -> Path:
+    """The recording as sampling would have recorded it (written once per session)."""
     out = folder / (name.replace("/", "-") + ".gtop")
     write_sampled(RECORDINGS / f"{name}.gtop", out)
+    return out
+
+
+def reports(name: str, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``gtop report``'s document of the recording and of its sampled version."""
     docs = []
-    for path in (RECORDINGS / f"{name}.gtop", out):
+    for path in (RECORDINGS / f"{name}.gtop", sampled_file(name, folder)):
         with Recording(path) as rec:
             docs.append(read_report(rec))
     return docs[0], docs[1]
 
 
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sampled")
+
+
+@pytest.mark.parametrize("name", [*CASES, "fixes/preprocess-host", "fixes/loader-1-worker"])
+def test_the_steady_window_is_found_in_both(name: str, folder: Path) -> None:
+    """The steady-state search divides each bin's busy time by its traced time; over
+    busy time per whole bin the off phases read as dips and cut the window short (the
+    training loop: 2.8 s of the unsampled 4.0 s, measured; with traced time 3.4 s)."""
+    with Recording(RECORDINGS / f"{name}.gtop") as rec:
+        full = choose(rec)
+    with Recording(sampled_file(name, folder)) as rec:
+        sampled = choose(rec)
+    assert full.kind == sampled.kind == "steady"
+    overlap = min(full.t1, sampled.t1) - max(full.t0, sampled.t0)
+    assert overlap >= 0.8 * full.duration_ns, (full, sampled)
+
+
 @pytest.mark.parametrize("name", ["fixes/decode-eager", "train_loop_cupti"])
-def test_report_of_a_sampled_recording(name: str, tmp_path_factory: pytest.TempPathFactory) -> None:
-    full, sampled = reports(name, tmp_path_factory.mktemp("sampled"))
+def test_report_of_a_sampled_recording(name: str, folder: Path) -> None:
+    full, sampled = reports(name, folder)
     jsonschema.validate(json.loads(json.dumps(sampled)), SCHEMA)  # as --json writes it
     # the steady state is found in both, over mostly the same time
     a, b = full["window"], sampled["window"]
