@@ -17,7 +17,8 @@ paired ratios. The untraced windows of the first gap (before any attach) against
 the last gap show whether a detach leaves a cost behind.
 
 Variants: ``default`` (``--agent-mode default``), ``no-agent`` (no CUPTI: host tracing and
-NVML), ``host-off`` (the agent, no host-thread tracing), ``graph-nodes``, ``full``.
+NVML), ``host-off`` (the agent, no host-thread tracing), ``every-kernel`` (default without
+kernel sampling: every launch traced), ``graph-nodes``, ``full``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ VARIANTS = {
     "full": ["--agent-mode", "full"],
     "no-agent": ["--no-agent"],
     "host-off": ["--agent-mode", "default", "--host-tier", "off"],
+    "every-kernel": ["--agent-mode", "default", "--trace-every-kernel"],
 }
 
 

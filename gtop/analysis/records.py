@@ -263,4 +263,6 @@ class Records:
             )
             if len(a)
         ]
+        if len(self.untraced):  # an open span reaches its start; a closed one its end
+            ends.append(np.maximum(self.untraced["t"], self.untraced["end"]).max())
         return int(max(ends)) if ends else None

@@ -12,7 +12,7 @@ from gtop.analysis.ranks import Job, analyse, comm_labels, rank_calls
 from gtop.analysis.records import Records, mark_comm
 from gtop.recordings.reader import Recording
 
-RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset")
+RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset", "untraced")
 
 
 def inputs(rec: Recording) -> Job:

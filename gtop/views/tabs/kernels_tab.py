@@ -52,7 +52,7 @@ class KernelsTab(WorkerPanel):
 
     DEFAULT_CSS = """
     KernelsTab > #kernel-detail { height: auto; max-height: 4; padding: 0 1; }
-    KernelsTab > #graph-mode { height: 1; color: $text-muted; padding: 0 1; }
+    KernelsTab > #graph-mode { height: auto; color: $text-muted; padding: 0 1; }
     """
 
     BINDINGS = [
@@ -69,6 +69,7 @@ class KernelsTab(WorkerPanel):
         self.kernels = KernelTable()
         self.detail = Static("", id="kernel-detail")
         self.graph_mode = Static("", id="graph-mode")
+        """How kernels are traced: sampling (a duty cycle), graph launches or nodes."""
         self.api = ApiTable()
         self._drawn: tuple[int, int, int] | None = None
         self._detail_text = ""
@@ -113,15 +114,27 @@ class KernelsTab(WorkerPanel):
         kinds = tuple(entity.value.get("kinds", ())) if entity is not None else ()
         return kinds if "kernel" in kinds and self._controls() is not None else None
 
+    def _sampling(self, model: Model) -> str:
+        """A line while the agent traces this process's kernels in a duty cycle."""
+        entity = model.entities.get("agent", {}).get(str(self.pid))
+        sampling = entity.value.get("sampling") if entity is not None else None
+        if not sampling:
+            return ""
+        return (
+            f"Sampled: kernels traced {sampling['duty']:.0%} of the time "
+            f"({sampling['rate'] / 1e3:.0f}k/s); rates per traced second"
+        )
+
     def show(self, model: Model) -> None:
         kinds = self._agent_kinds(model)
-        text = ""
+        lines = [self._sampling(model)]
         if kinds is not None:
-            text = (
+            lines.append(
                 "CUDA graphs: one row per launch (g: trace every node)"
                 if graph_level(kinds)
                 else "CUDA graphs: every node traced (g: one row per launch, cheaper)"
             )
+        text = "\n".join(line for line in lines if line)
         if text != self._graph_text:
             self._graph_text = text
             self.graph_mode.update(text)
@@ -133,8 +146,7 @@ class KernelsTab(WorkerPanel):
             if key != self._drawn:
                 self._drawn = key
                 names = names_from_entities(model.entities.get("kernel_name", {}).values())
-                lo, hi = data.kernel_span.get(self.pid, (0, 0))
-                self.kernels.set_rows(stats.rows(names), hi - lo)
+                self.kernels.set_rows(stats.rows(names), data.traced_span_ns(self.pid))
                 self._select_wanted()
         super().show(model)
 

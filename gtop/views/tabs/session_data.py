@@ -7,7 +7,9 @@ seek starts it afresh. Live and replay feed it the same way: it only sees model 
 
 It holds:
 
-* per pid, a :class:`~gtop.analysis.cuda_activity.KernelStats` (kernel table);
+* per pid, a :class:`~gtop.analysis.cuda_activity.KernelStats` (kernel table), the span
+  its kernels cover and the untraced time inside it (kernel sampling's off phases: the
+  table's launches/s are over traced time);
 * one :class:`~gtop.analysis.sliding_window.AttributionEngine` over every CUPTI and host stream it
   reads (GPU time and swimlanes tabs), which keeps only its sliding window.
 
@@ -45,6 +47,7 @@ ENGINE_STREAMS = frozenset(
         layouts.SYNC.name,
         layouts.THREAD_STATE.name,
         layouts.CPU_SAMPLE.name,
+        layouts.UNTRACED.name,
     }
 )
 
@@ -67,6 +70,8 @@ class SessionData:
         """Per stream, the pids with rows in it (the tabs' "why is this empty" lines ask)."""
         self.kernel_span: dict[int, tuple[int, int]] = {}
         """Per pid, the first kernel's start and the last one's end seen so far."""
+        self.untraced: dict[int, UntracedTime] = {}
+        """Per pid, its untraced time (kernel sampling), for :meth:`traced_span_ns`."""
         self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation = 0
         """Bumped on every reset, so tabs can drop what they derived before it."""
@@ -101,6 +106,10 @@ class SessionData:
         if name not in ENGINE_STREAMS or not len(batch):
             return
         self.batches += 1
+        if name == layouts.UNTRACED.name:
+            closed = batch[batch["end_ns"] >= 0]  # an open span is not over yet
+            for pid, t0, t1 in zip(*(closed[f].tolist() for f in ("pid", "t_ns", "end_ns"))):
+                self.untraced.setdefault(pid, UntracedTime()).add(t0, t1)
         if name == layouts.KERNEL.name:
             pids = batch["pid"]
             if len(pids) and bool((pids == pids[0]).all()):
@@ -129,12 +138,20 @@ class SessionData:
         old = self.kernel_span.get(pid)
         self.kernel_span[pid] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
 
+    def traced_span_ns(self, pid: int) -> int:
+        """ns of ``pid``'s kernel span in which its kernels were traced (the whole span
+        unless kernel sampling left some of it untraced)."""
+        lo, hi = self.kernel_span.get(pid, (0, 0))
+        off = self.untraced.get(pid)
+        return max(0, hi - lo - (off.within(lo, hi) if off is not None else 0))
+
     def on_reset(self) -> None:
         """Forget everything (a replay seek): the model refills its history next (or take
         the aggregates of that history, built already: :meth:`taking`)."""
         fresh, self._fresh = self._fresh, None
         if fresh is not None:
             self.kernels, self.kernel_span = fresh.kernels, fresh.kernel_span
+            self.untraced = fresh.untraced
             self.pids_seen, self.engine = fresh.pids_seen, fresh.engine
             self._comm.update(fresh._comm)
             self.batches += fresh.batches
@@ -142,6 +159,7 @@ class SessionData:
         else:
             self.kernels.clear()
             self.kernel_span.clear()
+            self.untraced.clear()
             self.pids_seen.clear()
             self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
         self.generation += 1
@@ -160,6 +178,33 @@ class SessionData:
     def snapshot(self) -> Records:
         """The engine's rows now, safe to read from a worker thread (never mutated)."""
         return self.engine.records()
+
+
+class UntracedTime:
+    """One process's closed untraced spans, summed without keeping them all: spans come
+    in time order, one or two a second, and the kernel span they are clipped to only
+    grows, so a span that ends before the last kernel is summed for good; the few after
+    it wait (they are the tail of a run whose kernels stopped)."""
+
+    PENDING = 64
+    """Spans kept past the last kernel; older ones are summed as they are."""
+
+    def __init__(self) -> None:
+        self.summed = 0
+        """ns of the spans that ended inside the kernel span."""
+        self.pending: list[tuple[int, int]] = []
+
+    def add(self, t0: int, t1: int) -> None:
+        self.pending.append((t0, t1))
+        if len(self.pending) > self.PENDING:
+            a, b = self.pending.pop(0)
+            self.summed += b - a
+
+    def within(self, lo: int, hi: int) -> int:
+        """ns of the spans inside ``[lo, hi]`` (the pid's kernel span)."""
+        self.summed += sum(max(0, b - max(a, lo)) for a, b in self.pending if b <= hi)
+        self.pending = [(a, b) for a, b in self.pending if b > hi]
+        return self.summed + sum(max(0, hi - max(a, lo)) for a, b in self.pending)
 
 
 def aggregated(update: Update, now_ns: int) -> SessionData:
