@@ -8,6 +8,7 @@ inside an untraced span" can be checked on the kernel rows themselves.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -136,7 +137,7 @@ def test_gtop_record_stores_the_untraced_spans(fake_libs, tmp_path, every):
     flags = ["--trace-every-kernel"] if every else []
     cmd = [sys.executable, "-m", "gtop", "record", "-o", str(out), "--host-tier", "off", *flags]
     target = [*script("fake_gpu.py"), "--run", str(RATE), "4"]
-    env = {**fake_libs, "PYTHONPATH": str(script("fake_gpu.py")[1].rsplit("/tests/", 1)[0])}
+    env = {**os.environ, **fake_libs}  # PYTHONPATH: this tree (tests/conftest.py)
     done = subprocess.run([*cmd, "--", *target], env=env, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
 
@@ -156,7 +157,6 @@ def test_gtop_record_stores_the_untraced_spans(fake_libs, tmp_path, every):
 
 def test_the_link_checks_coverage_frames(link_factory):
     # gtop's side alone, spoken to over its socket as an agent would
-    import os
     import socket
 
     from gtop.agent import wire
