@@ -204,7 +204,8 @@ for step in $steps; do
     # kernel sampling (issue 15): its GPU tests with real CUPTI; a recording of the eager
     # decode sampled and one traced in full (--trace-every-kernel), each with its report
     # (the traced share); then untraced vs gtop (sampling) vs gtop --trace-every-kernel
-    sampling) limit 100 python3 -m pytest -m gpu -q -p no:cacheprovider tests/agent/test_gpu_sampling.py \
+    sampling) GTOP_EVIDENCE="$OUT/sampling" limit 100 python3 -m pytest -m gpu -q -p no:cacheprovider \
+                tests/agent/test_gpu_sampling.py \
                 >"$OUT/sampling_tests.txt" 2>&1; tail -20 "$OUT/sampling_tests.txt"
               for flag in "" --trace-every-kernel; do
                 name=eager-decode${flag:+-every-kernel}

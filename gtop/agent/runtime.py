@@ -302,6 +302,7 @@ class Session(threading.Thread):
         switch = policy.step(time.monotonic_ns()) if policy is not None else None
         if switch is None:
             return
+        t0 = time.perf_counter_ns()
         if not switch.on:
             t_ns = time.monotonic_ns()
             for kind in self.enabled:
@@ -311,8 +312,10 @@ class Session(threading.Thread):
             if not policy.on:
                 self._set_kinds(self.wanted)
             t_ns = time.monotonic_ns()
+        took = time.perf_counter_ns() - t0
         policy.switched(switch.on, t_ns)
         frame = {"on": switch.on, "t_ns": t_ns, "rate": switch.rate, "duty": switch.duty}
+        frame["switch_ns"] = took  # what the CUPTI calls took (a GPU run measures it)
         self._send(wire.json_frame(wire.COVERAGE, frame))
         if switch.on and self.kinds_changed:
             self.kinds_changed = False

@@ -39,7 +39,8 @@ COST = 9  # the agent's own cost so far (gtop.agent.cost): {"agent_cpu_ns", "gil
 #           "callback_ns", "callbacks", "ship_ns", "ships", "wakes", "t_ns", ...}
 COVERAGE = 10  # {"on": bool, "t_ns": int, "rate": float, "duty": float}: kernel sampling
 #               switched tracing off or on (gtop.agent.sampling); t_ns (CLOCK_MONOTONIC)
-#               is read just before disabling, just after enabling; duty 1.0: not sampling
+#               is read just before disabling, just after enabling; duty 1.0: not sampling;
+#               "switch_ns": ns the disable or enable calls took
 # gtop -> agent
 CONTROL = 16  # {"op": "kinds" | "resolve" | "detach" | "drained" | "probe", ...}
 #               probe: {"kernel": regex, "probe": name, "every": k, "on": bool}

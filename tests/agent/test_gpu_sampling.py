@@ -6,11 +6,17 @@ the default threshold. The invariants are those of test_sampling_agent.py (the f
 libcupti), checked against what CUPTI really records. A real kernel may start on the
 GPU a little after its launch; the loop is launch-bound (the GPU waits for work), so
 starts trail launches by far less than the 5 ms left out at each edge of a span.
+
+Set GTOP_EVIDENCE=DIR to keep what the sampled run measured (sampling.json: every
+COVERAGE frame, with what each switch's CUPTI calls took; the traced share; steps/s).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 from agent_helpers import (
@@ -35,11 +41,22 @@ def spin(target, seconds: float) -> float:
     return float(target.readline(seconds + 30).split()[1])
 
 
+def keep(name: str, value: dict) -> None:
+    """Write ``value`` to $GTOP_EVIDENCE/``name`` when that is set."""
+    folder = os.environ.get("GTOP_EVIDENCE")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        Path(folder, name).write_text(json.dumps(value, indent=1))
+
+
 def test_launch_bound_loop_is_sampled_with_real_cupti(processes, link_factory):
     link, got = link_factory()
+    frames = []  # every COVERAGE frame, as the link decoded it
+    decode = link._coverage
+    link._coverage = lambda conn, msg: (frames.append(msg), decode(conn, msg))
     target = start_target(processes, script("torch_loop.py"), None, link)
     assert link.wait(target.pid, ("tracing",), 20) is not None
-    spin(target, SPIN_S)
+    steps_per_s = spin(target, SPIN_S)
     time.sleep(1.5)  # the last buffers
     rows, closed = spans(got)
     assert len(closed) >= 3, f"no sampling: {link.status()[target.pid].summary()}"
@@ -53,7 +70,9 @@ def test_launch_bound_loop_is_sampled_with_real_cupti(processes, link_factory):
     cycles = closed[1:]
     wall = cycles["end_ns"][-1] - closed["end_ns"][0]
     untraced = (cycles["end_ns"] - cycles["t_ns"]).sum()
-    assert 1 - untraced / wall == pytest.approx(sampling["duty"], abs=0.1)
+    traced = float(1 - untraced / wall)
+    keep("sampling.json", {"frames": frames, "traced": traced, "steps_per_s": steps_per_s})
+    assert traced == pytest.approx(sampling["duty"], abs=0.1)
 
     # detach in an off phase: the span is closed when the connection ends
     target.send(f"spin {SPIN_S}")

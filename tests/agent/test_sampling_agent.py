@@ -8,6 +8,7 @@ inside an untraced span" can be checked on the kernel rows themselves.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -39,8 +40,12 @@ def sampling_target(processes, fake_libs, link):
     return target
 
 
-def test_a_launch_bound_target_is_traced_in_a_duty_cycle(processes, fake_libs, link_factory):
-    link, got = link_factory()
+@pytest.mark.parametrize("options", [{}, {"shim": None}], ids=["c", "python"])
+def test_a_launch_bound_target_is_traced_in_a_duty_cycle(
+    processes, fake_libs, link_factory, options
+):
+    # the bytes shipped are counted by the C shim, or by the Python pool's fallback
+    link, got = link_factory(options=options)
     frames = []  # every COVERAGE frame the agent sent, as the link decoded it
     decode = link._coverage
     link._coverage = lambda conn, msg: (frames.append(msg), decode(conn, msg))
@@ -132,7 +137,7 @@ def test_gtop_record_stores_the_untraced_spans(fake_libs, tmp_path, every):
     flags = ["--trace-every-kernel"] if every else []
     cmd = [sys.executable, "-m", "gtop", "record", "-o", str(out), "--host-tier", "off", *flags]
     target = [*script("fake_gpu.py"), "--run", str(RATE), "4"]
-    env = {**fake_libs, "PYTHONPATH": str(script("fake_gpu.py")[1].rsplit("/tests/", 1)[0])}
+    env = {**os.environ, **fake_libs}  # PYTHONPATH: this tree (tests/conftest.py)
     done = subprocess.run([*cmd, "--", *target], env=env, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
 
@@ -152,7 +157,6 @@ def test_gtop_record_stores_the_untraced_spans(fake_libs, tmp_path, every):
 
 def test_the_link_checks_coverage_frames(link_factory):
     # gtop's side alone, spoken to over its socket as an agent would
-    import os
     import socket
 
     from gtop.agent import wire
