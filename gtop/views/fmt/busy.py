@@ -47,15 +47,20 @@ def busy_cells(
     edges: np.ndarray,
     busy: np.ndarray,
     quiet: np.ndarray | None = None,
+    unseen: np.ndarray | None = None,
 ) -> Cells:
     """The cells over ``edges`` of segments ``[starts, ends)`` labelled ``codes`` (any
     order; overlapping busy time counts once at most, as the fraction is capped at 1).
 
-    ``busy`` and ``quiet`` are bool masks over codes: which codes count as busy, and
-    which colour a cell only when no other code is in it.
+    ``busy``, ``quiet`` and ``unseen`` are bool masks over codes: which codes count as
+    busy, which colour a cell only when no other code is in it, and which are time
+    nothing was seen in (kernel sampling's off phases): the busy share is of the rest.
     """
     occ = slices.occupancy_of(starts, ends, codes, n_codes, edges)
-    length = np.maximum(np.diff(edges), 1)
+    length = np.diff(edges)
+    if unseen is not None:
+        length = length - occ[:, unseen].sum(axis=1)
+    length = np.maximum(length, 1)
     fraction = np.minimum(occ[:, busy].sum(axis=1) / length, 1.0)
     loud = occ if quiet is None else np.where(quiet, 0, occ)
     held = np.where(loud.sum(axis=1, keepdims=True) > 0, loud, occ)

@@ -67,6 +67,8 @@ class StreamsTab(Vertical):
             _mine(model, layouts.MEMSET.name, seconds, self.pid, layouts.MEMSET.empty(0)),
             t1,
             lag,
+            # an off phase lasts under a second: a second more holds every one in view
+            _mine(model, layouts.UNTRACED.name, seconds + 1, self.pid, layouts.UNTRACED.empty(0)),
         )
 
     def _rezoomed(self) -> None:

@@ -15,6 +15,7 @@ from gtop.views.fmt import busy
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, style
 
 ON_MASK = np.isin(np.arange(len(Cause)), ON_CAUSES)
+UNSEEN = np.arange(len(Cause)) == Cause.NOT_TRACED
 LETTERS = {int(c): CAUSE_GLYPH[c] for c in Cause}
 STYLES = {int(c): CAUSE_STYLE[c] for c in Cause}
 
@@ -26,7 +27,7 @@ def ribbon_cells(partition: Partition | None, t0: int, t1: int, width: int) -> b
     if partition is None:
         return busy.Cells(np.zeros(len(edges) - 1), np.full(len(edges) - 1, -1))
     p = partition
-    return busy.busy_cells(p.starts, p.ends, p.causes, len(Cause), edges, ON_MASK)
+    return busy.busy_cells(p.starts, p.ends, p.causes, len(Cause), edges, ON_MASK, unseen=UNSEEN)
 
 
 class GpuRibbon(Widget, can_focus=True):

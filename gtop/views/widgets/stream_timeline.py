@@ -11,9 +11,12 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gtop.analysis import intervals as iv
+from gtop.analysis import untraced
+from gtop.analysis.causes import Cause
 from gtop.core import layouts
 from gtop.core.layouts import CopyKind
 from gtop.views.fmt import busy, units
+from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE
 
 LABEL = 10
 BUSY = 6
@@ -29,32 +32,50 @@ KINDS: tuple[tuple[str, str], ...] = (
 """Kinds of GPU work, by code (their index); the colour of a cell they held longest."""
 IDLE = len(KINDS)
 """The code of a stream's idle time (quiet: it colours only a wholly idle cell)."""
+NOT_TRACED = IDLE + 1
+"""The code of time kernel sampling traced nothing in: neither busy nor idle."""
 STYLES = {**{i: colour for i, (_, colour) in enumerate(KINDS)}, IDLE: "grey50"}
-LETTERS = {IDLE: "·"}
-BUSY_MASK = np.arange(IDLE + 1) < IDLE
-QUIET_MASK = ~BUSY_MASK
+STYLES[NOT_TRACED] = CAUSE_STYLE[Cause.NOT_TRACED]
+LETTERS = {IDLE: "·", NOT_TRACED: CAUSE_GLYPH[Cause.NOT_TRACED]}
+BUSY_MASK = np.arange(NOT_TRACED + 1) < IDLE
+QUIET_MASK = np.arange(NOT_TRACED + 1) == IDLE
+UNSEEN_MASK = np.arange(NOT_TRACED + 1) == NOT_TRACED
 
 
-def busy_fraction(t0: int, t1: int, starts: np.ndarray, ends: np.ndarray) -> float:
-    """Share of ``[t0, t1)`` covered by the union of the intervals."""
-    spans = iv.clip(iv.union(starts, ends), t0, t1)
-    return float((spans.ends - spans.starts).sum() / (t1 - t0))
+def busy_fraction(
+    t0: int, t1: int, starts: np.ndarray, ends: np.ndarray, off: iv.Spans = iv.EMPTY
+) -> float:
+    """Share of ``[t0, t1)`` less ``off`` (untraced) covered by the union of the
+    intervals (0 when all of it is untraced)."""
+    traced = iv.subtract(iv.complement(iv.EMPTY, t0, t1), iv.clip(off, t0, t1))
+    spans = iv.intersect(iv.clip(iv.union(starts, ends), t0, t1), traced)
+    return spans.measure() / traced.measure() if len(traced) else 0.0
 
 
 def stream_cells(
-    t0: int, t1: int, width: int, starts: np.ndarray, ends: np.ndarray, codes: np.ndarray
+    t0: int,
+    t1: int,
+    width: int,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    codes: np.ndarray,
+    off: iv.Spans = iv.EMPTY,
 ) -> busy.Cells:
-    """Cells of one stream's work (``codes``: index into :data:`KINDS`); time with no
-    work is :data:`IDLE`."""
-    idle = iv.complement(iv.union(starts, ends), t0, t1)
+    """Cells of one stream's work (``codes``: index into :data:`KINDS`); time in ``off``
+    (untraced) is :data:`NOT_TRACED`, the rest with no work :data:`IDLE`."""
+    off = iv.clip(off, t0, t1)
+    idle = iv.subtract(iv.complement(iv.union(starts, ends), t0, t1), off)
     return busy.busy_cells(
-        np.concatenate((starts, idle.starts)),
-        np.concatenate((ends, idle.ends)),
-        np.concatenate((codes, np.full(len(idle.starts), IDLE))),
-        IDLE + 1,
+        np.concatenate((starts, idle.starts, off.starts)),
+        np.concatenate((ends, idle.ends, off.ends)),
+        np.concatenate(
+            (codes, np.full(len(idle.starts), IDLE), np.full(len(off.starts), NOT_TRACED))
+        ),
+        NOT_TRACED + 1,
         busy.cell_edges(t0, t1, width),
         BUSY_MASK,
         QUIET_MASK,
+        UNSEEN_MASK,
     )
 
 
@@ -88,6 +109,7 @@ class StreamTimeline(Widget, can_focus=True):
         self._kernels = layouts.KERNEL.empty(0)
         self._memcpy = layouts.MEMCPY.empty(0)
         self._memset = layouts.MEMSET.empty(0)
+        self._off: dict[int, iv.Spans] = {}
         self._now_ns = 0
         self._lag_ns = 0
         self._keys: list[tuple[int, int]] = []
@@ -99,10 +121,14 @@ class StreamTimeline(Widget, can_focus=True):
         memset: np.ndarray,
         now_ns: int,
         lag_ns: int = 0,
+        off: np.ndarray | None = None,
     ) -> None:
         """The records to draw (at least the last window's) and the window's end, which
-        lies ``lag_ns`` before the newest time (for the axis)."""
+        lies ``lag_ns`` before the newest time (for the axis); ``off``: ``untraced``
+        rows (kernel sampling's off phases) over the window."""
         self._kernels, self._memcpy, self._memset = kernels, memcpy, memset
+        rows = untraced.from_stream(off if off is not None else layouts.UNTRACED.empty(0))
+        self._off = untraced.spans_by_pid(rows, now_ns)
         self._now_ns, self._lag_ns = now_ns, lag_ns
         self._keys = _stream_keys(kernels, memcpy, memset)
         self.refresh(layout=True)
@@ -138,9 +164,10 @@ class StreamTimeline(Widget, can_focus=True):
             codes = np.repeat(np.arange(len(KINDS)), [len(a) for a in parts])
             keep = (ends > t0) & (starts < t1) & (ends >= starts)
             starts, ends, codes = starts[keep], ends[keep], codes[keep]
-            row = stream_cells(t0, t1, width, starts, ends, codes)
+            off = self._off.get(pid, iv.EMPTY)
+            row = stream_cells(t0, t1, width, starts, ends, codes, off)
             out.append_text(busy.draw(row, LETTERS, STYLES, True))
-            share = 100 * busy_fraction(t0, t1, starts, ends)
+            share = 100 * busy_fraction(t0, t1, starts, ends, off)
             out.append(f"{share:5.1f}%\n" if share < 10 else f"{share:5.0f}%\n")
         out.append(f"{'':<{LABEL}}")
         out.append(busy.axis(width, self.window_ns, self._lag_ns), style="dim")

@@ -22,6 +22,7 @@ VIEWS_KEPT = 8
 BUSY_CODES = np.isin(np.arange(len(Code)), [Code.KERNEL, Code.COPY, Code.ON_CPU, Code.IN_API])
 """What makes a lane busy: a stream running work, a thread on a CPU."""
 QUIET_CODES = np.arange(len(Code)) == Code.IDLE
+UNSEEN_CODES = np.arange(len(Code)) == Code.NOT_TRACED
 
 
 def lane_cells(lane: Lane, edges: np.ndarray) -> busy.Cells:
@@ -37,6 +38,7 @@ def lane_cells(lane: Lane, edges: np.ndarray) -> busy.Cells:
         edges,
         BUSY_CODES,
         QUIET_CODES,
+        UNSEEN_CODES,
     )
 
 
