@@ -136,7 +136,9 @@ def test_serve_is_scraped_by_prometheus_parser() -> None:
     assert 0 <= gar.value <= 1
     off = sum(s.value for s in families["gtop_off_gpu_seconds"].samples)
     (window,) = families["gtop_attribution_window_seconds"].samples
-    assert off == pytest.approx(window.value * (1 - gar.value), rel=1e-6)
+    (unseen,) = families["gtop_not_traced_seconds"].samples  # no kernel sampling here: 0
+    assert unseen.value == 0
+    assert off == pytest.approx((window.value - unseen.value) * (1 - gar.value), rel=1e-6)
 
 
 def test_record_refuses_a_name_that_promises_another_format(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ GPU gauges carry dcgm-exporter's names, units and labels where the two overlap
 activity as a 0-1 ratio, labels ``gpu``, ``UUID``, ``modelName``, ``Hostname``), so
 dashboards built for it read gtop's endpoint unchanged. What only gtop knows has a
 ``gtop_`` prefix: per-process GPU Active Ratio and off-GPU seconds by cause over a
-sliding window (from CUPTI data), kernels per process, and rows dropped anywhere.
+sliding window (from CUPTI data; under kernel sampling, of the traced time, with the
+untraced seconds beside them), kernels per process, and rows dropped anywhere.
 A missing value (NaN, -1) is left out, never exported as zero.
 """
 
@@ -21,7 +22,9 @@ from typing import Any
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from gtop.analysis.causes import LABELS, OFF_CAUSES
+from gtop.analysis import intervals as iv
+from gtop.analysis import untraced
+from gtop.analysis.causes import LABELS, OFF_CAUSES, Cause
 from gtop.analysis.sliding_window import AttributionEngine
 from gtop.core import layouts
 from gtop.core.model import Model
@@ -168,21 +171,40 @@ class ModelMetrics:
         window: Counter[int] = Counter()
         for counts in self._per_second.values():
             window.update(counts)
+        traced = self._traced_s()
         for pid, count in sorted(self.kernels.items()):
             kernels.add_metric([str(pid)], count)
-            rate.add_metric([str(pid)], window[pid] / (WINDOW_NS / 1e9))
+            seconds = traced.get(pid, WINDOW_NS / 1e9)
+            if seconds > 0:
+                rate.add_metric([str(pid)], window[pid] / seconds)
         yield from (mem, sm, kernels, rate)
+
+    def _traced_s(self) -> dict[int, float]:
+        """Per pid that kernel sampling left untraced in the kernel-rate window: the
+        seconds of that window it traced (launches/s are per traced second)."""
+        if not self._per_second:
+            return {}
+        t1 = (max(self._per_second) + 1) * 1_000_000_000
+        t0 = t1 - WINDOW_NS
+        spans = untraced.spans_by_pid(self.engine.records().untraced, t1)
+        return {pid: (WINDOW_NS - iv.clip(s, t0, t1).measure()) / 1e9 for pid, s in spans.items()}
 
     def _attribution_families(self) -> Iterator[Metric]:
         gar = GaugeMetricFamily(
             "gtop_gpu_active_ratio",
-            "GPU Active Ratio of a process on a GPU: time kernels or copies ran / window.",
+            "GPU Active Ratio of a process on a GPU: time kernels or copies ran / traced time.",
             labels=["pid", "gpu"],
         )
         off = GaugeMetricFamily(
             "gtop_off_gpu_seconds",
             "Seconds of the window the GPU was idle for a process, by the host or device cause.",
             labels=["pid", "gpu", "cause"],
+        )
+        unseen = GaugeMetricFamily(
+            "gtop_not_traced_seconds",
+            "Seconds of the window kernel sampling traced none of a process's CUDA activity "
+            "(GAR is of the rest).",
+            labels=["pid", "gpu"],
         )
         window = GaugeMetricFamily(
             "gtop_attribution_window_seconds", "The window GAR and off-GPU seconds cover."
@@ -193,9 +215,10 @@ class ModelMetrics:
             gar.add_metric(labels, res.gar)
             for cause in OFF_CAUSES:
                 off.add_metric([*labels, LABELS[cause]], int(res.totals[cause]) / 1e9)
+            unseen.add_metric(labels, int(res.totals[Cause.NOT_TRACED]) / 1e9)
         if results:
             window.add_metric([], WINDOW_NS / 1e9)
-        yield from (gar, off, window)
+        yield from (gar, off, unseen, window)
 
     def _drops(self) -> Metric:
         family = CounterMetricFamily(

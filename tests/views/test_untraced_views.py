@@ -10,8 +10,17 @@ idle, and draw the traced time as they drew it unsampled.
 from __future__ import annotations
 
 import itertools
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from textual.app import App, ComposeResult
 
 from gtop.analysis import intervals as iv
@@ -28,7 +37,7 @@ from gtop.views.fmt.palette import CAUSE_GLYPH
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.stream_timeline import BUSY, LABEL, StreamTimeline
 from gtop.views.widgets.swimlanes import LABEL_WIDTH, Swimlanes
-from tests.analysis.sampled import DutyCycle, sample
+from tests.analysis.sampled import DutyCycle, sample, write_sampled
 from tests.views.conftest import REPO
 
 RECORDING = REPO / "recordings" / "fixes" / "decode-eager.gtop"
@@ -106,3 +115,40 @@ async def test_off_phases_draw_as_not_traced_and_traced_time_as_before() -> None
         assert set(got[i] for i in np.flatnonzero(inside)) == {HATCH}, (name, got)
         assert [got[i] for i in np.flatnonzero(clear)] == [was[i] for i in np.flatnonzero(clear)]
         assert HATCH not in was, name
+
+
+def scrape(path: Path) -> dict[str, Any]:
+    """The families ``gtop serve`` exports for ``path`` replayed to 11 s (the decode ran
+    from 6 s to 10.7 s), read back with prometheus_client's own parser."""
+    cmd = [sys.executable, "-m", "gtop", "serve", "--port", "0", "--replay", str(path)]
+    server = subprocess.Popen([*cmd, "--at", "11"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()  # the readiness signal: the address it serves
+        url = re.search(r"(http://\S+/metrics)", line)
+        assert url, line
+        body = urllib.request.urlopen(url.group(1), timeout=30).read().decode()
+        return {f.name: f for f in text_string_to_metric_families(body)}
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+
+
+def test_serve_exports_the_untraced_seconds(tmp_path: Path) -> None:
+    """The sampled decode replayed into ``gtop serve``: GAR and off-GPU seconds are of
+    the traced time, the untraced seconds beside them, and launches/s per traced second
+    (so about the unsampled rate, not 40% of it)."""
+    path = tmp_path / "sampled.gtop"
+    write_sampled(RECORDING, path)
+    full, families = scrape(RECORDING), scrape(path)
+    (gar,) = families["gtop_gpu_active_ratio"].samples
+    off = sum(s.value for s in families["gtop_off_gpu_seconds"].samples)
+    (window,) = families["gtop_attribution_window_seconds"].samples
+    (unseen,) = families["gtop_not_traced_seconds"].samples
+    assert 0.4 * window.value < unseen.value < 0.8 * window.value
+    assert off == pytest.approx((window.value - unseen.value) * (1 - gar.value), rel=1e-6)
+    (gar_full,) = full["gtop_gpu_active_ratio"].samples
+    assert gar.value == pytest.approx(gar_full.value, abs=0.03)
+    (rate,) = families["gtop_kernel_launches_per_second"].samples
+    (rate_full,) = full["gtop_kernel_launches_per_second"].samples
+    assert rate.value == pytest.approx(rate_full.value, rel=0.2)
