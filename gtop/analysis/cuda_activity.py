@@ -229,18 +229,24 @@ def api_name(domain: int, cbid: int) -> str:
     return table.get(cbid, f"{'runtime' if domain == 0 else 'driver'}#{cbid}")
 
 
-def api_summary(api: np.ndarray, span_ns: int | None = None) -> list[ApiRow]:
+def api_summary(
+    api: np.ndarray, span_ns: int | None = None, off: Mapping[int, iv.Spans] | None = None
+) -> list[ApiRow]:
     """Calls and time per (process, thread, function), by time, largest first.
 
     Args:
         span_ns: the wall-clock span the calls were collected over; by default from the
-            first call's start to the last call's end.
+            first call's start to the last call's end, less the time kernel sampling
+            left each process untraced in it (``off``: its spans per pid,
+            :func:`gtop.analysis.untraced.spans_by_pid`).
     """
     done = api[(api["end_ns"] >= api["t_ns"]) & (api["t_ns"] >= 0)]
     if not len(done):
         return []
+    lo, hi = int(done["t_ns"].min()), int(done["end_ns"].max())
+    spans = {pid: max(hi - lo - iv.clip(s, lo, hi).measure(), 1) for pid, s in (off or {}).items()}
     if span_ns is None:
-        span_ns = int(done["end_ns"].max() - done["t_ns"].min())
+        span_ns = hi - lo
     span_ns = max(span_ns, 1)
     dur = done["end_ns"] - done["t_ns"]
     keys = np.stack([done["pid"], done["tid"], done["domain"], done["cbid"]], axis=1).astype(
@@ -263,8 +269,8 @@ def api_summary(api: np.ndarray, span_ns: int | None = None) -> list[ApiRow]:
             calls=int(calls[i]),
             total_ns=int(totals[i]),
             max_ns=int(maxes[i]),
-            calls_per_s=calls[i] * 1e9 / span_ns,
-            time_pct=100.0 * totals[i] / span_ns,
+            calls_per_s=calls[i] * 1e9 / spans.get(int(pid), span_ns),
+            time_pct=100.0 * totals[i] / spans.get(int(pid), span_ns),
         )
         for i, (pid, tid, domain, cbid) in enumerate(uniq.tolist())
     ]
@@ -278,14 +284,16 @@ def kernels_report(
     api: np.ndarray,
     names: Mapping[int, str],
     stats: KernelStats | None = None,
+    off: Mapping[int, iv.Spans] | None = None,
 ) -> dict[str, list[dict]]:
     """The ``kernels``, ``memcpy`` and ``api`` sections of ``gtop report --json``
-    (``stats``: the kernels already summed, instead of ``kernels``)."""
+    (``stats``: the kernels already summed, instead of ``kernels``; ``off``: the
+    untraced spans per pid, which API rates leave out)."""
     rows = stats.rows(names) if stats is not None else kernel_summary(kernels, names)
     return {
         "kernels": [r.as_json() for r in rows],
         "memcpy": [r.as_json() for r in memcpy_summary(memcpy)],
-        "api": [r.as_json() for r in api_summary(api)],
+        "api": [r.as_json() for r in api_summary(api, off=off)],
     }
 
 

@@ -413,6 +413,7 @@ def build_report(
     table as ``data["kernel"]`` or, gathered already, as ``kernels``) over ``time_range``
     (first and last ns); ``start`` and ``duration_s`` are those of ``recorded`` (the
     whole recording's range) when given."""
+    from gtop.analysis import untraced
     from gtop.analysis.agent_cost import report_section
     from gtop.core import layouts
 
@@ -434,6 +435,7 @@ def build_report(
         stream(layouts.API),
         names_from_entities(entities),
         kernels.stats if kernels is not None else None,
+        untraced.spans_by_pid(untraced.from_stream(stream(layouts.UNTRACED)), time_range[1] + 1),
     )
     gpu = gpu_section(
         meta, data, entities, time_range, kernels.ops if kernels is not None else None

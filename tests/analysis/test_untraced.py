@@ -258,6 +258,12 @@ def test_report_of_a_sampled_recording(name: str, folder: Path) -> None:
     line = f"kernels traced {traced:.0%} of the window (gtop samples above 20,000 kernels/s)"
     assert line in w["evidence"]
     assert not any("kernels traced" in e for e in v["evidence"])
+    # API call rates (full mode) are per traced second too
+    rates = {(a["tid"], a["name"]): a["calls_per_s"] for a in full["api"] if a["calls"] > 1000}
+    for a in sampled["api"]:
+        if (a["tid"], a["name"]) in rates:
+            assert a["calls_per_s"] == pytest.approx(rates[a["tid"], a["name"]], rel=0.2), a
+    assert (name == "train_loop_cupti") == bool(rates)
     text = " ".join(format_report(sampled).split())  # as one line, however it wraps
     assert "every share below is of the traced time" in text
     assert "every share below" not in format_report(full)
