@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from gtop.analysis.untraced import SAMPLE_ABOVE
+
 
 class Cause(IntEnum):
     G_COMP = 0
@@ -83,7 +85,8 @@ EXPLANATIONS = (
     "and no compute kernel at the same time; the Ranks tab shows how much of it waits "
     "for a slower rank. Usual fix: overlap communication with compute (DDP buckets, "
     "FSDP prefetch), balance the ranks' work.",
-    "gtop traced none of the target's CUDA activity here: above 20,000 kernels/s it "
+    "gtop traced none of the target's CUDA activity here: above "
+    f"{SAMPLE_ABOVE:,} kernels/s it "
     "traces kernels in a duty cycle (on for part of each second) to keep its cost to "
     "the target near 2%. This time is neither GPU-busy nor idle; every share is of the "
     "traced time. `--trace-every-kernel` traces every kernel (at a higher cost).",

@@ -15,8 +15,9 @@ import numpy as np
 from gtop.analysis import intervals as iv
 
 SAMPLE_ABOVE = 20_000
-"""Kernels/s above which the agent samples (SAMPLING.md; the agent's own constant: it
-imports nothing of gtop's analysis), as the verdict's evidence says it."""
+"""Kernels/s above which the agent samples, as the cause's explanation and the verdict's
+evidence say it: :data:`gtop.agent.sampling.SAMPLE_ABOVE`, which analysis may not import
+(sibling layers; a test holds the two equal)."""
 
 ROW = np.dtype([("t", "<i8"), ("end", "<i8"), ("pid", "<i4")])
 """An ``untraced`` row as analysis holds it (:class:`~gtop.analysis.records.Records`):

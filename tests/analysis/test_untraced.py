@@ -21,7 +21,7 @@ import pytest
 from gtop.analysis import intervals as iv
 from gtop.analysis import untraced
 from gtop.analysis.attribution import attribute
-from gtop.analysis.causes import LABELS, Cause
+from gtop.analysis.causes import EXPLANATIONS, LABELS, Cause
 from gtop.analysis.host_window import LAUNCH_GAP_NS
 from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
@@ -68,6 +68,13 @@ def case(name: str) -> Case:
 def cause_spans(partition: Any, cause: int) -> iv.Spans:
     mine = partition.causes == cause
     return iv.union(partition.starts[mine], partition.ends[mine])
+
+
+def test_the_threshold_said_is_the_agents() -> None:
+    from gtop.agent import sampling
+
+    assert untraced.SAMPLE_ABOVE == sampling.SAMPLE_ABOVE
+    assert f"above {sampling.SAMPLE_ABOVE:,} kernels/s" in EXPLANATIONS[Cause.NOT_TRACED]
 
 
 def test_closed_rows_win_and_open_rows_reach_the_window_end() -> None:
