@@ -1,7 +1,8 @@
 """Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev's JSON importer).
 
 Every track: GPU streams (one process per GPU), CUDA API calls and NVTX ranges on their
-threads, thread states on a row beside each thread, counters. For large recordings
+threads, thread states on a row beside each thread, the spans kernel sampling left
+untraced (a row per process), counters. For large recordings
 ``--format perfetto`` is smaller and faster to load.
 """
 
@@ -23,7 +24,7 @@ def _lane(track: tk.Track) -> tuple[int, int]:
 
 
 FLAVOUR = trace_json.Flavour(
-    lane=_lane, families=("gpu", "host", "state"), counters=True, relative=True
+    lane=_lane, families=("gpu", "host", "state", "untraced"), counters=True, relative=True
 )
 
 

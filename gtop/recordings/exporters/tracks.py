@@ -1,8 +1,9 @@
 """A recording as timeline tracks: slice tables and counter series, with readable names.
 
 The trace exporters (Perfetto, Chrome, Kineto) serialise these; none reads streams
-itself, so all show the same tracks with the same names. Slices come in three families
-(GPU work, CUDA API calls and NVTX ranges, thread states), each read in time windows of
+itself, so all show the same tracks with the same names. Slices come in four families
+(GPU work, CUDA API calls and NVTX ranges, thread states, and the spans kernel sampling
+left untraced: a track per process), each read in time windows of
 about :data:`WINDOW_ROWS` rows, so memory is bounded by the window, not the recording.
 
 Within a window the slices are sorted per track by start (longest first on ties), and a
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gtop.analysis import untraced
+from gtop.analysis.causes import PHRASES, Cause
 from gtop.analysis.cuda_activity import api_name
 from gtop.analysis.demangle import demangle
 from gtop.core.layouts import BlockReason, CopyKind, ThreadState
@@ -39,9 +42,10 @@ CATEGORIES = (
     "cuda_driver",
     "user_annotation",
     "thread_state",
+    "not_traced",
 )
 """Slice categories, named as PyTorch's profiler (Kineto) names them where it has them."""
-KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, ANNOTATION, STATE = range(len(CATEGORIES))
+KERNEL, MEMCPY, MEMSET, RUNTIME, DRIVER, ANNOTATION, STATE, NOT_TRACED = range(len(CATEGORIES))
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class Track:
     the thread's id with ``kind`` telling them apart."""
 
     index: int
-    kind: str  # "thread", "state", "stream" or "counter"
+    kind: str  # "thread", "state", "stream", "counter" or "untraced" (one per process)
     pid: int
     tid: int
     name: str
@@ -88,6 +92,8 @@ class Tracks:
             int(e.key): demangle(str(e.value.get("name"))) for e in rec.entities("kernel_name")
         }
         self.markers = {int(e.key): str(e.value.get("name")) for e in rec.entities("marker_name")}
+        self.end = rec.time_range()[1] + 1
+        """Where an untraced span still open at the recording's end ends."""
 
     def get(self, kind: str, pid: int, tid: int, name: str = "", unit: str = "") -> Track:
         key = (kind, pid, tid, name)
@@ -375,10 +381,34 @@ def state_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str,
     ]
 
 
+def untraced_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str, np.ndarray]]:
+    """Kernel sampling's off phases (:mod:`gtop.analysis.untraced`), on a track of each
+    process: time its GPU work was not traced, which a gap in its streams is not."""
+    rows = window.get("untraced")
+    if rows is None or not len(rows):
+        return []
+    parts = []
+    name = names.add(PHRASES[Cause.NOT_TRACED])
+    for pid, spans in untraced.spans_by_pid(untraced.from_stream(rows), tracks.end).items():
+        n = len(spans)
+        parts.append(
+            {
+                "track": np.full(n, tracks.get("untraced", pid, 0, "CUDA not traced").index),
+                "start": spans.starts,
+                "end": spans.ends,
+                "name": np.full(n, name, np.int32),
+                "category": np.full(n, NOT_TRACED, np.uint8),
+                "flow": np.zeros(n, np.uint64),
+            }
+        )
+    return parts
+
+
 FAMILIES = {
     "gpu": (("kernel", "memcpy", "memset"), gpu_slices),
     "host": (("api", "marker"), host_slices),
     "state": (("thread_state",), state_slices),
+    "untraced": (("untraced",), untraced_slices),
 }
 
 
@@ -402,7 +432,7 @@ def slice_tables(
     rec: Recording,
     tracks: Tracks,
     names: Names,
-    families: tuple[str, ...] = ("gpu", "host", "state"),
+    families: tuple[str, ...] = ("gpu", "host", "state", "untraced"),
 ) -> Iterator[SliceTable]:
     """Each family's slices, window by window (one window in memory at a time)."""
     for family in families:
