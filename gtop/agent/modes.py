@@ -27,6 +27,11 @@ MODES: dict[str, tuple[str, ...]] = {
 }
 
 
+SAMPLED_KINDS = frozenset(("graph", *NODE_KINDS))
+"""Kinds kernel sampling may switch off (:mod:`gtop.agent.sampling`); asking for any
+other (API calls, NVTX, CUPTI overhead: ``full`` or a kind list) traces every launch."""
+
+
 def graph_level(kinds: tuple[str, ...] | list[str]) -> bool:
     """Whether CUDA graphs are traced one record per launch (else one per node)."""
     return "graph" in kinds

@@ -36,7 +36,7 @@ from .cupti import (
     SubscriberCallback,
     load,
 )
-from .modes import KINDS, kinds_for
+from .modes import KINDS, SAMPLED_KINDS, kinds_for
 from .native import cuda_initialised, read_cstring
 from .owned import FdLost, OwnedSocket
 from .probe_control import ProbeControl
@@ -576,8 +576,8 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
         options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
             ``finalize`` (detach CUPTI entirely when tracing stops; default True),
             ``sample_above`` (records/s above which kernels are traced in a duty cycle,
-            :mod:`gtop.agent.sampling`; 0: trace every kernel, as ``full`` mode always
-            does).
+            :mod:`gtop.agent.sampling`; 0: trace every kernel, as ``full`` mode and any
+            kind list with API calls, NVTX or CUPTI overhead always do).
 
     Returns:
         False when an agent session is already running in this process.
@@ -585,7 +585,7 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
     global _session
     try:
         kinds = kinds_for(mode)
-        if mode == "full":
+        if not SAMPLED_KINDS.issuperset(kinds):  # API calls asked for: every one
             options = {**options, "sample_above": 0}
         with _lock:
             if _session is not None and _session.is_alive():

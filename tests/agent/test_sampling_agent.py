@@ -78,7 +78,9 @@ def test_a_launch_bound_target_is_traced_in_a_duty_cycle(
 
 
 @pytest.mark.parametrize(
-    ("mode", "options"), [("default", {"sample_above": 0}), ("full", {})], ids=["every", "full"]
+    ("mode", "options"),
+    [("default", {"sample_above": 0}), ("full", {}), ("kernel,runtime", {})],
+    ids=["every", "full", "api-kinds"],
 )
 def test_trace_every_kernel_and_full_mode_never_sample(
     processes, fake_libs, link_factory, mode, options

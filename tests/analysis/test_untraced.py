@@ -313,38 +313,3 @@ def test_a_live_view_fed_as_rows_arrive_agrees() -> None:
             still_off += int(res.partition.causes[-1] == Cause.NOT_TRACED)
         checked += 1
     assert checked >= 8 and still_off >= 2  # windows that end in an off phase, too
-
-
-REAL = sorted(
-    p.stem
-    for p in (RECORDINGS / "sampling").glob("*.gtop")
-    if (RECORDINGS / "sampling" / f"{p.stem}-every-kernel.gtop").exists()
-)
-"""Recordings the agent itself sampled (gpu_session.sh step ``sampling``: the eager
-decode recorded by default and with --trace-every-kernel), once they are committed
-under recordings/sampling/."""
-
-
-@pytest.mark.parametrize("name", REAL)
-def test_a_recording_the_agent_sampled(name: str) -> None:
-    """What the derived cases above check, on the agent's own off phases: they are
-    NOT_TRACED exactly, and the report names the cause the every-kernel run names."""
-    docs = []
-    for stem in (name, f"{name}-every-kernel"):
-        with Recording(RECORDINGS / "sampling" / f"{stem}.gtop") as rec:
-            docs.append(read_report(rec))
-            if stem == name:
-                window = choose(rec)
-                data = {n: rec.read(n) for n in ATTRIBUTION_STREAMS if n in rec.streams}
-    records = Records.from_streams({k: v for k, v in data.items() if len(v)})
-    spans = untraced.spans_by_pid(records.untraced, window.t1)
-    assert spans, "the agent sampled nothing"
-    for unit, res in attribute(records, window.t0, window.t1, "process").items():
-        want = iv.clip(spans.get(unit.pid, iv.EMPTY), window.t0, window.t1)
-        got = cause_spans(res.partition, Cause.NOT_TRACED)
-        assert got.starts.tolist() == want.starts.tolist()
-        assert got.ends.tolist() == want.ends.tolist()
-    sampled, every = docs
-    entry = sampled["gpu"]["0"]
-    assert entry["untraced_s"] > 0 and every["gpu"]["0"]["untraced_s"] == 0
-    assert sampled["verdict"]["cause"] == every["verdict"]["cause"]
