@@ -34,6 +34,7 @@ from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.views.fmt import busy
 from gtop.views.fmt.palette import CAUSE_GLYPH
+from gtop.views.tabs.swimlanes_tab import of_pid
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.stream_timeline import BUSY, LABEL, StreamTimeline
 from gtop.views.widgets.swimlanes import LABEL_WIDTH, Swimlanes
@@ -76,13 +77,13 @@ class Board(App):
         off = d.get("untraced", layouts.UNTRACED.empty(0))
         timeline.set_activity(d["kernel"], d["memcpy"], d["memset"], t1, off=off)
         rec = Records.from_streams({k: v for k, v in d.items() if len(v)})
-        (res,) = attribute(rec, t0, t1, "process").values()
+        ((unit, res),) = attribute(rec, t0, t1, "process").items()
         ribbon = self.query_one(GpuRibbon)
         ribbon.styles.width = CELLS
         ribbon.show(res.partition, t0, t1)
         lanes = self.query_one(Swimlanes)
         lanes.styles.width = CELLS + LABEL_WIDTH + 1
-        lanes.show(build_lanes(rec, t0, t1)[:1], t0, t1)
+        lanes.show(build_lanes(of_pid(rec, unit.pid), t0, t1)[:1], t0, t1)  # as its tab
 
 
 async def rows(data: dict[str, np.ndarray], t1: int) -> dict[str, str]:

@@ -46,6 +46,7 @@ def of_pid(rec: Records, pid: int) -> Records:
         waits=take_rows(rec.waits, rec.waits["pid"] == pid),
         states=take_rows(rec.states, rec.states["pid"] == pid),
         samples=take_rows(rec.samples, rec.samples["pid"] == pid),
+        untraced=take_rows(rec.untraced, rec.untraced["pid"] == pid),
     )
 
 

@@ -58,7 +58,7 @@ class OffGpuBar(Widget, can_focus=True):
             head = Text(f"GPU busy {s['gar'] * 100:5.1f}% (GAR)   window {window}")
         if s.get("untraced_s"):
             traced = s["duration_s"] / (s["duration_s"] + s["untraced_s"])
-            head.append(f", {traced:.0%} traced (sampled: shares are of the traced time)")
+            head.append(f", {traced:.0%} traced (shares: of traced time)")
         if not s.get("exact", True):
             head.append("   APPROXIMATE (no CUPTI)", "bold" if self.color else "")
         bar = Text()
