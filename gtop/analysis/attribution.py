@@ -46,8 +46,10 @@ this order (docs/attribution.md has worked examples):
 
 4. **Not traced.** Inside the unit's untraced spans (kernel sampling's off phases,
    :mod:`gtop.analysis.untraced`; a device or process unit: the union over the pids of
-   its streams) every segment becomes ``NOT_TRACED``, cut at the spans' edges. That
-   time is left out of every share: :attr:`Summary.traced_ns` is the denominator.
+   its streams) every segment becomes ``NOT_TRACED``, cut at the spans' edges. The
+   partition and :attr:`Summary.totals` say exactly that; the shares and GAR are of
+   :attr:`Summary.estimate`, where each untraced span takes the cause mix of the traced
+   time just before it (:func:`estimated`).
 
 Window edges: every interval is clipped to ``[t0, t1)``. Only records that overlap the
 window take part, where an op overlaps through ``[submit, end)``; so a gap at the end
@@ -136,6 +138,10 @@ class Summary:
     """The unit's host threads (see the module docstring)."""
     exact: bool = True
     """False for :mod:`gtop.analysis.approximate` results (no CUPTI data)."""
+    estimate: np.ndarray | None = None
+    """ns per :class:`Cause` with the ``NOT_TRACED`` time given out by :func:`estimated`
+    (float; sums to ``t1 - t0`` when anything was traced); None when nothing was left
+    untraced (then it is :attr:`totals`)."""
 
     @property
     def duration_ns(self) -> int:
@@ -143,14 +149,22 @@ class Summary:
 
     @property
     def traced_ns(self) -> int:
-        """The window less its ``NOT_TRACED`` time: what every share is of."""
+        """The window less its ``NOT_TRACED`` time."""
         return self.duration_ns - int(self.totals[Cause.NOT_TRACED])
 
     @property
+    def estimated(self) -> np.ndarray:
+        """ns per cause over the whole window, what shares are of (:attr:`estimate`)."""
+        return self.totals.astype(np.float64) if self.estimate is None else self.estimate
+
+    @property
     def gar(self) -> float:
-        """GPU Active Ratio, |ON_GPU| / traced ns (NaN when nothing was traced)."""
-        on = int(self.totals[Cause.G_COMP] + self.totals[Cause.G_XFER] + self.totals[Cause.G_COMM])
-        return on / self.traced_ns if self.traced_ns else float("nan")
+        """GPU Active Ratio, |ON_GPU| / (t1 - t0), with untraced time estimated (NaN when
+        nothing was traced)."""
+        if not self.traced_ns:
+            return float("nan")
+        on = float(sum(self.estimated[c] for c in (Cause.G_COMP, Cause.G_XFER, Cause.G_COMM)))
+        return on / self.duration_ns
 
     def inflation(self) -> dict[str, dict[str, float]]:
         """QIF and DIF of the ``"cpu"`` and ``"gpu"`` resources."""
@@ -184,6 +198,9 @@ class Summary:
             service={k: v + later.service[k] for k, v in self.service.items()},
             threads=tuple(sorted(set(self.threads) | set(later.threads))),
             exact=self.exact and later.exact,
+            estimate=None
+            if self.estimate is None and later.estimate is None
+            else self.estimated + later.estimated,
         )
 
     def summary(self) -> Summary:
@@ -421,6 +438,30 @@ def _not_traced(p: Partition, spans: iv.Spans) -> Partition:
     )
 
 
+def estimated(p: Partition) -> np.ndarray:
+    """ns per cause over ``p``'s window with each ``NOT_TRACED`` span given the cause mix
+    of the traced time between it and the span before (kernel sampling's on phase just
+    before that off phase: each sampling period is estimated from its own traced part, so
+    a stretch traced in full, such as the start before sampling began, keeps its weight).
+    A span with no traced time before it in the window takes the mix of the traced time
+    after it. All zeros when nothing was traced."""
+    dur = (p.ends - p.starts).astype(np.float64)
+    off = p.causes == Cause.NOT_TRACED
+    out = np.zeros(len(Cause))
+    if off.all():
+        return out
+    stratum = np.cumsum(off) - off  # the off segments before a segment: its period
+    n = int(stratum[-1]) + 1
+    traced = np.bincount(stratum[~off], weights=dur[~off], minlength=n)
+    untraced = np.bincount(stratum[off], weights=dur[off], minlength=n)
+    has = np.flatnonzero(traced > 0)
+    owner = has[np.minimum(np.searchsorted(has, np.arange(n)), len(has) - 1)]
+    share = np.bincount(owner, weights=untraced, minlength=n)  # untraced ns each period gets
+    scale = np.divide(traced + share, traced, out=np.zeros(n), where=traced > 0)
+    np.add.at(out, p.causes[~off], dur[~off] * scale[stratum[~off]])
+    return out
+
+
 def _attribute_unit(
     prep: _Prepared, unit: Unit, idx: np.ndarray, main: int, off: iv.Spans
 ) -> UnitResult:
@@ -502,6 +543,7 @@ def _attribute_unit(
         t0=t0,
         t1=t1,
         totals=partition.totals(),
+        estimate=estimated(partition) if (partition.causes == Cause.NOT_TRACED).any() else None,
         panels=panels,
         service={"cpu": on_cpu, "gpu": iv.clipped_total(start, end, t0, t1)},
         partition=partition,

@@ -88,7 +88,8 @@ EXPLANATIONS = (
     "gtop traced none of the target's CUDA activity here: above "
     f"{SAMPLE_ABOVE:,} kernels/s it "
     "traces kernels in a duty cycle (on for part of each second) to keep its cost to "
-    "the target near 2%. This time is neither GPU-busy nor idle; every share is of the "
-    "traced time. `--trace-every-kernel` traces every kernel (at a higher cost).",
+    "the target near 2%. This time is neither GPU-busy nor idle; shares give it the "
+    "mix of the traced part of its second. `--trace-every-kernel` traces every kernel "
+    "(at a higher cost).",
 )
 """One sentence per cause, in :class:`Cause` order: the legend's text."""

@@ -4,7 +4,8 @@
 
 Shape, keyed by device index as a string::
 
-    {"0": {"exact": true, "duration_s": 60.0, "window_s": 60.0, "untraced_s": 0.0,
+    {"0": {"exact": true, "duration_s": 60.0, "window_s": 60.0, "traced_s": 60.0,
+           "untraced_s": 0.0,
            "gar": 0.71,
            "on": {"G:COMP": 41.2, "G:XFER": 1.4, "G:COMM": 0.0},
            "off": {"H:CTRL": ..., "H:APP": ..., "H:WAIT_GPU": ..., "H:IO": ...,
@@ -17,10 +18,12 @@ Shape, keyed by device index as a string::
            "after_sync_s": 0.8}}
 
 All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
-``duration_s`` (``UNKNOWN`` holds off-GPU time without host data, so nothing is hidden),
-which is the *traced* time: ``window_s`` less ``untraced_s``, the time kernel sampling
-traced nothing (:data:`~gtop.analysis.causes.Cause.NOT_TRACED`). ``gar`` and every share
-are of ``duration_s``; ``gar`` is null when nothing was traced.
+``duration_s``, the window (``window_s``, the same; ``UNKNOWN`` holds off-GPU time without
+host data, so nothing is hidden). Under kernel sampling ``traced_s`` of it was traced and
+``untraced_s`` not (:data:`~gtop.analysis.causes.Cause.NOT_TRACED`): each untraced span's
+seconds are then given out in the cause mix of the traced time just before it
+(:func:`~gtop.analysis.attribution.estimated`). ``gar`` and every share are of
+``duration_s``; ``gar`` is null when nothing was traced.
 ``after_sync_s``: host-caused off-GPU time in gaps opened by a synchronisation
 (:func:`after_sync_ns`). Panels are resource-wide waits (the time some thread or op
 waited that way, never more than the duration); a panel is null when it cannot be known
@@ -48,15 +51,19 @@ NS = 1e-9
 
 
 def unit_summary(res: Summary) -> dict[str, Any]:
-    """One unit's entry (without stacks): seconds per cause, panels, inflation."""
+    """One unit's entry (without stacks): seconds per cause, panels, inflation. Under
+    kernel sampling the seconds per cause include the untraced time given out by
+    :func:`~gtop.analysis.attribution.estimated` (``traced_s`` says how much was seen)."""
+    seconds = res.estimated
     return {
         "exact": res.exact,
-        "duration_s": res.traced_ns * NS,
+        "duration_s": res.duration_ns * NS,
         "window_s": res.duration_ns * NS,
+        "traced_s": res.traced_ns * NS,
         "untraced_s": int(res.totals[Cause.NOT_TRACED]) * NS,
         "gar": res.gar if res.traced_ns else None,
-        "on": {LABELS[c]: int(res.totals[c]) * NS for c in ON_CAUSES},
-        "off": {LABELS[c]: int(res.totals[c]) * NS for c in OFF_CAUSES},
+        "on": {LABELS[c]: float(seconds[c]) * NS for c in ON_CAUSES},
+        "off": {LABELS[c]: float(seconds[c]) * NS for c in OFF_CAUSES},
         "panels": {k: None if v < 0 else v * NS for k, v in res.panels.items()},
         "inflation": {
             r: {k: None if math.isnan(v) else v for k, v in f.items()}

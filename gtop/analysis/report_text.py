@@ -102,9 +102,9 @@ def _breakdown(report: dict[str, Any]) -> list[str]:
         lines += ["", f"Where GPU {dev}'s time went ({duration:.2f} s, {kind}): GAR {gar}"]
         if e.get("untraced_s"):
             lines += _wrap(
-                f"kernels traced {duration:.2f} s of {e['window_s']:.2f} s (gtop samples "
-                "launch-heavy work): every share below is of the traced time; "
-                f"{e['untraced_s']:.2f} s not traced",
+                f"kernels traced {e['traced_s']:.2f} s of {duration:.2f} s (gtop samples "
+                f"launch-heavy work); the causes of the {e['untraced_s']:.2f} s not traced "
+                "are estimated from the traced part of each second",
             )
         for i, label in enumerate(LABELS):
             seconds = e["on_s"].get(label, e["off_s"].get(label))

@@ -156,21 +156,22 @@ def decide(
     host_functions: int = 0,
     untraced_s: float = 0.0,
 ) -> Verdict | None:
-    """The verdict over ``duration_s`` of traced time given seconds per cause label (on
-    and off), the widest folded off-GPU stacks with their seconds, kernel rates (over the
+    """The verdict over a window of ``duration_s`` given seconds per cause label (on and
+    off), the widest folded off-GPU stacks with their seconds, kernel rates (over the
     traced time), the host-caused idle time in gaps a synchronisation opened, the number
     of host functions launched on streams (``cuLaunchHostFunc``) and the seconds kernel
-    sampling left untraced (said in the evidence); None when nothing was traced."""
-    if duration_s <= 0:
+    sampling left untraced (their causes estimated in ``seconds``; said in the
+    evidence); None when nothing was traced."""
+    if duration_s <= 0 or untraced_s >= duration_s:
         return None
     verdict = _decide(
         seconds, duration_s, stacks, launches_per_s, mean_kernel_us, after_sync_s, host_functions
     )
     if untraced_s > 0:
-        traced = duration_s / (duration_s + untraced_s)
+        traced = 1 - untraced_s / duration_s
         line = (
-            f"kernels traced {traced:.0%} of the window "
-            f"(gtop samples above {SAMPLE_ABOVE:,} kernels/s)"
+            f"kernels traced {traced:.0%} of the window (gtop samples above "
+            f"{SAMPLE_ABOVE:,} kernels/s; the rest estimated from each second's traced part)"
         )
         verdict = replace(verdict, evidence=(*verdict.evidence, line))
     return verdict
@@ -185,7 +186,7 @@ def _decide(
     after_sync_s: float,
     host_functions: int,
 ) -> Verdict:
-    """:func:`decide` over traced time (``duration_s`` > 0)."""
+    """:func:`decide` (``duration_s`` > 0)."""
     on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
     gar = on / duration_s
     rates = _rates(launches_per_s, mean_kernel_us)
@@ -310,14 +311,15 @@ def from_entry(
     (:func:`gtop.analysis.gpu_report.unit_summary` plus ``top_off_gpu_stacks``), with the
     number of kernels in the window, their summed time and the host functions launched
     (API records, full mode): the one rule the report and the UI (live or replayed) both
-    apply. ``duration_s`` is the traced time (kernel sampling left ``untraced_s`` out),
-    so the launch rate is of the traced time too."""
+    apply. The kernels are those traced, so their rate is over ``traced_s`` (the window
+    less what kernel sampling left untraced)."""
     duration = entry["duration_s"]
+    traced = entry.get("traced_s", duration)
     return decide(
         {**entry["on"], **entry["off"]},
         duration,
         [(s["stack"], s["seconds"]) for s in entry.get("top_off_gpu_stacks", [])],
-        launches_per_s=kernels / duration if kernels and duration > 0 else None,
+        launches_per_s=kernels / traced if kernels and traced > 0 else None,
         mean_kernel_us=kernel_ns / kernels / 1e3 if kernels else None,
         after_sync_s=entry.get("after_sync_s", 0.0),
         host_functions=host_functions,

@@ -5,7 +5,8 @@ GPU gauges carry dcgm-exporter's names, units and labels where the two overlap
 activity as a 0-1 ratio, labels ``gpu``, ``UUID``, ``modelName``, ``Hostname``), so
 dashboards built for it read gtop's endpoint unchanged. What only gtop knows has a
 ``gtop_`` prefix: per-process GPU Active Ratio and off-GPU seconds by cause over a
-sliding window (from CUPTI data; under kernel sampling, of the traced time, with the
+sliding window (from CUPTI data; under kernel sampling the ratio estimates the untraced
+and off-GPU seconds estimate the untraced time from the traced time around it, with the
 untraced seconds beside them), kernels per process, and rows dropped anywhere.
 A missing value (NaN, -1) is left out, never exported as zero.
 """
@@ -192,18 +193,20 @@ class ModelMetrics:
     def _attribution_families(self) -> Iterator[Metric]:
         gar = GaugeMetricFamily(
             "gtop_gpu_active_ratio",
-            "GPU Active Ratio of a process on a GPU: time kernels or copies ran / traced time.",
+            "GPU Active Ratio of a process on a GPU: time kernels or copies ran / window "
+            "(under kernel sampling, the untraced time estimated from the traced time).",
             labels=["pid", "gpu"],
         )
         off = GaugeMetricFamily(
             "gtop_off_gpu_seconds",
-            "Seconds of the window the GPU was idle for a process, by the host or device cause.",
+            "Seconds of the window the GPU was idle for a process, by the host or device cause "
+            "(under kernel sampling, with the untraced seconds given out as GAR estimates them).",
             labels=["pid", "gpu", "cause"],
         )
         unseen = GaugeMetricFamily(
             "gtop_not_traced_seconds",
             "Seconds of the window kernel sampling traced none of a process's CUDA activity "
-            "(GAR is of the rest).",
+            "(GAR and the off-GPU seconds estimate them from the traced time around).",
             labels=["pid", "gpu"],
         )
         window = GaugeMetricFamily(
@@ -214,7 +217,7 @@ class ModelMetrics:
             labels = [str(unit.pid), str(unit.device)]
             gar.add_metric(labels, res.gar)
             for cause in OFF_CAUSES:
-                off.add_metric([*labels, LABELS[cause]], int(res.totals[cause]) / 1e9)
+                off.add_metric([*labels, LABELS[cause]], float(res.estimated[cause]) / 1e9)
             unseen.add_metric(labels, int(res.totals[Cause.NOT_TRACED]) / 1e9)
         if results:
             window.add_metric([], WINDOW_NS / 1e9)

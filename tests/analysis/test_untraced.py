@@ -20,8 +20,8 @@ import pytest
 
 from gtop.analysis import intervals as iv
 from gtop.analysis import untraced
-from gtop.analysis.attribution import attribute
-from gtop.analysis.causes import EXPLANATIONS, LABELS, Cause
+from gtop.analysis.attribution import attribute, stream_keys
+from gtop.analysis.causes import EXPLANATIONS, LABELS, ON_CAUSES, Cause
 from gtop.analysis.host_window import LAUNCH_GAP_NS
 from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
@@ -252,17 +252,21 @@ def test_report_of_a_sampled_recording(name: str, folder: Path) -> None:
     assert overlap >= 0.8 * a["duration_s"], (a, b)
     entry = sampled["gpu"]["0"]
     assert entry["untraced_s"] > 0.4 * entry["window_s"]
-    assert entry["duration_s"] + entry["untraced_s"] == pytest.approx(entry["window_s"])
+    assert entry["traced_s"] + entry["untraced_s"] == pytest.approx(entry["window_s"])
+    assert entry["duration_s"] == entry["window_s"]
     on_off = sum(entry["on_s"].values()) + sum(entry["off_s"].values())
-    assert on_off == pytest.approx(entry["duration_s"])
+    assert on_off == pytest.approx(entry["duration_s"])  # the untraced time estimated
     # the same verdict, its rates over the traced time, and what was traced said
     v, w = full["verdict"], sampled["verdict"]
     assert (w["kind"], w["cause"]) == (v["kind"], v["cause"])
     count = sum(k["count"] for k in sampled["kernels"])
-    assert w["launches_per_s"] == pytest.approx(count / entry["duration_s"])
+    assert w["launches_per_s"] == pytest.approx(count / entry["traced_s"])
     assert w["launches_per_s"] == pytest.approx(v["launches_per_s"], rel=0.15)
-    traced = entry["duration_s"] / entry["window_s"]
-    line = f"kernels traced {traced:.0%} of the window (gtop samples above 20,000 kernels/s)"
+    traced = entry["traced_s"] / entry["window_s"]
+    line = (
+        f"kernels traced {traced:.0%} of the window (gtop samples above 20,000 kernels/s; "
+        "the rest estimated from each second's traced part)"
+    )
     assert line in w["evidence"]
     assert not any("kernels traced" in e for e in v["evidence"])
     # API call rates (full mode) are per traced second too
@@ -272,8 +276,8 @@ def test_report_of_a_sampled_recording(name: str, folder: Path) -> None:
             assert a["calls_per_s"] == pytest.approx(rates[a["tid"], a["name"]], rel=0.2), a
     assert (name == "train_loop_cupti") == bool(rates)
     text = " ".join(format_report(sampled).split())  # as one line, however it wraps
-    assert "every share below is of the traced time" in text
-    assert "every share below" not in format_report(full)
+    assert "not traced are estimated from the traced part of each second" in text
+    assert "not traced" not in format_report(full)
 
 
 def test_a_live_view_fed_as_rows_arrive_agrees() -> None:
@@ -313,3 +317,57 @@ def test_a_live_view_fed_as_rows_arrive_agrees() -> None:
             still_off += int(res.partition.causes[-1] == Cause.NOT_TRACED)
         checked += 1
     assert checked >= 8 and still_off >= 2  # windows that end in an off phase, too
+
+
+def agent_cycle(kernels: np.ndarray, duty: float = 0.33) -> DutyCycle:
+    """The agent's own pattern: the first second traced in full (sampling starts once
+    a period's rate is known), then each second off for ``1 - duty``, then on."""
+    period = 1_000_000_000
+    on = int(duty * period)
+    first = int(kernels["t_ns"].min()) + period  # the first off phase begins here
+    return DutyCycle(first - on, int(kernels["end_ns"].max()) + 1, period, on)
+
+
+@pytest.mark.parametrize("name", [*CASES, "constructed-tiny"])
+def test_untraced_time_is_estimated_period_by_period(name: str) -> None:
+    """With the first second traced in full, shares of the traced time alone give that
+    second 1/duty times its weight; the estimate gives each period its own weight
+    (each off phase takes the mix of the traced time before it). Measured on these
+    recordings: the largest share error of any cause falls from 0.111 to 0.056 on the
+    default-mode eager decode, and never rises."""
+    with Recording(RECORDINGS / f"{name}.gtop") as rec:
+        window = choose(rec)
+        data = {n: rec.read(n) for n in ATTRIBUTION_STREAMS if n in rec.streams}
+    full = attribute(Records.from_streams(data), window.t0, window.t1, "process")
+    sampled_streams = sample(data, agent_cycle(data["kernel"]))
+    sampled = attribute(Records.from_streams(sampled_streams), window.t0, window.t1, "process")
+    for unit, want in full.items():
+        got = sampled[unit]
+        assert got.totals[Cause.NOT_TRACED] > 0.3 * got.duration_ns
+        assert got.estimated.sum() == pytest.approx(got.duration_ns)
+        assert got.estimated[Cause.NOT_TRACED] == 0
+        exact = want.totals / want.duration_ns
+        of_traced = np.where(np.arange(len(Cause)) == Cause.NOT_TRACED, 0, got.totals)
+        traced_error = np.abs(of_traced / got.traced_ns - exact).max()
+        estimate_error = np.abs(got.estimated / got.duration_ns - exact).max()
+        assert estimate_error <= traced_error + 0.005, (estimate_error, traced_error)
+        if name == "fixes/decode-eager":
+            assert estimate_error < 0.7 * traced_error, (estimate_error, traced_error)
+        assert got.gar == pytest.approx(got.estimated[list(ON_CAUSES)].sum() / got.duration_ns)
+
+
+def test_a_window_that_starts_or_is_all_in_an_off_phase() -> None:
+    """An off phase with no traced time before it in the window takes the mix of the
+    traced time after it; a window traced nowhere has no estimate and no GAR."""
+    with Recording(RECORDINGS / "fixes/decode-eager.gtop") as rec:
+        data = {n: rec.read(n) for n in ATTRIBUTION_STREAMS if n in rec.streams}
+    cycle = agent_cycle(data["kernel"])
+    records = Records.from_streams(sample(data, cycle))
+    starts, ends = cycle.off_spans()
+    t0 = int(starts[1]) + 100_000_000  # inside the second off phase
+    (res,) = attribute(records, t0, int(ends[3]), "process").values()
+    assert res.partition.causes[0] == Cause.NOT_TRACED
+    assert res.estimated.sum() == pytest.approx(res.duration_ns)
+    known = stream_keys(records.ops)  # the process has no op in so short a window
+    (res,) = attribute(records, t0, t0 + 200_000_000, "process", known).values()
+    assert res.traced_ns == 0 and res.estimated.sum() == 0 and np.isnan(res.gar)

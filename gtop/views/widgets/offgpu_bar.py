@@ -50,15 +50,15 @@ class OffGpuBar(Widget, can_focus=True):
             return Text("no GPU work in the window")
         width = max(10, self.size.width)
         seconds = {**s["on"], **s["off"]}
-        total = s["duration_s"] or 1.0  # the traced time: what shares are of
-        window = _seconds(s.get("window_s", s["duration_s"]))
+        total = s["duration_s"] or 1.0
+        window = _seconds(s["duration_s"])
         if s["gar"] is None:
             head = Text(f"nothing traced in the window {window} (kernel sampling)")
         else:
             head = Text(f"GPU busy {s['gar'] * 100:5.1f}% (GAR)   window {window}")
         if s.get("untraced_s"):
-            traced = s["duration_s"] / (s["duration_s"] + s["untraced_s"])
-            head.append(f", {traced:.0%} traced (shares: of traced time)")
+            traced = s["traced_s"] / s["duration_s"]
+            head.append(f", {traced:.0%} traced (the rest estimated)")
         if not s.get("exact", True):
             head.append("   APPROXIMATE (no CUPTI)", "bold" if self.color else "")
         bar = Text()
