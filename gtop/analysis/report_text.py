@@ -98,6 +98,8 @@ def _breakdown(report: dict[str, Any]) -> list[str]:
     for dev, e in sorted(report.get("gpu", {}).items(), key=lambda kv: int(kv[0])):
         duration = e["duration_s"]
         kind = "exact, from CUPTI" if e["exact"] else "approximate, from NVML"
+        if e.get("untraced_s"):
+            kind = "from CUPTI, sampled"
         gar = "N/A (nothing traced)" if e["gar"] is None else f"{e['gar']:.1%}"
         lines += ["", f"Where GPU {dev}'s time went ({duration:.2f} s, {kind}): GAR {gar}"]
         if e.get("untraced_s"):

@@ -30,10 +30,13 @@ from gtop.analysis.lanes import build_lanes
 from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
 from gtop.core import layouts
+from gtop.core.model import Model
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
+from gtop.session.replay import ReplaySource
 from gtop.views.fmt import busy
 from gtop.views.fmt.palette import CAUSE_GLYPH
+from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
 from gtop.views.tabs.swimlanes_tab import of_pid
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.stream_timeline import BUSY, LABEL, StreamTimeline
@@ -45,6 +48,8 @@ RECORDING = REPO / "recordings" / "fixes" / "decode-eager.gtop"
 CELLS = 60
 SPAN_NS = 3_000_000_000
 HATCH = CAUSE_GLYPH[Cause.NOT_TRACED]
+PID = 506
+"""The decoding process of fixes/decode-eager.gtop."""
 
 
 def load() -> tuple[dict[str, np.ndarray], DutyCycle, int]:
@@ -153,3 +158,27 @@ def test_serve_exports_the_untraced_seconds(tmp_path: Path) -> None:
     (rate,) = families["gtop_kernel_launches_per_second"].samples
     (rate_full,) = full["gtop_kernel_launches_per_second"].samples
     assert rate.value == pytest.approx(rate_full.value, rel=0.2)
+
+
+def test_gpu_time_tab_says_sampled(tmp_path: Path) -> None:
+    """The GPU time tab's computation over the sampled decode replayed to its end: its
+    head says the breakdown is sampled, and its GAR estimates the untraced time as the
+    report does (the unsampled run's within 0.03)."""
+
+    def tab_result(path: Path) -> Any:
+        source = ReplaySource(Recording(path))
+        source.paused = True
+        source.seek(source.t_start + 11_000_000_000)  # the decode ran from 6 s to 10.7 s
+        model = Model()
+        model.apply(source.poll(), source.now_ns())
+        try:
+            return gpu_time(take_snapshot(model, PID, live=False, agent_error=None), PID)
+        finally:
+            source.stop()
+
+    path = tmp_path / "sampled.gtop"
+    write_sampled(RECORDING, path)
+    full, sampled = tab_result(RECORDING), tab_result(path)
+    assert "exact (CUPTI)" in full.note and "CUPTI, sampled" in sampled.note
+    assert sampled.result.totals[Cause.NOT_TRACED] > 0
+    assert sampled.result.gar == pytest.approx(full.result.gar, abs=0.03)

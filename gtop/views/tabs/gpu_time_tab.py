@@ -125,7 +125,8 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
             return None
         unit = own[0]
         res = units[unit]
-        note = f"GPU{unit.device} · process {pid} · exact (CUPTI) · last {(t1 - t0) / 1e9:.3g} s"
+        how = "CUPTI, sampled" if res.estimate is not None else "exact (CUPTI)"
+        note = f"GPU{unit.device} · process {pid} · {how} · last {(t1 - t0) / 1e9:.3g} s"
     else:
         if not len(snap.gpu):
             return None
