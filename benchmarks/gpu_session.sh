@@ -162,7 +162,7 @@ for step in $steps; do
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
     # gtop attached to / detached from one launch-bound process, paired in time
     attach-paired) limit 560 python3 benchmarks/attach_paired.py --rounds 5 --traced 9 --gap 6 \
-                     --variants default,no-agent,host-off --json "$OUT/attach_paired.json" ;;
+                     --variants default,every-kernel,no-agent --json "$OUT/attach_paired.json" ;;
     cupti-kind-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 8 --window 1.5 \
                        --json "$OUT/cupti_kind_cost.json" ;;
     # the graph kind alone: more, shorter windows of off / nodes / default

@@ -38,6 +38,15 @@ class DutyCycle:
         return starts, ends
 
 
+def agent_cycle(kernels: np.ndarray, duty: float = 0.33) -> DutyCycle:
+    """The agent's own pattern: the first second traced in full (sampling starts once
+    a period's rate is known), then each second off for ``1 - duty``, then on."""
+    period = 1_000_000_000
+    on = int(duty * period)
+    first = int(kernels["t_ns"].min()) + period  # the first off phase begins here
+    return DutyCycle(first - on, int(kernels["end_ns"].max()) + 1, period, on)
+
+
 def launched_at(rows: np.ndarray) -> np.ndarray:
     """When each record's activity was launched (what decides whether CUPTI saw it): a
     kernel's submitted or queued stamp when the recording has one, else its start."""

@@ -32,7 +32,7 @@ from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 
 from .recordings import RECORDINGS, ROOT
-from .sampled import DutyCycle, sample, untraced_rows, write_sampled
+from .sampled import DutyCycle, agent_cycle, sample, untraced_rows, write_sampled
 
 CASES = ("fixes/decode-eager", "decode-eager", "train_loop_cupti", "fixes/item-every-step")
 """Launch-bound eager decode at ~29k kernels/s (default agent mode) and ~21k/s (full
@@ -317,15 +317,6 @@ def test_a_live_view_fed_as_rows_arrive_agrees() -> None:
             still_off += int(res.partition.causes[-1] == Cause.NOT_TRACED)
         checked += 1
     assert checked >= 8 and still_off >= 2  # windows that end in an off phase, too
-
-
-def agent_cycle(kernels: np.ndarray, duty: float = 0.33) -> DutyCycle:
-    """The agent's own pattern: the first second traced in full (sampling starts once
-    a period's rate is known), then each second off for ``1 - duty``, then on."""
-    period = 1_000_000_000
-    on = int(duty * period)
-    first = int(kernels["t_ns"].min()) + period  # the first off phase begins here
-    return DutyCycle(first - on, int(kernels["end_ns"].max()) + 1, period, on)
 
 
 @pytest.mark.parametrize("name", [*CASES, "constructed-tiny"])
