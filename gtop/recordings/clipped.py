@@ -12,6 +12,7 @@ intervals to the window itself.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -65,12 +66,25 @@ class ClippedRecording:
         before its chunk's ``t_last``, so only chunks starting after the window go)."""
         return [c for c in self.rec.chunks(stream) if c.t_first < self.window.t1]
 
+    @functools.cached_property
+    def _closed_untraced(self) -> frozenset[tuple[int, int]]:
+        """``(pid, t_ns)`` of every closed ``untraced`` row in the recording (a few a
+        second): an open row and its closed twin may lie in different chunks, and a twin
+        that ended before the window is not among the rows kept."""
+        if UNTRACED.name not in self.streams:
+            return frozenset()
+        rows = self.rec.read(UNTRACED.name)
+        closed = rows[rows["end_ns"] >= 0]
+        return frozenset(zip(closed["pid"].tolist(), closed["t_ns"].tolist(), strict=True))
+
     def _keep(self, rows: np.ndarray, stream: str) -> np.ndarray:
         t0, t1 = self.window.t0, self.window.t1
         if "end_ns" in (rows.dtype.names or ()):
             reaches = rows["end_ns"] > t0
-            if stream == UNTRACED.name:  # an open span, unless its closed row is here
-                reaches |= (rows["end_ns"] < 0) & ~untraced.superseded(untraced.from_stream(rows))
+            if stream == UNTRACED.name:  # an open span, unless it was closed
+                keys = zip(rows["pid"].tolist(), rows["t_ns"].tolist(), strict=True)
+                closed = np.fromiter((k in self._closed_untraced for k in keys), bool, len(rows))
+                reaches |= (rows["end_ns"] < 0) & ~closed
             return take_rows(rows, (rows["t_ns"] < t1) & reaches)
         return take_rows(rows, (rows["t_ns"] >= t0) & (rows["t_ns"] < t1))
 
