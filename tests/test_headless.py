@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gtop.cli import parse_args
 from gtop.recordings.reader import Recording
+from tests.serve_metrics import scrape
 from tests.test_cli import gtop, one_line_error
 
 RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
@@ -109,18 +107,7 @@ def test_serve_is_scraped_by_prometheus_parser() -> None:
     own parser: dcgm-exporter's GPU gauges hold recorded values, gtop's attribution
     families are consistent with their window."""
     path = RECORDINGS / "slow_loader.gtop"
-    cmd = [sys.executable, "-m", "gtop", "serve", "--port", "0", "--replay", str(path)]
-    server = subprocess.Popen([*cmd, "--at", "20"], stderr=subprocess.PIPE, text=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()  # the readiness signal: the address it serves
-        url = re.search(r"(http://\S+/metrics)", line)
-        assert url, line
-        body = urllib.request.urlopen(url.group(1), timeout=30).read().decode()
-        families = {f.name: f for f in text_string_to_metric_families(body)}
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=30) == 0
+    families = scrape(path, 20)
     with Recording(path) as rec:
         t0, t1 = rec.time_range()
         utils = set(rec.read("gpu", t0, t1 + 1)["util_gpu"].tolist())

@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from textual.app import App, ComposeResult
 
-from gtop.analysis.attribution import attribute
-from gtop.analysis.lanes import build_lanes
-from gtop.analysis.records import Records
 from gtop.core import layouts
 from gtop.recordings.reader import Recording
 from gtop.views.fmt import busy
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
-from gtop.views.widgets.stream_timeline import BUSY, LABEL, StreamTimeline
-from gtop.views.widgets.swimlanes import LABEL_WIDTH, Swimlanes
 from tests.views.conftest import REPO
+from tests.views.timelines import Timelines
 
 RECORDING = REPO / "recordings" / "constructed-sleep.gtop"
 STREAMS = ("kernel", "memcpy", "memset", "api", "sync", "thread_state", "cpu_sample")
@@ -54,35 +49,13 @@ def heights(line: str) -> list[float]:
     return [(busy.BARS.index(ch) + 1) / 8 if ch in busy.BARS else 0.0 for ch in line]
 
 
-class Board(App):
-    def __init__(self) -> None:
-        super().__init__()
-        self.data, self.t1 = load()
-
-    def compose(self) -> ComposeResult:
-        yield StreamTimeline()
-        yield GpuRibbon()
-        yield Swimlanes()
-
-    def on_mount(self) -> None:
-        t1, t0 = self.t1, self.t1 - SPAN_NS
-        d = self.data
-        timeline = self.query_one(StreamTimeline)
-        timeline.styles.width = CELLS + LABEL + BUSY + 2  # + its border
-        timeline.window_ns = SPAN_NS
-        timeline.set_activity(d["kernel"], d["memcpy"], d["memset"], t1)
-        rec = Records.from_streams(d)
-        (res,) = [r for u, r in attribute(rec, t0, t1, "process").items()]
-        ribbon = self.query_one(GpuRibbon)
-        ribbon.styles.width = CELLS
-        ribbon.show(res.partition, t0, t1)
-        lanes = self.query_one(Swimlanes)
-        lanes.styles.width = CELLS + LABEL_WIDTH + 1
-        lanes.show(build_lanes(rec, t0, t1), t0, t1)
+def board() -> Timelines:
+    data, t1 = load()
+    return Timelines(data, t1, SPAN_NS, CELLS)
 
 
 async def test_every_timeline_draws_each_cells_busy_fraction() -> None:
-    app = Board()
+    app = board()
     async with app.run_test(size=(WIDTH, 30)) as pilot:
         await pilot.pause()
         t1 = app.t1
@@ -92,14 +65,8 @@ async def test_every_timeline_draws_each_cells_busy_fraction() -> None:
         assert len({busy.level(f) for f in want if f > 0}) >= 4
         want_glyphs = [busy.BARS[busy.level(f)] if f > 0 else None for f in want]
 
-        stream_row = app.query_one(StreamTimeline).render().plain.splitlines()[0]
-        ribbon_row = app.query_one(GpuRibbon).render().plain.splitlines()[0]
-        lane_row = app.query_one(Swimlanes).render().plain.splitlines()[1]
-        rows = {
-            "streams": stream_row[LABEL : LABEL + CELLS],
-            "ribbon": ribbon_row[:CELLS],
-            "swimlanes": lane_row[LABEL_WIDTH + 1 : LABEL_WIDTH + 1 + CELLS],
-        }
+        rows = app.cells_drawn()
+        stream_row = app.lines()["streams"]
         for name, row in rows.items():
             assert len(row) == CELLS, name
             for i, (glyph, bar) in enumerate(zip(row, want_glyphs, strict=True)):
@@ -115,7 +82,7 @@ async def test_every_timeline_draws_each_cells_busy_fraction() -> None:
 
 
 async def test_axis_labels_the_real_span() -> None:
-    app = Board()
+    app = board()
     async with app.run_test(size=(WIDTH, 30)) as pilot:
         await pilot.pause()
         axis = app.query_one(GpuRibbon).render().plain.splitlines()[1]

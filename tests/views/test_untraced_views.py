@@ -10,24 +10,14 @@ idle, and draw the traced time as they drew it unsampled.
 from __future__ import annotations
 
 import itertools
-import re
-import signal
-import subprocess
-import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-from textual.app import App, ComposeResult
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.attribution import attribute
 from gtop.analysis.causes import Cause
-from gtop.analysis.lanes import build_lanes
-from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
 from gtop.core import layouts
 from gtop.core.model import Model
@@ -37,12 +27,10 @@ from gtop.session.replay import ReplaySource
 from gtop.views.fmt import busy
 from gtop.views.fmt.palette import CAUSE_GLYPH
 from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
-from gtop.views.tabs.swimlanes_tab import of_pid
-from gtop.views.widgets.gpu_ribbon import GpuRibbon
-from gtop.views.widgets.stream_timeline import BUSY, LABEL, StreamTimeline
-from gtop.views.widgets.swimlanes import LABEL_WIDTH, Swimlanes
 from tests.analysis.sampled import DutyCycle, sample, write_sampled
+from tests.serve_metrics import scrape
 from tests.views.conftest import REPO
+from tests.views.timelines import Timelines
 
 RECORDING = REPO / "recordings" / "fixes" / "decode-eager.gtop"
 CELLS = 60
@@ -61,48 +49,11 @@ def load() -> tuple[dict[str, np.ndarray], DutyCycle, int]:
     return data, DutyCycle(r0, r1 + 1), window.t1
 
 
-class Board(App):
-    """The three timelines over the last 3 s of the diagnosed window."""
-
-    def __init__(self, data: dict[str, np.ndarray], t1: int) -> None:
-        super().__init__()
-        self.data, self.t1 = data, t1
-
-    def compose(self) -> ComposeResult:
-        yield StreamTimeline()
-        yield GpuRibbon()
-        yield Swimlanes()
-
-    def on_mount(self) -> None:
-        t1, t0 = self.t1, self.t1 - SPAN_NS
-        d = self.data
-        timeline = self.query_one(StreamTimeline)
-        timeline.styles.width = CELLS + LABEL + BUSY + 2  # + its border
-        timeline.window_ns = SPAN_NS
-        off = d.get("untraced", layouts.UNTRACED.empty(0))
-        timeline.set_activity(d["kernel"], d["memcpy"], d["memset"], t1, off=off)
-        rec = Records.from_streams({k: v for k, v in d.items() if len(v)})
-        ((unit, res),) = attribute(rec, t0, t1, "process").items()
-        ribbon = self.query_one(GpuRibbon)
-        ribbon.styles.width = CELLS
-        ribbon.show(res.partition, t0, t1)
-        lanes = self.query_one(Swimlanes)
-        lanes.styles.width = CELLS + LABEL_WIDTH + 1
-        lanes.show(build_lanes(of_pid(rec, unit.pid), t0, t1)[:1], t0, t1)  # as its tab
-
-
 async def rows(data: dict[str, np.ndarray], t1: int) -> dict[str, str]:
-    app = Board(data, t1)
+    app = Timelines(data, t1, SPAN_NS, CELLS)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
-        stream = app.query_one(StreamTimeline).render().plain.splitlines()[0]
-        ribbon = app.query_one(GpuRibbon).render().plain.splitlines()[0]
-        lane = app.query_one(Swimlanes).render().plain.splitlines()[1]
-        return {
-            "streams": stream[LABEL : LABEL + CELLS],
-            "ribbon": ribbon[:CELLS],
-            "swimlanes": lane[LABEL_WIDTH + 1 : LABEL_WIDTH + 1 + CELLS],
-        }
+        return app.cells_drawn()
 
 
 async def test_off_phases_draw_as_not_traced_and_traced_time_as_before() -> None:
@@ -123,30 +74,13 @@ async def test_off_phases_draw_as_not_traced_and_traced_time_as_before() -> None
         assert HATCH not in was, name
 
 
-def scrape(path: Path) -> dict[str, Any]:
-    """The families ``gtop serve`` exports for ``path`` replayed to 11 s (the decode ran
-    from 6 s to 10.7 s), read back with prometheus_client's own parser."""
-    cmd = [sys.executable, "-m", "gtop", "serve", "--port", "0", "--replay", str(path)]
-    server = subprocess.Popen([*cmd, "--at", "11"], stderr=subprocess.PIPE, text=True)
-    try:
-        assert server.stderr is not None
-        line = server.stderr.readline()  # the readiness signal: the address it serves
-        url = re.search(r"(http://\S+/metrics)", line)
-        assert url, line
-        body = urllib.request.urlopen(url.group(1), timeout=30).read().decode()
-        return {f.name: f for f in text_string_to_metric_families(body)}
-    finally:
-        server.send_signal(signal.SIGTERM)
-        assert server.wait(timeout=30) == 0
-
-
 def test_serve_exports_the_untraced_seconds(tmp_path: Path) -> None:
     """The sampled decode replayed into ``gtop serve``: GAR and off-GPU seconds cover the
     window with the untraced time estimated, the untraced seconds beside them, and
     launches/s per traced second (so about the unsampled rate, not 40% of it)."""
     path = tmp_path / "sampled.gtop"
     write_sampled(RECORDING, path)
-    full, families = scrape(RECORDING), scrape(path)
+    full, families = scrape(RECORDING, 11), scrape(path, 11)  # the decode ran 6-10.7 s
     (gar,) = families["gtop_gpu_active_ratio"].samples
     off = sum(s.value for s in families["gtop_off_gpu_seconds"].samples)
     (window,) = families["gtop_attribution_window_seconds"].samples
