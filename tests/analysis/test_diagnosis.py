@@ -107,19 +107,7 @@ def check(kind: str, cause: str | None, verdict: dict[str, Any] | Any) -> None:
         assert got["cause"] == cause, got["headline"]
 
 
-KNOWN_WRONG = {"sampling/eager-decode": "says G:QUEUE 64% for a launch-bound decode"}
-"""Recordings the analysis reads wrongly today (strict: passing fails, so it goes)."""
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[n]))
-        if n in KNOWN_WRONG
-        else n
-        for n in NAMES
-    ],
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_report_verdict_names_the_known_cause(name: str) -> None:
     kind, cause = expected_kind(name)
     verdict = report(name)["verdict"]
