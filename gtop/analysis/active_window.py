@@ -4,7 +4,8 @@ A recording starts before the target has a CUDA context (interpreter start, impo
 building the model) and may end after its last kernel (shutdown, or gtop waiting for
 it to exit). Charged over the whole recording, that time is off-GPU with no GPU work to
 explain it and drowns the answer. So attribution covers the **active window**: from the
-target's first GPU activity (kernel, copy or memset start) to its last (end); or its
+target's first GPU activity (kernel, copy or memset start) to its last (end), or to the
+end of the kernel sampling off phase that the last ran into; or its
 **steady state** (the longest stretch whose GPU busy share, of the time kernel sampling
 traced, stays near that of the window's second half); or seconds given by the user. The
 time before is its own labelled phase, ``startup``, described by its host stacks; the

@@ -199,10 +199,18 @@ class Summary:
             service={k: v + later.service[k] for k, v in self.service.items()},
             threads=tuple(sorted(set(self.threads) | set(later.threads))),
             exact=self.exact and later.exact,
-            estimate=None
-            if self.estimate is None and later.estimate is None
-            else self.estimated + later.estimated,
+            estimate=None if self.estimate is None and later.estimate is None else self._and(later),
         )
+
+    def _and(self, later: Summary) -> np.ndarray:
+        """The two windows' estimates summed; one that traced nothing (a block wholly
+        inside an off phase, as a report's last block can be) takes the other's mix."""
+        mine, theirs = self.estimated, later.estimated
+        if self.traced_ns and not later.traced_ns:
+            theirs = mine * (later.duration_ns / mine.sum())
+        elif later.traced_ns and not self.traced_ns:
+            mine = theirs * (self.duration_ns / theirs.sum())
+        return mine + theirs
 
     def summary(self) -> Summary:
         """Just the numbers (drops what a subclass adds, e.g. the partition)."""

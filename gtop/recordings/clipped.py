@@ -110,10 +110,16 @@ def _last_rows(rec: Recording, stream: str) -> np.ndarray:
     return rec.read(stream, t0=last - 1_000_000_000)
 
 
+OFF_AFTER_NS = 1_000_000
+"""A kernel sampling off phase that starts within this of the last traced GPU work ends
+the active window (the work ran on into it, or stopped somewhere inside it: unknown)."""
+
+
 def active(rec: Recording) -> Window:
     """The target's active window: first to last GPU work in CUPTI records (all of them
-    come from the target and the children the agent followed), else NVML's busy
-    samples (the target's, when it has a pid), else the whole recording."""
+    come from the target and the children the agent followed), up to the end of an off
+    phase the work ran into (:data:`OFF_AFTER_NS`), else NVML's busy samples (the
+    target's, when it has a pid), else the whole recording."""
     r0, r1 = rec.time_range()
     firsts, lasts = [], []
     for stream in OP_STREAMS:
@@ -125,11 +131,22 @@ def active(rec: Recording) -> Window:
             if span:
                 lasts.append(span[1])
     if firsts and lasts:
-        return Window(min(firsts), max(lasts), "active")
+        return Window(min(firsts), _through_off_phase(rec, max(lasts), r1 + 1), "active")
     span = _nvml_active(rec)
     if span is not None:
         return Window(max(span[0], r0), min(span[1], r1) + 1, "active")
     return Window(r0, r1 + 1, "recording")
+
+
+def _through_off_phase(rec: Recording, last: int, end: int) -> int:
+    """``last`` (the last traced GPU work's end), or the end of the off phase that
+    started within :data:`OFF_AFTER_NS` of it (an open one ends at ``end``)."""
+    if UNTRACED.name not in rec.streams:
+        return last
+    spans = untraced.spans_by_pid(untraced.from_stream(rec.read(UNTRACED.name)), end)
+    off = untraced.union_over(spans, list(spans))
+    after = (off.starts <= last + OFF_AFTER_NS) & (off.ends > last)
+    return int(max(last, off.ends[after].max(initial=last)))
 
 
 def _nvml_active(rec: Recording) -> tuple[int, int] | None:

@@ -412,6 +412,9 @@ def test_a_recording_the_agent_sampled(name: str) -> None:
     jsonschema.validate(json.loads(json.dumps(doc)), SCHEMA)  # as --json writes it
     entry, full = doc["gpu"]["0"], every["gpu"]["0"]
     assert entry["untraced_s"] > 0.3 * entry["window_s"] and full["untraced_s"] == 0
+    # all of it estimated, a last report block traced nowhere too (decode-10s: 0.55 s)
+    on_off = sum(entry["on_s"].values()) + sum(entry["off_s"].values())
+    assert on_off == pytest.approx(entry["window_s"])
     v, w = every["verdict"], doc["verdict"]
     assert (w["kind"], w["cause"]) == (v["kind"], v["cause"]) == ("launch-bound", "H:CTRL")
     share = {d: e["off_s"]["H:CTRL"] / e["duration_s"] for d, e in (("s", entry), ("f", full))}
