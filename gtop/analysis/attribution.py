@@ -9,7 +9,8 @@ this order (docs/attribution.md has worked examples):
    computing and the copy is hidden, so compute takes precedence. Overlaps count once.
 2. **Device causes** (off-GPU, but work is waiting). Every op has a *submit* time: its
    CUPTI ``submitted`` stamp when present, else the end of the API call with its
-   correlation id, else its ``queued`` stamp, else its start (clipped to its start).
+   correlation id (ids repeat: the one that started last at or before the op), else its
+   ``queued`` stamp, else its start (clipped to its start).
    Its *eligible* time is the latest of: submit; the end of the stream's previous op
    (streams are in order); and, when a ``cudaStreamWaitEvent`` was issued on its
    stream after the previous op was submitted, the estimate "the latest end of any op
@@ -335,21 +336,38 @@ class _Prepared:
 
     @staticmethod
     def _join(ops: np.ndarray, apis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per op: end and tid of its API call (same pid and correlation), else -1."""
+        """Per op: end and tid of its API call (same pid and correlation), else -1.
+
+        A correlation id may name many launches (CUPTI gave every record after a kernel
+        sampling off phase one id on an H200: recordings/sampling/eager-decode.gtop), so
+        of the calls with the op's key the one that started last at or before the op did
+        (the innermost call of the launch just before it: a runtime call's driver call);
+        when none started by then, the one that ended first.
+        """
         api_end = np.full(len(ops), -1, np.int64)
         api_tid = np.full(len(ops), -1, np.int32)
         apis = take_rows(apis, apis["corr"] != 0)
         if not len(apis) or not len(ops):
             return api_end, api_tid
         akey = (apis["pid"].astype(np.int64) << 32) | apis["corr"].astype(np.int64)
-        order = iv.canonical_order([akey, apis["end"], apis["tid"], apis["t"]])
-        heads = order[iv.run_heads(akey[order])]  # per key: the call that ended first
-        ukey = akey[heads]
         okey = (ops["pid"].astype(np.int64) << 32) | ops["corr"].astype(np.int64)
-        j = np.minimum(np.searchsorted(ukey, okey), len(ukey) - 1)
-        found = (ukey[j] == okey) & (ops["corr"] != 0)
-        api_end[found] = apis["end"][heads[j[found]]]
-        api_tid[found] = apis["tid"][heads[j[found]]]
+        order = iv.canonical_order([akey, apis["t"], -apis["end"], apis["tid"]])
+        when = np.dtype([("key", "<i8"), ("t", "<i8")])
+        calls = np.empty(len(order), when)
+        calls["key"], calls["t"] = akey[order], apis["t"][order]
+        asked = np.empty(len(ops), when)
+        asked["key"], asked["t"] = okey, ops["t"]
+        j = np.searchsorted(calls, asked, side="right") - 1  # the latest (key, t) <= op's
+        before = (j >= 0) & (calls["key"][np.maximum(j, 0)] == okey)
+        pick = order[np.maximum(j, 0)]
+        first = iv.canonical_order([akey, apis["end"], apis["tid"], apis["t"]])
+        heads = first[iv.run_heads(akey[first])]  # per key: the call that ended first
+        ukey = akey[heads]
+        k = np.minimum(np.searchsorted(ukey, okey), len(ukey) - 1)
+        pick = np.where(before, pick, heads[k])
+        found = (before | (ukey[k] == okey)) & (ops["corr"] != 0)
+        api_end[found] = apis["end"][pick[found]]
+        api_tid[found] = apis["tid"][pick[found]]
         return api_end, api_tid
 
     def _eligible(self, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -28,7 +28,7 @@ WORKLOADS = {
     },
     **{
         str(p.relative_to(RECORDINGS).with_suffix(".gtop")): json.loads(p.read_text())
-        for folder in ("default-mode", "fixes")
+        for folder in ("default-mode", "fixes", "sampling")
         for p in (RECORDINGS / folder).glob("*.json")
         if (p.with_suffix(".gtop")).exists()
     },
@@ -36,7 +36,20 @@ WORKLOADS = {
 """Recordings whose workload printed its own measured window (CLOCK_MONOTONIC)."""
 
 
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
+ENDS_UNTRACED = {"sampling/eager-decode.gtop", "sampling/decode-10s.gtop"}
+"""Agent-sampled recordings whose loop ends in an off phase: the active window stops at
+the last traced kernel today (strict: passing fails, so it goes)."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="ends in an off phase"))
+        if n in ENDS_UNTRACED
+        else n
+        for n in sorted(WORKLOADS)
+    ],
+)
 def test_window_is_the_workloads_own(name: str) -> None:
     """The active window holds the workload's measured loop (plus its warm-up GPU work);
     the default window (steady state) holds at least 95% of that loop and is at most a

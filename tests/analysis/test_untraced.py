@@ -362,3 +362,59 @@ def test_a_window_that_starts_or_is_all_in_an_off_phase() -> None:
     known = stream_keys(records.ops)  # the process has no op in so short a window
     (res,) = attribute(records, t0, t0 + 200_000_000, "process", known).values()
     assert res.traced_ns == 0 and res.estimated.sum() == 0 and np.isnan(res.gar)
+
+
+AGENT_SAMPLED = ("sampling/eager-decode", "sampling/decode-10s")
+"""Eager decodes the agent itself sampled (H200, gpu_session.sh steps ``sampling`` and
+``user-path``); ``sampling/eager-decode-every-kernel`` is the 8 s one traced in full."""
+EDGE_NS = 2_000_000
+"""How far inside an off phase a record may start: ``t_off`` is read before the disable
+calls and ``t_on`` after the enable calls, and work launched before an off switch runs
+on past it (measured on both recordings: at most 0.14 ms)."""
+
+
+@functools.cache
+def agent_report(name: str) -> dict[str, Any]:
+    with Recording(RECORDINGS / f"{name}.gtop") as rec:
+        return read_report(rec)
+
+
+@pytest.mark.parametrize("name", AGENT_SAMPLED)
+def test_a_recording_the_agent_sampled(name: str) -> None:
+    """What the derived cases above check, on the agent's own off phases: they are
+    NOT_TRACED exactly, no kernel or copy starts inside one (up to its edges), and the
+    report is schema-valid and reads as the every-kernel run does: launch-bound, H:CTRL
+    and GAR within 3 points, no G:QUEUE. In eager-decode every record after the first
+    off phase carries one correlation id (CUPTI's, as recorded): joined by it alone, each
+    launch took the first op's, and the gaps read as G:QUEUE 64%."""
+    with Recording(RECORDINGS / f"{name}.gtop") as rec:
+        window = choose(rec)
+        data = {n: rec.read(n) for n in ATTRIBUTION_STREAMS if n in rec.streams}
+    records = Records.from_streams({k: v for k, v in data.items() if len(v)})
+    spans = untraced.spans_by_pid(records.untraced, window.t1)
+    assert spans, "the agent sampled nothing"
+    results = attribute(records, window.t0, window.t1, "process")
+    for unit, res in results.items():
+        want = iv.clip(spans.get(unit.pid, iv.EMPTY), window.t0, window.t1)
+        got = cause_spans(res.partition, Cause.NOT_TRACED)
+        assert got.starts.tolist() == want.starts.tolist()
+        assert got.ends.tolist() == want.ends.tolist()
+    for pid, off in spans.items():
+        inner = off.ends - off.starts > 2 * EDGE_NS
+        deep = iv.Spans(off.starts[inner] + EDGE_NS, off.ends[inner] - EDGE_NS)
+        starts = records.ops["t"][records.ops["pid"] == pid]
+        assert (iv.owner(deep, starts) < 0).all()
+    if name == "sampling/eager-decode":
+        corr = records.ops["corr"][records.ops["t"] > spans[records.ops["pid"][0]].ends[0]]
+        assert len(corr) > 50_000 and len(np.unique(corr)) == 1
+
+    doc, every = agent_report(name), agent_report("sampling/eager-decode-every-kernel")
+    jsonschema.validate(json.loads(json.dumps(doc)), SCHEMA)  # as --json writes it
+    entry, full = doc["gpu"]["0"], every["gpu"]["0"]
+    assert entry["untraced_s"] > 0.3 * entry["window_s"] and full["untraced_s"] == 0
+    v, w = every["verdict"], doc["verdict"]
+    assert (w["kind"], w["cause"]) == (v["kind"], v["cause"]) == ("launch-bound", "H:CTRL")
+    share = {d: e["off_s"]["H:CTRL"] / e["duration_s"] for d, e in (("s", entry), ("f", full))}
+    assert share["s"] == pytest.approx(share["f"], abs=0.03)
+    assert entry["gar"] == pytest.approx(full["gar"], abs=0.03)
+    assert entry["off_s"]["G:QUEUE"] < 0.01 * entry["duration_s"]
