@@ -133,7 +133,6 @@ class Cupti:
             [ctypes.c_int, ctypes.c_uint32, ctypes.POINTER(ctypes.c_size_t)],
             optional=True,
         )
-        self._sig("cuptiFinalize", [], optional=True)
         self._sig("cuptiSetThreadIdType", [ctypes.c_int], optional=True)
 
     def _sig(self, name: str, argtypes: list, optional: bool = False) -> None:
@@ -238,8 +237,3 @@ class Cupti:
         n = ctypes.c_size_t()
         code = self.lib.cuptiActivityGetNumDroppedRecords(context, stream, ctypes.byref(n))
         return n.value if code == 0 else 0
-
-    def finalize(self) -> None:
-        """Detach CUPTI from the process, so that it costs nothing until used again."""
-        if self.has("cuptiFinalize"):
-            self.check("cuptiFinalize", self.lib.cuptiFinalize())

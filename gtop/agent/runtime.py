@@ -395,20 +395,29 @@ class Session(threading.Thread):
                 self.connected = False
         for item in items:
             pool.release(item)
-        _quietly(cupti.unsubscribe, self.subscriber)
-        self.subscriber = None
-        if self.options.get("finalize", True):
-            _quietly(cupti.finalize)
+        self._leave_cupti()
         pool.trim()
 
+    def _leave_cupti(self) -> None:
+        """Give up the subscriber slot; every kind is off already. CUPTI stays loaded.
+
+        Never ``cuptiFinalize``: on an H200 (CUDA 13.0) it corrupted a launch-bound
+        target's heap in 3 of 12 detaches when called from this thread, and in 2 of 10
+        when called, as CUPTI's dynamic-detach sample does, at the exit of one of the
+        target's own CUDA calls; unsubscribing alone, 0 of 9
+        (``benchmarks/detach_stress.py``, RESULTS.md "Detaching").
+        """
+        _quietly(self.cupti.unsubscribe, self.subscriber)
+        self.subscriber = None
+
     def _drain(self) -> None:
-        """Answer gtop's name requests for the last buffers before CUPTI is finalised.
+        """Answer gtop's name requests for the last buffers before leaving.
 
         Kernel names first seen in the final buffers (kernels first launched late, or
         from a thread whose buffer CUPTI returns only at the end) would otherwise never
-        be resolved: their pointers are only readable here, and only until
-        ``cuptiFinalize``. Bounded by :data:`DRAIN_S`; an older gtop that does not
-        answer costs exactly that.
+        be resolved: their pointers are only readable in this process, which may be
+        exiting. Bounded by :data:`DRAIN_S`; an older gtop that does not answer costs
+        exactly that.
         """
         self._send(wire.json_frame(wire.DRAIN, {}))
         deadline = time.monotonic() + DRAIN_S
@@ -574,7 +583,6 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
         mode: ``"default"`` or ``"full"``, or a comma-separated list of kinds
             (``kernel,memcpy,runtime``); see :mod:`gtop.agent.modes`.
         options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
-            ``finalize`` (detach CUPTI entirely when tracing stops; default True),
             ``sample_above`` (records/s above which kernels are traced in a duty cycle,
             :mod:`gtop.agent.sampling`; 0: trace every kernel, as ``full`` mode and any
             kind list with API calls, NVTX or CUPTI overhead always do).

@@ -7,11 +7,13 @@
  * buffer-requested callback, drops and counts records when no buffer is given, and hands
  * full buffers back through the buffer-completed callback, as CUPTI does.
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef FAKE_CUDA
 static int initialised;
@@ -52,7 +54,10 @@ int cuptiActivityDisable(int kind) { enabled_mask &= ~(1ull << kind); return 0; 
 int cuptiActivitySetAttribute(int a, size_t *s, void *v) { (void)a; (void)s; (void)v; return 0; }
 int cuptiSetThreadIdType(int t) { (void)t; return 0; }
 int cuptiActivityEnableLatencyTimestamps(uint8_t e) { (void)e; return 0; }
-int cuptiFinalize(void) { return 0; }
+static long finalized_by; /* thread id of the last cuptiFinalize; 0: none */
+int cuptiFinalize(void) { finalized_by = gettid(); return 0; }
+/* Thread id (gettid) that last called cuptiFinalize; 0 if none did (gtop never should). */
+long fake_finalized_by(void) { return finalized_by; }
 int cuptiUnsubscribe(void *h) { (void)h; return 0; }
 int cuptiSubscribe(void **h, void *cb, void *ud) {
   (void)cb; (void)ud;

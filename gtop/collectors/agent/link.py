@@ -97,7 +97,7 @@ class AgentLink:
         hub: where batches and entities go.
         mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
         options: agent options (see :func:`gtop.agent.runtime.start`), over defaults
-            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"finalize": false}``;
+            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"buffers": 64}``;
             ``sample_above`` defaults to :data:`~gtop.agent.sampling.SAMPLE_ABOVE`.
 
     Raises:

@@ -3,7 +3,8 @@
 Reads commands on stdin, answers one line each:
 ``init`` (cuInit), ``launch N NAME`` (N fake kernels; answers the monotonic time range),
 ``start RATE NAME`` (launch RATE kernels/s on a thread until ``stop``, which answers how
-many), ``mask`` (enabled CUPTI kinds), ``exit``.
+many), ``mask`` (enabled CUPTI kinds), ``who`` (the launching thread's id and the id
+of the thread that called cuptiFinalize, 0 for none), ``exit``.
 
 ``fake_gpu.py --run RATE SECONDS`` instead initialises, launches RATE kernels/s for
 SECONDS and exits (for ``gtop record -- CMD``).
@@ -18,6 +19,7 @@ import time
 cuda = ctypes.CDLL(os.environ["FAKE_CUDA_LIB"], mode=ctypes.RTLD_GLOBAL)
 cupti = ctypes.CDLL(os.environ["GTOP_CUPTI_LIB"])
 cupti.fake_enabled_mask.restype = ctypes.c_uint64
+cupti.fake_finalized_by.restype = ctypes.c_long
 names = {}
 
 
@@ -70,6 +72,8 @@ for line in sys.stdin:
         running.clear()
         launcher.join()
         print("stopped", count[0], flush=True)
+    elif cmd[0] == "who":
+        print("who", launcher.native_id if launcher else 0, cupti.fake_finalized_by(), flush=True)
     elif cmd[0] == "mask":
         print("mask", cupti.fake_enabled_mask(), flush=True)
     elif cmd[0] == "exit":
