@@ -30,6 +30,7 @@ from gtop.analysis.sliding_window import AttributionEngine
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
+from tests.serve_metrics import scrape
 
 from .recordings import RECORDINGS, ROOT
 from .sampled import DutyCycle, agent_cycle, sample, untraced_rows, write_sampled
@@ -421,3 +422,12 @@ def test_a_recording_the_agent_sampled(name: str) -> None:
     assert share["s"] == pytest.approx(share["f"], abs=0.03)
     assert entry["gar"] == pytest.approx(full["gar"], abs=0.03)
     assert entry["off_s"]["G:QUEUE"] < 0.01 * entry["duration_s"]
+
+
+def test_serve_reads_the_agent_sampled_decode_as_launching() -> None:
+    """``gtop serve`` attributes as the report does: the sampled eager decode replayed to
+    11 s exports its host gaps as H:CTRL, not G:QUEUE (before the fix: 3.3 s G:QUEUE,
+    1.5 s H:CTRL)."""
+    families = scrape(RECORDINGS / "sampling" / "eager-decode.gtop", 11.0)
+    off = {s.labels["cause"]: s.value for s in families["gtop_off_gpu_seconds"].samples}
+    assert off["H:CTRL"] > 4 and off["G:QUEUE"] < 0.01 * off["H:CTRL"]
