@@ -11,7 +11,7 @@
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
-# Kernel sampling (issue 15): sampling overhead-matrix-sampling
+# Kernel sampling (issue 15): sampling sampling-corr overhead-matrix-sampling
 set -u
 OUT=${OUT:-/tmp/gtop-out}
 mkdir -p "$OUT"
@@ -214,6 +214,16 @@ for step in $steps; do
                 limit 30 python3 -m gtop report "$OUT/$name.gtop" >"$OUT/$name.txt" 2>&1
                 head -40 "$OUT/$name.txt"
               done ;;
+    # kernel sampling's correlation ids: in one H200 run every record after the first off
+    # phase carried one id (recordings/sampling/eager-decode.gtop), in the next they stayed
+    # unique; how often, over three sampled decodes (RESULTS.md "Kernel sampling")
+    sampling-corr) mkdir -p "$OUT/corr"
+                   for i in 1 2 3; do
+                     limit 60 python3 -m gtop record --force -o "$OUT/corr/decode-$i.gtop" \
+                       -- python3 benchmarks/workloads/decode_loop.py --seconds 6 >/dev/null
+                   done
+                   limit 60 python3 benchmarks/correlation_ids.py "$OUT"/corr/decode-*.gtop \
+                     | tee "$OUT/corr/correlation_ids.md" ;;
     overhead-matrix-sampling) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
                                 --modes untraced,gtop,gtop-every-kernel --json "$OUT/sampling_eager-decode.json" ;;
     *) echo "unknown step $step"; status=1 ;;
