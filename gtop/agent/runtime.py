@@ -404,7 +404,7 @@ class Session(threading.Thread):
         Never ``cuptiFinalize``: on an H200 (CUDA 13.0) it corrupted a launch-bound
         target's heap in 3 of 12 detaches when called from this thread, and in 2 of 10
         when called, as CUPTI's dynamic-detach sample does, at the exit of one of the
-        target's own CUDA calls; unsubscribing alone, 0 of 9
+        target's own CUDA calls; unsubscribing alone, 0 of 21
         (``benchmarks/detach_stress.py``, RESULTS.md "Detaching").
         """
         _quietly(self.cupti.unsubscribe, self.subscriber)
