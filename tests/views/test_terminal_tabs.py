@@ -1,6 +1,7 @@
 """Every process-screen tab in a real terminal (tmux) at 80x24 and 200x60, over a real
 training-loop recording (train_loop_cupti.gtop, H200): each tab shows its answer there,
-in plain words, with busy-fraction timelines; ? explains the screen, l the causes."""
+in plain words, with busy-fraction timelines; ? explains the screen, l the causes, v the
+verdict in full."""
 
 from __future__ import annotations
 
@@ -61,5 +62,9 @@ def test_every_tab_answers_in_a_terminal(term: Terminal, size: tuple[int, int]) 
     term.wait_for(lambda s: "launching kernels (H:CTRL)" in s)
     term.keys("Escape")
     term.wait_for(lambda s: "legend" not in s)
+    term.keys("v")  # the verdict line, cut at 80 columns, in full
+    term.wait_for(lambda s: "Evidence" in s and "Usual fix:" in s and "Why:" in s)
+    term.keys("Escape")
+    term.wait_for(lambda s: "Evidence" not in s)
     term.keys("q")
     term.wait_for(lambda s: "gtop-exit=0" in s)

@@ -25,6 +25,7 @@ from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.fmt import busy
+from gtop.views.fmt.cause_frames import plain_frames
 from gtop.views.fmt.palette import CAUSE_GLYPH
 from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
 from tests.analysis.sampled import DutyCycle, sample, write_sampled
@@ -116,3 +117,11 @@ def test_gpu_time_tab_says_sampled(tmp_path: Path) -> None:
     assert "exact (CUPTI)" in full.note and "CUPTI, sampled" in sampled.note
     assert sampled.result.totals[Cause.NOT_TRACED] > 0
     assert sampled.result.gar == pytest.approx(full.result.gar, abs=0.03)
+
+    # the flamegraph in plain words, over traced time only (what held the rest is unknown)
+    frames, left_out = plain_frames(sampled.folded)
+    assert left_out and not plain_frames(full.folded)[1]
+    assert {p[0] for p in frames} <= {"GPU busy", "GPU idle"}
+    assert ("GPU idle", "launching kernels H:CTRL") in {p[:2] for p in frames}
+    traced = sampled.result.t1 - sampled.result.t0 - sampled.result.totals[Cause.NOT_TRACED]
+    assert sum(frames.values()) == pytest.approx(traced / 1e9, abs=0.002)  # 1 ms slices

@@ -8,6 +8,7 @@ import time
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 from gtop.views.screens.process import ProcessScreen
+from gtop.views.screens.verdict import VerdictScreen
 from tests.views.conftest import REPO, SIZE, AppFactory
 
 RECORDINGS = REPO / "recordings"
@@ -54,3 +55,26 @@ async def test_verdict_line_says_when_there_is_no_gpu_work(replay_app: AppFactor
         pid = rec.meta["target"]["pid"]
     verdict, text = await verdict_at(replay_app, "constructed-sleep.gtop", 2.0, pid)
     assert verdict is None and text.startswith("Why idle: no ")
+
+
+async def test_v_shows_the_verdict_in_full(replay_app: AppFactory) -> None:
+    # at 80 columns the line is cut before its fix: v opens all of it
+    at_s, pid, expected = middle_of_window("fixes/decode-eager.gtop")
+    app = replay_app(RECORDINGS / "fixes/decode-eager.gtop", at_s=at_s, start_pid=pid)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 60
+        while not (isinstance(app.screen, ProcessScreen) and app.screen.verdict.settled()):
+            assert time.monotonic() < deadline, "no verdict"
+            await pilot.pause(0.05)
+        verdict = app.screen.verdict.verdict
+        assert verdict is not None and verdict.kind == expected["kind"] == "launch-bound"
+        await pilot.press("v")
+        await pilot.pause()
+        assert isinstance(app.screen, VerdictScreen)
+        text = app.screen.text.plain
+        assert text.startswith(verdict.headline)
+        assert all(item in text for item in verdict.evidence)
+        assert text.count("Usual fix:") == 1 and text.endswith(verdict.fix)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen)

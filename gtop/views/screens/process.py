@@ -11,6 +11,7 @@ from textual.widgets._tabbed_content import ContentTabs
 
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
+from gtop.views.screens.verdict import VerdictScreen
 from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
 from gtop.views.tabs.verdict_line import VerdictLine
 from gtop.views.tabs.worker_panel import WorkerPanel
@@ -42,6 +43,7 @@ class ProcessScreen(GtopScreen):
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("v", "verdict", "Why idle"),
         Binding("backspace", "back", "Back", show=False),
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False),
         Binding("right_square_bracket", "tab(1)", "Next tab", show=False),
@@ -87,11 +89,15 @@ class ProcessScreen(GtopScreen):
                 (self.tabs.show_tab if wanted else self.tabs.hide_tab)(pane)
                 self._shown[pane] = wanted
 
+    def action_verdict(self) -> None:
+        """The verdict line in full: evidence and the usual fix (cut at 80 columns)."""
+        self.app.push_screen(VerdictScreen(self.verdict.verdict, self.verdict.line()))
+
     def about(self) -> str:
         spec = self._specs.get(self.tabs.active)
         head = (
             f"Process {self.pid}: identity and resource history on top, one line on why its "
-            "GPU is idle (the verdict), then tabs ([ and ] switch)."
+            "GPU is idle (the verdict; v shows it in full), then tabs ([ and ] switch)."
         )
         return f"{head}\n\n{spec.title}: {spec.about}" if spec and spec.about else head
 

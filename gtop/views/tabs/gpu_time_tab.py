@@ -28,6 +28,7 @@ from gtop.analysis.records import Records
 from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.fmt.busy import Cells
+from gtop.views.fmt.cause_frames import plain_frames
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
 from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of, window_end
@@ -215,7 +216,8 @@ class GpuTimeTab(WorkerPanel):
         res = result.result
         self.ribbon.show(res.partition, res.t0, res.t1, result.lag_ns, cells)
         self.bar.summary = unit_summary(result.result)
-        self.flame.folded = result.folded
+        self.flame.folded, sampled = plain_frames(result.folded)
+        self.flame.total_label = "traced" if sampled else "total"
         self.flame.border_title = "GPU-centric flamegraph"
 
 

@@ -67,6 +67,7 @@ class VerdictLine(WorkerPanel):
         self.text = Static("", classes="verdict")
         self.verdict: Verdict | None = None
         """The latest verdict shown (None: none yet)."""
+        self._line = ""
         self._last = float("-inf")
         self._seen: tuple[int, bool] = (-1, False)
         """(session generation, any data yet) when the last computation started."""
@@ -97,5 +98,9 @@ class VerdictLine(WorkerPanel):
         return None, f"Why idle: no CUDA activity seen ({snap.agent_reason})"
 
     def apply(self, result: Any) -> None:
-        self.verdict, text = result
-        self.text.update(text)
+        self.verdict, self._line = result
+        self.text.update(self._line)
+
+    def line(self) -> str:
+        """The line as shown (its reason when there is no verdict)."""
+        return self._line
