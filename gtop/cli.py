@@ -908,7 +908,9 @@ def _compare(config: Config) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
     doc = compare_reports((a.name, b.name), reports)
-    print(json.dumps(doc, indent=2) if config.json else format_compare(doc, WIDTH))
+    # In a terminal narrower than the report's width, the terminal's (76 at least).
+    width = min(WIDTH, os.get_terminal_size().columns) if sys.stdout.isatty() else WIDTH
+    print(json.dumps(doc, indent=2) if config.json else format_compare(doc, width))
     return 0
 
 

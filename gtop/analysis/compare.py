@@ -23,6 +23,9 @@ LABEL = 30
 space come before them)."""
 COL = 16
 """Columns per recording's cell: two fit beside the labels, and the delta, in 76."""
+MIN_WIDTH = 76
+"""The fewest columns the comparison is laid out in (80 less a screen's padding and
+scrollbar)."""
 MARKED_PT = 5.0
 """A change of this many points of the window or more is drawn bold."""
 WINDOW_WORDS = {
@@ -214,6 +217,7 @@ def compare_lines(
     (GAR, the window each covers), each cause side by side with the difference in
     points of the window, both verdicts, the top kernels of each. ``glyphs`` puts each
     cause's timeline glyph before its words."""
+    width = max(width, MIN_WIDTH)
     return [
         *_headline(doc, width),
         [],

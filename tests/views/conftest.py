@@ -17,6 +17,7 @@ import pytest
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
+from tests.views.test_terminal import Terminal
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -85,3 +86,13 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     if not had_no_color:
         os.environ.pop("NO_COLOR", None)
     time.tzset()
+
+
+@pytest.fixture
+def terminal(request: pytest.FixtureRequest) -> Iterator[Terminal]:
+    """A tmux server of the test's own (:class:`Terminal`), killed at the end."""
+    term = Terminal(f"gtop-test-{request.node.name}-{time.monotonic_ns()}")
+    try:
+        yield term
+    finally:
+        term.close()

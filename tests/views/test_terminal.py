@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,15 +57,6 @@ class Terminal:
 
     def close(self) -> None:
         subprocess.run([*self.base, "kill-server"], capture_output=True)
-
-
-@pytest.fixture
-def terminal(request: pytest.FixtureRequest) -> Iterator[Terminal]:
-    term = Terminal(f"gtop-test-{request.node.name}-{time.monotonic_ns()}")
-    try:
-        yield term
-    finally:
-        term.close()
 
 
 GREYS_256 = {0, 7, 8, 15, 16, 59, 102, 145, 188, 231, *range(232, 256)}

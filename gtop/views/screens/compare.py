@@ -25,8 +25,6 @@ from gtop.recordings.reader import Recording, RecordingError
 from gtop.recordings.report_data import read_pair
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE
 
-MIN_WIDTH = 76
-"""Columns the comparison is laid out in at least (80 less the padding and scrollbar)."""
 CHROME = 4
 """Columns the screen takes beside the text: padding, vertical scrollbar."""
 
@@ -36,7 +34,7 @@ def comparison(a: Path, b: Path, width: int) -> Text:
     with Recording(a) as rec_a, Recording(b) as rec_b:
         doc = compare_reports((a.name, b.name), read_pair((rec_a, rec_b)))
     out = Text()
-    for line in compare_lines(doc, max(width, MIN_WIDTH), CAUSE_GLYPH):
+    for line in compare_lines(doc, width, CAUSE_GLYPH):
         for text, tag in line:
             out.append(text, style=CAUSE_STYLE[tag] if isinstance(tag, Cause) else tag or "")
         out.append("\n")

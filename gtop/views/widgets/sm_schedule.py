@@ -104,7 +104,7 @@ class SmSchedule(ZoomPan):
             sched = s.per_sm.sched_ns[i:j].sum() / max(s.per_sm.exec_ns[i:j].sum(), 1)
             out.append(f" busy {busy:4.0%} sched {sched:4.1%}", style="dim")
         out.append("\n")
-        out.append_text(self._durations(s, lo, hi))
+        out.append_text(self._durations(s, lo, hi, self.size.width))
         return out
 
     @staticmethod
@@ -138,13 +138,19 @@ class SmSchedule(ZoomPan):
         return head
 
     @staticmethod
-    def _durations(s: Schedule, lo: float, hi: float) -> Text:
+    def _durations(s: Schedule, lo: float, hi: float, width: int) -> Text:
+        """The window's span, then the block durations: a histogram and as many of the
+        percentiles as fit ``width`` whole (at 80 columns a cut one read ``p99 5``)."""
         p = s.duration_pct
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{_ms(lo)} … {_ms(hi)}   ", "dim")
         text.append("block durations ")
         text.append(_spark(s.end - s.start), "bold #5fafff")
-        text.append(f" p50 {_ms(p[50])} p90 {_ms(p[90])} p99 {_ms(p[99])} max {_ms(p[100])}")
+        for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
+            part = f" {name} {_ms(p[q])}"
+            if text.cell_len + len(part) > width:
+                break
+            text.append(part)
         return text
 
 
