@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.timer import Timer
 from textual.widgets import Static
 
 from gtop.analysis.gpu_report import after_sync_ns, top_off_stacks, unit_summary
@@ -69,8 +70,11 @@ class VerdictLine(WorkerPanel):
         """The latest verdict shown (None: none yet)."""
         self._line = ""
         self._last = float("-inf")
-        self._seen: tuple[int, bool] = (-1, False)
-        """(session generation, any data yet) when the last computation started."""
+        self._seen: tuple[int, bool, int] = (-1, False, 0)
+        """(session generation, any data yet, playhead) when the last computation started."""
+        self._pending: Model | None = None
+        """The model of a show skipped by the throttle, served when it allows."""
+        self._trailing: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield self.note
@@ -79,12 +83,30 @@ class VerdictLine(WorkerPanel):
     def show(self, model: Model) -> None:
         now = time.monotonic()
         data = session_of(model)
-        seen = (data.generation, data.batches > 0)
-        if self.computed and seen == self._seen and now - self._last < EVERY_S:
-            return  # at most every EVERY_S, unless a seek or the first data came since
+        seen = (data.generation, data.batches > 0, model.now_ns)
+        if self.computed and seen == self._seen:
+            return  # nothing new since the last computation
+        wait = self._last + EVERY_S - now
+        if self.computed and seen[:2] == self._seen[:2] and wait > 0:
+            # at most every EVERY_S, unless a seek or the first data came since; but
+            # the last show must be served: a paused replay may not show again, and the
+            # line kept a verdict of seconds before beside a GPU time tab of the playhead
+            self._pending = model
+            if self._trailing is None:
+                self._trailing = self.set_timer(wait + 0.01, self._serve_pending)
+            return
         if not self.busy:  # (while busy, the show is served when the computation ends)
             self._last, self._seen = now, seen
         super().show(model)
+
+    def settled(self) -> bool:
+        return super().settled() and self._pending is None
+
+    def _serve_pending(self) -> None:
+        self._trailing = None
+        if self._pending is not None:
+            model, self._pending = self._pending, None
+            self.show(model)
 
     def snapshot(self, model: Model) -> Any:
         return take_snapshot(model, self.pid, self.live(), self.agent_error())
