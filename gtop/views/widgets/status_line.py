@@ -65,9 +65,24 @@ class StatusLine(Widget):
             lost = ", ".join(f"{k} {v:,}" for k, v in sorted(st.drops.items()))
             parts.append(Text(f"⚠ drops: {lost}", style=style("warn")))
         parts.extend(Text(t, style=style("muted")) for t in st.trouble)
-        if st.cost:
-            parts.append(Text(st.cost, style=style("muted")))
-        out = Text(" │ ").join(parts)
+        sep = Text(" │ ")
+        room = self.size.width - sep.join(parts).cell_len - sep.cell_len
+        cost = fit_items(st.cost, room) if st.cost else ""
+        if cost:
+            parts.append(Text(cost, style=style("muted")))
+        out = sep.join(parts)
         out.no_wrap = True
         out.overflow = "ellipsis"
         return out
+
+
+def fit_items(line: str, room: int) -> str:
+    """``line``'s comma-separated items that fit ``room`` columns whole, then ``…`` (at
+    80 columns the cost was cut to ``agent CPU`` without its number); empty when not
+    even the first one fits."""
+    items = line.split(", ")
+    for n in range(len(items), 0, -1):
+        text = ", ".join(items[:n]) + ("" if n == len(items) else ", …")
+        if len(text) <= room:
+            return text
+    return ""
