@@ -466,8 +466,9 @@ def _kernel_commands(screen: ProcessScreen, model: Model) -> list[Command]:
     stats = data.kernels.get(screen.pid)
     if stats is None:
         return []
-    rows = stats.rows(names_from_entities(model.entities.get("kernel_name", {}).values()))
-    shown = kernel_names.labels(rows)
+    names = names_from_entities(model.entities.get("kernel_name", {}).values())
+    rows = stats.rows(names)
+    shown = kernel_names.labels({r.name for r in rows} | set(names.values()))
     total = sum(r.total_ns for r in rows) or 1
 
     def select(name: str) -> None:

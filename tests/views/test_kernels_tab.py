@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
+from gtop.views.tabs.session_data import session_of
 from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import REPO, SIZE, AppFactory
-from tests.views.test_process_tabs import open_tab, settle_panel
+from tests.views.test_process_tabs import open_tab, seeked, settle_panel
 
 TRAIN = REPO / "recordings" / "train_loop_cupti.gtop"
 TRAIN_PID = 2011
@@ -78,3 +79,30 @@ async def test_palette_opens_tabs_and_kernels(replay_app: AppFactory) -> None:
         assert "FillFunctor<float>" in row.demangled and "FillFunctor<float>" in str(
             tab.detail.render()
         )
+
+
+DECODE = REPO / "recordings" / "fixes" / "decode-eager.gtop"
+DECODE_PID = 506
+"""The decoding process: two ``gemvx::kernel<…>`` kernels, one of them launched with grids
+128 and 384 in turn, told apart by a template argument (7 or 6), not by a grid."""
+
+
+async def test_labels_stay_put_while_the_replay_plays_and_seeks(replay_app: AppFactory) -> None:
+    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        first = {r.name: tab.kernels.label(r) for r in tab.kernels.shown}
+        assert len(set(first.values())) == len(first)
+        gemvx = sorted(label for label in first.values() if label.startswith("gemvx::kernel"))
+        assert gemvx == ["gemvx::kernel<false…6…>", "gemvx::kernel<false…7…>"]
+        seen = [first]
+        generation = session_of(app.model).generation
+        for key in ("full_stop", "full_stop", "right"):  # two samples on, then 5 s on
+            await pilot.press(key)
+            generation += 1  # a step is a seek too
+            await seeked(pilot, app, generation)
+            seen.append({r.name: tab.kernels.label(r) for r in tab.kernels.shown})
+        for labels in seen[1:]:
+            assert {n: first[n] for n in labels} == labels

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 
 from textual.app import ComposeResult
@@ -97,7 +97,7 @@ class KernelTable(Widget):
         super().__init__(id=id)
         self._rows: list[KernelRow] = []
         self._shown: list[KernelRow] = []
-        self._labels: dict[str, str] = {}
+        self._labels: Mapping[str, str] = {}
         self._span_s = 0.0
         self._room = 0
         """The name column's room at the last redraw."""
@@ -110,10 +110,13 @@ class KernelTable(Widget):
         if self._name_width() != self._room:  # the name column's width changed
             self._redraw_if_mounted()
 
-    def set_rows(self, rows: list[KernelRow], span_ns: int = 0) -> None:
-        """The kernels, aggregated over ``span_ns`` (for launches per second)."""
+    def set_rows(
+        self, rows: list[KernelRow], span_ns: int = 0, known: Collection[str] = ()
+    ) -> None:
+        """The kernels, aggregated over ``span_ns`` (for launches per second); ``known``:
+        every kernel name seen so far (rows or not), which labels tell apart."""
         self._rows = rows
-        self._labels = kernel_names.labels(rows)
+        self._labels = kernel_names.labels({r.name for r in rows} | set(known))
         self._span_s = span_ns / 1e9
         self._redraw()
 
