@@ -7,6 +7,7 @@ from __future__ import annotations
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
 from gtop.views.tabs.session_data import session_of
+from gtop.views.widgets.kernel_table import NAME_FLOOR, NUMBERS
 from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import REPO, SIZE, AppFactory
 from tests.views.test_process_tabs import open_tab, seeked, settle_panel
@@ -106,3 +107,33 @@ async def test_labels_stay_put_while_the_replay_plays_and_seeks(replay_app: AppF
             seen.append({r.name: tab.kernels.label(r) for r in tab.kernels.shown})
         for labels in seen[1:]:
             assert {n: first[n] for n in labels} == labels
+
+
+async def test_columns_show_whole_or_not_at_all(replay_app: AppFactory) -> None:
+    """At every width the header is whole labels: a column that does not fit is left
+    out (at 80 columns the launches/s column was cut to "L"), and the name column gives
+    way to more numbers only down to NAME_FLOOR."""
+    shown = {}
+    for width in (80, 100, 120, 200):
+        app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
+        async with app.run_test(size=(width, 24)) as pilot:
+            tab = await open_tab(pilot, "Kernels")
+            assert isinstance(tab, KernelsTab)
+            await settle_panel(pilot, tab)
+            table = tab.kernels.query_one(RowTable)
+            room = table.scrollable_content_region.width
+            drawn = table.render_line(0).text
+            assert len(drawn) == room
+            assert drawn.split() == " ".join(header(table)).split(), (width, drawn)
+            assert sum(c.width + 2 for c in table.columns) <= room
+            names = [tab.kernels.label(r) for r in tab.kernels.shown]
+            name_width = table.columns[0].width
+            assert name_width == min(
+                max(map(len, names)), room - sum(c.width + 2 for c in table.columns[1:]) - 2
+            )
+            if len(table.columns) > 5:
+                assert name_width >= NAME_FLOOR
+            shown[width] = header(table)[1:]
+    assert shown[80] == ["%GPU", "Count", "Total ▼", "Mean"]
+    assert shown[100] == ["%GPU", "Count", "Total ▼", "Mean", "Launch/s", "Max"]
+    assert len(shown[200]) == len(NUMBERS)
