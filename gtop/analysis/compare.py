@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gtop.analysis.causes import LABELS, PHRASES, Cause
-from gtop.analysis.report_text import TOP, fit, short_command
+from gtop.analysis.report_text import MIN_WIDTH, TOP, fit, short_command
 
 SIDES = ("a", "b")
 LABEL = 30
@@ -23,9 +23,6 @@ LABEL = 30
 space come before them)."""
 COL = 16
 """Columns per recording's cell: two fit beside the labels, and the delta, in 76."""
-MIN_WIDTH = 76
-"""The fewest columns the comparison is laid out in (80 less a screen's padding and
-scrollbar)."""
 MARKED_PT = 5.0
 """A change of this many points of the window or more is drawn bold."""
 WINDOW_WORDS = {
