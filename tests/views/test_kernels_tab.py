@@ -4,6 +4,11 @@ them sharing a short name with another): told-apart names, the columns that matt
 
 from __future__ import annotations
 
+import numpy as np
+
+from gtop.analysis.cuda_activity import KernelStats, kernel_summary, names_from_entities
+from gtop.recordings.reader import Recording
+from gtop.views.fmt import kernel_names
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
 from gtop.views.tabs.session_data import session_of
@@ -137,3 +142,35 @@ async def test_columns_show_whole_or_not_at_all(replay_app: AppFactory) -> None:
     assert shown[80] == ["%GPU", "Count", "Total ▼", "Mean"]
     assert shown[100] == ["%GPU", "Count", "Total ▼", "Mean", "Launch/s", "Max"]
     assert len(shown[200]) == len(NUMBERS)
+
+
+def test_a_kernel_launched_with_several_grids_says_so() -> None:
+    """In decode-eager one gemvx kernel runs with grids 128 and 384 in turn: its row says
+    the grid varies (rather than the latest launch's grid, which flips as it plays), in
+    one batch or many; every other kernel keeps one grid."""
+    with Recording(DECODE) as rec:
+        kernels = rec.read("kernel")
+        names = names_from_entities(rec.entities("kernel_name"))
+    whole = kernel_summary(kernels, names)
+    stats = KernelStats()
+    for part in np.array_split(kernels, 97):
+        stats.add(part)
+    for rows in (whole, stats.rows(names)):
+        labels = kernel_names.labels(names.values())
+        varies = {labels[r.name] for r in rows if r.grid_varies}
+        assert varies == {"gemvx::kernel<false…7…>"}
+
+
+async def test_the_grid_column_says_varies(replay_app: AppFactory) -> None:
+    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    async with app.run_test(size=(120, 24)) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        table = tab.kernels.query_one(RowTable)
+        grid = header(table).index("Grid")
+        cells = {
+            tab.kernels.label(r): table.cells(i)[grid] for i, r in enumerate(tab.kernels.shown)
+        }
+        assert cells["gemvx::kernel<false…7…>"] == "varies"
+        assert cells["gemvx::kernel<false…6…>"] == "32x1x8"

@@ -41,7 +41,7 @@ NUMBERS: tuple[Column, ...] = (
     Column("Mean", 8, lambda r, share, rate: units.duration(r.mean_ns)),
     Column("Launch/s", 8, lambda r, share, rate: units.rate(rate) if rate else "N/A"),
     Column("Max", 8, lambda r, share, rate: units.duration(r.max_ns)),
-    Column("Grid", 11, lambda r, share, rate: units.dims(r.grid)),
+    Column("Grid", 11, lambda r, share, rate: "varies" if r.grid_varies else units.dims(r.grid)),
     Column("Block", 9, lambda r, share, rate: units.dims(r.block)),
     Column("Regs", 4, lambda r, share, rate: str(r.registers)),
     Column("SMem", 8, lambda r, share, rate: units.size(r.static_smem + r.dynamic_smem)),
