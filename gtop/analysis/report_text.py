@@ -172,13 +172,17 @@ def _threads(report: dict[str, Any], width: int) -> list[str]:
     threads = report.get("threads") or []
     if not threads:
         return []
-    lines = ["", "Busiest host threads (on-CPU, runnable, blocked)"]
+    lines = [
+        "",
+        "Busiest host threads (seconds on-CPU, runnable, blocked)",
+        f"  {'tid':>7} {'name':<16} {'on-CPU':>8} {'runnable':>8} {'blocked':>8} {'pid':>8}",
+    ]
     for t in sorted(threads, key=lambda t: -t["on_cpu_s"])[:TOP]:
         blocked = sum(t["blocked_s"].values())
         lines.append(
             fit(
-                f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} on {t['on_cpu_s']:7.2f} s, "
-                f"runnable {t['runnable_s']:6.2f} s, blocked {blocked:7.2f} s (pid {t['pid']})",
+                f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} {t['on_cpu_s']:8.2f} "
+                f"{t['runnable_s']:8.2f} {blocked:8.2f} {t['pid']:>8}",
                 width,
             )
         )

@@ -183,6 +183,8 @@ def test_report_fits_the_terminal(terminal: Terminal) -> None:
     assert any(line.startswith("Verdict (GPU 0): GPU idle") for line in lines)
     assert any(line.startswith("  Usual fix: capture the step in a CUDA graph") for line in lines)
     assert any(line.startswith("Top kernels") for line in lines)
+    threads = next(i for i, line in enumerate(lines) if line.startswith("Busiest host threads"))
+    assert lines[threads + 2].split() == ["506", "python3", "4.61", "0.00", "0.12", "506"]
     assert lines[-1].startswith("  ")  # gtop's cost, wrapped
 
 
