@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gtop.analysis import kernel_labels
 from gtop.analysis.cuda_activity import KernelStats, kernel_summary, names_from_entities
 from gtop.recordings.reader import Recording
-from gtop.views.fmt import kernel_names
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
 from gtop.views.tabs.session_data import session_of
@@ -156,7 +156,7 @@ def test_a_kernel_launched_with_several_grids_says_so() -> None:
     for part in np.array_split(kernels, 97):
         stats.add(part)
     for rows in (whole, stats.rows(names)):
-        labels = kernel_names.labels(names.values())
+        labels = kernel_labels.labels(names.values())
         varies = {labels[r.name] for r in rows if r.grid_varies}
         assert varies == {"gemvx::kernel<false…7…>"}
 

@@ -12,8 +12,9 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input
 
+from gtop.analysis import kernel_labels
 from gtop.analysis.cuda_activity import KernelRow
-from gtop.views.fmt import kernel_names, units
+from gtop.views.fmt import units
 from gtop.views.widgets.row_table import Column as TableColumn
 from gtop.views.widgets.row_table import RowTable
 
@@ -134,7 +135,7 @@ class KernelTable(Widget):
         """The kernels, aggregated over ``span_ns`` (for launches per second); ``known``:
         every kernel name seen so far (rows or not), which labels tell apart."""
         self._rows = rows
-        self._labels = kernel_names.labels({r.name for r in rows} | set(known))
+        self._labels = kernel_labels.labels({r.name for r in rows} | set(known))
         self._span_s = span_ns / 1e9
         self._redraw()
 
