@@ -888,17 +888,21 @@ def cmd_report(config: Config) -> int:
             report = read_report(rec, *config.window)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-    if config.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(format_report(report))
+    print(json.dumps(report, indent=2) if config.json else format_report(report, _text_width()))
     return 0
+
+
+def _text_width() -> int:
+    """A text report's width: the report's own, or a narrower terminal's (the report
+    keeps :data:`~gtop.analysis.report_text.MIN_WIDTH` at least)."""
+    from gtop.analysis.report_text import WIDTH
+
+    return min(WIDTH, os.get_terminal_size().columns) if sys.stdout.isatty() else WIDTH
 
 
 def _compare(config: Config) -> int:
     """``gtop report A B``: both reports side by side (:mod:`gtop.analysis.compare`)."""
     from gtop.analysis.compare import compare_reports, format_compare
-    from gtop.analysis.report_text import WIDTH
     from gtop.recordings.report_data import read_pair
 
     a, b = config.files
@@ -908,9 +912,7 @@ def _compare(config: Config) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
     doc = compare_reports((a.name, b.name), reports)
-    # In a terminal narrower than the report's width, the terminal's (76 at least).
-    width = min(WIDTH, os.get_terminal_size().columns) if sys.stdout.isatty() else WIDTH
-    print(json.dumps(doc, indent=2) if config.json else format_compare(doc, width))
+    print(json.dumps(doc, indent=2) if config.json else format_compare(doc, _text_width()))
     return 0
 
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gtop.analysis.causes import LABELS, PHRASES, Cause
-from gtop.analysis.report_text import TOP, fit, short_command
+from gtop.analysis.kernel_labels import labels
+from gtop.analysis.report_text import MIN_WIDTH, TOP, fit, short_command
 
 SIDES = ("a", "b")
 LABEL = 30
@@ -23,9 +24,6 @@ LABEL = 30
 space come before them)."""
 COL = 16
 """Columns per recording's cell: two fit beside the labels, and the delta, in 76."""
-MIN_WIDTH = 76
-"""The fewest columns the comparison is laid out in (80 less a screen's padding and
-scrollbar)."""
 MARKED_PT = 5.0
 """A change of this many points of the window or more is drawn bold."""
 WINDOW_WORDS = {
@@ -188,19 +186,21 @@ def _verdicts(doc: dict[str, Any], width: int) -> list[Line]:
     return lines
 
 
-def _kernel_cells(report: dict[str, Any], width: int) -> list[str]:
+def _kernel_cells(report: dict[str, Any], width: int, shown: Mapping[str, str]) -> list[str]:
+    """``report``'s top kernels, each labelled as ``shown`` says."""
     kernels = sorted(report.get("kernels") or [], key=lambda k: -k["total_ns"])
     total = sum(k["total_ns"] for k in kernels) or 1
     cells = []
     for k in kernels[:TOP]:
         head = f"{k['total_ns'] / total:6.1%} {_dur(k['total_ns'] / 1e9):>9} "
-        cells.append(head + fit(k.get("short") or k["name"], width - len(head)))
+        cells.append(head + fit(shown[k["name"]], width - len(head)))
     return cells or ["no kernels recorded"]
 
 
 def _kernels(doc: dict[str, Any], width: int) -> list[Line]:
     half = (width - 2) // 2
-    columns = [_kernel_cells(doc[s]["report"], half) for s in SIDES]
+    shown = labels(k["name"] for s in SIDES for k in doc[s]["report"].get("kernels") or [])
+    columns = [_kernel_cells(doc[s]["report"], half, shown) for s in SIDES]
     lines: list[Line] = [[("Top kernels (share of each one's kernel time)", "bold")]]
     heads = [fit(f"{tag}: {doc[s]['file']}", half) for tag, s in zip("AB", SIDES, strict=True)]
     lines.append([(f"{heads[0]:<{half}}  {heads[1]}", "bold")])

@@ -22,7 +22,8 @@ from gtop.cupti.tables import DRIVER_CBIDS, RUNTIME_CBIDS
 
 @dataclass(frozen=True)
 class KernelRow:
-    """One kernel name; launch geometry is that of its most recent launch."""
+    """One kernel name; launch geometry is that of its most recent launch (``grid_varies``:
+    its launches had more than one grid)."""
 
     name: str
     """as CUPTI reports it (mangled for C++ kernels)."""
@@ -39,6 +40,7 @@ class KernelRow:
     static_smem: int
     dynamic_smem: int
     streams: tuple[int, ...]
+    grid_varies: bool = False
 
     def as_json(self) -> dict:
         """As ``gtop report --json`` writes it: shared memory sizes named with their unit."""
@@ -49,7 +51,7 @@ class KernelRow:
 
 
 class _Agg:
-    __slots__ = ("count", "geometry", "max_ns", "min_ns", "streams", "total_ns")
+    __slots__ = ("count", "geometry", "grid_varies", "max_ns", "min_ns", "streams", "total_ns")
 
     def __init__(self) -> None:
         self.count = 0
@@ -57,14 +59,22 @@ class _Agg:
         self.max_ns = 0
         self.min_ns = 1 << 62
         self.geometry: tuple = ()
+        self.grid_varies = False
         self.streams: set[int] = set()
+
+    def set_geometry(self, geometry: tuple, varies: bool) -> None:
+        """The latest launch's geometry; ``varies``: the launches it ends had more than
+        one grid."""
+        self.grid_varies |= varies or bool(self.geometry and self.geometry[:3] != geometry[:3])
+        self.geometry = geometry
 
     def merge(self, other: _Agg) -> None:
         self.count += other.count
         self.total_ns += other.total_ns
         self.max_ns = max(self.max_ns, other.max_ns)
         self.min_ns = min(self.min_ns, other.min_ns)
-        self.geometry = other.geometry or self.geometry
+        if other.geometry:
+            self.set_geometry(other.geometry, other.grid_varies)
         self.streams |= other.streams
 
 
@@ -88,8 +98,8 @@ class KernelStats:
         self._by_id: dict[int, _Agg] = {}
 
     def add(self, kernels: np.ndarray) -> None:
-        columns = ("t_ns", "end_ns", "name_id", "stream")
-        done, (t, end, name_ids, stream) = _complete(kernels, columns)
+        columns = ("t_ns", "end_ns", "name_id", "stream", *GEOMETRY[:3])
+        done, (t, end, name_ids, stream, *grid) = _complete(kernels, columns)
         if not len(done):
             return
         dur = end - t
@@ -102,6 +112,7 @@ class KernelStats:
         np.minimum.at(mins, inverse, dur)
         last = np.zeros(len(ids), dtype=np.int64)
         last[inverse] = done  # each id's latest row
+        varies = _grid_varies(grid, inverse, len(ids))
         streams = _streams_by_group(inverse, stream, len(ids))
         for i, name_id in enumerate(ids.tolist()):
             agg = self._by_id.setdefault(name_id, _Agg())
@@ -110,7 +121,7 @@ class KernelStats:
             agg.max_ns = max(agg.max_ns, int(maxes[i]))
             agg.min_ns = min(agg.min_ns, int(mins[i]))
             row = kernels[last[i]]
-            agg.geometry = tuple(int(row[f]) for f in GEOMETRY)
+            agg.set_geometry(tuple(int(row[f]) for f in GEOMETRY), bool(varies[i]))
             agg.streams.update(streams[i])
 
     def rows(self, names: Mapping[int, str]) -> list[KernelRow]:
@@ -136,11 +147,25 @@ class KernelStats:
                 static_smem=a.geometry[7],
                 dynamic_smem=a.geometry[8],
                 streams=tuple(sorted(a.streams)),
+                grid_varies=a.grid_varies,
             )
             for name, a in by_name.items()
         ]
         rows.sort(key=lambda r: (-r.total_ns, r.name))
         return rows
+
+
+def _grid_varies(grid: list[np.ndarray], inverse: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group (``inverse``: a dense index per row), whether its rows have more than
+    one grid (``grid``: the x, y and z columns): whether any differs from the group's
+    last one."""
+    last = np.zeros(n_groups, dtype=np.int64)
+    last[inverse] = np.arange(len(inverse))
+    at_last = last[inverse]
+    differs = np.zeros(len(inverse), dtype=bool)
+    for axis in grid:
+        differs |= axis != axis[at_last]
+    return np.bincount(inverse[differs], minlength=n_groups) > 0
 
 
 def _complete(kernels: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:

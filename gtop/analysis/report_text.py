@@ -1,5 +1,6 @@
 """Plain-text rendering of a report document (see :mod:`gtop.analysis.report`), in
-:data:`WIDTH` columns: the verdict first, then the breakdown and what explains it."""
+:data:`WIDTH` columns (or a terminal's width, :data:`MIN_WIDTH` at least): the verdict
+first, then the breakdown and what explains it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from typing import Any
 
 from gtop.analysis.agent_cost import cost_line
 from gtop.analysis.causes import LABELS, PHRASES
+from gtop.analysis.kernel_labels import labels
 from gtop.analysis.verdict import stack_frames, syscall, top_frames
 
 WIDTH = 100
+"""Columns of a report written to a file or pipe."""
+MIN_WIDTH = 76
+"""The fewest columns a report is laid out in (80 less a screen's padding and
+scrollbar)."""
+BAR = 30
+"""Cells of a cause's bar at 100 % of the window (fewer in a narrow report)."""
 TOP = 5
 """Rows per table (kernels, API calls, threads, stacks)."""
 
@@ -25,8 +33,11 @@ def fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-def _wrap(text: str, indent: str = "  ", hang: str = "    ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=hang) or [indent]
+def _wrap(text: str, width: int, indent: str = "  ", hang: str = "    ") -> list[str]:
+    wrapped = textwrap.wrap(
+        text, width, initial_indent=indent, subsequent_indent=hang, break_on_hyphens=False
+    )
+    return wrapped or [indent]
 
 
 def short_command(argv: list[str]) -> str:
@@ -35,7 +46,7 @@ def short_command(argv: list[str]) -> str:
     return " ".join(os.path.basename(a) if "/" in a and " " not in a else a for a in argv)
 
 
-def _header(report: dict[str, Any]) -> list[str]:
+def _header(report: dict[str, Any], width: int) -> list[str]:
     lines = [
         f"gtop report — {report.get('host') or 'unknown host'}, started "
         f"{report['start'] or '?'}, {report['duration_s']:.1f} s"
@@ -46,7 +57,7 @@ def _header(report: dict[str, Any]) -> list[str]:
     target = report.get("target")
     if target:
         cmd = short_command(target.get("cmdline") or []) or "?"
-        lines.append(fit(f"target: pid {target.get('pid')} {cmd}", WIDTH))
+        lines.append(fit(f"target: pid {target.get('pid')} {cmd}", width))
     return lines
 
 
@@ -58,13 +69,14 @@ WINDOW_WORDS = {
 }
 
 
-def _window(report: dict[str, Any]) -> list[str]:
+def _window(report: dict[str, Any], width: int) -> list[str]:
     w = report.get("window")
     if not w:
         return []
     lines = _wrap(
         f"Window: {w['from_s']:.2f}–{w['to_s']:.2f} s of {report['duration_s']:.2f} s "
         f"({WINDOW_WORDS.get(w['kind'], w['kind'])}), which all below covers",
+        width,
         "",
         "  ",
     )
@@ -77,23 +89,23 @@ def _window(report: dict[str, Any]) -> list[str]:
                 f"{' > '.join(g['frames'])} {g['seconds']:.2f} s" for g in phase["top_on_cpu"]
             )
             text += f" (on-CPU {phase['on_cpu_s']:.2f} s: {doing})"
-        lines += _wrap(text)
+        lines += _wrap(text, width)
     return lines
 
 
-def _verdict(report: dict[str, Any]) -> list[str]:
+def _verdict(report: dict[str, Any], width: int) -> list[str]:
     v = report.get("verdict")
     if not v:
         return ["", "Verdict: no GPU work in this recording, so no idle GPU to explain"]
-    lines = ["", *_wrap(f"Verdict (GPU {v['device']}): {v['headline']}", "", "  ")]
+    lines = ["", *_wrap(f"Verdict (GPU {v['device']}): {v['headline']}", width, "", "  ")]
     for item in v["evidence"]:
-        lines += _wrap(f"- {item}")
-    lines += _wrap(f"Why: {v['explanation'].split(' Usual fix:')[0]}")
-    lines += _wrap(f"Usual fix: {v['fix']}")
+        lines += _wrap(f"- {item}", width)
+    lines += _wrap(f"Why: {v['explanation'].split(' Usual fix:')[0]}", width)
+    lines += _wrap(f"Usual fix: {v['fix']}", width)
     return lines
 
 
-def _breakdown(report: dict[str, Any]) -> list[str]:
+def _breakdown(report: dict[str, Any], width: int) -> list[str]:
     lines = []
     for dev, e in sorted(report.get("gpu", {}).items(), key=lambda kv: int(kv[0])):
         duration = e["duration_s"]
@@ -107,39 +119,42 @@ def _breakdown(report: dict[str, Any]) -> list[str]:
                 f"kernels traced {e['traced_s']:.2f} s of {duration:.2f} s (gtop samples "
                 f"launch-heavy work); the causes of the {e['untraced_s']:.2f} s not traced "
                 "are estimated from the traced part of each second",
+                width,
             )
         for i, label in enumerate(LABELS):
             seconds = e["on_s"].get(label, e["off_s"].get(label))
             if not seconds:
                 continue
             share = seconds / duration if duration > 0 else 0.0
-            bar = "█" * round(share * 30)
-            lines.append(f"  {PHRASES[i]:<22} {label:<10} {seconds:9.3f} s {share:6.1%} {bar}")
+            head = f"  {PHRASES[i]:<22} {label:<10} {seconds:9.3f} s {share:6.1%} "
+            bar = "█" * round(share * min(BAR, width - len(head)))
+            lines.append(head + bar)
         panels = {k: v for k, v in e["panels_s"].items() if v is not None}
         if panels:
             lines += _wrap(
-                "panels: " + ", ".join(f"{k} {v:.3f} s" for k, v in panels.items()),
+                "panels: " + ", ".join(f"{k} {v:.3f} s" for k, v in panels.items()), width
             )
     return lines
 
 
-def _kernels(report: dict[str, Any]) -> list[str]:
+def _kernels(report: dict[str, Any], width: int) -> list[str]:
     kernels = report.get("kernels") or []
     if not kernels:
         return []
     gpu_ns = sum(k["total_ns"] for k in kernels) or 1
     kinds = f"{len(kernels)} kind" + ("s" if len(kernels) != 1 else "")
     lines = ["", f"Top kernels ({kinds}, % of GPU kernel time)"]
+    shown = labels(k["name"] for k in kernels)
     for k in sorted(kernels, key=lambda k: -k["total_ns"])[:TOP]:
         head = (
             f"  {k['total_ns'] / gpu_ns:6.1%} {k['total_ns'] / 1e9:8.3f} s "
             f"{k['count']:>9,} x {k['mean_ns'] / 1e3:9.1f} µs  "
         )
-        lines.append(head + fit(k.get("short") or k["name"], WIDTH - len(head)))
+        lines.append(head + fit(shown[k["name"]], width - len(head)))
     return lines
 
 
-def _api(report: dict[str, Any]) -> list[str]:
+def _api(report: dict[str, Any], width: int) -> list[str]:
     api = report.get("api") or []
     if not api:
         return []
@@ -149,30 +164,34 @@ def _api(report: dict[str, Any]) -> list[str]:
             fit(
                 f"  {a['total_ns'] / 1e9:8.3f} s {a['calls']:>9,} calls "
                 f"{a['calls_per_s']:>10,.0f}/s  {a['name']} ({a['api_class']}, tid {a['tid']})",
-                WIDTH,
+                width,
             )
         )
     return lines
 
 
-def _threads(report: dict[str, Any]) -> list[str]:
+def _threads(report: dict[str, Any], width: int) -> list[str]:
     threads = report.get("threads") or []
     if not threads:
         return []
-    lines = ["", "Busiest host threads (on-CPU, runnable, blocked)"]
+    lines = [
+        "",
+        "Busiest host threads (seconds on-CPU, runnable, blocked)",
+        f"  {'tid':>7} {'name':<16} {'on-CPU':>8} {'runnable':>8} {'blocked':>8} {'pid':>8}",
+    ]
     for t in sorted(threads, key=lambda t: -t["on_cpu_s"])[:TOP]:
         blocked = sum(t["blocked_s"].values())
         lines.append(
             fit(
-                f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} on {t['on_cpu_s']:7.2f} s, "
-                f"runnable {t['runnable_s']:6.2f} s, blocked {blocked:7.2f} s (pid {t['pid']})",
-                WIDTH,
+                f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} {t['on_cpu_s']:8.2f} "
+                f"{t['runnable_s']:8.2f} {blocked:8.2f} {t['pid']:>8}",
+                width,
             )
         )
     return lines
 
 
-def _stacks(report: dict[str, Any]) -> list[str]:
+def _stacks(report: dict[str, Any], width: int) -> list[str]:
     lines = []
     for dev, e in sorted(report.get("gpu", {}).items(), key=lambda kv: int(kv[0])):
         stacks = e.get("top_off_gpu_stacks") or []
@@ -187,11 +206,11 @@ def _stacks(report: dict[str, Any]) -> list[str]:
                 shown[-1] = f"{call} (syscall)"
             tail = " > ".join(shown) if shown else "(no frames)"
             cause = s["stack"].split(";")[1]
-            lines.append(fit(f"  {s['seconds']:7.3f} s {cause:<10} {tail}", WIDTH))
+            lines.append(fit(f"  {s['seconds']:7.3f} s {cause:<10} {tail}", width))
     return lines
 
 
-def _processes(report: dict[str, Any]) -> list[str]:
+def _processes(report: dict[str, Any], width: int) -> list[str]:
     lines = ["", "Processes"]
     if not report["processes"]:
         lines.append("  none recorded")
@@ -216,11 +235,11 @@ def _processes(report: dict[str, Any]) -> list[str]:
         rss = _num(p["rss_mib"]["max"], ".0f", " MiB")
         tail = f": {gpus}; CPU {cpu}, RSS max {rss}"
         head = f"  {p['pid']}{state} "
-        lines.append(head + fit(cmd, WIDTH - len(head) - len(tail)) + tail)
+        lines.append(head + fit(cmd, width - len(head) - len(tail)) + tail)
     return lines
 
 
-def _gpus(report: dict[str, Any]) -> list[str]:
+def _gpus(report: dict[str, Any], width: int) -> list[str]:
     lines = ["", "GPUs"]
     if not report["devices"]:
         lines.append("  none recorded")
@@ -232,19 +251,23 @@ def _gpus(report: dict[str, Any]) -> list[str]:
             f"max {_num(m['max'], '.0f', ' MiB')} of "
             f"{_num(d['memory_total_mib'], '.0f', ' MiB')}; power mean "
             f"{_num(d['power_w']['mean'], '.0f', ' W')}; SM active "
-            f"{_num(d['sm_active_pct']['mean'], '.1f', '%')}"
+            f"{_num(d['sm_active_pct']['mean'], '.1f', '%')}",
+            width,
         )
     return lines
 
 
-def _ranks(report: dict[str, Any]) -> list[str]:
+def _ranks(report: dict[str, Any], width: int) -> list[str]:
     r = report.get("ranks")
     if not r:
         return []
     lines = ["", f"Ranks ({len(r['ranks'])}, {r['collectives']} collectives matched)"]
     lines.append(
-        f"  {'rank':>4} {'pid':>8} {'host':<12} {'GAR':>6} {'G:COMM s':>9} "
-        f"{'in coll. s':>10} {'straggler wait':>16} {'entered last':>12}"
+        fit(
+            f"  {'rank':>4} {'pid':>8} {'host':<12} {'GAR':>6} {'G:COMM s':>9} "
+            f"{'in coll. s':>10} {'straggler wait':>16} {'entered last':>12}",
+            width,
+        )
     )
     for e in r["ranks"]:
         gar = _num(None if e["gar"] is None else e["gar"] * 100, ".1f", "%")
@@ -254,7 +277,7 @@ def _ranks(report: dict[str, Any]) -> list[str]:
                 f"  {e['rank']:>4} {e['pid']:>8} {e['host'] or '?'!s:<12.12} {gar:>6} "
                 f"{e['on']['G:COMM']:9.3f} {e['collective_s']:10.3f} {wait:>16} "
                 f"{e['entered_last']:>12}",
-                WIDTH,
+                width,
             )
         )
     slow = r["slowest_rank"]
@@ -265,11 +288,12 @@ def _ranks(report: dict[str, Any]) -> list[str]:
             f"Slowest rank: {slow}. The other ranks wait for it in the collectives "
             f"(up to {r['max_wait_share']:.0%} of the time): look at what rank {slow} does "
             "between collectives that the others do not (data, I/O, a larger shard).",
+            width,
         )
     return lines
 
 
-def _cost(report: dict[str, Any]) -> list[str]:
+def _cost(report: dict[str, Any], width: int) -> list[str]:
     """gtop's own cost to the traced processes, as its agents measured it."""
     cost = report.get("agent_cost")
     if not cost:
@@ -279,20 +303,23 @@ def _cost(report: dict[str, Any]) -> list[str]:
     line = f"{cost_line(total)} ({total['processes']} traced, agent CPU {cpu:.2f} s)"
     if cost.get("cupti_overhead_s"):
         line += f"; CUPTI overhead records: {cost['cupti_overhead_s']:.3f} s"
-    return _wrap(line, "", "  ")
+    return _wrap(line, width, "", "  ")
 
 
-def format_report(report: dict[str, Any]) -> str:
-    lines = _header(report) + _window(report) + _verdict(report) + _breakdown(report)
-    lines += _ranks(report)
-    lines += _kernels(report) + _api(report) + _threads(report) + _stacks(report)
-    lines += _gpus(report) + _processes(report)
+def format_report(report: dict[str, Any], width: int = WIDTH) -> str:
+    """The report in ``width`` columns (:data:`MIN_WIDTH` at least): long sentences wrap,
+    table rows are cut with "…"."""
+    width = max(width, MIN_WIDTH)
+    lines = _header(report, width) + _window(report, width) + _verdict(report, width)
+    lines += _breakdown(report, width) + _ranks(report, width)
+    lines += _kernels(report, width) + _api(report, width) + _threads(report, width)
+    lines += _stacks(report, width) + _gpus(report, width) + _processes(report, width)
     drops = {k: v for k, v in report["drops"].items() if v}
     lines.append("")
     lines.append("Drops: " + (", ".join(f"{k} {v}" for k, v in drops.items()) if drops else "none"))
-    lines += _cost(report)
+    lines += _cost(report, width)
     for problem in report.get("problems", []):
-        lines += _wrap(f"Problem: {problem}", "", "  ")
+        lines += _wrap(f"Problem: {problem}", width, "", "  ")
     for hint in report.get("advice", []):
-        lines += _wrap(f"Advice: {hint}", "", "  ")
+        lines += _wrap(f"Advice: {hint}", width, "", "  ")
     return "\n".join(lines)

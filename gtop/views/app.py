@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
+from gtop.analysis import kernel_labels
 from gtop.analysis.agent_cost import combined, cost_line
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.core.hub import Update
@@ -32,7 +33,6 @@ from gtop.core.source import Controls, Source
 from gtop.session.live import default_recording_path
 from gtop.session.replay import SPEEDS
 from gtop.views.commands import Command, GtopCommands
-from gtop.views.fmt import kernel_names
 from gtop.views.processes import COLUMNS, process_rows
 from gtop.views.screens.base import GtopScreen
 from gtop.views.screens.compare import CompareScreen
@@ -466,8 +466,9 @@ def _kernel_commands(screen: ProcessScreen, model: Model) -> list[Command]:
     stats = data.kernels.get(screen.pid)
     if stats is None:
         return []
-    rows = stats.rows(names_from_entities(model.entities.get("kernel_name", {}).values()))
-    shown = kernel_names.labels(rows)
+    names = names_from_entities(model.entities.get("kernel_name", {}).values())
+    rows = stats.rows(names)
+    shown = kernel_labels.labels({r.name for r in rows} | set(names.values()))
     total = sum(r.total_ns for r in rows) or 1
 
     def select(name: str) -> None:

@@ -102,7 +102,7 @@ def test_text_fits_100_columns_with_headline_breakdown_verdicts_and_kernels() ->
     assert "launch-bound" in verdict_a
     assert any(line.startswith("B: GPU-bound") for line in lines)
     kernels = lines[lines.index(next(line for line in lines if line.startswith("Top kernels"))) :]
-    assert "gemvx::kernel<…>" in kernels[2] and kernels[2].endswith("CUDA graph 2")
+    assert "gemvx::kernel<false…7…>" in kernels[2] and kernels[2].endswith("CUDA graph 2")
 
 
 def test_both_cover_the_active_window_when_one_has_no_steady_state() -> None:

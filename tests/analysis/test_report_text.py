@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
-from gtop.analysis.report_text import WIDTH, format_report
+from gtop.analysis.report_text import TOP, WIDTH, format_report
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 
@@ -96,3 +96,14 @@ def test_every_recording_gets_a_verdict_with_its_phrase() -> None:
         assert v is not None, name
         assert v["phrase"] == PHRASES[LABELS.index(v["cause"])], name
         assert v["headline"] and v["fix"], name
+
+
+@pytest.mark.parametrize("name", ["fixes/item-never.gtop", "fixes/preprocess-gpu.gtop"])
+def test_top_kernels_are_told_apart(name: str) -> None:
+    """Namesakes among the top kernels (two ``native::vectorized_elementwise_kernel<…>``
+    in item-never) read as the Kernels tab labels them, each its own."""
+    lines = format_report(report(name)).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Top kernels"))
+    rows = lines[at + 1 : at + 1 + min(TOP, len(report(name)["kernels"]))]
+    shown = [row.split("µs", 1)[1].strip() for row in rows]
+    assert len(set(shown)) == len(shown) > 1, shown

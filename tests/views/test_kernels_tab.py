@@ -4,11 +4,18 @@ them sharing a short name with another): told-apart names, the columns that matt
 
 from __future__ import annotations
 
+import numpy as np
+
+from gtop.analysis import kernel_labels
+from gtop.analysis.cuda_activity import KernelStats, kernel_summary, names_from_entities
+from gtop.recordings.reader import Recording
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
+from gtop.views.tabs.session_data import session_of
+from gtop.views.widgets.kernel_table import NAME_FLOOR, NUMBERS
 from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import REPO, SIZE, AppFactory
-from tests.views.test_process_tabs import open_tab, settle_panel
+from tests.views.test_process_tabs import open_tab, seeked, settle_panel
 
 TRAIN = REPO / "recordings" / "train_loop_cupti.gtop"
 TRAIN_PID = 2011
@@ -78,3 +85,92 @@ async def test_palette_opens_tabs_and_kernels(replay_app: AppFactory) -> None:
         assert "FillFunctor<float>" in row.demangled and "FillFunctor<float>" in str(
             tab.detail.render()
         )
+
+
+DECODE = REPO / "recordings" / "fixes" / "decode-eager.gtop"
+DECODE_PID = 506
+"""The decoding process: two ``gemvx::kernel<…>`` kernels, one of them launched with grids
+128 and 384 in turn, told apart by a template argument (7 or 6), not by a grid."""
+
+
+async def test_labels_stay_put_while_the_replay_plays_and_seeks(replay_app: AppFactory) -> None:
+    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        first = {r.name: tab.kernels.label(r) for r in tab.kernels.shown}
+        assert len(set(first.values())) == len(first)
+        gemvx = sorted(label for label in first.values() if label.startswith("gemvx::kernel"))
+        assert gemvx == ["gemvx::kernel<false…6…>", "gemvx::kernel<false…7…>"]
+        seen = [first]
+        generation = session_of(app.model).generation
+        for key in ("full_stop", "full_stop", "right"):  # two samples on, then 5 s on
+            await pilot.press(key)
+            generation += 1  # a step is a seek too
+            await seeked(pilot, app, generation)
+            seen.append({r.name: tab.kernels.label(r) for r in tab.kernels.shown})
+        for labels in seen[1:]:
+            assert {n: first[n] for n in labels} == labels
+
+
+async def test_columns_show_whole_or_not_at_all(replay_app: AppFactory) -> None:
+    """At every width the header is whole labels: a column that does not fit is left
+    out (at 80 columns the launches/s column was cut to "L"), and the name column gives
+    way to more numbers only down to NAME_FLOOR."""
+    shown = {}
+    for width in (80, 100, 120, 200):
+        app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
+        async with app.run_test(size=(width, 24)) as pilot:
+            tab = await open_tab(pilot, "Kernels")
+            assert isinstance(tab, KernelsTab)
+            await settle_panel(pilot, tab)
+            table = tab.kernels.query_one(RowTable)
+            room = table.scrollable_content_region.width
+            drawn = table.render_line(0).text
+            assert len(drawn) == room
+            assert drawn.split() == " ".join(header(table)).split(), (width, drawn)
+            assert sum(c.width + 2 for c in table.columns) <= room
+            names = [tab.kernels.label(r) for r in tab.kernels.shown]
+            name_width = table.columns[0].width
+            assert name_width == min(
+                max(map(len, names)), room - sum(c.width + 2 for c in table.columns[1:]) - 2
+            )
+            if len(table.columns) > 5:
+                assert name_width >= NAME_FLOOR
+            shown[width] = header(table)[1:]
+    assert shown[80] == ["%GPU", "Count", "Total ▼", "Mean"]
+    assert shown[100] == ["%GPU", "Count", "Total ▼", "Mean", "Launch/s", "Max"]
+    assert len(shown[200]) == len(NUMBERS)
+
+
+def test_a_kernel_launched_with_several_grids_says_so() -> None:
+    """In decode-eager one gemvx kernel runs with grids 128 and 384 in turn: its row says
+    the grid varies (rather than the latest launch's grid, which flips as it plays), in
+    one batch or many; every other kernel keeps one grid."""
+    with Recording(DECODE) as rec:
+        kernels = rec.read("kernel")
+        names = names_from_entities(rec.entities("kernel_name"))
+    whole = kernel_summary(kernels, names)
+    stats = KernelStats()
+    for part in np.array_split(kernels, 97):
+        stats.add(part)
+    for rows in (whole, stats.rows(names)):
+        labels = kernel_labels.labels(names.values())
+        varies = {labels[r.name] for r in rows if r.grid_varies}
+        assert varies == {"gemvx::kernel<false…7…>"}
+
+
+async def test_the_grid_column_says_varies(replay_app: AppFactory) -> None:
+    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    async with app.run_test(size=(120, 24)) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        table = tab.kernels.query_one(RowTable)
+        grid = header(table).index("Grid")
+        cells = {
+            tab.kernels.label(r): table.cells(i)[grid] for i, r in enumerate(tab.kernels.shown)
+        }
+        assert cells["gemvx::kernel<false…7…>"] == "varies"
+        assert cells["gemvx::kernel<false…6…>"] == "32x1x8"

@@ -171,6 +171,23 @@ def test_report_of_two_fits_the_terminal(terminal: Terminal) -> None:
     assert any(line.startswith("Top kernels") for line in lines)
 
 
+def test_report_fits_the_terminal(terminal: Terminal) -> None:
+    """``gtop report F`` in an 80-column terminal: no line wraps (piped, it is 100 wide);
+    sentences wrap at 80, table rows are cut with "…"."""
+    terminal.start(gtop("report", EAGER))
+    terminal.wait_for(lambda s: EXIT_MARK in s)
+    text = terminal.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "t")
+    assert f"{EXIT_MARK}0" in text and "Traceback" not in text
+    lines = text[: text.index(EXIT_MARK)].rstrip().splitlines()
+    assert max(len(line) for line in lines) <= WIDTH, max(lines, key=len)
+    assert any(line.startswith("Verdict (GPU 0): GPU idle") for line in lines)
+    assert any(line.startswith("  Usual fix: capture the step in a CUDA graph") for line in lines)
+    assert any(line.startswith("Top kernels") for line in lines)
+    threads = next(i for i, line in enumerate(lines) if line.startswith("Busiest host threads"))
+    assert lines[threads + 2].split() == ["506", "python3", "4.61", "0.00", "0.12", "506"]
+    assert lines[-1].startswith("  ")  # gtop's cost, wrapped
+
+
 def test_the_sm_schedule_shows_every_sm_at_80x24(terminal: Terminal) -> None:
     """Triton matmul under the block_sched probe (H100, 132 SMs): the summary, then one
     row per group of SMs, every SM in one of them, and whole percentiles."""

@@ -146,7 +146,9 @@ class KernelsTab(WorkerPanel):
             if key != self._drawn:
                 self._drawn = key
                 names = names_from_entities(model.entities.get("kernel_name", {}).values())
-                self.kernels.set_rows(stats.rows(names), data.traced_span_ns(self.pid))
+                self.kernels.set_rows(
+                    stats.rows(names), data.traced_span_ns(self.pid), names.values()
+                )
                 self._select_wanted()
         super().show(model)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 
 from textual.app import ComposeResult
@@ -12,8 +12,9 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input
 
+from gtop.analysis import kernel_labels
 from gtop.analysis.cuda_activity import KernelRow
-from gtop.views.fmt import kernel_names, units
+from gtop.views.fmt import units
 from gtop.views.widgets.row_table import Column as TableColumn
 from gtop.views.widgets.row_table import RowTable
 
@@ -41,15 +42,32 @@ NUMBERS: tuple[Column, ...] = (
     Column("Mean", 8, lambda r, share, rate: units.duration(r.mean_ns)),
     Column("Launch/s", 8, lambda r, share, rate: units.rate(rate) if rate else "N/A"),
     Column("Max", 8, lambda r, share, rate: units.duration(r.max_ns)),
-    Column("Grid", 11, lambda r, share, rate: units.dims(r.grid)),
+    Column("Grid", 11, lambda r, share, rate: "varies" if r.grid_varies else units.dims(r.grid)),
     Column("Block", 9, lambda r, share, rate: units.dims(r.block)),
     Column("Regs", 4, lambda r, share, rate: str(r.registers)),
     Column("SMem", 8, lambda r, share, rate: units.size(r.static_smem + r.dynamic_smem)),
     Column("Stream", 6, lambda r, share, rate: ",".join(str(s) for s in r.streams)),
 )
-"""The numeric columns, the four that always show first (at 80 columns too)."""
-ALWAYS = 4
+"""The numeric columns, in the order they give way (from the right) to a narrow table."""
 MIN_NAME = 16
+NAME_FLOOR = 32
+"""The name column gives way to numeric columns beyond the first four down to this."""
+ALWAYS = 4
+
+
+def fit_columns(room: int, need: int, widths: list[int]) -> int:
+    """How many of the numeric columns (``widths``, in order) show whole beside a name
+    column that needs ``need`` cells, in a table ``room`` cells wide: the first
+    :data:`ALWAYS` while the name keeps :data:`MIN_NAME`, the rest while it keeps
+    :data:`NAME_FLOOR` (or ``need``, when less). A column that does not fit whole does
+    not show, nor do those after it."""
+    used = 2  # the name column's padding
+    for i, w in enumerate(widths):
+        floor = MIN_NAME if i < ALWAYS else min(need, NAME_FLOOR)
+        if used + w + 2 + floor > room:
+            return i
+        used += w + 2
+    return len(widths)
 
 
 class KernelTable(Widget):
@@ -57,9 +75,10 @@ class KernelTable(Widget):
     launches per second, and launch geometry.
 
     Rows come from :meth:`set_rows` (a :class:`KernelRow` list from the analysis layer);
-    the widget only filters, sorts and draws them. The name column takes what the first
-    four numeric columns leave (so they always show); the cursor stays on its kernel
-    when rows are re-sorted or updated.
+    the widget only filters, sorts and draws them. Columns show whole or not at all
+    (:func:`fit_columns`): the name column gives way to the first four numeric columns,
+    then to more down to :data:`NAME_FLOOR`; the cursor stays on its kernel when rows
+    are re-sorted or updated.
     """
 
     DEFAULT_CSS = """
@@ -97,23 +116,26 @@ class KernelTable(Widget):
         super().__init__(id=id)
         self._rows: list[KernelRow] = []
         self._shown: list[KernelRow] = []
-        self._labels: dict[str, str] = {}
+        self._labels: Mapping[str, str] = {}
         self._span_s = 0.0
         self._room = 0
-        """The name column's room at the last redraw."""
+        """The table's width at the last redraw."""
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="filter kernels by name")
         yield RowTable()
 
     def on_resize(self) -> None:
-        if self._name_width() != self._room:  # the name column's width changed
+        if self._width() != self._room:
             self._redraw_if_mounted()
 
-    def set_rows(self, rows: list[KernelRow], span_ns: int = 0) -> None:
-        """The kernels, aggregated over ``span_ns`` (for launches per second)."""
+    def set_rows(
+        self, rows: list[KernelRow], span_ns: int = 0, known: Collection[str] = ()
+    ) -> None:
+        """The kernels, aggregated over ``span_ns`` (for launches per second); ``known``:
+        every kernel name seen so far (rows or not), which labels tell apart."""
         self._rows = rows
-        self._labels = kernel_names.labels(rows)
+        self._labels = kernel_labels.labels({r.name for r in rows} | set(known))
         self._span_s = span_ns / 1e9
         self._redraw()
 
@@ -137,11 +159,10 @@ class KernelTable(Widget):
                 return r
         return None
 
-    def _name_width(self) -> int:
+    def _width(self) -> int:
+        """The table's room for columns (its width less the scrollbar)."""
         table = self.query_one(RowTable)
-        room = (table.size.width or self.size.width) - table.styles.scrollbar_size_vertical
-        fixed = sum(c.width + 2 for c in NUMBERS[:ALWAYS]) + 2  # + the name's padding
-        return max(MIN_NAME, room - fixed)
+        return (table.size.width or self.size.width) - table.styles.scrollbar_size_vertical
 
     def _redraw(self) -> None:
         needle = self.filter_text.lower()
@@ -154,21 +175,26 @@ class KernelTable(Widget):
         )
         self._shown = rows
         mark = " ▼" if self.descending else " ▲"
-        width = self._room = self._name_width()
         names = [r.demangled if self.full_names else self.label(r) for r in rows]
-        if not self.full_names:
-            width = min(width, max([len(n) for n in names] + [MIN_NAME]))
+        numbers = [
+            (col, TableColumn(label, max(col.width, len(label)), right=True))
+            for col in NUMBERS
+            for label in [col.label + (mark if col.label == sorted_label else "")]
+        ]
+        room = self._room = self._width()
+        need = max([len(n) for n in names] + [MIN_NAME])
+        shown = fit_columns(room, need, [c.width for _, c in numbers])
+        numbers = numbers[:shown]
+        width = max(MIN_NAME, min(need, room - sum(c.width + 2 for _, c in numbers) - 2))
         columns = [TableColumn("Kernel" + (mark if sorted_label == "Kernel" else ""), width)]
-        for col in NUMBERS:
-            label = col.label + (mark if col.label == sorted_label else "")
-            columns.append(TableColumn(label, max(col.width, len(label)), right=True))
+        columns += [c for _, c in numbers]
         total = sum(r.total_ns for r in self._rows) or 1
         cells = []
         for r, name in zip(rows, names, strict=True):
             share = r.total_ns / total
             rate = r.count / self._span_s if self._span_s > 0 else 0.0
             cut = name if len(name) <= width else name[: width - 1] + "…"
-            cells.append([cut, *(c.cell(r, share, rate) for c in NUMBERS)])
+            cells.append([cut, *(c.cell(r, share, rate) for c, _ in numbers)])
         table.set_table(columns, cells)
         if rows:
             table.move_cursor(next((i for i, r in enumerate(rows) if r.name == keep), 0))
