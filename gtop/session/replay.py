@@ -15,6 +15,14 @@ from gtop.recordings.reader import Recording
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
+DEFINITIONS = frozenset({"stack", "kernel_name"})
+"""Entity kinds that say what an id means (a stack's frames, a kernel's name), not how
+something stood at a time: a replay has them from its first frame, as a report over the
+whole file does. (Host stacks are interned when their samples are resolved, which can be
+seconds after the samples that name them: a replay 9 s into a DataLoader run had no
+frames for its off-CPU time, and its verdict missed "waiting for input data".)"""
+
+
 class ReplaySource:
     """Plays ``recording`` from its start, in recorded time scaled by :attr:`speed`.
 
@@ -38,8 +46,12 @@ class ReplaySource:
         self._emitted_to = self.t_start - 1
         self._need_reset = True
         self._wall = time.monotonic()
-        self._entities = sorted(recording.entities(), key=lambda e: e.t_ns)
-        self._entity_times = np.array([e.t_ns for e in self._entities], dtype=np.int64)
+
+        def at(e: Entity) -> int:
+            return self.t_start if e.kind in DEFINITIONS else e.t_ns
+
+        self._entities = sorted(recording.entities(), key=at)
+        self._entity_times = np.array([at(e) for e in self._entities], dtype=np.int64)
         self._reading = threading.Lock()
         """Held while :meth:`poll` reads (on the UI's worker) and while :meth:`stop`
         closes: closing the file under a read crashed the process (SIGSEGV in the

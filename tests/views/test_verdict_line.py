@@ -107,3 +107,12 @@ async def test_a_paused_replay_shows_the_verdict_of_the_playhead(
         while abs(screen.verdict.verdict.gar - tab.last.result.gar) > 1e-9:
             assert time.monotonic() < deadline, "the verdict line kept an older window"
             await pilot.pause(0.05)
+
+
+async def test_mid_run_verdict_has_the_stacks_the_report_has(replay_app: AppFactory) -> None:
+    # 9 s into a 1-worker DataLoader run (default mode, recorded on an H200): the host
+    # stacks of the main thread's waits were interned at 12-14 s; the replay has them
+    # from its first frame, so the line says what `gtop report --to 9` says
+    verdict, _ = await verdict_at(replay_app, "sampling/loader-1-worker.gtop", 9.0, 1002)
+    assert verdict is not None and verdict.kind == "input-bound"
+    assert any("_MultiProcessingDataLoaderIter._try_get_data" in e for e in verdict.evidence)
