@@ -10,8 +10,12 @@ capture() {
   local title=$1 settle=$2 keys=$3; shift 4
   local sock=gtop-tutorial-$$-$title  # a server of its own per screen
   tmux -L "$sock" new-session -d -s t -x 80 -y 24 "python3 -m gtop $*; sleep 30"
+  for _ in $(seq 100); do  # pause as soon as the first frame is up: where --at put it
+    tmux -L "$sock" capture-pane -p -t t | grep -q '▶ \(replay\|demo\)' && break
+    sleep 0.1
+  done
+  tmux -L "$sock" send-keys -t t space
   sleep "$settle"
-  tmux -L "$sock" send-keys -t t space   # pause playback where --at put it
   sleep 1
   for k in $keys; do tmux -L "$sock" send-keys -t t "$k"; sleep 1.5; done
   echo "=== $title (gtop $*; keys: space $keys)"

@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Tabs
 
 from gtop.analysis.attribution import attribute
+from gtop.analysis.causes import Cause
 from gtop.analysis.cuda_activity import KernelStats, names_from_entities
 from gtop.analysis.records import Records
 from gtop.core import layouts
@@ -30,7 +31,7 @@ from gtop.views.tabs.swimlanes_tab import SwimlanesTab
 from gtop.views.tabs.threads_tab import ThreadsTab
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.row_table import RowTable
-from tests.views.conftest import FIXTURES, SIZE, AppFactory, load_frame_benchmark
+from tests.views.conftest import FIXTURES, REPO, SIZE, AppFactory, load_frame_benchmark
 
 CONSTRUCTED_IO = FIXTURES / "constructed-io.gtop"
 """Real H200 recording (issue 5 case c): 5.6 ms kernels separated by 5 ms file reads."""
@@ -240,6 +241,27 @@ async def test_gpu_time_window_starts_no_earlier_than_the_process_data(
         with Recording(idle_busy_idle) as rec:
             start, _ = rec.time_range()
         assert res.t0 >= start and res.duration_ns <= 4.5e9, (res.t0 - start, res.duration_ns)
+
+
+async def test_gpu_time_window_of_an_exited_process_ends_at_its_last_kernel(
+    replay_app: AppFactory,
+) -> None:
+    """Seconds after the process exited, its window ends at its last kernel: the time
+    after is not idle GPU (the report's "after" phase) and has no threads to charge
+    ("no host data" took 24% of the window), and the axis does not call it "now"."""
+    recording = REPO / "recordings" / "constructed-io.gtop"
+    app = replay_app(recording, at_s=13.4, start_pid=1467)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "GPU time")
+        assert isinstance(tab, GpuTimeTab) and tab.last is not None
+        res = tab.last.result
+        with Recording(recording) as rec:
+            kernels = rec.read("kernel")
+        assert res.t1 == int(kernels["end_ns"][kernels["pid"] == 1467].max())
+        assert "up to its exit" in tab.last.note and tab.last.lag_ns > 2e9
+        assert res.totals[Cause.UNKNOWN] < 0.01 * res.duration_ns
+        assert res.gar == pytest.approx(0.50, abs=0.02)  # the report's: 50.4%
+        assert "now" not in str(tab.ribbon.render())
 
 
 async def test_tabs_without_data_say_why(replay_app: AppFactory, idle_busy_idle: Path) -> None:

@@ -56,6 +56,9 @@ class _Snap:
     agent_reason: str
     active_from: int | None = None
     """The process's first kernel start seen, where its active time begins."""
+    active_to: int | None = None
+    """Its last kernel's end, once it has exited: the time after is not idle GPU (as
+    the report's "after" phase), and it has no threads left to charge it to."""
     width: int = 0
     """The ribbon's width, to make its cells on the worker (0: not known)."""
 
@@ -97,6 +100,7 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
         snap.lag_ns,
         pid,
         snap.active_from,
+        snap.active_to,
         snap.device,
         len(snap.gpu),
         gpu_end,
@@ -109,6 +113,9 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
 def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
     rec = snap.records
     t1 = snap.t1
+    ended = snap.active_to is not None and snap.active_to < t1
+    if ended:
+        t1 = snap.active_to
     t0 = t1 - WINDOW_NS
     if snap.active_from is not None and t0 < snap.active_from < t1:
         t0 = snap.active_from  # not the startup before its first GPU work (issue 13)
@@ -127,7 +134,8 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
         unit = own[0]
         res = units[unit]
         how = "CUPTI, sampled" if res.estimate is not None else "exact (CUPTI)"
-        note = f"GPU{unit.device} · process {pid} · {how} · last {(t1 - t0) / 1e9:.3g} s"
+        span = f"last {(t1 - t0) / 1e9:.3g} s" + (", up to its exit" if ended else "")
+        note = f"GPU{unit.device} · process {pid} · {how} · {span}"
     else:
         if not len(snap.gpu):
             return None
@@ -138,7 +146,7 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
         )
     flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
     folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
-    return _Result(res, snap.lag_ns, folded, note)
+    return _Result(res, snap.lag_ns + snap.t1 - t1, folded, note)  # ended: before now
 
 
 def take_snapshot(model: Model, pid: int, live: bool, agent_error: str | None) -> _Snap:
@@ -146,6 +154,7 @@ def take_snapshot(model: Model, pid: int, live: bool, agent_error: str | None) -
     data = session_of(model)
     gpu = model.window(layouts.GPU.name, (WINDOW_NS + LAG_NS) / 1e9 + 5)
     t1, lag = window_end(model, live)
+    exited = bool(model.entity_values("process").get(str(pid), {}).get("exited"))
     return _Snap(
         records=data.snapshot(),
         t1=t1,
@@ -156,6 +165,7 @@ def take_snapshot(model: Model, pid: int, live: bool, agent_error: str | None) -
         stacks={int(k): list(v.get("frames", [])) for k, v in model.entity_values("stack").items()},
         agent_reason=absence.agent_reason(model, pid, agent_error, live),
         active_from=data.kernel_span.get(pid, (None, None))[0],
+        active_to=data.kernel_span[pid][1] if exited and pid in data.kernel_span else None,
     )
 
 
