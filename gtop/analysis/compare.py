@@ -14,8 +14,8 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from gtop.analysis import kernel_labels
 from gtop.analysis.causes import LABELS, PHRASES, Cause
-from gtop.analysis.kernel_labels import labels
 from gtop.analysis.report_text import MIN_WIDTH, TOP, fit, short_command
 
 SIDES = ("a", "b")
@@ -193,13 +193,14 @@ def _kernel_cells(report: dict[str, Any], width: int, shown: Mapping[str, str]) 
     cells = []
     for k in kernels[:TOP]:
         head = f"{k['total_ns'] / total:6.1%} {_dur(k['total_ns'] / 1e9):>9} "
-        cells.append(head + fit(shown[k["name"]], width - len(head)))
+        cells.append(head + kernel_labels.fit(shown[k["name"]], width - len(head)))
     return cells or ["no kernels recorded"]
 
 
 def _kernels(doc: dict[str, Any], width: int) -> list[Line]:
     half = (width - 2) // 2
-    shown = labels(k["name"] for s in SIDES for k in doc[s]["report"].get("kernels") or [])
+    names = (k["name"] for s in SIDES for k in doc[s]["report"].get("kernels") or [])
+    shown = kernel_labels.labels(names)
     columns = [_kernel_cells(doc[s]["report"], half, shown) for s in SIDES]
     lines: list[Line] = [[("Top kernels (share of each one's kernel time)", "bold")]]
     heads = [fit(f"{tag}: {doc[s]['file']}", half) for tag, s in zip("AB", SIDES, strict=True)]

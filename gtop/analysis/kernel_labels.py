@@ -164,3 +164,30 @@ def _with_part(label: str, part: str) -> str:
     room = _MAX_LABEL - len(part) - 3
     head = label if len(label) <= room else label[: room - 1] + "…"
     return f"{head} [{part}]"
+
+
+MIN_HEAD = 8
+"""Cells of a kernel's own name that :func:`fit` keeps before what tells it apart."""
+
+
+def fit(label: str, width: int) -> str:
+    """``label`` in ``width`` cells, cut where it says least: first a :data:`SCOPES`
+    scope (``native::``), then the end of its name, keeping what tells it from its
+    namesakes (template arguments, differing words: ``vectorized_elem…<CUDAFunctor_add<
+    float>>``) and :data:`MIN_HEAD` cells of the name at least. A label with nothing to
+    keep is cut at the end."""
+    if len(label) <= width:
+        return label
+    at = min((i for i in (label.find("<"), label.find(" [")) if i > 0), default=len(label))
+    tail = label[at:]
+    if tail in ("", "<…>") or width < 2 * MIN_HEAD:
+        return label[: width - 1] + "…"
+    scopes = label[:at].split("::")
+    while len(scopes) > 1 and scopes[0] in SCOPES:
+        scopes.pop(0)
+    name = "::".join(scopes)
+    if len(name) + len(tail) <= width:
+        return name + tail
+    if MIN_HEAD + 1 + len(tail) <= width:
+        return name[: width - len(tail) - 1] + "…" + tail
+    return name[:MIN_HEAD] + "…" + tail[: width - MIN_HEAD - 2] + "…"

@@ -8,9 +8,9 @@ import os
 import textwrap
 from typing import Any
 
+from gtop.analysis import kernel_labels
 from gtop.analysis.agent_cost import cost_line
 from gtop.analysis.causes import LABELS, PHRASES
-from gtop.analysis.kernel_labels import labels
 from gtop.analysis.verdict import stack_frames, syscall, top_frames
 
 WIDTH = 100
@@ -144,13 +144,13 @@ def _kernels(report: dict[str, Any], width: int) -> list[str]:
     gpu_ns = sum(k["total_ns"] for k in kernels) or 1
     kinds = f"{len(kernels)} kind" + ("s" if len(kernels) != 1 else "")
     lines = ["", f"Top kernels ({kinds}, % of GPU kernel time)"]
-    shown = labels(k["name"] for k in kernels)
+    shown = kernel_labels.labels(k["name"] for k in kernels)
     for k in sorted(kernels, key=lambda k: -k["total_ns"])[:TOP]:
         head = (
             f"  {k['total_ns'] / gpu_ns:6.1%} {k['total_ns'] / 1e9:8.3f} s "
             f"{k['count']:>9,} x {k['mean_ns'] / 1e3:9.1f} µs  "
         )
-        lines.append(head + fit(shown[k["name"]], width - len(head)))
+        lines.append(head + kernel_labels.fit(shown[k["name"]], width - len(head)))
     return lines
 
 

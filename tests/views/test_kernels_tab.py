@@ -174,3 +174,28 @@ async def test_the_grid_column_says_varies(replay_app: AppFactory) -> None:
         }
         assert cells["gemvx::kernel<false…7…>"] == "varies"
         assert cells["gemvx::kernel<false…6…>"] == "32x1x8"
+
+
+async def test_a_cut_name_keeps_what_tells_it_apart(replay_app: AppFactory) -> None:
+    """At 80 columns the name column is 40 cells: a long label loses its ``native::``
+    scope and the end of its name, not the functor or words that tell it from its
+    namesakes (three ``native::vectorized_elementwise_kernel<…>`` read ``<C…``, ``<G…``,
+    ``<B…`` when cut at the end)."""
+    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        table = tab.kernels.query_one(RowTable)
+        width = table.columns[0].width
+        cells = [table.cells(i)[0] for i in range(table.row_count)]
+        assert len(set(cells)) == len(cells)
+        told = 0
+        for row, cell in zip(tab.kernels.shown, cells, strict=True):
+            label = tab.kernels.label(row)
+            tail = label[label.index("<") :] if "<" in label else ""
+            assert len(cell) <= width
+            if len(label) > width and tail not in ("", "<…>"):
+                assert cell.endswith(tail), (label, cell)
+                told += 1
+        assert told >= 3

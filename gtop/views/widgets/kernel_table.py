@@ -193,7 +193,10 @@ class KernelTable(Widget):
         for r, name in zip(rows, names, strict=True):
             share = r.total_ns / total
             rate = r.count / self._span_s if self._span_s > 0 else 0.0
-            cut = name if len(name) <= width else name[: width - 1] + "…"
+            if self.full_names:
+                cut = name if len(name) <= width else name[: width - 1] + "…"
+            else:
+                cut = kernel_labels.fit(name, width)
             cells.append([cut, *(c.cell(r, share, rate) for c, _ in numbers)])
         table.set_table(columns, cells)
         if rows:
