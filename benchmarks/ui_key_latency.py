@@ -38,6 +38,7 @@ from gtop.views.app import GtopApp
 from gtop.views.screens.help import HelpScreen
 from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.process import ProcessScreen
+from gtop.views.screens.verdict import VerdictScreen
 from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,6 +77,8 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("help", "escape"),
     ("GPUs", "l"),
     ("legend", "escape"),
+    ("GPUs", "v"),
+    ("verdict", "escape"),
 )
 
 
@@ -119,7 +122,8 @@ def _where(app: GtopApp) -> str:
     screen = app.screen
     if isinstance(screen, ProcessScreen):
         return str(screen.tabs.get_tab(screen.tabs.active).label.plain)
-    return {HelpScreen: "help", LegendScreen: "legend"}.get(type(screen), type(screen).__name__)
+    names = {HelpScreen: "help", LegendScreen: "legend", VerdictScreen: "verdict"}
+    return names.get(type(screen), type(screen).__name__)
 
 
 async def measure(path: Path, at_s: float, size: tuple[int, int], repeats: int) -> dict:
