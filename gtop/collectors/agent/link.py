@@ -179,8 +179,9 @@ class AgentLink:
                 time.sleep(0.02)
         first = not self._stop.is_set()
         self._stop.set()
-        if first:
-            os.write(self._wake_w, b"\0")
+        if first and self._thread.is_alive():
+            with contextlib.suppress(OSError):  # the thread ended meanwhile: nothing to wake
+                os.write(self._wake_w, b"\0")
         if self._thread.is_alive():
             self._thread.join(timeout)
         elif self._thread.ident is None and first:  # never started
