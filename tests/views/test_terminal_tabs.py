@@ -6,8 +6,6 @@ verdict in full."""
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -27,44 +25,35 @@ TABS = (
 )
 
 
-@pytest.fixture
-def term(request: pytest.FixtureRequest) -> Iterator[Terminal]:
-    t = Terminal(f"gtop-tabs-{request.node.name}-{time.monotonic_ns()}")
-    try:
-        yield t
-    finally:
-        t.close()
-
-
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
-def test_every_tab_answers_in_a_terminal(term: Terminal, size: tuple[int, int]) -> None:
-    term.start(
+def test_every_tab_answers_in_a_terminal(terminal: Terminal, size: tuple[int, int]) -> None:
+    terminal.start(
         [sys.executable, "-m", "gtop", "replay", "recordings/train_loop_cupti.gtop", "--at", "12"],
         size=size,
     )
-    term.wait_for(lambda s: PID in s)
-    term.keys("space")  # pause where the training loop runs
-    term.wait_for(lambda s: "PAUSE" in s)
-    term.keys("Enter")
-    term.wait_for(lambda s: f"PID {PID}" in s)
-    term.keys("]", "]")
+    terminal.wait_for(lambda s: PID in s)
+    terminal.keys("space")  # pause where the training loop runs
+    terminal.wait_for(lambda s: "PAUSE" in s)
+    terminal.keys("Enter")
+    terminal.wait_for(lambda s: f"PID {PID}" in s)
+    terminal.keys("]", "]")
     for title, shows in TABS:
-        screen = term.wait_for(shows, timeout=60)
+        screen = terminal.wait_for(shows, timeout=60)
         assert all(len(line) <= size[0] for line in screen.splitlines()), title
-        term.keys("]")
-    term.keys("[", "[")  # back to GPU time
-    term.wait_for(lambda s: "GPU busy" in s, timeout=60)
-    term.keys("?")
-    term.wait_for(lambda s: "GPU time: Where" in s and "Back 5 s" in s)
-    term.keys("Escape")  # alone: ESC then a key reads as alt+key
-    term.wait_for(lambda s: "gtop help" not in s)
-    term.keys("l")
-    term.wait_for(lambda s: "launching kernels (H:CTRL)" in s)
-    term.keys("Escape")
-    term.wait_for(lambda s: "legend" not in s)
-    term.keys("v")  # the verdict line, cut at 80 columns, in full
-    term.wait_for(lambda s: "Evidence" in s and "Usual fix:" in s and "Why:" in s)
-    term.keys("Escape")
-    term.wait_for(lambda s: "Evidence" not in s)
-    term.keys("q")
-    term.wait_for(lambda s: "gtop-exit=0" in s)
+        terminal.keys("]")
+    terminal.keys("[", "[")  # back to GPU time
+    terminal.wait_for(lambda s: "GPU busy" in s, timeout=60)
+    terminal.keys("?")
+    terminal.wait_for(lambda s: "GPU time: Where" in s and "Back 5 s" in s)
+    terminal.keys("Escape")  # alone: ESC then a key reads as alt+key
+    terminal.wait_for(lambda s: "gtop help" not in s)
+    terminal.keys("l")
+    terminal.wait_for(lambda s: "launching kernels (H:CTRL)" in s)
+    terminal.keys("Escape")
+    terminal.wait_for(lambda s: "legend" not in s)
+    terminal.keys("v")  # the verdict line, cut at 80 columns, in full
+    terminal.wait_for(lambda s: "Evidence" in s and "Usual fix:" in s and "Why:" in s)
+    terminal.keys("Escape")
+    terminal.wait_for(lambda s: "Evidence" not in s)
+    terminal.keys("q")
+    terminal.wait_for(lambda s: "gtop-exit=0" in s)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
 from gtop.analysis.lanes import CODE_NAMES, Code
 from gtop.views.fmt.busy import BARS
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, LANE_GLYPH, LANE_STYLE
+from gtop.views.screens.text_box import TextBoxScreen
 from gtop.views.widgets.sm_schedule import SCHED
 
 TIMELINES = (
@@ -53,25 +50,12 @@ def legend_text() -> Text:
     return out
 
 
-class LegendScreen(ModalScreen[None]):
+class LegendScreen(TextBoxScreen):
     """The legend in a scrollable box; Esc, l or q closes it."""
-
-    DEFAULT_CSS = """
-    LegendScreen { align: center middle; }
-    LegendScreen > VerticalScroll {
-        width: 100; max-width: 100%; height: auto; max-height: 100%;
-        border: round $accent; background: $surface; padding: 0 1;
-    }
-    """
 
     BINDINGS = [
         Binding("escape,l,q", "dismiss", "Close", show=False),
     ]
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll() as box:
-            box.border_title = "legend · Esc closes · ↑↓ scroll"
-            yield Static(legend_text())
-
-    def on_mount(self) -> None:
-        self.query_one(VerticalScroll).focus()
+    def __init__(self) -> None:
+        super().__init__(legend_text(), "legend · Esc closes · ↑↓ scroll")

@@ -4,13 +4,10 @@ cut before its fix): what held the GPU idle, the evidence, why, and the usual fi
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from gtop.analysis.verdict import Verdict
+from gtop.views.screens.text_box import TextBoxScreen
 
 
 def verdict_text(verdict: Verdict | None, line: str) -> Text:
@@ -28,27 +25,10 @@ def verdict_text(verdict: Verdict | None, line: str) -> Text:
     return out
 
 
-class VerdictScreen(ModalScreen[None]):
+class VerdictScreen(TextBoxScreen):
     """The verdict in a scrollable box; Esc, v or q closes it."""
-
-    DEFAULT_CSS = """
-    VerdictScreen { align: center middle; }
-    VerdictScreen > VerticalScroll {
-        width: 100; max-width: 100%; height: auto; max-height: 100%;
-        border: round $accent; background: $surface; padding: 0 1;
-    }
-    """
 
     BINDINGS = [Binding("escape,v,q", "dismiss", "Close", show=False)]
 
     def __init__(self, verdict: Verdict | None, line: str) -> None:
-        super().__init__()
-        self.text = verdict_text(verdict, line)
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll() as box:
-            box.border_title = "why the GPU is idle · Esc closes"
-            yield Static(self.text)
-
-    def on_mount(self) -> None:
-        self.query_one(VerticalScroll).focus()
+        super().__init__(verdict_text(verdict, line), "why the GPU is idle · Esc closes")
