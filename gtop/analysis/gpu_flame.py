@@ -1,7 +1,11 @@
-"""The GPU-centric flamegraph: time sliced, one folded stack per slice.
+"""The GPU-centric flamegraph: the window's exact time per cause, each cause's time given
+a stack slice by slice.
 
-Each slice of ``slice_ns`` becomes one stack whose width is the slice's length, rooted at
-the cause that held the slice longest (:func:`gtop.analysis.slices.dominant`):
+The window is cut into slices of ``slice_ns``; each cause's time in a slice (the
+partition's own, :func:`gtop.analysis.slices.occupancy`) becomes one stack of exactly
+that width, so the stacks under a cause add up to the cause's seconds in the report
+(:attr:`~gtop.analysis.attribution.Partition.totals`). The leaf names what held that
+cause in the slice:
 
 * ``ON_GPU;G:COMP;<kernel>`` / ``ON_GPU;G:XFER;<copy kind or MEMSET>``: the kernel (copy)
   execution with the most time in the slice;
@@ -9,7 +13,10 @@ the cause that held the slice longest (:func:`gtop.analysis.slices.dominant`):
   segment of that cause in the slice (off-CPU: the stack it blocked in; on-CPU: its
   latest stack sample in the slice, at most ``max_stack_age_ns`` old);
 * ``OFF_GPU;G:QUEUE|G:STALL;<op>``: the op that was waiting;
-* ``NOT_TRACED``: a kernel-sampling off phase (neither on- nor off-GPU).
+* ``NOT_TRACED``: a kernel-sampling off phase (neither on- nor off-GPU); over a window
+  summed block by block, :func:`with_estimates` splits it as the report estimates it
+  (``NOT_TRACED;H:CTRL (estimated)``…), so every cause's stacks then add up to the
+  report's estimated seconds of that cause.
 
 Output is ``{folded stack: ns}``, the input of every flamegraph renderer and of
 ``gtop export --format folded``.
@@ -23,7 +30,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis import slices
-from gtop.analysis.attribution import UnitResult, unit_mask
+from gtop.analysis.attribution import Summary, UnitResult, unit_mask
 from gtop.analysis.causes import LABELS, OFF_CAUSES, ON_CAUSES, Cause
 from gtop.analysis.host_window import HostIndex, frames_of
 from gtop.analysis.records import OP_COMM, OP_KERNEL, OP_MEMCPY, OP_MEMSET, Records
@@ -98,9 +105,13 @@ def fold(
     stacks = stacks or {}
     part = result.partition
     edges = slices.edges(result.t0, result.t1, slice_ns)
-    cause = slices.dominant(slices.occupancy(part, edges))
-    # Each slice's leaf is an op key (on-GPU, device causes) or a stack id (host causes);
-    # -1 is no leaf. Strings are made once per distinct (cause, leaf), not per slice.
+    occ = slices.occupancy(part, edges)
+    # One cell per (slice, cause) with time: its width is that cause's ns in the slice.
+    # Each cell's leaf is an op key (on-GPU, device causes) or a stack id (host causes);
+    # -1 is no leaf. Strings are made once per distinct (cause, leaf), not per cell.
+    sl, cause = np.nonzero(occ)
+    width = occ[sl, cause]
+    cause = cause.astype(np.uint8)
     leaf = np.full(len(cause), -1, np.int64)
 
     if on_gpu_leaves:
@@ -112,13 +123,15 @@ def fold(
             (Cause.G_COMM, (OP_COMM,)),
         )
         for on_cause, kinds in on_kinds:
+            cells = np.flatnonzero(cause == on_cause)
+            if not len(cells):
+                continue
             mine = np.flatnonzero(np.isin(ops["kind"], kinds))
-            sl = cause == on_cause
-            row = _busiest_op(take_rows(ops, mine), edges)[sl]
-            leaf[sl] = iv.take(keys[mine], row, -1)
+            row = _busiest_op(take_rows(ops, mine), edges)[sl[cells]]
+            leaf[cells] = iv.take(keys[mine], row, -1)
 
     off = np.flatnonzero(np.isin(cause, OFF_CAUSES))
-    seg = slices.first_segment(part, cause[off], edges[off])
+    seg = slices.first_segment(part, cause[off], edges[sl[off]])
     device = np.isin(cause[off], DEVICE_CAUSES)
     dev_seg = seg[device]
     leaf[off[device]] = np.where(
@@ -131,13 +144,13 @@ def fold(
     tids = part.tids[hseg]
     for tid in iv.unique_sorted(tids):
         m = tids == tid
-        at = np.maximum(part.starts[hseg[m]], edges[hs[m]])
-        until = np.minimum(part.ends[hseg[m]], edges[hs[m] + 1])
+        at = np.maximum(part.starts[hseg[m]], edges[sl[hs[m]]])
+        until = np.minimum(part.ends[hseg[m]], edges[sl[hs[m]] + 1])
         leaf[hs[m]] = host.stack_ids(int(tid), at, until, max_stack_age_ns)
 
     pair = (cause.astype(np.int64) << 56) | (leaf & (2**56 - 1))
     distinct, inverse = iv.dense_index(pair)
-    widths = np.bincount(inverse, weights=np.diff(edges)).astype(np.int64)
+    widths = np.bincount(inverse, weights=width).round().astype(np.int64)  # < 2**53: exact
     folded: dict[str, int] = {}
     for key, w in zip(distinct.tolist(), widths.tolist(), strict=True):
         c, lf = key >> 56, key & (2**56 - 1)
@@ -153,3 +166,30 @@ def fold(
         name = f"{root};{LABELS[c]};{text}" if text else f"{root};{LABELS[c]}"
         folded[name] = folded.get(name, 0) + w
     return folded
+
+
+ESTIMATED = " (estimated)"
+"""Suffix of a cause frame under ``NOT_TRACED``: untraced time the report gives that cause."""
+
+
+def with_estimates(folded: Mapping[str, int], summary: Summary) -> dict[str, int]:
+    """``folded`` (``summary``'s window) with its ``NOT_TRACED`` root split into one child
+    per cause, ``NOT_TRACED;<cause> (estimated)``, weighing what the report's estimate
+    (:attr:`~gtop.analysis.attribution.Summary.estimate`) gives that cause beyond its
+    traced time; in whole ns that add up to the root's. Unchanged when nothing was left
+    untraced, or nothing traced to estimate from."""
+    root = LABELS[Cause.NOT_TRACED]
+    untraced = folded.get(root, 0)
+    if not untraced or summary.estimate is None or not summary.traced_ns:
+        return dict(folded)
+    extra = np.maximum(summary.estimate - summary.totals, 0.0)
+    extra[Cause.NOT_TRACED] = 0.0
+    if not extra.sum():
+        return dict(folded)
+    # cumulative rounding: whole ns per cause that sum to the root's exactly
+    edges = np.rint(np.cumsum(extra) / extra.sum() * untraced).astype(np.int64)
+    parts = np.diff(edges, prepend=0)
+    out = {k: v for k, v in folded.items() if k != root}
+    for c in np.flatnonzero(parts).tolist():
+        out[f"{root};{LABELS[c]}{ESTIMATED}"] = int(parts[c])
+    return out

@@ -1,7 +1,7 @@
 """Fixed time slices over a partition: how long each cause held each slice.
 
 Used by the on/off-GPU ribbon (one cell per slice) and the GPU-centric flamegraph (one
-folded stack per slice). Slices start at ``t0``; the last one may be shorter.
+folded stack per slice and cause). Slices start at ``t0``; the last one may be shorter.
 """
 
 from __future__ import annotations
@@ -70,15 +70,18 @@ def dominant(occ: np.ndarray) -> np.ndarray:
     return np.argmax(occ, axis=1).astype(np.uint8)
 
 
-def first_segment(partition: Partition, cause: np.ndarray, slice_edges: np.ndarray) -> np.ndarray:
-    """Per slice, the index of the first segment of ``cause[i]`` inside slice ``i``.
+def first_segment(partition: Partition, cause: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """For each cell ``i`` (a slice starting at ``starts[i]``), the index of the first
+    segment of ``cause[i]`` that ends after the slice's start.
 
-    Every slice must hold some time of its cause (as :func:`dominant` guarantees).
+    Every cell's slice must hold some time of its cause (as a cell of
+    :func:`occupancy` with time, or :func:`dominant`, guarantees); that segment is then
+    the first of its cause inside the slice.
     """
     out = np.empty(len(cause), np.int64)
     for c in np.unique(cause):
         rows = np.flatnonzero(partition.causes == c)
         sl = np.flatnonzero(cause == c)
-        k = np.searchsorted(partition.ends[rows], slice_edges[sl], side="right")
+        k = np.searchsorted(partition.ends[rows], starts[sl], side="right")
         out[sl] = rows[k]
     return out

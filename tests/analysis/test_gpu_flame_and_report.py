@@ -9,7 +9,7 @@ import pytest
 
 from gtop.analysis import slices
 from gtop.analysis.attribution import Unit, attribute
-from gtop.analysis.causes import Cause
+from gtop.analysis.causes import LABELS, Cause
 from gtop.analysis.gpu_flame import fold
 from gtop.analysis.gpu_report import gpu_report
 from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
@@ -56,20 +56,25 @@ def test_edges_reject_bad_slices() -> None:
         slices.edges(0, 10, 0)
 
 
-def test_fold_one_stack_per_slice(rec) -> None:
+def test_fold_gives_each_cause_its_exact_time(rec) -> None:
     res = attribute(rec, 0, 60)[Unit("device", 0)]
     folded = fold(res, rec, NAMES, STACKS, slice_ns=5, max_stack_age_ns=5)
+    # the slice [25, 30) holds 3 ns of launching and 2 of queue: each gets its own
     assert folded == {
         "ON_GPU;G:COMP;gemm": 10,
         "OFF_GPU;H:WAIT_GPU;main;torch.cuda.synchronize": 5,
         "OFF_GPU;H:APP;main;busy:loop": 10,
-        "OFF_GPU;H:CTRL;main;cudaLaunchKernel": 5,
+        "OFF_GPU;H:CTRL;main;cudaLaunchKernel": 3,
+        "OFF_GPU;G:QUEUE;relu": 2,
         "ON_GPU;G:COMP;relu": 10,
         "ON_GPU;G:XFER;HTOD": 5,
         "OFF_GPU;H:WAIT_GPU;main;cudaLaunchKernel": 5,
         "OFF_GPU;OFF_CPU;main;time.sleep": 10,
     }
-    assert sum(folded.values()) == 60
+    per_cause = {label: 0 for label in LABELS}
+    for stack, ns in folded.items():
+        per_cause[stack.split(";")[1]] += ns
+    assert list(per_cause.values()) == res.totals.tolist()
 
 
 def test_fold_names_the_waiting_op_and_the_busiest_kernel() -> None:
@@ -99,7 +104,8 @@ def test_stale_samples_give_no_stack() -> None:
     res = attribute(rec, 0, 100)[Unit("device", 0)]
     # Slice [0, 50): the sample at 1 is within 10 ns of the first H:APP segment (at 10).
     assert fold(res, rec, NAMES, STACKS, slice_ns=50, max_stack_age_ns=10) == {
-        "OFF_GPU;H:APP;main;busy:loop": 50,
+        "ON_GPU;G:COMP;gemm": 10,
+        "OFF_GPU;H:APP;main;busy:loop": 40,
         "OFF_GPU;H:APP": 50,
     }
 

@@ -22,9 +22,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gtop.analysis import thread_time
+from gtop.analysis.attribution import Summary
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.demangle import demangle
 from gtop.analysis.gpu_flame import fold as gpu_fold
+from gtop.analysis.gpu_flame import with_estimates
 from gtop.analysis.range_blocks import blocks
 from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
@@ -93,13 +95,17 @@ def gpu_profiles(rec: Recording, slice_ns: int = 1_000_000) -> Iterator[Profile]
     window = getattr(rec, "window", None) or choose(rec)
     t0, t1 = window.t0, window.t1 - 1
     folded: dict[int, Counter[str]] = {}
+    sums: dict[int, Summary] = {}
     for result, rows in blocks(records, t0, t1 + 1, "device"):
         for unit, res in result.items():
             folded.setdefault(unit.device, Counter()).update(
                 gpu_fold(res, rows, kernels, stacks, slice_ns)
             )
+            done = sums.get(unit.device)
+            sums[unit.device] = res.summary() if done is None else done.plus(res)
     for device, stacks_ns in sorted(folded.items()):
-        out = {tuple(k.split(";")): int(w) for k, w in stacks_ns.items() if w > 0}
+        split = with_estimates(stacks_ns, sums[device])
+        out = {tuple(k.split(";")): int(w) for k, w in split.items() if w > 0}
         yield Profile("gpu", f"GPU {device}", out)
 
 
