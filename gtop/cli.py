@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import stat
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import NoReturn, TypeVar
 
 from gtop import __version__
+from gtop.core.stdout import EXIT_PIPE_CLOSED, OutputClosed, OutputFailed, emit, silence
 from gtop.probes.options import add_arguments as add_probe_arguments
 from gtop.recordings.options import add_export_arguments, add_window_options
 
@@ -34,6 +34,11 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 4095
 MAX_RECORDING_PATH_BYTES = 500
 """SQLite refuses databases whose absolute path (plus ``-journal``) passes 512 bytes."""
+MAX_SECONDS = 2**62 / 1e9
+"""Longest time an option takes (~146 years): any such time in ns fits in int64."""
+MAX_GPU_INDEX = 4095
+MAX_PID = 2**31 - 1
+"""A pid is a C int (Linux's own limit is 2**22; a bigger number names no process)."""
 PF_KTHREAD = 0x00200000
 """``/proc/PID/stat`` flags: a kernel thread."""
 DEFAULT_INTERVAL_S = 0.5
@@ -123,27 +128,45 @@ def _number(text: str, kind: Callable[[str], _N], what: str) -> _N:
         raise argparse.ArgumentTypeError(f"not a {what}: {text!r}") from None
 
 
-def _finite(text: str) -> float:
-    value = _number(text, float, "number")
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+def _in_range(value: _N, low: float, high: float, text: str) -> _N:
+    """``value`` if it lies in ``[low, high]`` (a NaN never does), else an argparse error."""
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between {low:g} and {high:g}")
     return value
 
 
-def _interval(text: str) -> float:
-    value = _finite(text)
-    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
-        raise argparse.ArgumentTypeError(
-            f"must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S:g} s"
-        )
-    return value
+def seconds_option(low: float = 0.0, high: float = MAX_SECONDS) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds in ``[low, high]`` (reusable by any
+    option that takes seconds or a period)."""
+
+    def parse(text: str) -> float:
+        return _in_range(_number(text, float, "number"), low, high, text)
+
+    return parse
 
 
 def _positive(text: str) -> float:
-    value = _finite(text)
+    value = seconds_option()(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be positive")
     return value
+
+
+_interval = seconds_option(MIN_INTERVAL_S, MAX_INTERVAL_S)
+_non_negative = seconds_option()
+
+
+def rate_option(low_hz: float, high_hz: float) -> Callable[[str], float]:
+    """An argparse type: a rate in Hz, finite and in ``[low_hz, high_hz]``, given back as
+    its period in seconds (reusable by any ``--rate``)."""
+
+    def parse(text: str) -> float:
+        return 1 / _in_range(_number(text, float, "number"), low_hz, high_hz, text)
+
+    return parse
+
+
+_rate = rate_option(1 / MAX_INTERVAL_S, 1 / MIN_INTERVAL_S)
 
 
 def _path(text: str) -> Path:
@@ -169,20 +192,12 @@ def _recording_path(text: str) -> Path:
     return path
 
 
-def _rate(text: str) -> float:
-    """``--rate HZ`` as a sampling period in seconds."""
-    hz = _number(text, float, "number")
-    if hz <= 0 or 1 / hz < MIN_INTERVAL_S:
-        raise argparse.ArgumentTypeError(f"must be in (0, {1 / MIN_INTERVAL_S:g}] Hz")
-    return 1 / hz
-
-
 def _gpus(text: str) -> frozenset[int]:
     try:
         found = frozenset(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         found = frozenset({-1})
-    if not found or min(found) < 0:
+    if not found or min(found) < 0 or max(found) > MAX_GPU_INDEX:
         raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (e.g. 0,1)")
     return found
 
@@ -196,7 +211,7 @@ def _port(text: str) -> int:
 
 def _pid(text: str) -> int:
     value = _number(text, int, "pid")
-    if value <= 0:
+    if not 0 < value <= MAX_PID:
         raise argparse.ArgumentTypeError(f"not a pid: {text!r}")
     return value
 
@@ -264,13 +279,6 @@ def _at_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _non_negative(text: str) -> float:
-    value = _number(text, float, "number")
-    if value < 0:
-        raise argparse.ArgumentTypeError("must not be negative")
-    return value
-
-
 def _target_options(parser: argparse.ArgumentParser) -> None:
     """Options for commands that profile a target process (--pid, run, record)."""
     parser.add_argument(
@@ -316,7 +324,7 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
         from gtop.doctor import versions
 
-        print("\n".join([f"gtop {__version__}", *versions()]))
+        _emit_or_exit("\n".join([f"gtop {__version__}", *versions()]))
         parser.exit()
 
 
@@ -888,7 +896,7 @@ def cmd_report(config: Config) -> int:
             report = read_report(rec, *config.window)
         except ValueError as exc:
             raise UserError(str(exc)) from None
-    print(json.dumps(report, indent=2) if config.json else format_report(report, _text_width()))
+    emit(json.dumps(report, indent=2) if config.json else format_report(report, _text_width()))
     return 0
 
 
@@ -912,7 +920,7 @@ def _compare(config: Config) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
     doc = compare_reports((a.name, b.name), reports)
-    print(json.dumps(doc, indent=2) if config.json else format_compare(doc, _text_width()))
+    emit(json.dumps(doc, indent=2) if config.json else format_compare(doc, _text_width()))
     return 0
 
 
@@ -957,7 +965,7 @@ def cmd_probe(config: Config) -> int:
 def cmd_doctor(config: Config) -> int:
     from gtop.doctor import format_checks, run_checks
 
-    print(format_checks(run_checks()))
+    emit(format_checks(run_checks()))
     return 0
 
 
@@ -996,8 +1004,26 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return COMMANDS[config.command](config)
-    except UserError as exc:
+    except (UserError, OutputFailed) as exc:
+        if isinstance(exc, OutputFailed):
+            silence()  # what is still buffered goes nowhere, not into a second error
         print(f"gtop: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except OutputClosed:
+        silence()
+        return EXIT_PIPE_CLOSED
     except KeyboardInterrupt:
         return 130
+
+
+def _emit_or_exit(text: str) -> None:
+    """:func:`emit` outside :func:`main`'s handlers (argparse actions): a closed pipe
+    ends quietly, another write error in one line."""
+    try:
+        emit(text)
+    except OutputClosed:
+        silence()
+        sys.exit(EXIT_PIPE_CLOSED)
+    except OutputFailed as exc:
+        silence()
+        sys.exit(f"gtop: {exc}")

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from gtop.core.model import Model
+from gtop.core.stdout import emit
 
 POLL_S = 0.25
 """How often ``serve`` moves data from the source into the model."""
@@ -43,7 +44,7 @@ def print_once(source: Any, seconds: float, as_json: bool, gpus: frozenset[int] 
 
     model = settle(source, seconds)
     data = frame(model, source.title, gpus)
-    print(json.dumps(data, indent=2) if as_json else format_frame(data))
+    emit(json.dumps(data, indent=2) if as_json else format_frame(data))
     return 0
 
 

@@ -64,6 +64,27 @@ def test_duration_must_be_finite_and_positive(
 
 
 @pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        *((["replay", str(DEMO), "--at", v], "--at") for v in ("nan", "inf", "1e300", "-1")),
+        *((["demo", "--at", v], "--at") for v in ("nan", "-inf", "1e300")),
+        *((["serve", "--replay", str(DEMO), "--at", v], "--at") for v in ("nan", "1e300")),
+        *((["record", "-o", "x.gtop", "--rate", v], "--rate") for v in ("nan", "inf", "1e-300")),
+        *(([*c, "--rate", v], "--rate") for c in ([], ["serve"]) for v in ("0", "-1", "1e9")),
+        *(([*c, "--gpus", "99999999999999999999999"], "--gpus") for c in ([], ["demo"])),
+        (["--pid", "99999999999999999999"], "--pid"),
+        (["record", "-o", "x.gtop", "--duration", "1e300"], "--duration"),
+        (["serve", "--port", "99999999999999999999"], "--port"),
+    ],
+)
+def test_numbers_must_be_finite_and_in_range(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit's command lines: each number is refused as it is parsed, in one line."""
+    assert option in usage_error(argv, capsys)
+
+
+@pytest.mark.parametrize(
     "path",
     [
         "/tmp/" + "n" * 256 + ".gtop",  # one name longer than any file system takes

@@ -17,6 +17,7 @@ from typing import Any
 from gtop.analysis import kernel_labels
 from gtop.analysis.causes import LABELS, PHRASES, Cause
 from gtop.analysis.report_text import MIN_WIDTH, TOP, fit, short_command
+from gtop.core.safe_text import shown_tree
 
 SIDES = ("a", "b")
 LABEL = 30
@@ -218,6 +219,7 @@ def compare_lines(
     (GAR, the window each covers), each cause side by side with the difference in
     points of the window, both verdicts, the top kernels of each. ``glyphs`` puts each
     cause's timeline glyph before its words."""
+    doc = shown_tree(doc)  # names from the targets are shown, never obeyed
     width = max(width, MIN_WIDTH)
     return [
         *_headline(doc, width),

@@ -12,6 +12,7 @@ from gtop.analysis import kernel_labels
 from gtop.analysis.agent_cost import cost_line
 from gtop.analysis.causes import LABELS, PHRASES
 from gtop.analysis.verdict import stack_frames, syscall, top_frames
+from gtop.core.safe_text import shown_tree
 
 WIDTH = 100
 """Columns of a report written to a file or pipe."""
@@ -310,6 +311,7 @@ def format_report(report: dict[str, Any], width: int = WIDTH) -> str:
     """The report in ``width`` columns (:data:`MIN_WIDTH` at least): long sentences wrap,
     table rows are cut with "…"."""
     width = max(width, MIN_WIDTH)
+    report = shown_tree(report)  # names from the target are shown, never obeyed
     lines = _header(report, width) + _window(report, width) + _verdict(report, width)
     lines += _breakdown(report, width) + _ranks(report, width)
     lines += _kernels(report, width) + _api(report, width) + _threads(report, width)

@@ -14,6 +14,7 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis.pystack_carry import carry
 from gtop.core.layouts import BlockReason, ThreadState
+from gtop.core.safe_text import shown
 
 NS = 1e9
 Folded = dict[tuple[str, ...], float]
@@ -98,10 +99,11 @@ def fold(
             key = (*prefix.get(tid, ()), "on-CPU", _reason_name(BlockReason.GPU_WAIT))
             out[(*key, *_frames(stacks, sid))] += (t1 - t0) / NS
         on = on[on["reason"] != BlockReason.GPU_WAIT]
-        on_s = np.bincount(on["tid"], weights=(on["end_ns"] - on["t_ns"]) / NS) if len(on) else []
-        for tid in np.unique(on["tid"]).tolist():
+        # by rank, not by raw tid: a recorded tid of 2**31-1 must not size an array
+        tids, rank = np.unique(on["tid"], return_inverse=True)
+        on_s = np.bincount(rank, weights=(on["end_ns"] - on["t_ns"]) / NS, minlength=len(tids))
+        for tid, total in zip(tids.tolist(), on_s.tolist(), strict=True):
             mine = samples[samples["tid"] == tid]
-            total = float(on_s[tid])
             root = (*prefix.get(tid, ()), "on-CPU")
             if not len(mine):
                 out[(*root, "[no sample]")] += total
@@ -167,7 +169,8 @@ def carry_python(
 def folded_text(folded: Folded) -> str:
     """The ``flamegraph.pl`` / speedscope text form, weights in microseconds."""
     lines = [
-        f"{';'.join(f.replace(';', ':') for f in k)} {round(w * 1e6)}" for k, w in folded.items()
+        f"{';'.join(shown(f).replace(';', ':') for f in k)} {round(w * 1e6)}"
+        for k, w in folded.items()
     ]
     return "\n".join(sorted(lines)) + ("\n" if lines else "")
 

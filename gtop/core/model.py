@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from gtop.core.hub import Entity, Update
+from gtop.core.safe_text import shown_tree
 
 DEFAULT_HISTORY_S = 120.0
 DEFAULT_MAX_ROWS = 2_000_000
@@ -84,6 +85,13 @@ class History:
         return Slice(tuple(parts), self.dtype, t0, t1)
 
 
+def _shown(entity: Entity) -> Entity:
+    """``entity`` with every string in its value made safe to show: views draw what the
+    model holds, and a target's names are shown there, never obeyed."""
+    value = shown_tree(entity.value)
+    return entity if value is entity.value else replace(entity, value=value)
+
+
 class Model:
     """Everything the UI shows, fed by one source."""
 
@@ -110,7 +118,7 @@ class Model:
                 listener()
         self.now_ns = now_ns
         for entity in update.entities:
-            self.entities.setdefault(entity.kind, {})[entity.key] = entity
+            self.entities.setdefault(entity.kind, {})[entity.key] = _shown(entity)
         for name, batch in update.batches.items():
             hist = self.streams.get(name)
             if hist is None:

@@ -34,6 +34,7 @@ MAX_LAYOUT_CHARS = 1 << 16
 MAX_RECORD_BYTES = 4096
 """Largest record layout accepted (the largest stream's record is 132 bytes)."""
 MAX_NAME_CHARS = 256
+MAX_ID = 2**31 - 1
 MAX_GAP_NS = 3600 * 10**9
 """A recording never pauses this long: its samplers write every interval (≤ 10 min)."""
 INT64 = (-(2**63), 2**63 - 1)
@@ -115,6 +116,8 @@ def _is_dict(v: Any) -> bool:
 _NAME = _optional(_is_str)
 _INT = _optional(_is_int)
 _NUMBER = _optional(_is_number)
+_ID = _optional(lambda v: _is_int(v) and -1 <= v <= MAX_ID)
+"""A pid, tid or GPU index: a C int (-1: none), so that no id sizes or overflows an array."""
 
 META_SHAPES: dict[str, Shape] = {
     "format": _is_str,
@@ -122,7 +125,7 @@ META_SHAPES: dict[str, Shape] = {
     "gtop_version": _NAME,
     "created_unix": _NUMBER,
     "host": _NAME,
-    "target": _optional(_is_dict),
+    "target": _optional(lambda v: _is_dict(v) and _ID(v.get("pid"))),
     "clock": lambda v: _is_dict(v) and _INT(v.get("realtime_minus_monotonic_ns")),
     "devices": _optional(_list_of(_is_dict)),
     "driver_version": _optional(_any_of(_is_str, _is_int)),
@@ -136,7 +139,7 @@ META_SHAPES: dict[str, Shape] = {
 }
 """The metadata keys gtop reads, and the shape each must have (others pass as they are)."""
 
-_IDS = {"pid": _INT, "ppid": _INT, "index": _INT, "gpu": _INT}
+_IDS = {"pid": _ID, "ppid": _ID, "index": _ID, "gpu": _ID}
 ENTITY_SHAPES: dict[str, dict[str, Shape]] = {
     "device": {**_IDS, "name": _NAME, "uuid": _NAME, "mem_total": _NUMBER, "sms": _INT},
     "process": {

@@ -29,6 +29,7 @@ from gtop.analysis.agent_cost import combined, cost_line
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.core.hub import Update
 from gtop.core.model import Model
+from gtop.core.safe_text import shown
 from gtop.core.source import Controls, Source
 from gtop.session.live import default_recording_path
 from gtop.session.replay import SPEEDS
@@ -145,7 +146,7 @@ class GtopApp(App[int]):
         """A replay seek's history is being read (the time bar says "computing…")."""
         self.shown: tuple[int, GtopScreen] | None = None
         """The model generation and screen last drawn (None: redraw at the next tick)."""
-        self.sub_title = source.title
+        self.sub_title = shown(source.title)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -236,11 +237,11 @@ class GtopApp(App[int]):
         paused = self.replay.paused if self.replay else self.display_paused
         return Status(
             live=self.source.live,
-            title=self.source.title,
+            title=shown(self.source.title),
             paused=paused,
             recording=f"{recorder.path.name} {recorder.rows():,} rows" if recorder else None,
             drops={**self.source.drops(), **self.model.drops()},
-            trouble=tuple(trouble),
+            trouble=tuple(shown(line) for line in trouble),  # errors can quote a target
             cost=self._cost(),
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from gtop.core.model import Model
+from gtop.core.safe_text import shown_tree
 from gtop.views.fmt import values as fmt
 from gtop.views.processes import RECENT_S, process_rows, sort_rows
 
@@ -107,6 +108,7 @@ def _gpu_line(gpu: dict[str, Any]) -> str:
 
 def format_frame(data: dict[str, Any]) -> str:
     """:func:`frame`'s data as text: a header, one line per GPU, then the process table."""
+    data = shown_tree(data)  # names from the targets are shown, never obeyed
     lines = [f"gtop · {data['source']}"]
     lines += [_gpu_line(g) for g in data["gpus"]] or ["no GPU samples"]
     lines.append("")

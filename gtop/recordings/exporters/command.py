@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 
 from gtop.core.files import UnsafeFile
+from gtop.core.stdout import output_error
 from gtop.recordings.clipped import ClippedRecording, choose
 from gtop.recordings.exporters import FORMATS, infer_format
-from gtop.recordings.exporters.output import ExportError, Output
+from gtop.recordings.exporters.output import STDOUT, ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
 
 CACHE_CHUNKS = 4
@@ -96,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"gtop: {exc}", file=sys.stderr)
             return 1
         except OSError as exc:  # named for the output, not the temporary file beside it
+            if args.output == STDOUT:
+                raise output_error(exc) from None  # a closed pipe ends quietly
             print(f"gtop: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 1
         damage = rec.damage()

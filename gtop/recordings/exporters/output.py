@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gtop.core.files import replace_output
+from gtop.core.safe_text import terminal_text
 
 STDOUT = Path("-")
 FILE_MODE = 0o644
@@ -57,14 +58,22 @@ class Output:
         return self._open(self.directory() / name, False, None)
 
     def _open(self, path: Path, binary: bool, compress: bool | None) -> IO[Any]:
+        zipped = self.gzip if compress is None else compress
+        terminal = path == STDOUT and sys.stdout.isatty()
+        if terminal and (binary or zipped):
+            raise ExportError(
+                f"{self.fmt}{' (gzip)' if zipped else ''} is binary and not written to a "
+                "terminal; give -o FILE, or pipe it"
+            )
         if path == STDOUT:
             raw: IO[bytes] = _Unclosed(sys.stdout.buffer)
         else:
             raw = self._files.enter_context(replace_output(path, FILE_MODE))
             self.made.append(path)
-        if self.gzip if compress is None else compress:
+        if zipped:
             raw = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)  # type: ignore[assignment]
-        stream: IO[Any] = raw if binary else io.TextIOWrapper(raw, "utf-8", newline="")
+        text = _TerminalText if terminal else io.TextIOWrapper
+        stream: IO[Any] = raw if binary else text(raw, "utf-8", newline="")
         self._open_streams.append(stream)
         return stream
 
@@ -105,6 +114,15 @@ class Output:
             self._open_streams.clear()
             done = self._files.__exit__(*exc)
         return bool(done)
+
+
+class _TerminalText(io.TextIOWrapper):
+    """A text export shown in a terminal: the data's control characters (a target's
+    names) are written as visible escapes, never obeyed (a file or a pipe gets them as
+    they are)."""
+
+    def write(self, text: str) -> int:
+        return super().write(terminal_text(text))
 
 
 class _Unclosed(io.RawIOBase):
