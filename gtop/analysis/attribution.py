@@ -360,13 +360,9 @@ class _Prepared:
         akey = (apis["pid"].astype(np.int64) << 32) | apis["corr"].astype(np.int64)
         okey = (ops["pid"].astype(np.int64) << 32) | ops["corr"].astype(np.int64)
         order = iv.canonical_order([akey, apis["t"], -apis["end"], apis["tid"]])
-        when = np.dtype([("key", "<i8"), ("t", "<i8")])
-        calls = np.empty(len(order), when)
-        calls["key"], calls["t"] = akey[order], apis["t"][order]
-        asked = np.empty(len(ops), when)
-        asked["key"], asked["t"] = okey, ops["t"]
+        calls, asked = iv.pair_ranks(akey[order], apis["t"][order], okey, ops["t"])
         j = np.searchsorted(calls, asked, side="right") - 1  # the latest (key, t) <= op's
-        before = (j >= 0) & (calls["key"][np.maximum(j, 0)] == okey)
+        before = (j >= 0) & (akey[order][np.maximum(j, 0)] == okey)
         pick = order[np.maximum(j, 0)]
         first = iv.canonical_order([akey, apis["end"], apis["tid"], apis["t"]])
         heads = first[iv.run_heads(akey[first])]  # per key: the call that ended first

@@ -118,6 +118,27 @@ def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray
     return np.searchsorted(sorted_keys, points, side="right") - 1
 
 
+def pair_ranks(
+    keys: np.ndarray, times: np.ndarray, qkeys: np.ndarray, qtimes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, times)`` pairs, sorted by key then time, and query pairs as int64 codes
+    such that ``searchsorted(codes, qcodes, "right")`` finds what a search of the pairs
+    for each ``(qkey, qtime)`` would (numpy searches a structured array ~50x slower).
+
+    A code is the key's rank among the distinct keys (high 32 bits) and the time's rank
+    among the sorted times (low bits); a query's key that is not among ``keys`` ranks
+    below every pair of the next key."""
+    distinct = keys[run_heads(keys)]
+    sorted_times = np.sort(times)
+    codes = (np.searchsorted(distinct, keys) << 32) | (
+        np.searchsorted(sorted_times, times, side="left") + 1
+    )
+    at = np.searchsorted(distinct, qkeys)
+    known = distinct[np.minimum(at, len(distinct) - 1)] == qkeys if len(distinct) else at < 0
+    qranks = np.where(known, np.searchsorted(sorted_times, qtimes, side="right"), 0)
+    return codes, (at << 32) | qranks
+
+
 def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
     """``values[index]`` where ``index >= 0``, else ``fill`` (``values`` may be empty)."""
     dtype = np.result_type(values.dtype, np.min_scalar_type(fill))

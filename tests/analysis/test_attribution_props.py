@@ -194,3 +194,21 @@ def test_replay_blocks_cover_the_range_for_every_unit(rec: Records, block: int, 
             full = on_ops[s.unit].totals
             assert s.totals[Cause.G_COMP] == full[Cause.G_COMP]
             assert s.totals[Cause.G_XFER] == full[Cause.G_XFER]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 9)), max_size=40),
+    st.lists(st.tuples(st.integers(-1, 7), st.integers(-1, 11)), max_size=40),
+)
+def test_pair_ranks_search_like_the_pairs(
+    table: list[tuple[int, int]], queries: list[tuple[int, int]]
+) -> None:
+    """Searching the int64 codes finds what a search of the (key, time) pairs does."""
+    pair = np.dtype([("key", "<i8"), ("t", "<i8")])
+    pairs = np.sort(np.array(table, pair), order=["key", "t"])
+    asked = np.array(queries, pair)
+    codes, qcodes = iv.pair_ranks(pairs["key"], pairs["t"], asked["key"], asked["t"])
+    assert bool(np.all(codes[1:] >= codes[:-1]))
+    expected = np.searchsorted(pairs, asked, side="right")
+    assert np.searchsorted(codes, qcodes, side="right").tolist() == expected.tolist()
