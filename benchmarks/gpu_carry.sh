@@ -11,20 +11,13 @@ grep -qx "/.gpu-libs/" .git/info/exclude 2>/dev/null || echo "/.gpu-libs/" >> .g
 platforms=(--platform manylinux2014_x86_64 --platform manylinux1_x86_64)
 for n in 5 17 24 27 28 31 34 35; do platforms+=(--platform "manylinux_2_${n}_x86_64"); done
 # runtime dependencies missing from the image (KINDS.md lists what it has), and theirs
-wheels="zstandard==0.25.0 textual==8.2.8 pyelftools==0.33 py-spy==0.4.3 pyinjector==1.4.0
+wheels="zstandard==0.25.0 textual==8.2.8 pyelftools==0.33 py-spy==0.4.3
   linkify-it-py==2.2.0 mdit-py-plugins==0.7.0 markdown-it-py==4.3.0 uc-micro-py==2.0.0
   mdurl==0.1.2 platformdirs==4.14.7 prometheus-client==0.26.0"
 for spec in $wheels; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp "${platforms[@]}" -d .whl "$spec"
 done
-# hypno (attach to Python < 3.14) publishes only an sdist: build its wheel with a 3.12
-py312=
-for cand in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python; do
-  if "$cand" -m pip --version >/dev/null 2>&1; then py312=$cand; break; fi
-done
-if [ -z "$py312" ]; then echo "gpu_carry: a Python 3.12 is needed to build hypno's wheel" >&2; exit 1; fi
-"$py312" -m pip wheel -q --no-deps -w .whl hypno==1.1.0
 lib=$(ldconfig -p | awk '/libbpf\.so\.1 .*x86-64/ {print $NF; exit}')
 if [ -z "$lib" ]; then echo "gpu_carry: libbpf.so.1 not found (apt-get install libbpf1)" >&2; exit 1; fi
 cp -L "$lib" .gpu-libs/libbpf.so.1

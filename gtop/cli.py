@@ -593,7 +593,10 @@ def _check_output(path: Path, overwrite: bool) -> None:
         raise UserError(f"{path} exists (use --force to overwrite)")
 
 
-def _live_source(config: Config):  # -> LiveSource
+def _live_source(config: Config, attach_now: bool = True):  # -> LiveSource
+    """The live source for ``config``: a launched command with the agent, or a pid with
+    the agent attached (``attach_now`` False: the caller attaches, see
+    :func:`_attach_while_recording`)."""
     from gtop.collectors.agent.attach import AttachError
     from gtop.collectors.host import TargetGone
     from gtop.session.live import LiveSource
@@ -631,7 +634,7 @@ def _live_source(config: Config):  # -> LiveSource
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
-    elif config.pid is not None and config.agent:
+    elif config.pid is not None and config.agent and attach_now:
         try:
             error = source.attach_agent(config.agent_mode)
         except ValueError as exc:
@@ -826,7 +829,7 @@ def cmd_record(config: Config) -> int:
     assert config.output is not None
     _check_recording_name(config.output)
     _check_output(config.output, config.overwrite)
-    source = _live_source(config)
+    source = _live_source(config, attach_now=False)
     try:
         recorder = source.start_recording(config.output, overwrite=config.overwrite)
     except OSError as exc:
@@ -837,15 +840,17 @@ def cmd_record(config: Config) -> int:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    started = time.monotonic()
     source.start()
     _check_forced_tier_started(source, config)
-    started = time.monotonic()
+    attaching = _attach_while_recording(source, config)
     interactive = sys.stderr.isatty()
     shown = -1
     if source.process is not None:
         _wake_on_exit(source.process, stop)
     try:
         while True:
+            attaching = _say_attach_error(source, attaching)
             wait_s = STATUS_S
             if config.duration_s is not None:
                 wait_s = min(wait_s, max(0.0, started + config.duration_s - time.monotonic()))
@@ -873,6 +878,7 @@ def cmd_record(config: Config) -> int:
         source.stop()
     if interactive:
         print(file=sys.stderr)
+    _say_attach_error(source, attaching, final=True)  # stop() said why, if still under way
     if config.cmd and source.target_alive():
         # the agent has detached: the launched command runs on at full speed
         print(f"gtop: {config.cmd[0]} (pid {source.pid}) runs on untraced", file=sys.stderr)
@@ -880,6 +886,36 @@ def cmd_record(config: Config) -> int:
         raise UserError(recorder.error)
     print(f"gtop: wrote {config.output} ({recorder.rows()} rows)", file=sys.stderr)
     return 0
+
+
+def _say_attach_error(
+    source, attaching: threading.Thread | None, final: bool = False
+) -> threading.Thread | None:
+    """Once a background attach has ended (or ``final``), say why it failed, if it did;
+    None once said."""
+    if attaching is None or (attaching.is_alive() and not final):
+        return attaching
+    if source.agent_error:
+        print(f"\ngtop: {source.agent_error}; recorded NVML and host data only", file=sys.stderr)
+    return None
+
+
+def _attach_while_recording(source, config: Config) -> threading.Thread | None:
+    """Attach the agent to ``record --pid``'s target on a thread, so that ``--duration``
+    counts from the start of the recording, attach included (None: nothing to attach)."""
+    if config.pid is None or not config.agent or config.cmd:
+        return None
+    wait_s = config.duration_s if config.duration_s is not None else ATTACH_WAIT_S
+    try:
+        return source.attach_agent_in_background(config.agent_mode, max(wait_s, 0.1))
+    except ValueError as exc:
+        source.stop()
+        raise UserError(str(exc)) from None
+
+
+ATTACH_WAIT_S = 10.0
+"""Without ``--duration``, how long ``record --pid`` waits for the agent to report before it
+says the agent has not started (it keeps recording, and the agent may still come)."""
 
 
 def cmd_report(config: Config) -> int:

@@ -20,7 +20,7 @@ import time
 from collections import deque
 from typing import NamedTuple
 
-from .cupti import BufferCompleted, BufferRequested, Cupti
+from .cupti import BufferCompleted, BufferRequested, Cupti, SubscriberCallback
 from .native import dlopen
 
 
@@ -54,6 +54,9 @@ class BufferPool:
         # CUPTI keeps these pointers: the pool must outlive every registration.
         self.requested_cb = BufferRequested(self._on_requested)
         self.completed_cb = BufferCompleted(self._on_completed)
+        self.subscriber_cb = SubscriberCallback(_no_op)
+        """Python here (this pool is the fallback without the C shim): CUPTI calling it
+        would need the GIL; :class:`ShimPool`'s is C."""
 
     def _take(self) -> int | None:
         try:
@@ -157,6 +160,7 @@ class ShimPool:
             raise OSError("cupti shim rejected its settings")
         self.requested_cb = BufferRequested(_address(lib.gtop_shim_requested))
         self.completed_cb = BufferCompleted(_address(lib.gtop_shim_completed))
+        self.subscriber_cb = SubscriberCallback(_address(lib.gtop_shim_subscriber))
         self._bufs = (ctypes.c_void_p * self.TAKE)()
         self._valid = (ctypes.c_size_t * self.TAKE)()
         self._dropped = (ctypes.c_size_t * self.TAKE)()
@@ -198,6 +202,10 @@ class ShimPool:
 
     def trim(self) -> None:
         self.lib.gtop_shim_trim()
+
+
+def _no_op(*args: object) -> None:
+    pass
 
 
 def _address(fn: ctypes._CFuncPtr) -> int:

@@ -136,6 +136,16 @@ int gtop_shim_trim(void) {
 
 uint64_t gtop_shim_declined(void) { return declined; }
 
+/* The subscriber callback CUPTI's subscriber slot needs. It is C so that CUPTI never waits
+   for Python's GIL inside a CUDA call: with a ctypes callback, attaching hung a target whose
+   main thread held the GIL in a synchronising call while the agent thread subscribed. */
+void gtop_shim_subscriber(void *userdata, int domain, uint32_t cbid, const void *data) {
+    (void)userdata;
+    (void)domain;
+    (void)cbid;
+    (void)data;
+}
+
 /* out[0..3]: ns in the buffer callbacks, their calls, ns in gtop_shim_ship, its calls. */
 void gtop_shim_costs(uint64_t *out) {
   pthread_mutex_lock(&mu);

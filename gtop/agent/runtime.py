@@ -33,7 +33,6 @@ from .cupti import (
     KIND_BY_NAME,
     Cupti,
     CuptiError,
-    SubscriberCallback,
     load,
 )
 from .modes import KINDS, SAMPLED_KINDS, kinds_for
@@ -74,7 +73,6 @@ _session: Session | None = None
 _redials = 0
 _cupti: Cupti | None = None
 _pool: ShimPool | BufferPool | None = None
-_noop_subscriber = SubscriberCallback(lambda *args: None)
 
 
 OTHER_TOOL = (
@@ -330,7 +328,7 @@ class Session(threading.Thread):
         if _torch_profiler_active():
             raise Refused("other_subscriber", OTHER_TOOL)
         try:
-            self.subscriber = cupti.subscribe(_noop_subscriber)
+            self.subscriber = cupti.subscribe(pool.subscriber_cb)
         except CuptiError as exc:
             if exc.code == ERROR_MULTIPLE_SUBSCRIBERS:
                 raise Refused("other_subscriber", OTHER_TOOL) from None

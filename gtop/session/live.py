@@ -37,6 +37,10 @@ report's startup phase needs the target's stacks from its first line. The others
 NVML, open beside or after the launch."""
 
 
+ATTACH_JOIN_S = 0.5
+"""At stop, how long to let a background attach finish saying why it failed."""
+
+
 class LiveSource:
     """Samples this machine's GPUs (NVML) and processes on worker threads.
 
@@ -96,6 +100,9 @@ class LiveSource:
         self.link: AgentLink | None = None
         self.agent_error: str | None = None
         """Why the in-process agent is not there (one line), when it is not."""
+        self._attaching: threading.Thread | None = None
+        """A background attach (:meth:`attach_agent_in_background`), if one was started."""
+        self._stopped = False
         self.process: subprocess.Popen | None = None
 
     def _open_nvml(self, require_gpu: bool = False) -> None:
@@ -186,20 +193,35 @@ class LiveSource:
         self.title = f"pid {self.pid}"
         return self.process
 
-    def attach_agent(self, agent_mode: str = "default") -> str | None:
+    def attach_agent(self, agent_mode: str = "default", timeout: float | None = None) -> str | None:
         """Inject the agent into the focused process; the one-line reason if it fails.
 
         gtop carries on without the agent (NVML and host data only) when it fails.
+        ``timeout``: how long to wait for the agent to report (default
+        :data:`~gtop.collectors.agent.attach.CONNECT_TIMEOUT_S`).
         """
         if self.pid is None:
             raise RuntimeError("no target to attach to")
         link = self._agent_link(agent_mode)
         try:
-            attach(self.pid, link)
+            attach(self.pid, link, **({} if timeout is None else {"timeout": timeout}))
         except AttachError as exc:
             self.agent_error = str(exc)
-        self._follow(link)
+        if not self._stopped:
+            self._follow(link)
         return self.agent_error
+
+    def attach_agent_in_background(self, agent_mode: str, timeout: float) -> threading.Thread:
+        """:meth:`attach_agent` on a thread of its own, so that collection (and a
+        recording's clock) runs while the agent gets in; its error lands in
+        :attr:`agent_error`, and :meth:`stop` ends its wait."""
+        self._agent_link(agent_mode)
+        thread = threading.Thread(
+            target=self.attach_agent, args=(agent_mode, timeout), name="gtop-attach", daemon=True
+        )
+        thread.start()
+        self._attaching = thread
+        return thread
 
     def _follow(self, link: AgentLink) -> None:
         """Send the agent into the target's descendants that use CUDA, as they appear."""
@@ -279,8 +301,13 @@ class LiveSource:
 
     def stop(self) -> None:
         """Stop collecting: the agent detaches (the target runs on), recording is finalised."""
+        self._stopped = True
         if self.link is not None:
             self.link.stop()
+        if self._attaching is not None and self._attaching.is_alive():
+            self._attaching.join(ATTACH_JOIN_S)  # it says why it failed, or it is stuck:
+            if self._attaching.is_alive():
+                self.agent_error = f"pid {self.pid}: collection stopped while injecting the agent"
         for collector in reversed(self.collectors):
             if collector is not self.link:
                 collector.stop()
@@ -327,7 +354,7 @@ class LiveSource:
         if self.recorder is None:
             return None
         recorder, self.recorder = self.recorder, None
-        return recorder.stop()
+        return recorder.stop({"agent_error": self.agent_error})
 
 
 def default_recording_path(pid: int | None) -> Path:

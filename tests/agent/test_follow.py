@@ -4,18 +4,12 @@ list is given here (this machine has no GPU); on the GPU machine NVML gives it."
 
 from __future__ import annotations
 
-from importlib.util import find_spec
-
-import pytest
 from agent_helpers import script, start_target
 
 from gtop.collectors.agent.follow import DescendantFollower
 from gtop.core.hub import Hub
 
-needs_hypno = pytest.mark.skipif(find_spec("hypno") is None, reason="needs hypno")
 
-
-@needs_hypno
 def test_forked_child_on_a_gpu_gets_the_agent(processes, link_factory) -> None:
     target = start_target(processes, script("forker.py"))
     child = int(target.readline())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from importlib.util import find_spec
 
 import pytest
 from agent_helpers import TARGETS, start_target
@@ -65,7 +64,6 @@ def test_missing_command_is_one_line(link_factory):
         launch_with_agent(["no-such-cmd-xyz"], link)
 
 
-@pytest.mark.skipif(find_spec("hypno") is None, reason="needs hypno")
 def test_agent_works_in_a_process_with_many_open_files(processes, link_factory, tmp_path):
     # the agent's socket gets a descriptor above 1024, beyond what select() can watch
     link, _ = link_factory()

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -69,8 +68,6 @@ def runs_torch(attacker) -> bool:
 
 
 def test_root_attaches_to_another_users_cuda_process(attacker, processes, tmp_path):
-    if find_spec("hypno") is None:
-        pytest.skip("needs hypno")
     if not runs_torch(attacker):
         pytest.skip("the unprivileged user cannot import torch with CUDA here")
     hub = Hub()

@@ -4,20 +4,25 @@
   to the command; see :mod:`gtop.agent.bootstrap`); :func:`hold_with_agent` holds it
   before its exec until collectors follow its pid (:mod:`gtop.collectors.gate`).
 * :func:`attach` injects it into a running CPython: ``sys.remote_exec`` (PEP 768) on
-  3.14+, ptrace injection through ``hypno`` on 3.10-3.13.
+  3.14+, the same thing done through ptrace on 3.10-3.13
+  (:mod:`gtop.collectors.agent.safepoint`). Either way the start code runs on the
+  target's main thread at its next safe point, holding the GIL; never on a thread
+  stopped at an arbitrary instruction.
 
 When the agent cannot get in, :class:`AttachError` carries one line naming the cause and
-the fix; gtop then carries on without the agent. Nothing here stops or kills the target:
-injection runs a few lines that start the agent's thread and return.
+the fix; gtop then carries on without the agent. Nothing here kills the target or runs
+anything on a thread stopped mid-way: the start code only starts the agent's thread.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import select
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from gtop.collectors.agent.link import AgentLink
@@ -28,8 +33,14 @@ from gtop.core.files import create_unique
 CAP_SYS_PTRACE = 19
 CONNECT_TIMEOUT_S = 10.0
 MIN_PYTHON = (3, 10)
-INJECT_TIMEOUT_S = 30.0
-INJECTOR = "import sys, hypno; hypno.inject_py(int(sys.argv[1]), sys.stdin.read())"
+INJECT_TIMEOUT_S = 10.0
+INJECTOR = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from gtop.collectors.agent.safepoint import main; main()"
+)
+"""Run by gtop's own interpreter in isolated mode (``-I``: no working folder, no
+``PYTHON*`` variables on its path; ``-S``: no site), importing gtop from where this gtop
+lives."""
 
 
 class AttachError(Exception):
@@ -105,10 +116,16 @@ def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> Age
         link.grant(target.uid)
     inject(target, link)
     status = link.wait(pid, ("waiting_cuda", "tracing", *REFUSALS), timeout)
+    if status is None and link.stopped:
+        raise AttachError(
+            f"pid {pid}: the agent had not started when collection stopped (its main thread "
+            "had not returned to Python: one long C call, or stopped?)"
+        )
     if status is None:
         raise AttachError(
-            f"pid {pid}: the agent was injected but did not report within {timeout:.0f} s "
-            "(the process may be stopped, or stuck holding the GIL); try again"
+            f"pid {pid}: the agent is queued but did not start within {timeout:.0f} s: the "
+            "main thread has not returned to Python (one long C call, or stopped?); it starts "
+            "when it does, while gtop runs"
         )
     if status.state in REFUSALS:
         raise AttachError(f"pid {pid}: {status.message}")
@@ -191,20 +208,42 @@ def has_cap_sys_ptrace() -> bool:
 
 
 def inject(target: Target, link: AgentLink) -> None:
-    """Run the agent's start code inside ``target``.
+    """Queue the agent's start code for ``target``'s next safe point.
 
     Raises:
-        AttachError: the injection mechanism is missing or the kernel refused it.
+        AttachError: the kernel refused, or the target's memory map is unreadable.
     """
     code = link.injection_code()
     if target.python >= (3, 14):
         remote_exec(target, link.boot_dir, code)
         return
-    # In a child process: the injector holds its interpreter's GIL while it waits on
-    # ptrace, which must not freeze gtop's UI.
+    error = queue_at_safe_point(target.pid, code)
+    if error is None:
+        return
+    if "ermission" in error or "not permitted" in error:
+        raise AttachError(
+            f"ptrace of pid {target.pid} refused ({error}): run gtop as root or with "
+            "CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE), or use `gtop run -- CMD`"
+        )
+    raise AttachError(f"injection into pid {target.pid} failed: {error}")
+
+
+def queue_at_safe_point(pid: int, code: str) -> str | None:
+    """Queue ``code`` for CPython ``pid``'s next safe point (3.10-3.13, see
+    :mod:`gtop.collectors.agent.safepoint`); None, or one line saying why not."""
+    from gtop.collectors.agent.procsyms import find_symbols  # pyelftools: not at a launch
+    from gtop.collectors.agent.safepoint import InjectError
+
+    try:
+        addresses = [f"{a:x}" for a in astuple(find_symbols(pid))]
+    except InjectError as exc:
+        return str(exc)
+    package_parent = str(Path(__file__).resolve().parents[3])
+    # In a child process: a tracee that will not stop cannot hang gtop, and killing the
+    # child detaches ptrace.
     try:
         res = subprocess.run(
-            [sys.executable, "-c", INJECTOR, str(target.pid)],
+            [sys.executable, "-I", "-S", "-c", INJECTOR, package_parent, str(pid), *addresses],
             input=code,
             capture_output=True,
             text=True,
@@ -212,24 +251,10 @@ def inject(target: Target, link: AgentLink) -> None:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise AttachError(
-            f"injection into pid {target.pid} did not finish in {INJECT_TIMEOUT_S:.0f} s; "
-            f"the process may be stopped (check `ps -o stat -p {target.pid}`)"
-        ) from None
+        return f"did not finish in {INJECT_TIMEOUT_S:.0f} s; is pid {pid} stopped?"
     if res.returncode == 0:
-        return
-    last = (res.stderr.strip().splitlines() or ["unknown error"])[-1]
-    if "No module named" in last:
-        raise AttachError(
-            "attaching to Python <3.14 needs the hypno package: pip install hypno "
-            "(or start the program with `gtop run -- CMD`)"
-        )
-    if "ermission" in last or "EPERM" in last or "not permitted" in last:
-        raise AttachError(
-            f"ptrace of pid {target.pid} refused ({last}): run gtop as root or with "
-            "CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE), or use `gtop run -- CMD`"
-        )
-    raise AttachError(f"injection into pid {target.pid} failed: {last}")
+        return None
+    return (res.stderr.strip().splitlines() or ["unknown error"])[-1].removeprefix("gtop: ")
 
 
 def remote_exec(target: Target, folder: str, code: str) -> None:
@@ -258,16 +283,11 @@ def remote_exec(target: Target, folder: str, code: str) -> None:
 
 
 def doctor() -> list[tuple[str, bool, str]]:
-    """``(check, ok, detail)`` lines for ``gtop doctor``: can the agent get in here?"""
+    """``(check, ok, detail)`` lines for ``gtop doctor``: can the agent get in here?
+    The attach check attaches for real, to a Python child it starts."""
     from gtop.agent.cupti import candidate_paths
 
-    lines = []
-    try:
-        import hypno  # noqa: F401
-
-        lines.append(("attach (hypno)", True, "ptrace injection for CPython 3.10-3.13"))
-    except ImportError:
-        lines.append(("attach (hypno)", False, "pip install hypno; `gtop run` still works"))
+    lines = [("attach", *_attach_works())]
     scope = yama_scope()
     privileged = os.geteuid() == 0 or has_cap_sys_ptrace()
     ok = scope == 0 or (scope in (1, 2) and privileged)
@@ -281,3 +301,27 @@ def doctor() -> list[tuple[str, bool, str]]:
         )
     )
     return lines
+
+
+PROBE_CHILD = "import time\nwhile True:\n    time.sleep(0.005)\n"
+PROBE_CODE = "import os\nos.write(1, b'attached\\n')\n"
+
+
+def _attach_works() -> tuple[bool, str]:
+    """Queue code into a Python child of this interpreter and see it run."""
+    if sys.version_info >= (3, 14):
+        return True, "sys.remote_exec (PEP 768) for Python 3.14+ targets"
+    with subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", PROBE_CHILD], stdout=subprocess.PIPE
+    ) as child:
+        try:
+            time.sleep(0.05)  # past its interpreter's start-up
+            error = queue_at_safe_point(child.pid, PROBE_CODE)
+            if error is not None:
+                return False, f"{error}; `gtop run -- CMD` still works"
+            ready, _, _ = select.select([child.stdout], [], [], 5.0)
+            if not ready or child.stdout.readline() != b"attached\n":
+                return False, "queued code did not run in a test child within 5 s"
+        finally:
+            child.kill()
+    return True, "queues the agent for a Python 3.10-3.13 target's next safe point (tried)"

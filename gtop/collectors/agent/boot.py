@@ -81,17 +81,24 @@ class BootDir:
         return env
 
     def injection_code(self, socket_path: str, mode: str, options: dict[str, Any]) -> str:
-        """Python source that, run inside a target, starts the agent (never raises)."""
+        """Python source that, run inside a target, starts the agent (never raises).
+
+        It runs in a namespace of its own: CPython < 3.14 runs queued code in
+        ``__main__``'s, which must not gain names.
+        """
         boot = str(self.path)
+        body = (
+            "import importlib, sys\n"
+            f"sys.path.insert(0, {boot!r})\n"
+            "try:\n"
+            f"    agent = importlib.import_module({self.package + '.agent.runtime'!r})\n"
+            "finally:\n"
+            f"    sys.path.remove({boot!r})\n"
+            f"agent.start({socket_path!r}, {mode!r}, **{options!r})\n"
+        )
         return (
             "try:\n"
-            "    import importlib, sys\n"
-            f"    sys.path.insert(0, {boot!r})\n"
-            "    try:\n"
-            f"        _gtop_agent = importlib.import_module({self.package + '.agent.runtime'!r})\n"
-            "    finally:\n"
-            f"        sys.path.remove({boot!r})\n"
-            f"    _gtop_agent.start({socket_path!r}, {mode!r}, **{options!r})\n"
+            f"    exec({body!r}, {{'__name__': '_gtop_attach'}})\n"
             "except BaseException:\n"
             "    pass\n"
         )

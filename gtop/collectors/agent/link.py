@@ -179,6 +179,8 @@ class AgentLink:
                 time.sleep(0.02)
         first = not self._stop.is_set()
         self._stop.set()
+        with self._cond:
+            self._cond.notify_all()  # a wait() for an agent that never came ends now
         if first and self._thread.is_alive():
             with contextlib.suppress(OSError):  # the thread ended meanwhile: nothing to wake
                 os.write(self._wake_w, b"\0")
@@ -191,6 +193,11 @@ class AgentLink:
         if first:
             os.close(self._wake_w)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def stopped(self) -> bool:
+        """:meth:`stop` was called."""
+        return self._stop.is_set()
 
     def statuses(self) -> list[Status]:
         """One line per agent seen (exited ones included): state, what it traces, counts."""
@@ -209,7 +216,8 @@ class AgentLink:
             return dict(self._statuses)
 
     def wait(self, pid: int | None, states: tuple[str, ...], timeout: float) -> AgentStatus | None:
-        """Wait until an agent (``pid``, or any) reaches one of ``states``."""
+        """Wait until an agent (``pid``, or any) reaches one of ``states``; None after
+        ``timeout`` or once the link stops."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -217,7 +225,7 @@ class AgentLink:
                     if (pid is None or st.pid == pid) and st.state in states:
                         return st
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0 or self._stop.is_set():
                     return None
                 self._cond.wait(left)
 

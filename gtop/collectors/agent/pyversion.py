@@ -66,7 +66,7 @@ def _exe_name(pid: int) -> str:
 def elf_python_version(f: BinaryIO, name: str) -> tuple[int, int] | None:
     """The CPython version an ELF file holds (``name``: its path, for 3.10), or None."""
     elf = ELFFile(f)
-    lookup = _symbol_lookup(elf)
+    lookup = symbol_lookup(elf)
     if lookup is None:
         return None
     sym = lookup("Py_Version")
@@ -81,7 +81,7 @@ def elf_python_version(f: BinaryIO, name: str) -> tuple[int, int] | None:
     return None
 
 
-def _symbol_lookup(elf: ELFFile) -> Callable[[str], Any] | None:
+def symbol_lookup(elf: ELFFile) -> Callable[[str], Any] | None:
     """name -> dynamic symbol (or None): through the GNU hash table where there is one
     (one probe; building a by-name map of libpython's symbols took 0.16 s here)."""
     gnu_hash = elf.get_section_by_name(".gnu.hash")

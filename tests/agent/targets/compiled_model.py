@@ -8,8 +8,8 @@ Triton's loader, no on-disk caches.
 """
 
 import hashlib
-import sys
 
+import stdin_lines  # beside this file
 import torch
 import torch._dynamo
 import torch._inductor.config as inductor_config
@@ -30,7 +30,7 @@ def model(v: torch.Tensor) -> torch.Tensor:
 
 torch.cuda.synchronize()
 print("ready", flush=True)
-for line in sys.stdin:
+for line in stdin_lines.lines():
     cmd = line.split()
     if not cmd:
         continue

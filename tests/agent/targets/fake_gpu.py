@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+import stdin_lines  # beside this file
+
 cuda = ctypes.CDLL(os.environ["FAKE_CUDA_LIB"], mode=ctypes.RTLD_GLOBAL)
 cupti = ctypes.CDLL(os.environ["GTOP_CUPTI_LIB"])
 cupti.fake_enabled_mask.restype = ctypes.c_uint64
@@ -48,7 +50,7 @@ print("ready", flush=True)
 running = threading.Event()
 launcher = None
 count = [0]
-for line in sys.stdin:
+for line in stdin_lines.lines():
     cmd = line.split()
     if cmd[0] == "init":
         cuda.cuInit(0)

@@ -7,9 +7,9 @@ the background of the command loop and answers ``spun STEPS_PER_S``; ``profile``
 torch.profiler and answers ``profiling``; ``exit`` leaves. Prints ``ready`` once CUDA is warm.
 """
 
-import sys
 import time
 
+import stdin_lines  # beside this file
 import torch
 
 a = torch.randn(256, 256, device="cuda")
@@ -41,7 +41,7 @@ def captured() -> torch.cuda.CUDAGraph:
     return g
 
 
-for line in sys.stdin:
+for line in stdin_lines.lines():
     cmd = line.split()
     if cmd[0] == "steps":
         torch.cuda.synchronize()

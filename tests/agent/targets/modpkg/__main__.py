@@ -2,8 +2,10 @@
 
 import sys
 
+import stdin_lines  # tests/agent/targets, on PYTHONPATH
+
 print("ready", flush=True)
-for line in sys.stdin:
+for line in stdin_lines.lines():
     if line.strip() == "agent?":
         # the agent lives under a private package name, never as "gtop"
         agent = any(m.startswith("_gtop_") and m.endswith(".agent.runtime") for m in sys.modules)
