@@ -37,3 +37,6 @@ phrase, explanation, share_of_window
 
 # the io module calls these on a raw stream (recordings/exporters/output.py's stdout wrapper)
 writable
+
+# registers the kernel reads from a ptrace SETREGS (collectors/agent/safepoint.py)
+orig_rax, eflags
