@@ -488,6 +488,8 @@ def parse_args(argv: list[str]) -> Config:
     if "--" in argv:  # everything after the first -- is the command to launch
         split = argv.index("--")
         argv, cmd = argv[:split], tuple(argv[split + 1 :])
+        if not cmd or not cmd[0]:
+            parser.exit(2, "gtop: give the command to launch after --, e.g. -- python train.py\n")
     args = parser.parse_args(argv)
     command = args.command or "top"
     if cmd and command not in ("run", "record"):
@@ -838,8 +840,14 @@ def cmd_record(config: Config) -> int:
             raise UserError(f"{config.output} exists (use --force to overwrite)") from None
         raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
     stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(sig: int, _frame: object) -> None:
+        received.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     started = time.monotonic()
     source.start()
     _check_forced_tier_started(source, config)
@@ -885,7 +893,16 @@ def cmd_record(config: Config) -> int:
     if recorder.error:
         raise UserError(recorder.error)
     print(f"gtop: wrote {config.output} ({recorder.rows()} rows)", file=sys.stderr)
-    return 0
+    return _record_status(received, source.exit_status())
+
+
+def _record_status(signals: list[int], target_status: int | None) -> int:
+    """``gtop record``'s exit status, as ``perf record`` gives it: 128+N when signal N
+    (Ctrl-C: 130) ended the recording, else a launched command's own status (128+N when
+    a signal killed it), else 0."""
+    if signals:
+        return 128 + signals[0]
+    return target_status or 0
 
 
 def _say_attach_error(

@@ -5,6 +5,7 @@ first, then the breakdown and what explains it."""
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 from typing import Any
 
@@ -41,6 +42,17 @@ def _wrap(text: str, width: int, indent: str = "  ", hang: str = "    ") -> list
     return wrapped or [indent]
 
 
+def exit_words(status: int) -> str:
+    """A command's exit status as a shell's ``$?`` (128+N: killed by signal N), in words."""
+    if status <= 128:
+        return f"status {status}"
+    try:
+        name = signal.Signals(status - 128).name
+    except ValueError:
+        return f"status {status}"
+    return f"status {status} (killed by {name})"
+
+
 def short_command(argv: list[str]) -> str:
     """A command line with each path argument shortened to its last component, so that
     commands differing past a long common prefix stay distinguishable."""
@@ -59,6 +71,8 @@ def _header(report: dict[str, Any], width: int) -> list[str]:
     if target:
         cmd = short_command(target.get("cmdline") or []) or "?"
         lines.append(fit(f"target: pid {target.get('pid')} {cmd}", width))
+        if target.get("exit_status") is not None:
+            lines.append(f"target exit: {exit_words(target['exit_status'])}")
     return lines
 
 

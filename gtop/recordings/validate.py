@@ -125,7 +125,13 @@ META_SHAPES: dict[str, Shape] = {
     "gtop_version": _NAME,
     "created_unix": _NUMBER,
     "host": _NAME,
-    "target": _optional(lambda v: _is_dict(v) and _ID(v.get("pid"))),
+    "target": _optional(
+        lambda v: (
+            _is_dict(v)
+            and _ID(v.get("pid"))
+            and _optional(lambda s: _is_int(s) and 0 <= s <= 255)(v.get("exit_status"))
+        )
+    ),
     "clock": lambda v: _is_dict(v) and _INT(v.get("realtime_minus_monotonic_ns")),
     "devices": _optional(_list_of(_is_dict)),
     "driver_version": _optional(_any_of(_is_str, _is_int)),

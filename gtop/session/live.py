@@ -314,6 +314,14 @@ class LiveSource:
         self._drop_held_sub()
         self.stop_recording()
 
+    def exit_status(self) -> int | None:
+        """A launched command's exit status as a shell gives it (128+N when signal N
+        killed it), or None while it runs or when gtop launched none."""
+        if self.process is None or self.process.poll() is None:
+            return None
+        code = self.process.returncode
+        return 128 - code if code < 0 else code
+
     def poll(self) -> Update:
         return self._sub.poll()
 
@@ -354,7 +362,11 @@ class LiveSource:
         if self.recorder is None:
             return None
         recorder, self.recorder = self.recorder, None
-        return recorder.stop({"agent_error": self.agent_error})
+        final: dict[str, Any] = {"agent_error": self.agent_error}
+        status = self.exit_status()
+        if status is not None and self.target is not None:
+            final["target"] = {**self.target, "exit_status": status}
+        return recorder.stop(final)
 
 
 def default_recording_path(pid: int | None) -> Path:
