@@ -8,6 +8,7 @@
 # runs under a time limit (timeout(1)), so no step can hang the session.
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
 # startup-compile launch-time attach-paired
+# Attach (issue 23): attach-soak attach-ablation
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -161,6 +162,10 @@ for step in $steps; do
                              --modes untraced,gtop --rounds 9 --pin 2-5 --json "$OUT/pinned_eager-decode.json" ;;
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
     # gtop attached to / detached from one launch-bound process, paired in time
+    attach-soak) limit 330 python3 benchmarks/attach_soak.py --attaches 200 --concurrency 4 \
+                   --target-seconds 20 --per-target 5 --budget 240 --json "$OUT/attach_soak.json" ;;
+    attach-ablation) limit 300 python3 benchmarks/attach_paired.py --rounds 3 --traced 8 --gap 5 \
+                       --variants default,no-agent,host-off --json "$OUT/attach_ablation.json" ;;
     attach-paired) limit 560 python3 benchmarks/attach_paired.py --rounds 5 --traced 9 --gap 6 \
                      --variants default,every-kernel,no-agent --json "$OUT/attach_paired.json" ;;
     cupti-kind-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 8 --window 1.5 \
