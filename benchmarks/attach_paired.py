@@ -18,7 +18,8 @@ the last gap show whether a detach leaves a cost behind.
 
 Variants: ``default`` (``--agent-mode default``), ``no-agent`` (no CUPTI: host tracing and
 NVML), ``host-off`` (the agent, no host-thread tracing), ``every-kernel`` (default without
-kernel sampling: every launch traced), ``graph-nodes``, ``full``.
+kernel sampling: every launch traced), ``graph-nodes``, ``full``, ``nvml-only`` (neither
+the agent nor host-thread tracing: what NVML polling and gtop's presence cost).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ VARIANTS = {
     "no-agent": ["--no-agent"],
     "host-off": ["--agent-mode", "default", "--host-tier", "off"],
     "every-kernel": ["--agent-mode", "default", "--trace-every-kernel"],
+    "nvml-only": ["--no-agent", "--host-tier", "off"],
 }
 
 

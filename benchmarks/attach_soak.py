@@ -128,7 +128,7 @@ def worker(args: argparse.Namespace, modes: list[str], runs: list[TargetRun], lo
             runs.append(run := TargetRun(mode, None, False, "(running)"))
         done = run_target(mode, args, folder)
         with lock:
-            runs[runs.index(run)] = done
+            runs[next(i for i, r in enumerate(runs) if r is run)] = done
 
 
 def pct(values: list[float], q: float) -> float | None:

@@ -164,8 +164,8 @@ for step in $steps; do
     # gtop attached to / detached from one launch-bound process, paired in time
     attach-soak) limit 330 python3 benchmarks/attach_soak.py --attaches 200 --concurrency 4 \
                    --target-seconds 20 --per-target 5 --budget 240 --json "$OUT/attach_soak.json" ;;
-    attach-ablation) limit 300 python3 benchmarks/attach_paired.py --rounds 3 --traced 8 --gap 5 \
-                       --variants default,no-agent,host-off --json "$OUT/attach_ablation.json" ;;
+    attach-ablation) limit 220 python3 benchmarks/attach_paired.py --rounds 2 --traced 8 --gap 5 \
+                       --variants default,no-agent,host-off,nvml-only --json "$OUT/attach_ablation.json" ;;
     attach-paired) limit 560 python3 benchmarks/attach_paired.py --rounds 5 --traced 9 --gap 6 \
                      --variants default,every-kernel,no-agent --json "$OUT/attach_paired.json" ;;
     cupti-kind-cost) limit 200 python3 benchmarks/cupti_kind_cost.py --rounds 8 --window 1.5 \
