@@ -26,7 +26,7 @@ from gtop.core.stdout import EXIT_PIPE_CLOSED, OutputClosed, OutputFailed, emit,
 from gtop.probes.options import add_arguments as add_probe_arguments
 from gtop.recordings.options import add_export_arguments, add_window_options
 
-DEMO_RECORDING = "idle_busy_idle.gtop"
+DEMO_RECORDING = "loader-1-worker.gtop"
 MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 600.0
 """Longest sampling period: a recording's readers take a gap of an hour for damage."""
@@ -263,7 +263,13 @@ def _ui_options(parser: argparse.ArgumentParser, replay: bool) -> None:
         "--once",
         action="store_true",
         help="print one frame of the overview and exit (also what happens when stdout is "
-        "not a terminal)" + (": the frame at --at, default the recording's end" if replay else ""),
+        "not a terminal)"
+        + (
+            ": the frame at --at, default the end of the window gtop report covers, with "
+            "the target's verdict over that window"
+            if replay
+            else ""
+        ),
     )
     parser.add_argument("--json", action="store_true", help="one frame as JSON (implies --once)")
     if replay:
@@ -275,7 +281,8 @@ def _at_option(parser: argparse.ArgumentParser) -> None:
         "--at",
         type=_non_negative,
         metavar="S",
-        help="start at S seconds into the recording",
+        help="start at S seconds into the recording (default: paused at the end of the "
+        "window gtop report covers, the steady state of the GPU work; w goes there)",
     )
 
 
@@ -744,17 +751,19 @@ def cmd_top(config: Config) -> int:
     return status
 
 
-def _replay_source(config: Config):  # -> ReplaySource
-    """The recording ``config.file`` played from ``--at`` (default: its start; ``--once``:
-    its end)."""
+def _replay_source(config: Config, at_window: bool = True):  # -> ReplaySource
+    """The recording ``config.file`` played from ``--at`` (on the overview); by default
+    paused at the end of the window ``gtop report`` covers (the steady state of its GPU
+    work) on the target's process screen, where the views cover that window
+    (``at_window`` false: played from its start)."""
     from gtop.session.replay import ReplaySource
 
     assert config.file is not None
     source = ReplaySource(_open_recording(config.file))
     if config.at_s is not None:
         source.seek(source.t_start + int(config.at_s * 1e9))
-    elif config.once:
-        source.seek(source.t_end)
+    elif at_window:
+        source.open_at_answer()
     return source
 
 
@@ -771,7 +780,9 @@ def cmd_replay(config: Config) -> int:
 def cmd_serve(config: Config) -> int:
     from gtop.headless import serve
 
-    source = _replay_source(config) if config.file is not None else _live_source(config)
+    source = (
+        _replay_source(config, at_window=False) if config.file is not None else _live_source(config)
+    )
     try:
         return serve(_filtered(source, config), config.port, config.bind)
     except OSError as exc:

@@ -22,28 +22,31 @@ POLL_S = 0.25
 
 
 def settle(source: Any, seconds: float) -> Model:
-    """A model holding what ``source`` delivered in ``seconds`` (live: collectors need a
-    sample or two before they have anything; replay: one poll fills the history)."""
+    """A model holding what ``source`` (started, not stopped) delivered in ``seconds``
+    (live: collectors need a sample or two before they have anything; replay: one poll
+    fills the history)."""
     model = Model()
-    source.start()
-    try:
-        deadline = time.monotonic() + seconds
-        while True:
-            model.apply(source.poll(), source.now_ns())
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(min(POLL_S, seconds))
-    finally:
-        source.stop()
+    deadline = time.monotonic() + seconds
+    while True:
+        model.apply(source.poll(), source.now_ns())
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(POLL_S, seconds))
     return model
 
 
 def print_once(source: Any, seconds: float, as_json: bool, gpus: frozenset[int] | None) -> int:
-    """Print one overview frame of ``source`` after ``seconds`` (``--once``)."""
-    from gtop.views.once import format_frame, frame
+    """Print one overview frame of ``source`` after ``seconds`` (``--once``), with the
+    target's verdict over the views' window (:func:`gtop.views.once.target_answer`)."""
+    from gtop.views.once import format_frame, frame, target_answer
 
-    model = settle(source, seconds)
-    data = frame(model, source.title, gpus)
+    source.start()
+    try:
+        model = settle(source, seconds)
+        data = frame(model, source.title, gpus)
+        data["answer"] = target_answer(model, source)
+    finally:
+        source.stop()
     emit(json.dumps(data, indent=2) if as_json else format_frame(data))
     return 0
 

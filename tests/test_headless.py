@@ -44,9 +44,9 @@ def test_once_json_is_the_recorded_frame(idle_busy_idle: Path) -> None:
 
 
 def test_once_text_and_gpu_filter(idle_busy_idle: Path) -> None:
-    text = gtop("demo", "--once", "--at", "15").stdout
+    text = gtop("replay", str(idle_busy_idle), "--once", "--at", "15").stdout
     assert re.search(r"GPU 0 NVIDIA H200\s+util 99%", text), text
-    other = json.loads(gtop("demo", "--json", "--gpus", "1").stdout)
+    other = json.loads(gtop("replay", str(idle_busy_idle), "--json", "--gpus", "1").stdout)
     assert other["gpus"] == []
     assert all(p["gpus"] == [] for p in other["processes"])  # host rows stay
 

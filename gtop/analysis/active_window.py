@@ -43,6 +43,16 @@ class Window:
     def duration_ns(self) -> int:
         return self.t1 - self.t0
 
+    def label(self, r0: int) -> str:
+        """The window as every view and ``gtop report`` name it, in seconds from the
+        recording's start ``r0``: ``steady 4.4–8.3 s``, ``active 12.2–22.0 s``,
+        ``whole recording 0.0–14.4 s``, ``4.0–9.0 s`` (given, or a replay's last seconds
+        before its playhead: :class:`gtop.views.tabs.session_data.TabWindow`)."""
+        span = f"{(self.t0 - r0) / 1e9:.1f}–{(self.t1 - r0) / 1e9:.1f} s"
+        name = {"recording": "whole recording", "given": ""}.get(self.kind, self.kind)
+        return f"{name} {span}".strip()
+
+
 
 def active_span(starts: np.ndarray, ends: np.ndarray) -> tuple[int, int] | None:
     """First start to last end of the GPU work ``[starts, ends)``; None when there is none."""

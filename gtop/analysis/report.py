@@ -166,14 +166,20 @@ def process_summaries(
 
 def advice(devices: list[dict], gpu: dict[str, dict[str, Any]]) -> list[str]:
     """Plain-language hints from what the summary shows: a GPU with low utilisation and
-    no exact breakdown (``gpu``) is worth recording with its process."""
+    no exact breakdown (``gpu``) is worth recording with its process. Utilisation is
+    the breakdown's GAR over the window (what the verdict says), else NVML's mean over
+    the recording: a hint over another span than the verdict's contradicted it (GPU-bound
+    99% over the busy window, "busy only 37%" over the idle time around it)."""
     hints = []
     for dev in devices:
+        entry = gpu.get(str(dev["index"]), {})
         util = dev["utilization_pct"]["mean"]
-        exact = gpu.get(str(dev["index"]), {}).get("exact", False)
-        if util is not None and util < 50 and dev["samples"] > 0 and not exact:
+        where = "of the recording"
+        if entry.get("gar") is not None:
+            util, where = 100 * entry["gar"], "of the window"
+        if util is not None and util < 50 and dev["samples"] > 0 and not entry.get("exact"):
             hints.append(
-                f"GPU {dev['index']} was busy only {util:.0f}% of the time: the host may be "
+                f"GPU {dev['index']} was busy only {util:.0f}% {where}: the host may be "
                 "starving it (record its process with `gtop record -- CMD` to see why)."
             )
     return hints
@@ -360,9 +366,11 @@ def phases_section(
 
 
 def window_section(recorded: tuple[int, int], window: Window) -> dict[str, Any]:
-    """The ``window`` key: what the breakdown and the verdict cover."""
+    """The ``window`` key: what the breakdown and the verdict cover, and its ``label``
+    (:meth:`~gtop.analysis.active_window.Window.label`, as the UI names it)."""
     return {
         "kind": window.kind,
+        "label": window.label(recorded[0]),
         "from_s": round((window.t0 - recorded[0]) / 1e9, 3),
         "to_s": round((window.t1 - recorded[0]) / 1e9, 3),
         "duration_s": round(window.duration_ns / 1e9, 3),

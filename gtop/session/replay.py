@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Any
 
 import numpy as np
 
+from gtop.analysis.active_window import Window
 from gtop.core.hub import Entity, Update
 from gtop.core.status import Status
+from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -43,6 +46,8 @@ class ReplaySource:
         self.speed = 1.0
         self.paused = False
         self.playhead = self.t_start
+        self.pid: int | None = None
+        """The process whose screen the UI opens first (None: the overview)."""
         self._emitted_to = self.t_start - 1
         self._need_reset = True
         self._wall = time.monotonic()
@@ -57,6 +62,39 @@ class ReplaySource:
         closes: closing the file under a read crashed the process (SIGSEGV in the
         reader's decode, seen in CI when an app quit mid-poll)."""
         self._closed = False
+
+    # --- the report's window ------------------------------------------------------------
+
+    @functools.cached_property
+    def window(self) -> Window:
+        """The window ``gtop report`` covers by default (:func:`~gtop.recordings.clipped.choose`:
+        the steady state of the target's GPU work): a replay opens at its end, and the
+        tabs cover it while the playhead stays there (:attr:`at_window`)."""
+        with self._reading:
+            return choose(self.recording)
+
+    @property
+    def window_end(self) -> int:
+        """Where the playhead stands to show :attr:`window`."""
+        return min(self.window.t1, self.t_end)
+
+    @property
+    def at_window(self) -> bool:
+        """The playhead is at :attr:`window`'s end: the views cover that window (else
+        the last seconds before the playhead)."""
+        return self.playhead == self.window_end
+
+    def to_window(self) -> None:
+        """Pause at :attr:`window`'s end."""
+        self.paused = True
+        self.seek(self.window_end)
+
+    def open_at_answer(self) -> None:
+        """Where ``gtop replay F`` opens: paused at :attr:`window`'s end, on the target's
+        process screen (its verdict line gives the report's verdict)."""
+        self.to_window()
+        target = (self.meta.get("target") or {}).get("pid")
+        self.pid = None if target is None else int(target)
 
     # --- controls -----------------------------------------------------------------------
 
@@ -140,12 +178,16 @@ class ReplaySource:
         return Update(batches=batches, entities=entities)
 
     def drops(self) -> dict[str, int]:
+        """Rows the recorder lost (the report's ``Drops``); the file's problems are
+        :meth:`statuses`' (the report's ``Problem`` lines), not drops: most lose nothing
+        (a chunk whose index disagrees with its data is read from its data)."""
         recorded = self.meta.get("drops") or {}
-        out = {f"{k} (recorded)": v for k, v in recorded.items() if v}
-        if self.recording.problems:
-            out["damaged chunks"] = len(self.recording.problems)
-        return out
+        return {f"{k} (recorded)": v for k, v in recorded.items() if v}
 
     def statuses(self) -> list[Status]:
+        problems = self.recording.problems
         detail = f"{self.position_s:.1f}/{self.duration_s:.1f} s ×{self.speed:g}"
-        return [Status("replay", ok=not self.recording.problems, detail=detail)]
+        if problems:
+            more = f" (+{len(problems) - 1} more: gtop report)" if len(problems) > 1 else ""
+            detail = f"⚠ problem: {problems[0]}{more}"
+        return [Status("replay", ok=not problems, detail=detail)]

@@ -25,6 +25,7 @@ from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
 from gtop.analysis import kernel_labels
+from gtop.analysis.active_window import Window
 from gtop.analysis.agent_cost import combined, cost_line
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.core.hub import Update
@@ -55,6 +56,7 @@ class Replayable(Protocol):
     paused: bool
     t_start: int
     t_end: int
+    playhead: int
     meta: dict[str, Any]
 
     @property
@@ -68,9 +70,16 @@ class Replayable(Protocol):
     def slower(self) -> None: ...
     def seek(self, t_ns: int) -> None: ...
     def step(self, seconds: float) -> None: ...
+    @property
+    def window(self) -> Window: ...
+    @property
+    def at_window(self) -> bool: ...
+    def to_window(self) -> None: ...
 
 
-REPLAY_ACTIONS = frozenset({"step", "seek", "seek_edge", "slower", "faster", "seek_fraction"})
+REPLAY_ACTIONS = frozenset(
+    {"step", "seek", "seek_edge", "slower", "faster", "seek_fraction", "window"}
+)
 SEEK_S = 5.0
 """How far ←/→ move in a replay."""
 
@@ -105,6 +114,7 @@ class GtopApp(App[int]):
         Binding("right", "seek(1)", "Forward 5 s", show=False, priority=True),
         Binding("home", "seek_edge(0)", "To the start", show=False, priority=True),
         Binding("end", "seek_edge(1)", "To the end", show=False, priority=True),
+        Binding("w", "window", "Steady window / back", show=False, priority=True),
         Binding("minus", "slower", "Slower replay", show=False, priority=True),
         Binding("plus,equals_sign", "faster", "Faster replay", show=False, priority=True),
     ]
@@ -130,7 +140,11 @@ class GtopApp(App[int]):
         self.controls = source.controls
         """The live session's controls (probes, recording), or None in a replay."""
         self.model = Model()
-        session_of(self.model)  # the process tabs' aggregates start with the session
+        data = session_of(self.model)  # the process tabs' aggregates start with the session
+        if self.replay is not None:  # the tabs cover the report's window there
+            data.hold(self.replay.window.duration_ns)
+        self.before_window: int | None = None
+        """Where a replay stood before ``w`` took it to the report's window."""
         self.refresh_s = refresh_s
         self.start_pid = start_pid
         recording = getattr(getattr(source, "recording", None), "path", None)
@@ -190,7 +204,8 @@ class GtopApp(App[int]):
         try:
             update = self.source.poll()
             if update.reset:  # a seek: aggregate its history here, not on the UI thread
-                fresh = aggregated(update, self.source.now_ns())
+                span = session_of(self.model).span_ns
+                fresh = aggregated(update, self.source.now_ns(), span)
         finally:  # a failed poll still frees the next one
             with contextlib.suppress(RuntimeError):  # the app is shutting down
                 self.call_from_thread(self._polled, update, fresh)
@@ -255,8 +270,22 @@ class GtopApp(App[int]):
         rp = self.replay
         if rp is None:
             return None
+        w = rp.window
+        mark = None
+        if w.kind != "recording" and rp.t_end > rp.t_start:
+            mark = (
+                max(0.0, (w.t0 - rp.t_start) / (rp.t_end - rp.t_start)),
+                min(1.0, (w.t1 - rp.t_start) / (rp.t_end - rp.t_start)),
+            )
         return Playback(
-            rp.position_s, rp.duration_s, rp.speed, rp.paused, rp.at_end, loading=self.loading
+            rp.position_s,
+            rp.duration_s,
+            rp.speed,
+            rp.paused,
+            rp.at_end,
+            loading=self.loading,
+            window=mark,
+            at_window=rp.at_window,
         )
 
     def redraw(self) -> None:
@@ -339,6 +368,18 @@ class GtopApp(App[int]):
     def action_seek_fraction(self, fraction: float) -> None:
         rp = self._replay()
         rp.seek(rp.t_start + int(fraction * (rp.t_end - rp.t_start)))
+        self._seeked()
+
+    def action_window(self) -> None:
+        """To the end of the report's window (the tabs then cover it, paused there), or
+        back to where the replay stood before."""
+        rp = self._replay()
+        if rp.at_window and self.before_window is not None:
+            rp.seek(self.before_window)
+            self.before_window = None
+        else:
+            self.before_window = None if rp.at_window else rp.playhead
+            rp.to_window()
         self._seeked()
 
     def action_slower(self) -> None:
@@ -429,6 +470,9 @@ class GtopApp(App[int]):
             cmds.append(Command("Play / pause replay", "space", self.action_pause))
             cmds.append(Command("Seek to start", "home", lambda: self.action_seek_edge(0)))
             cmds.append(Command("Seek to end", "end", lambda: self.action_seek_edge(1)))
+            cmds.append(
+                Command("Steady window", "the window gtop report covers (w)", self.action_window)
+            )
             for frac in (0.25, 0.5, 0.75):
                 cmds.append(
                     Command(

@@ -95,6 +95,36 @@ def frame(model: Model, source: str, gpus: frozenset[int] | None = None) -> dict
     }
 
 
+def target_answer(model: Model, source: Any) -> dict[str, Any] | None:
+    """The target's verdict as the process screen's verdict line gives it, over the same
+    window (:func:`~gtop.views.tabs.session_data.tab_window`: a replay at the report's
+    window covers it, as ``gtop report`` does); None without a target process."""
+    from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
+    from gtop.views.tabs.verdict_line import window_verdict
+
+    pid = (getattr(source, "meta", {}).get("target") or {}).get("pid")
+    if pid is None:
+        return None
+    snap = take_snapshot(model, int(pid), source, source.meta.get("agent_error"))
+    result = gpu_time(snap, int(pid))
+    verdict = window_verdict(snap, int(pid))
+    window = snap.window
+    t0, t1 = (window.t0, window.t1) if result is None else (result.result.t0, result.result.t1)
+    origin = window.origin if window.origin is not None else t1
+    return {
+        "pid": int(pid),
+        "window": {
+            "kind": window.kind or "last",
+            "label": window.label(t0, t1) if result is None else result.label,
+            "from_s": round((t0 - origin) / 1e9, 3),
+            "to_s": round((t1 - origin) / 1e9, 3),
+        },
+        "gar": None if result is None else round(result.result.gar, 4),
+        "verdict": None if verdict is None else verdict.as_json(),
+        "reason": None if verdict is not None else snap.agent_reason,
+    }
+
+
 def _gpu_line(gpu: dict[str, Any]) -> str:
     used, total = gpu["mem_used_bytes"], gpu["mem_total_bytes"]
     mem_pct = None if used is None or not total else 100 * used / total
@@ -125,6 +155,11 @@ def format_frame(data: dict[str, Any]) -> str:
         )
     if not data["processes"]:
         lines.append("(no processes)")
+    answer = data.get("answer")
+    if answer is not None:
+        lines.append("")
+        said = answer["verdict"]["headline"] if answer["verdict"] else answer["reason"]
+        lines.append(f"pid {answer['pid']} · {answer['window']['label']} · {said}")
     drops = {k: v for k, v in data["drops"].items() if v}
     if drops:
         lines.append("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(drops.items())))

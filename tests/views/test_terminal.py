@@ -91,13 +91,18 @@ def quit_cleanly(term: Terminal) -> None:
     assert "Traceback" not in screen
 
 
-def test_demo_shows_the_recorded_gpu(terminal: Terminal) -> None:
+def test_demo_opens_where_the_answer_is(terminal: Terminal) -> None:
+    """``gtop demo``: a real agent recording (a DataLoader-starved training loop), on its
+    target's process screen, paused at the end of the report's window, with the report's
+    verdict over it; Esc shows the recorded GPU and its processes."""
     terminal.start([sys.executable, "-m", "gtop", "demo"])
-    screen = terminal.wait_for(lambda s: "NVIDIA H200" in s and "PID" in s)
-    assert "util" in screen and "mem" in screen
-    assert "replay idle_busy_idle.gtop" in screen
-    terminal.keys("space")
-    terminal.wait_for(lambda s: "PAUSE" in s)
+    screen = terminal.wait_for(lambda s: "waiting for input data" in s, timeout=60)
+    assert "steady 4.0–8.7 s · GPU idle 79%" in screen, screen
+    assert "replay loader-1-worker.gtop" in screen and "PAUSE 0:08.7" in screen
+    assert "▓" in screen  # the window, marked on the seek bar
+    terminal.keys("Escape")
+    screen = terminal.wait_for(lambda s: "USER" in s and "util" in s)
+    assert "NVIDIA H200" in screen and "[loader]" in screen  # the worker, under the loop
     quit_cleanly(terminal)
 
 

@@ -107,7 +107,7 @@ def test_gpu_time_tab_says_sampled(tmp_path: Path) -> None:
         model = Model()
         model.apply(source.poll(), source.now_ns())
         try:
-            return gpu_time(take_snapshot(model, PID, live=False, agent_error=None), PID)
+            return gpu_time(take_snapshot(model, PID, source, agent_error=None), PID)
         finally:
             source.stop()
 

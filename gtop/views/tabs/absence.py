@@ -46,6 +46,15 @@ def agent_reason(model: Model, pid: int, agent_error: str | None = None, live: b
     """Why the agent sends nothing for ``pid`` (whatever the data looks like)."""
     agent = agent_of(model, pid)
     if agent is None:
+        probed = any(_has_rows(model, s, pid) for s in model.streams if s.startswith("probe_"))
+        if probed:
+            return "the agent sent in-kernel probes (Probes tab) but no CUDA activity records"
+        others = sorted(int(k) for k in model.entities.get("agent", {}))
+        if others:  # the agent was there, in the processes that use a GPU
+            return (
+                f"this process used no CUDA (the agent traces the processes that do: pid "
+                f"{', '.join(map(str, others[:3]))}); a DataLoader worker or a launcher uses none"
+            )
         missing = NOT_ATTACHED if live else NOT_RECORDED
         return f"{missing}: {agent_error}" if agent_error else missing
     state = str(agent.get("state", ""))

@@ -1,9 +1,10 @@
 """Process-screen tab "GPU time" (issue 5): where the focused process's GPU time went.
 
-Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS` (ending at
-:func:`~gtop.views.tabs.session_data.window_end`; starting no earlier than the process's
-first kernel, so startup is not counted): the on/off-GPU ribbon (busy-fraction
-cells across the whole window), the off-GPU breakdown bar
+Over the window of :func:`~gtop.views.tabs.session_data.tab_window` (a replay at the
+report's window: that window, exactly as ``gtop report`` covers it; else the last
+:data:`~gtop.views.tabs.session_data.WINDOW_NS`, starting no earlier than the process's
+first kernel, so startup is not counted), named in the tab's head: the on/off-GPU ribbon
+(busy-fraction cells across the whole window), the off-GPU breakdown bar
 with GAR and absolute times, and the GPU-centric flamegraph. Attribution runs on a worker
 thread over a snapshot of the session's :class:`~gtop.analysis.sliding_window.AttributionEngine`.
 Without CUPTI data for the process, the NVML approximation
@@ -22,6 +23,7 @@ from textual.app import ComposeResult
 from gtop.analysis import gpu_flame
 from gtop.analysis.approximate import approximate
 from gtop.analysis.attribution import UnitResult, attribute, stream_keys
+from gtop.analysis.causes import Cause
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.gpu_report import unit_summary
 from gtop.analysis.records import Records
@@ -31,7 +33,13 @@ from gtop.views.fmt.busy import Cells
 from gtop.views.fmt.cause_frames import plain_frames
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
-from gtop.views.tabs.session_data import LAG_NS, WINDOW_NS, session_of, window_end
+from gtop.views.tabs.session_data import (
+    LAG_NS,
+    WINDOW_NS,
+    TabWindow,
+    session_of,
+    tab_window,
+)
 from gtop.views.tabs.shared_work import SharedWork
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.flamegraph import FlameGraph, Path
@@ -47,8 +55,7 @@ FLAME_SLICE_NS = 1_000_000
 @dataclass(frozen=True)
 class _Snap:
     records: Records
-    t1: int
-    lag_ns: int
+    window: TabWindow
     gpu: np.ndarray
     device: int
     kernel_names: Mapping[int, str]
@@ -61,6 +68,8 @@ class _Snap:
     the report's "after" phase), and it has no threads left to charge it to."""
     width: int = 0
     """The ribbon's width, to make its cells on the worker (0: not known)."""
+    family: frozenset[int] = frozenset()
+    """The process and its descendants (a launcher's GPU work is its ranks')."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,8 @@ class _Result:
     lag_ns: int
     folded: dict[Path, float]
     note: str
+    label: str
+    """The window attributed, named (:meth:`TabWindow.label`)."""
 
 
 def pid_device(model: Model, pid: int) -> int:
@@ -96,8 +107,7 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     rec = snap.records  # its arrays are the engine's own while no new rows arrive
     key = (
         tuple(id(getattr(rec, f.name)) for f in fields(rec)),
-        snap.t1,
-        snap.lag_ns,
+        snap.window,
         pid,
         snap.active_from,
         snap.active_to,
@@ -112,20 +122,15 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
 
 def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
     rec = snap.records
-    t1 = snap.t1
-    ended = snap.active_to is not None and snap.active_to < t1
+    t0, t1 = snap.window.t0, snap.window.t1
+    ended = (
+        snap.window.kind is None and snap.active_to is not None and snap.active_to < t1
+    )  # (the report's window ends at the last GPU work already)
     if ended:
         t1 = snap.active_to
-    t0 = t1 - WINDOW_NS
-    if snap.active_from is not None and t0 < snap.active_from < t1:
-        t0 = snap.active_from  # not the startup before its first GPU work (issue 13)
-    first = [
-        int(a.min())
-        for a in (rec.states["t"][rec.states["pid"] == pid], snap.gpu["t_ns"])
-        if len(a)
-    ]
-    if first and t0 < min(first) < t1:
-        t0 = min(first)  # not "no data" for the time before the session began
+        t0 = t1 - WINDOW_NS
+    if snap.window.kind is None:
+        t0 = _cut_start(snap, pid, t0, t1)
     if _has_ops(rec, pid):
         units = attribute(rec, t0, t1, "process", known=stream_keys(rec.ops))
         own = sorted((u for u in units if u.pid == pid), key=lambda u: u.device)
@@ -134,8 +139,17 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
         unit = own[0]
         res = units[unit]
         how = "CUPTI, sampled" if res.estimate is not None else "exact (CUPTI)"
-        span = f"last {(t1 - t0) / 1e9:.3g} s" + (", up to its exit" if ended else "")
-        note = f"GPU{unit.device} · process {pid} · {how} · {span}"
+        note = f"GPU{unit.device} · process {pid} · {how}"
+    elif len(rec.ops) and bool(np.isin(rec.ops["pid"], list(snap.family)).any()):
+        # a launcher: its children's GPU, as gtop report sees the device (the GPU that
+        # explains the most, the least time without host data)
+        units = attribute(rec, t0, t1, "device", known=stream_keys(rec.ops))
+        if not units:
+            return None
+        unit = min(units, key=lambda u: (int(units[u].totals[Cause.UNKNOWN]), u.device))
+        res = units[unit]
+        how = "CUPTI, sampled" if res.estimate is not None else "exact (CUPTI)"
+        note = f"GPU{unit.device} · process {pid}'s children · {how}"
     else:
         if not len(snap.gpu):
             return None
@@ -144,21 +158,60 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
             f"APPROXIMATE: GPU{snap.device} NVML utilisation + host thread states "
             f"(no CUDA activity: {snap.agent_reason})"
         )
+    label = snap.window.label(t0, t1) + (", up to its exit" if ended else "")
     flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
     folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
-    return _Result(res, snap.lag_ns + snap.t1 - t1, folded, note)  # ended: before now
+    lag = snap.window.lag_ns + snap.window.t1 - t1  # ended: before now
+    return _Result(res, lag, folded, f"{note} · {label}", label)
 
 
-def take_snapshot(model: Model, pid: int, live: bool, agent_error: str | None) -> _Snap:
-    """UI thread: what :func:`gpu_time` needs of ``model`` for ``pid``."""
+def _cut_start(snap: _Snap, pid: int, t0: int, t1: int) -> int:
+    """A sliding window's start: not before the process's first GPU work (its startup
+    is not idle GPU, issue 13), nor before the session's first data ("no data" is not a
+    cause)."""
+    if snap.active_from is not None and t0 < snap.active_from < t1:
+        t0 = snap.active_from
+    rec = snap.records
+    first = [
+        int(a.min())
+        for a in (rec.states["t"][rec.states["pid"] == pid], snap.gpu["t_ns"])
+        if len(a)
+    ]
+    if first and t0 < min(first) < t1:
+        t0 = min(first)
+    return t0
+
+
+def family(processes: Mapping[str, Mapping[str, Any]], pid: int) -> frozenset[int]:
+    """``pid`` and its descendants, from ``process`` entities' ``ppid``."""
+    children: dict[int, list[int]] = {}
+    for key, value in processes.items():
+        parent = value.get("ppid")
+        if parent is not None:
+            children.setdefault(int(parent), []).append(int(key))
+    out, todo = {pid}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return frozenset(out)
+
+
+def take_snapshot(model: Model, pid: int, source: Any, agent_error: str | None) -> _Snap:
+    """UI thread: what :func:`gpu_time` needs of ``model`` for ``pid`` over the window
+    of :func:`~gtop.views.tabs.session_data.tab_window` (``source``: the app's)."""
+    window = tab_window(model, source)
+    live = bool(getattr(source, "live", True))
     data = session_of(model)
-    gpu = model.window(layouts.GPU.name, (WINDOW_NS + LAG_NS) / 1e9 + 5)
-    t1, lag = window_end(model, live)
-    exited = bool(model.entity_values("process").get(str(pid), {}).get("exited"))
+    span_ns = max(WINDOW_NS + LAG_NS, model.now_ns - window.t0)
+    gpu = model.window(layouts.GPU.name, span_ns / 1e9 + 5)
+    processes = model.entity_values("process")
+    exited = bool(processes.get(str(pid), {}).get("exited"))
     return _Snap(
+        family=family(processes, pid),
         records=data.snapshot(),
-        t1=t1,
-        lag_ns=lag,
+        window=window,
         gpu=gpu if gpu is not None else layouts.GPU.empty(0),
         device=pid_device(model, pid),
         kernel_names=names_from_entities(model.entities.get("kernel_name", {}).values()),
@@ -205,7 +258,7 @@ class GpuTimeTab(WorkerPanel):
         return None
 
     def snapshot(self, model: Model) -> _Snap:
-        snap = take_snapshot(model, self.pid, self.live(), self.agent_error())
+        snap = take_snapshot(model, self.pid, self.app.source, self.agent_error())
         return replace(snap, width=self.ribbon.size.width or self.app.size.width)
 
     def compute(self, snap: _Snap) -> tuple[_Result, Cells] | None:
@@ -236,7 +289,9 @@ register_process_panel(
     GpuTimeTab,
     order=60,
     about=(
-        "Where the process's wall-clock time went over the last 10 s, seen from the GPU. The "
+        "Where the process's wall-clock time went over the window its head names (in a "
+        "replay that opened at the report's window, the one gtop report covers; else the "
+        "last 10 s), seen from the GPU. The "
         "ribbon's height is the GPU's busy share of each slice; its colour, or its letter "
         "when the GPU did nothing, is the reason that held the slice. The breakdown names "
         "each reason in plain words with its code (l explains them); the flamegraph shows "

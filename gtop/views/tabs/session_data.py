@@ -22,9 +22,12 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from gtop.analysis.active_window import Window
 from gtop.analysis.collectives import comm_name
 from gtop.analysis.cuda_activity import KernelStats
 from gtop.analysis.records import Records, mark_comm
@@ -59,6 +62,48 @@ def window_end(model: Model, live: bool) -> tuple[int, int]:
     return model.now_ns - lag, lag
 
 
+@dataclass(frozen=True)
+class TabWindow:
+    """The window the verdict line and the tabs cover (:func:`tab_window`)."""
+
+    t0: int
+    t1: int
+    lag_ns: int
+    """How far before the newest data it ends (live: :data:`LAG_NS`)."""
+    origin: int | None
+    """A replay's recording start (labels are seconds from it); None live."""
+    kind: str | None = None
+    """``steady``/``active``/``recording``: the report's window (the replay stands at
+    its end); None: the last seconds before the playhead, or before now live."""
+
+    def label(self, t0: int | None = None, t1: int | None = None) -> str:
+        """Its name as every view writes it (``steady 4.4–8.3 s``, ``8.0–18.0 s`` in a
+        replay, ``last 10 s`` live), for ``[t0, t1)`` inside it when a tab cut it (a
+        process's first kernel, its exit)."""
+        a, b = self.t0 if t0 is None else t0, self.t1 if t1 is None else t1
+        if self.origin is None:
+            return f"last {(b - a) / 1e9:.3g} s"
+        return Window(a, b, self.kind or "given").label(self.origin)
+
+
+def tab_window(model: Model, source: Any) -> TabWindow:
+    """The one window rule of the process screen (verdict line, GPU time, Swimlanes,
+    Ranks): a replay standing at the end of the report's window
+    (:attr:`~gtop.session.replay.ReplaySource.at_window`, where it opens) covers that
+    window, as ``gtop report`` does; elsewhere the last :data:`WINDOW_NS` before the
+    playhead; live, the last :data:`WINDOW_NS` ending :data:`LAG_NS` before now."""
+    live = bool(getattr(source, "live", True))
+    t1, lag = window_end(model, live)
+    if live:
+        return TabWindow(t1 - WINDOW_NS, t1, lag, None)
+    origin = int(source.t_start)
+    if source.at_window:
+        window = source.window
+        session_of(model).hold(window.duration_ns)
+        return TabWindow(window.t0, window.t1, 0, origin, window.kind)
+    return TabWindow(max(origin, t1 - WINDOW_NS), t1, lag, origin)
+
+
 class SessionData:
     """Incremental aggregates of one model (module docstring)."""
 
@@ -72,7 +117,9 @@ class SessionData:
         """Per pid, the first kernel's start and the last one's end seen so far."""
         self.untraced: dict[int, UntracedTime] = {}
         """Per pid, its untraced time (kernel sampling), for :meth:`traced_span_ns`."""
-        self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
+        self.span_ns = WINDOW_NS + LAG_NS
+        """The longest window the engine holds (:meth:`hold`)."""
+        self.engine = AttributionEngine(self.span_ns)
         self.generation = 0
         """Bumped on every reset, so tabs can drop what they derived before it."""
         self.batches = 0
@@ -117,6 +164,9 @@ class SessionData:
             else:
                 for pid in np.unique(pids).tolist():
                     self._add_kernels(int(pid), batch[pids == pid])
+        self._feed_engine(name, batch)
+
+    def _feed_engine(self, name: str, batch: np.ndarray) -> None:
         records = Records.from_streams({name: batch})
         if name == layouts.KERNEL.name:
             mark_comm(records.ops, self._comm_ids(batch["name_id"]))
@@ -153,6 +203,7 @@ class SessionData:
             self.kernels, self.kernel_span = fresh.kernels, fresh.kernel_span
             self.untraced = fresh.untraced
             self.pids_seen, self.engine = fresh.pids_seen, fresh.engine
+            self.span_ns = max(self.span_ns, fresh.span_ns)
             self._comm.update(fresh._comm)
             self.batches += fresh.batches
             self._taken = True
@@ -161,8 +212,23 @@ class SessionData:
             self.kernel_span.clear()
             self.untraced.clear()
             self.pids_seen.clear()
-            self.engine = AttributionEngine(WINDOW_NS + LAG_NS)
+            self.engine = AttributionEngine(self.span_ns)
         self.generation += 1
+
+    def hold(self, span_ns: int) -> None:
+        """Keep windows of ``span_ns`` (a replay's steady window may be longer than
+        :data:`WINDOW_NS`): the engine grows once, refed from the model's history."""
+        if span_ns <= self.span_ns:
+            return
+        self.span_ns = span_ns
+        self.engine = AttributionEngine(span_ns)
+        model = self._model()
+        if model is not None:
+            lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+            for name in ENGINE_STREAMS & set(model.streams):
+                batch = model.streams[name].window(lo, hi)
+                if len(batch):
+                    self._feed_engine(name, batch)
 
     @contextmanager
     def taking(self, fresh: SessionData | None) -> Iterator[None]:
@@ -207,12 +273,14 @@ class UntracedTime:
         return self.summed + sum(max(0, hi - max(a, lo)) for a, b in self.pending)
 
 
-def aggregated(update: Update, now_ns: int) -> SessionData:
+def aggregated(update: Update, now_ns: int, span_ns: int = WINDOW_NS + LAG_NS) -> SessionData:
     """Worker thread: the aggregates of a model that applied the reset ``update`` (a
     seek's history: ~0.2-0.4 s of work on a CUPTI recording, which held the UI thread),
-    compacted, for :meth:`SessionData.taking`. Built on a model of its own."""
+    compacted, for :meth:`SessionData.taking`, holding windows of ``span_ns``
+    (:meth:`SessionData.hold`). Built on a model of its own."""
     model = Model()
     data = SessionData(model)
+    data.hold(span_ns)
     model.listeners.append(data.on_batch)
     model.apply(update, now_ns)
     data.engine.records()

@@ -1,6 +1,7 @@
 """The verdict line above the process screen's tabs (issue 13): why this process's GPU
-was idle over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS`, in plain words,
-with its main evidence and the usual fix.
+was idle over the window of :func:`~gtop.views.tabs.session_data.tab_window` (in a replay
+opened at the report's window, that window: the report's verdict), named at the line's
+start, in plain words, with its main evidence and the usual fix.
 
 The same rule as ``gtop report``'s verdict (:func:`gtop.analysis.verdict.from_entry`), on
 the breakdown the GPU time tab computes (:func:`~gtop.views.tabs.gpu_time_tab.gpu_time`),
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
@@ -32,17 +34,21 @@ STACKS = 10
 
 def window_verdict(snap: Any, pid: int) -> Verdict | None:
     """The verdict of ``pid`` over the snapshot's window; None without its CUDA activity
-    there (the NVML approximation cannot tell a process's startup from its idle GPU)."""
+    there, unless the window is the report's (the NVML approximation cannot tell a
+    process's startup from its idle GPU in a sliding window; the report's window starts
+    at the GPU's first busy sample, and the report gives this verdict over it)."""
     result = gpu_time(snap, pid)
-    if result is None or not result.result.exact:  # no CUDA activity of it in the window
+    if result is None:
         return None
+    if not result.result.exact and (snap.window.kind is None or len(snap.records.ops)):
+        return None  # (with CUDA activity of others, NVML's GPU is theirs)
     res = result.result
     entry = unit_summary(res)
     folded = {";".join(path): round(s * 1e9) for path, s in result.folded.items()}
     entry["top_off_gpu_stacks"] = top_off_stacks(folded, STACKS)
     entry["after_sync_s"] = after_sync_ns(res.partition, snap.records.syncs) / 1e9
     ops = snap.records.ops
-    mine = ops[(ops["pid"] == pid) & (ops["kind"] == OP_KERNEL)]
+    mine = ops[np.isin(ops["pid"], list(snap.family | {pid})) & (ops["kind"] == OP_KERNEL)]
     mine = mine[(mine["t"] >= res.t0) & (mine["t"] < res.t1)]
     return from_entry(entry, len(mine), int((mine["end"] - mine["t"]).sum()))
 
@@ -109,15 +115,17 @@ class VerdictLine(WorkerPanel):
             self.show(model)
 
     def snapshot(self, model: Model) -> Any:
-        return take_snapshot(model, self.pid, self.live(), self.agent_error())
+        return take_snapshot(model, self.pid, self.app.source, self.agent_error())
 
     def compute(self, snap: Any) -> tuple[Verdict | None, str]:
         verdict = window_verdict(snap, self.pid)
+        result = gpu_time(snap, self.pid)  # (the one computation, shared)
+        label = snap.window.label() if result is None else result.label
         if verdict is not None:
-            return verdict, f"Why idle: {verdict.line()}"
+            return verdict, f"{label} · {verdict.line()}"
         if len(snap.records.ops) and (snap.records.ops["pid"] == self.pid).any():
-            return None, "Why idle: no GPU work in the window"
-        return None, f"Why idle: no CUDA activity seen ({snap.agent_reason})"
+            return None, f"{label} · no GPU work of this process in the window"
+        return None, f"{label} · no verdict: {snap.agent_reason}"
 
     def apply(self, result: Any) -> None:
         self.verdict, self._line = result

@@ -1,4 +1,5 @@
-"""The replay time bar: play state, position / duration, progress and speed."""
+"""The replay time bar: play state, position / duration, progress (the report's window
+marked on it) and speed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from textual.widget import Widget
 
 from gtop.views.fmt import values as fmt
 
-FILLED, EMPTY = "█", "░"
+FILLED, EMPTY, WINDOW, WINDOW_PLAYED = "█", "░", "▒", "▓"
+"""Played, to play, and the report's window (where the activity is) to play and played:
+marked by shape, so that it reads without colour too."""
 LOADING = "computing…"
 
 
@@ -27,6 +30,11 @@ class Playback:
     at_end: bool
     loading: bool = False
     """A seek's history is being read: the bar says so (:data:`LOADING`)."""
+    window: tuple[float, float] | None = None
+    """The report's window (the steady state of the GPU work) as fractions of the
+    recording, marked on the bar (``w`` goes there)."""
+    at_window: bool = False
+    """The playhead stands at that window's end: the tabs cover it."""
 
 
 class TimeBar(Widget):
@@ -37,9 +45,10 @@ class TimeBar(Widget):
     TimeBar > .time-bar--done { color: $accent; }
     TimeBar > .time-bar--todo { color: $text-muted; }
     TimeBar > .time-bar--state { text-style: bold; }
+    TimeBar > .time-bar--window { color: $warning; }
     """
 
-    COMPONENT_CLASSES = {"time-bar--done", "time-bar--todo", "time-bar--state"}
+    COMPONENT_CLASSES = {"time-bar--done", "time-bar--todo", "time-bar--state", "time-bar--window"}
 
     playback: reactive[Playback | None] = reactive(None, layout=False)
     """The replay's state; set by the app on every tick."""
@@ -75,12 +84,24 @@ class TimeBar(Widget):
         head, bar_w, tail = self._layout(pb)
         frac = 0.0 if pb.duration_s <= 0 else min(1.0, pb.position_s / pb.duration_s)
         done = round(frac * bar_w)
-        return Text.assemble(
-            head,
-            (FILLED * done, self.get_component_rich_style("time-bar--done", partial=True)),
-            (EMPTY * (bar_w - done), self.get_component_rich_style("time-bar--todo", partial=True)),
-            tail,
-        )
+        lo, hi = bar_w, bar_w
+        if pb.window is not None:  # at least one cell, however short the window
+            lo = min(bar_w - 1, int(pb.window[0] * bar_w))
+            hi = max(lo + 1, round(pb.window[1] * bar_w))
+        styles = {
+            c: self.get_component_rich_style(f"time-bar--{c}", partial=True)
+            for c in ("done", "todo", "window")
+        }
+        bar = Text()
+        for i in range(bar_w):
+            inside = lo <= i < hi
+            if i < done:
+                bar.append(
+                    WINDOW_PLAYED if inside else FILLED, styles["window" if inside else "done"]
+                )
+            else:
+                bar.append(WINDOW if inside else EMPTY, styles["window" if inside else "todo"])
+        return Text.assemble(head, bar, tail)
 
     def on_click(self, event: events.Click) -> None:
         if self.playback is None:
