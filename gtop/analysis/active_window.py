@@ -53,7 +53,6 @@ class Window:
         return f"{name} {span}".strip()
 
 
-
 def active_span(starts: np.ndarray, ends: np.ndarray) -> tuple[int, int] | None:
     """First start to last end of the GPU work ``[starts, ends)``; None when there is none."""
     if not len(starts):
