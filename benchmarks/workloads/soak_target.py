@@ -67,7 +67,7 @@ def triton_compiles(seconds: float) -> tuple[int, float, float]:
         mask = offs < n
         tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * FACTOR, mask=mask)
 
-    x = torch.arange(1 << 16, device="cuda", dtype=torch.float32)
+    x = torch.arange(1 << 16, device="cuda", dtype=torch.float64)  # sums exact
     out = torch.empty_like(x)
 
     def run(factor: int) -> float:

@@ -56,28 +56,40 @@ class KernelSymbols:
 
 @dataclass
 class _ElfSyms:
-    starts: list[int]
-    ends: list[int]
-    names: list[str]
+    """A file's functions, sorted by address; names decoded only when asked for."""
+
+    starts: np.ndarray  # uint64, sorted
+    ends: np.ndarray  # uint64
+    name_offsets: np.ndarray  # into ``strings``
+    strings: bytes  # the string tables, NUL-separated
     loads: list[tuple[int, int, int]]  # (p_offset, p_vaddr, p_filesz) of PT_LOAD segments
+
+    def name(self, i: int) -> str:
+        off = int(self.name_offsets[i])
+        return self.strings[off : self.strings.find(b"\0", off)].decode(errors="replace")
 
     def offset_of(self, name: str) -> int | None:
         """File offset of function ``name`` (for a uprobe), or None."""
-        if name not in self.names:
-            return None
-        va = self.starts[self.names.index(name)]
-        for off, vaddr, size in self.loads:
-            if vaddr <= va < vaddr + size:
-                return va - vaddr + off
+        needle = name.encode() + b"\0"  # may end a longer name (string tables share tails)
+        pos = self.strings.find(needle)
+        while pos != -1:
+            hits = np.flatnonzero(self.name_offsets == pos)
+            if len(hits):
+                va = int(self.starts[hits[0]])
+                for off, vaddr, size in self.loads:
+                    if vaddr <= va < vaddr + size:
+                        return va - vaddr + off
+                return None
+            pos = self.strings.find(needle, pos + 1)
         return None
 
     def lookup(self, file_offset: int) -> str | None:
         for off, vaddr, size in self.loads:
             if off <= file_offset < off + size:
                 va = file_offset - off + vaddr
-                i = bisect_right(self.starts, va) - 1
-                if i >= 0 and va < max(self.ends[i], self.starts[i] + 1):
-                    return self.names[i]
+                i = int(np.searchsorted(self.starts, va, side="right")) - 1
+                if i >= 0 and va < max(int(self.ends[i]), int(self.starts[i]) + 1):
+                    return self.name(i)
                 return None
         return None
 
@@ -99,26 +111,48 @@ _SYM64 = np.dtype(
 _STT_FUNC = 2
 
 
-def _functions(elf: ELFFile, sec, funcs: dict[int, tuple[int, str]]) -> None:
-    """Add a symbol table's functions to ``{address: (size, name)}``.
+Table = tuple[np.ndarray, np.ndarray, np.ndarray, bytes]
+"""One symbol table's functions: addresses, sizes, name offsets, its string table."""
 
-    64-bit little-endian tables are decoded with numpy (pyelftools' per-symbol parsing
-    takes seconds on a large binary); others go through pyelftools.
+
+def _functions(elf: ELFFile, sec) -> Table:
+    """A symbol table's functions (``STT_FUNC``, non-zero address).
+
+    64-bit little-endian tables are decoded with numpy and their names left in the string
+    table (decoding every name of a large library took seconds); others go through
+    pyelftools.
     """
     if elf.elfclass == 64 and elf.little_endian:
         syms = np.frombuffer(sec.data(), _SYM64)
         syms = syms[((syms["info"] & 0xF) == _STT_FUNC) & (syms["value"] != 0)]
         strtab = elf.get_section(sec["sh_link"]).data()
-        for off, value, size in zip(
-            *(syms[f].tolist() for f in ("name", "value", "size")), strict=True
-        ):
-            end = strtab.find(b"\0", off)
-            if end > off:
-                funcs.setdefault(value, (size, strtab[off:end].decode(errors="replace")))
-        return
+        keep = syms["name"] > 0
+        return syms["value"][keep], syms["size"][keep], syms["name"][keep].astype(np.int64), strtab
+    values, sizes, offsets, strings = [], [], [], bytearray(b"\0")
     for sym in sec.iter_symbols():
         if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] and sym.name:
-            funcs.setdefault(sym["st_value"], (sym["st_size"], sym.name))
+            values.append(sym["st_value"])
+            sizes.append(sym["st_size"])
+            offsets.append(len(strings))
+            strings += sym.name.encode() + b"\0"
+    as_u64 = np.asarray
+    return (as_u64(values, np.uint64), as_u64(sizes, np.uint64), np.asarray(offsets, np.int64),
+            bytes(strings))  # fmt: skip
+
+
+def _merged(tables: list[Table], loads: list[tuple[int, int, int]]) -> _ElfSyms:
+    """One sorted table; an address in several keeps the first table's name (``.symtab``
+    before ``.dynsym``)."""
+    strings, shifted = b"", []
+    for values, sizes, offsets, strtab in tables:
+        shifted.append((values, sizes, offsets + len(strings)))
+        strings += strtab
+    if not shifted:
+        empty = np.empty(0, np.uint64)
+        return _ElfSyms(empty, empty, np.empty(0, np.int64), b"", loads)
+    values, sizes, offsets = (np.concatenate(part) for part in zip(*shifted, strict=True))
+    starts, first = np.unique(values, return_index=True)
+    return _ElfSyms(starts, starts + sizes[first], offsets[first], strings, loads)
 
 
 def _read_elf(path: str) -> tuple[str, _ElfSyms] | None:
@@ -149,12 +183,11 @@ def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
                 key = f"{path}:{st.st_size}:{st.st_mtime_ns}"
             if key in _ELF_CACHE:
                 return key, _ELF_CACHE[key]
-            funcs: dict[int, tuple[int, str]] = {}
-            for name in (".symtab", ".dynsym"):
-                sec = elf.get_section_by_name(name)
-                if sec is None:
-                    continue
-                _functions(elf, sec, funcs)
+            tables = [
+                _functions(elf, sec)
+                for sec in map(elf.get_section_by_name, (".symtab", ".dynsym"))
+                if sec is not None
+            ]
             loads = [
                 (seg["p_offset"], seg["p_vaddr"], seg["p_filesz"])
                 for seg in elf.iter_segments()
@@ -162,8 +195,7 @@ def _parse_elf(path: str, st: os.stat_result) -> tuple[str, _ElfSyms] | None:
             ]
     except (OSError, ELFError, ValueError):
         return None
-    starts = sorted(funcs)
-    syms = _ElfSyms(starts, [s + funcs[s][0] for s in starts], [funcs[s][1] for s in starts], loads)
+    syms = _merged(tables, loads)
     _ELF_CACHE[key] = syms
     return key, syms
 
