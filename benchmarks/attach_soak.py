@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 from gtop.recordings.reader import Recording, RecordingError  # noqa: E402
 
 HANG_GRACE_S = 30.0
+SLOW_S = 6.0
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Attach:
     first_kernel_s: float | None  # from the command's start
     agent_error: str | None
     last_line: str
+    slow_dump: str  # py-spy dump of gtop when it ran SLOW_S past --duration
 
 
 @dataclass
@@ -64,14 +66,21 @@ def record(pid: int, duration: float, out: Path, mode: str, at_s: float) -> Atta
     env = {**os.environ, "PYTHONPATH": f"{REPO}:{os.environ.get('PYTHONPATH', '')}"}
     cmd = [sys.executable, "-m", "gtop", "record", "--pid", str(pid), "--force"]
     t0_ns = time.monotonic_ns()
+    gtop = subprocess.Popen(
+        [*cmd, "--duration", str(duration), "-o", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    slow_dump = ""
     try:
-        res = subprocess.run(
-            [*cmd, "--duration", str(duration), "-o", str(out)],
-            capture_output=True, text=True, timeout=duration + 60, env=env, check=False,
-        )  # fmt: skip
-        rc, err = res.returncode, res.stderr
+        _, err = gtop.communicate(timeout=duration + SLOW_S)
     except subprocess.TimeoutExpired:
-        rc, err = -9, "timeout"
+        slow_dump = where(gtop.pid)  # what a slow gtop is doing
+        try:
+            _, err = gtop.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            gtop.kill()
+            _, err = gtop.communicate()
+    rc = gtop.returncode
     wall = (time.monotonic_ns() - t0_ns) / 1e9
     span = first = agent_error = None
     try:
@@ -84,8 +93,19 @@ def record(pid: int, duration: float, out: Path, mode: str, at_s: float) -> Atta
             agent_error = rec.meta.get("agent_error")
     except (RecordingError, OSError, KeyError, ValueError):
         pass
-    last = (err.strip().splitlines() or [""])[-1][:160]
-    return Attach(mode, at_s, wall, rc, span, first, agent_error, last)
+    last = (err.strip().splitlines() or [""])[-1][:300]
+    return Attach(mode, at_s, wall, rc, span, first, agent_error, last, slow_dump)
+
+
+def where(pid: int) -> str:
+    """``py-spy dump`` of gtop itself: its threads' Python stacks, in short."""
+    try:
+        res = subprocess.run(["py-spy", "dump", "--pid", str(pid)], capture_output=True,
+                             text=True, timeout=20, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"py-spy: {exc}"
+    keep = [ln.strip() for ln in res.stdout.splitlines() if "threading.py" not in ln]
+    return " | ".join(keep[:40])
 
 
 def run_target(mode: str, args: argparse.Namespace, folder: Path) -> TargetRun:
@@ -213,6 +233,8 @@ def main() -> None:
         for a in r.attaches:
             if a.rc != 0 or a.agent_error:
                 print(f"attach {a.mode} at {a.at_s:.1f}s rc={a.rc}: {a.agent_error or a.last_line}")
+            if a.slow_dump:
+                print(f"slow {a.mode} at {a.at_s:.1f}s wall {a.wall_s:.1f}s: {a.slow_dump[:1500]}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "runs": [asdict(r) for r in runs]}))
 

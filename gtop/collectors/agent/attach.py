@@ -154,12 +154,14 @@ def inspect(pid: int) -> Target:
         ) from None
     except OSError:
         raise AttachError(f"pid {pid} exited; nothing to attach to") from None
-    version = python_version(pid, maps)
+    why: list[str] = []
+    version = python_version(pid, maps, why)
     if version is None:
         name = (proc / "comm").read_text().strip()
         raise AttachError(
             f"pid {pid} ({name}) is not a Python process: the agent needs CPython "
-            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+; showing NVML and host data only"
+            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+ ({'; '.join(why)}); showing NVML and host "
+            "data only"
         )
     if version < MIN_PYTHON:
         raise AttachError(

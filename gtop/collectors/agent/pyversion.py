@@ -31,11 +31,12 @@ MAX_SYMBOLS = 1 << 20
 (libpython has ~2,000 symbols)."""
 
 
-def python_version(pid: int, maps: str) -> tuple[int, int] | None:
+def python_version(pid: int, maps: str, why: list[str] | None = None) -> tuple[int, int] | None:
     """``(major, minor)`` of the CPython that ``pid`` runs, or None when it runs none.
 
-    ``maps``: the text of ``/proc/PID/maps``.
+    ``maps``: the text of ``/proc/PID/maps``; ``why``: gets what each file read said.
     """
+    why = [] if why is None else why
     candidates = []
     for line in maps.splitlines():
         parts = line.split(maxsplit=5)
@@ -49,10 +50,13 @@ def python_version(pid: int, maps: str) -> tuple[int, int] | None:
         try:
             with open_regular(proc_path, follow=True) as f:
                 version = elf_python_version(f, name)
-        except (OSError, ELFError, ValueError, KeyError, IndexError):
-            continue  # not readable, not ELF, damaged: not an interpreter we can use
+        except (OSError, ELFError, ValueError, KeyError, IndexError) as exc:
+            # not readable, not ELF, damaged: not an interpreter we can use
+            why.append(f"{proc_path}: {type(exc).__name__}: {exc}"[:200])
+            continue
         if version is not None:
             return version
+        why.append(f"{proc_path} ({name}): no CPython symbols")
     return None
 
 

@@ -198,7 +198,10 @@ class Tracee:
         regs = Regs()
         self._ptrace(PTRACE_GETREGS, 0, ctypes.addressof(regs))
         if regs.rip != 0:
-            raise InjectError(f"pid {self.pid}: a function crashed during injection")
+            raise InjectError(
+                f"pid {self.pid}: a call crashed during injection (SIGSEGV at rip "
+                f"{regs.rip:#x}, rsp {regs.rsp:#x}); nothing was queued"
+            )
         return True
 
     def write(self, address: int, data: bytes) -> None:
