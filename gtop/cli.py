@@ -860,9 +860,9 @@ def cmd_record(config: Config) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     started = time.monotonic()
+    attaching = _attach_while_recording(source, config)  # first: it waits for a safe point
     source.start()
     _check_forced_tier_started(source, config)
-    attaching = _attach_while_recording(source, config)
     interactive = sys.stderr.isatty()
     shown = -1
     if source.process is not None:

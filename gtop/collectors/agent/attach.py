@@ -156,6 +156,8 @@ def inspect(pid: int) -> Target:
         raise AttachError(f"pid {pid} exited; nothing to attach to") from None
     why: list[str] = []
     version = python_version(pid, maps, why)
+    if version is None and not proc.exists():
+        raise AttachError(f"pid {pid} exited; nothing to attach to")
     if version is None:
         name = (proc / "comm").read_text().strip()
         raise AttachError(

@@ -218,6 +218,18 @@ class Tracee:
         self._ptrace(PTRACE_DETACH, 0, 0)
 
 
+def _traced_by(pid: int) -> int:
+    """The pid tracing ``pid`` (``TracerPid`` in its status), 0 for none."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("TracerPid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def queue_code(pid: int, syms: Symbols, code: bytes) -> None:
     """Queue ``code`` (Python source) to run on ``pid``'s main thread at its next safe
     point (``syms``: from :func:`gtop.collectors.agent.procsyms.find_symbols`).
@@ -233,6 +245,11 @@ def queue_code(pid: int, syms: Symbols, code: bytes) -> None:
     except OSError as exc:
         if exc.errno == errno.ESRCH:
             raise InjectError(f"pid {pid} exited") from None
+        if exc.errno == errno.EPERM and _traced_by(pid):
+            raise InjectError(
+                f"pid {pid} is already traced by pid {_traced_by(pid)} (a debugger, strace, "
+                "py-spy?); try again once it detaches"
+            ) from None
         raise InjectError(f"ptrace of pid {pid} refused: {exc.strerror}") from None
     stopped = False
     try:

@@ -102,6 +102,7 @@ class BpfThreadCollector(ThreadCollector):
         self._reason_cache: dict[int, int] = {}
         self._syms: Symbolizer | None = None
         self._tracked: set[int] = set()
+        self._waits_probed = False
 
     # --- open: load, track, attach, seed -----------------------------------------------
     def _open(self) -> None:
@@ -119,7 +120,10 @@ class BpfThreadCollector(ThreadCollector):
         self._syms = Symbolizer()
         self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
         self._seed()
-        self._probe_gpu_waits()
+        # GPU-wait uprobes attach at the first poll, on the collector's thread: one attach
+        # waits for every process mapping the library (a busy torch process's memory
+        # lock), which took 15-45 s with four targets on the H200 and must not hold up
+        # the start (a recording's --duration counts from it)
 
     def _load(self, mode: str) -> BpfObject:
         obj = BpfObject(str(OBJECT))
@@ -170,8 +174,11 @@ class BpfThreadCollector(ThreadCollector):
             obj = self._obj
             self.gpu_waits.probe(self._tracked, lambda path, off: self._attach_wait(obj, path, off))
 
-    @staticmethod
-    def _attach_wait(obj: BpfObject, path: str, offset: int) -> None:
+    def _attach_wait(self, obj: BpfObject, path: str, offset: int) -> None:
+        """Attach one GPU-wait probe, unless the collector is stopping (then the rest are
+        not worth their wait)."""
+        if not self._loop.running:
+            return
         for ret in RETURN_FIRST:
             obj.attach_uprobe("gpu_wait_exit" if ret else "gpu_wait_enter", ret, -1, path, offset)
 
@@ -216,6 +223,9 @@ class BpfThreadCollector(ThreadCollector):
         return np.concatenate(parts) if parts else np.empty(0, dtype)
 
     def _poll(self, final: bool) -> None:
+        if not self._waits_probed and not final:
+            self._waits_probed = True
+            self._probe_gpu_waits()  # see _open
         t_drain = time.monotonic_ns()
         events = self._drain("switch", SWITCH_EVENT)
         samples = self._drain("sample", SAMPLE_EVENT)
