@@ -5,9 +5,9 @@
 
 Measured here: per stream, rows per second of one rank (a GPT training loop recorded on
 an H200 under ``gtop record --agent-mode full``) and bytes per row on disk (compressed
-chunks; stacks are JSON entities, counted per stack); ``gtop merge`` throughput (rows/s,
-merging two real recordings); ``gtop report`` throughput (rows/s over the rank
-recording); the ranks analysis (thread-state rows/s). Prints the measurements and the
+chunks; stacks: all the compressed entity chunks, counted per stack); ``gtop merge``
+throughput (rows/s, merging two real recordings); ``gtop report`` throughput (rows/s over
+the rank recording); the ranks analysis (thread-state rows/s). Prints the measurements and the
 projections as Markdown tables.
 """
 
@@ -30,16 +30,18 @@ SCENARIOS = (("8 GPUs × 1 h", 8, 1, 3600.0), ("1,024 GPUs × 10 min", 1024, 128
 
 def stream_costs(path: Path) -> tuple[float, dict[str, tuple[float, float]], tuple[float, float]]:
     """Duration (s); per stream (rows/s, bytes/row); stacks (new stacks/s, bytes each)."""
+    from gtop.recordings.reader import Recording
+
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     meta = {k: json.loads(v) for k, v in db.execute("SELECT key, value FROM meta")}
     seconds = (meta["t_end_ns"] - meta["t_start_ns"]) / 1e9
     rows = db.execute("SELECT stream, SUM(n), SUM(LENGTH(data)) FROM chunks GROUP BY stream")
     streams = {s: (n / seconds, b / n) for s, n, b in rows}
-    n, b = db.execute(
-        "SELECT COUNT(*), SUM(LENGTH(value)) FROM entities WHERE kind='stack'"
-    ).fetchone()
+    (b,) = db.execute("SELECT SUM(LENGTH(data)) FROM entity_chunks").fetchone()
     db.close()
-    return seconds, streams, (n / seconds, b / max(n, 1))
+    with Recording(path) as rec:
+        n = len(rec.entities("stack"))
+    return seconds, streams, (n / seconds, (b or 0) / max(n, 1))
 
 
 def merge_rate(paths: list[Path]) -> float:

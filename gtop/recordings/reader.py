@@ -21,7 +21,7 @@ import numpy as np
 
 from gtop.core.hub import Entity
 from gtop.core.rows import concat_rows, take_rows
-from gtop.recordings import codec, validate
+from gtop.recordings import codec, entity_chunks, validate
 from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION
 from gtop.recordings.validate import ChunkInfo, Damaged
 
@@ -76,6 +76,7 @@ class Recording:
                 f"{self.path}: recording format {version} is newer than this gtop "
                 f"understands ({FORMAT_VERSION}); upgrade gtop"
             )
+        self.version = version
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._cache_chunks = cache_chunks
         self.streams = self._read_streams()
@@ -247,29 +248,60 @@ class Recording:
             row = self._db.execute("SELECT data FROM chunks WHERE id = ?", (info.id,)).fetchone()
             if row is None or type(row[0]) is not bytes:
                 raise codec.ChunkError("missing")
-            return codec.decode(row[0], self.streams[info.stream], info.n, info.crc, out)
+            dtype = self.streams[info.stream]
+            return codec.decode(row[0], dtype, info.n, info.crc, out, self.version)
         except (sqlite3.DatabaseError, codec.ChunkError) as exc:
             self._problem(f"{info.stream} chunk {info.id} ({info.n} rows) lost: {exc}")
             return None
 
     def entities(self, kind: str | None = None) -> list[Entity]:
         """Entities in recorded order (all kinds, or one), skipping damaged rows."""
-        sql = "SELECT kind, key, t_ns, value FROM entities"
-        args: tuple = ()
-        if kind is not None:
-            sql += " WHERE kind = ?"
-            args = (kind,)
-        try:
-            rows = self._db.execute(sql + " ORDER BY id", args).fetchall()
-        except sqlite3.DatabaseError as exc:
-            self._problem(f"entity table damaged: {exc}")
-            return []
+        rows = self._entity_rows(kind) if self.version < 2 else self._chunked_entities(kind)
         out = []
         for k, key, t_ns, value in rows:
             try:
                 out.append(validate.check_entity(k, key, t_ns, value))
             except Damaged as exc:
                 self._problem(f"entity {str(k)[:40]}/{str(key)[:40]} left out: {exc}")
+        return out
+
+    def _entity_rows(self, kind: str | None) -> list[tuple]:
+        """Format 1: one table row per entity, its value as JSON text."""
+        sql = "SELECT kind, key, t_ns, value FROM entities"
+        args: tuple = ()
+        if kind is not None:
+            sql += " WHERE kind = ?"
+            args = (kind,)
+        try:
+            return self._db.execute(sql + " ORDER BY id", args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._problem(f"entity table damaged: {exc}")
+            return []
+
+    def _chunked_entities(self, kind: str | None) -> list[tuple]:
+        """Format 2: entity chunks, their interned strings restored."""
+        sql = "SELECT id, base, n, crc, data FROM entity_chunks ORDER BY id"
+        try:
+            rows = self._db.execute(sql).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._problem(f"entity table damaged: {exc}")
+            return []
+        strings: dict[int, str] = {}
+        out = []
+        for chunk_id, *fields in rows:
+            try:
+                stored = entity_chunks.decode(entity_chunks.from_row(fields), strings)
+            except codec.ChunkError as exc:
+                self._problem(f"entity chunk {str(chunk_id)[:20]} lost: {exc}")
+                continue
+            for row in stored:
+                if kind is not None and (type(row) is not list or not row or row[0] != kind):
+                    continue
+                try:
+                    out.append(entity_chunks.restore(row, strings))
+                except codec.ChunkError as exc:
+                    name = "/".join(str(v)[:40] for v in row[:2]) if type(row) is list else "?"
+                    self._problem(f"entity {name} left out: {exc}")
         return out
 
     def close(self) -> None:

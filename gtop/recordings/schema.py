@@ -13,9 +13,14 @@ A recording is one SQLite database:
     so any reader can decode streams whose producers it does not know.
 ``chunks(id, stream, t_first, t_last, n, crc, data)``
     Column chunks made by :mod:`gtop.recordings.codec`, indexed by stream and time.
-``entities(id, kind, key, t_ns, value)``
-    Descriptive facts (process command lines, GPU names, kernel names, stacks) as JSON,
-    each valid from ``t_ns`` on.
+``entity_chunks(id, base, n, crc, data)``
+    Descriptive facts (process command lines, GPU names, kernel names, stacks), each
+    valid from its ``t_ns`` on, in compressed batches whose strings are interned (see
+    :mod:`gtop.recordings.entity_chunks`).
+
+Format 1 (still read) stored each entity as one JSON row of ``entities(id, kind, key,
+t_ns, value)``, and delta-encoded chunk columns by a fixed rule (see
+:mod:`gtop.recordings.codec`).
 
 Writers commit at least every second, in WAL mode, so a writer killed with SIGKILL
 leaves a file that reads back up to its last commit.
@@ -28,7 +33,7 @@ import json
 import numpy as np
 
 FORMAT_NAME = "gtop-recording"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAX_CHUNK_ROWS = 1 << 16
 """Rows per chunk at most: writers split bigger batches, readers refuse bigger chunks."""
 
@@ -45,12 +50,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     data BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_time ON chunks (stream, t_first);
-CREATE TABLE IF NOT EXISTS entities (
+CREATE TABLE IF NOT EXISTS entity_chunks (
     id INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    key TEXT NOT NULL,
-    t_ns INTEGER NOT NULL,
-    value TEXT NOT NULL
+    base INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    crc INTEGER NOT NULL,
+    data BLOB NOT NULL
 );
 """
 

@@ -204,11 +204,12 @@ def check_meta(key: object, text: object) -> tuple[str, Any]:
     return key, value
 
 
-def check_entity(kind: object, key: object, t_ns: object, text: object) -> Entity:
+def check_entity(kind: object, key: object, t_ns: object, value: object) -> Entity:
+    """An entity row; ``value`` is JSON text (format 1) or already decoded (format 2)."""
     kind, key = _text(kind), _text(key)
     if kind in INT_KEYED and not _INT_KEY.fullmatch(key):
         raise Damaged(f"key {key!r:.40} is not a number")
-    value = json_value(text)
+    value = value if type(value) is dict else json_value(value)
     if type(value) is not dict:
         raise Damaged("value is not an object")
     for name, shape in ENTITY_SHAPES.get(kind, {}).items():

@@ -17,7 +17,7 @@ import numpy as np
 from gtop import __version__
 from gtop.core.files import check_output_path, create_new
 from gtop.core.hub import Entity
-from gtop.recordings import codec
+from gtop.recordings import codec, entity_chunks
 from gtop.recordings.schema import (
     DDL,
     FORMAT_NAME,
@@ -26,6 +26,8 @@ from gtop.recordings.schema import (
     dtype_to_json,
 )
 
+FORMAT = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION}
+"""What this writer writes, whatever metadata a caller passes (a copy of an older file's)."""
 SIDE_FILES = ("", "-wal", "-shm")
 """The recording and the two files SQLite keeps beside it in WAL mode."""
 CHUNK_ROWS = MAX_CHUNK_ROWS
@@ -113,12 +115,11 @@ class RecordingWriter:
         self._pending_rows: dict[str, int] = {}
         self._dtypes: dict[str, np.dtype] = {}
         self._entities: list[Entity] = []
+        self._strings: dict[str, int] = {}
         self.rows_written: dict[str, int] = {}
         self.t_first: int | None = None
         self.t_last: int | None = None
         base = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
             "gtop_version": __version__,
             "created_unix": time.time(),
             "clock": {
@@ -129,7 +130,7 @@ class RecordingWriter:
         }
         self.closed = False
         try:
-            self.set_meta({**base, **meta})
+            self.set_meta({**base, **meta, **FORMAT})
         except WriteError:
             self.abandon()
             for side in made:
@@ -194,15 +195,24 @@ class RecordingWriter:
         if not rows and not entities:
             return
         self._entities = [] if streams is None else self._entities
+        strings = dict(self._strings)
+        entity_rows = []
+        for start in range(0, len(entities), entity_chunks.MAX_ROWS):
+            chunk, new = entity_chunks.encode(
+                entities[start : start + entity_chunks.MAX_ROWS], strings
+            )
+            strings.update((text, chunk.base + i) for i, text in enumerate(new))
+            entity_rows.append((chunk.base, chunk.n, chunk.crc, chunk.data))
         with self._transaction():
             self._db.executemany(
                 "INSERT INTO chunks (stream, t_first, t_last, n, crc, data) VALUES (?,?,?,?,?,?)",
                 rows,
             )
             self._db.executemany(
-                "INSERT INTO entities (kind, key, t_ns, value) VALUES (?, ?, ?, ?)",
-                [(e.kind, e.key, e.t_ns, json.dumps(e.value)) for e in entities],
+                "INSERT INTO entity_chunks (base, n, crc, data) VALUES (?, ?, ?, ?)",
+                entity_rows,
             )
+        self._strings = strings  # committed: later chunks use these ids
         for stream, t_first, t_last, n, _, _ in rows:  # committed: count them
             self.t_first = t_first if self.t_first is None else min(self.t_first, t_first)
             self.t_last = t_last if self.t_last is None else max(self.t_last, t_last)
@@ -241,7 +251,7 @@ class RecordingWriter:
                 "closed": True,
                 "rows": self.rows_written,
             }
-            self.set_meta({**meta, **(final_meta or {})})
+            self.set_meta({**meta, **(final_meta or {}), **FORMAT})
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._db.execute("PRAGMA journal_mode=DELETE")
         except sqlite3.Error as exc:  # committed data stays in the WAL, read from there

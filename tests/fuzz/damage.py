@@ -141,7 +141,7 @@ def odd_cell(rng: random.Random, path: Path) -> str:
     table, columns = rng.choice(
         [
             ("chunks", ["stream", "t_first", "t_last", "n", "crc", "data"]),
-            ("entities", ["kind", "key", "t_ns", "value"]),
+            ("entity_chunks", ["base", "n", "crc", "data"]),
             ("streams", ["name", "dtype"]),
             ("meta", ["value"]),
         ]
@@ -206,25 +206,55 @@ def odd_meta(rng: random.Random, path: Path) -> str:
     return f"meta {key} = {text[:40]!r}..."
 
 
+def rewrite_entities(path: Path, change: Callable[[list[list]], object]) -> None:
+    """Apply ``change`` to the stored rows (``[kind, key, t_ns, value, interned]``) of
+    every entity chunk, and store them again with a checksum that matches."""
+    with sqlite3.connect(path) as db:
+        for chunk_id, data in db.execute("SELECT id, data FROM entity_chunks").fetchall():
+            body = json.loads(zstandard.ZstdDecompressor().decompress(data))
+            change(body["rows"])
+            payload = json.dumps(body).encode()
+            blob = zstandard.ZstdCompressor().compress(payload)
+            sql = "UPDATE entity_chunks SET data = ?, crc = ?, n = ? WHERE id = ?"
+            db.execute(sql, (blob, zlib.crc32(payload), len(body["rows"]), chunk_id))
+    db.close()
+
+
+ODD_ENTITY_VALUES: list[object] = [
+    [],
+    5,
+    "text",
+    None,
+    {"name": 5, "frames": 7, "pid": "x", "mem_total": "big", "index": []},
+    {"name": "x" * 1_000_000},
+    list(range(200_000)),
+]
+
+
 def odd_entity(rng: random.Random, path: Path) -> str:
-    picked = _pick(path, "SELECT rowid, kind FROM entities", rng)
-    if picked[0] is None:
+    """One entity row no recorder writes, in a chunk whose checksum still matches."""
+    (rows,) = _pick(path, "SELECT n FROM entity_chunks", rng)
+    if not rows:
         return odd_meta(rng, path)
-    rowid, kind = picked
-    choice = rng.randrange(4)
-    if choice == 0:
-        sql, args = "UPDATE entities SET value = ? WHERE rowid = ?", (_odd_json(rng), rowid)
-    elif choice == 1:
-        key = rng.choice(["x", "", "-1", "99999999999999999999999", "1.5", " 3"])
-        sql, args = "UPDATE entities SET key = ? WHERE rowid = ?", (key, rowid)
-    elif choice == 2:
-        kind = rng.choice(["no_such_kind", "stack", "thread", "process", "kernel_name", "device"])
-        sql, args = "UPDATE entities SET kind = ? WHERE rowid = ?", (kind, rowid)
-    else:
-        t_ns = rng.choice([-1, 2**63 - 1, 1e300, "later"])
-        sql, args = "UPDATE entities SET t_ns = ? WHERE rowid = ?", (t_ns, rowid)
-    _edit(path, (sql, args))
-    return f"entity row {rowid} ({kind}): {sql.split()[3]} = {str(args[0])[:40]!r}"
+    at, field = rng.randrange(rows), rng.randrange(5)
+    odd = [
+        rng.choice(["no_such_kind", "stack", "thread", "process", "kernel_name", "device", 5]),
+        rng.choice(["x", "", "-1", "99999999999999999999999", "1.5", " 3", None]),
+        rng.choice([-1, 2**63 - 1, 1e300, "later"]),
+        rng.choice(ODD_ENTITY_VALUES),
+        rng.choice([["frames"], ["nothing"], "frames", [7]]),
+    ][field]
+    edited: list[str] = []
+
+    def change(stored: list[list]) -> None:
+        if at < len(stored) and not edited:
+            edited.append(str(stored[at][0]))
+            stored[at][field] = odd
+            if field == 3:
+                stored[at][4] = []
+
+    rewrite_entities(path, change)
+    return f"entity row {at} ({edited[:1]}): field {field} = {str(odd)[:40]!r}"
 
 
 def odd_layout(rng: random.Random, path: Path) -> str:

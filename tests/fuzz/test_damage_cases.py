@@ -17,6 +17,7 @@ from gtop.recordings import codec
 from gtop.recordings.reader import Recording
 from gtop.recordings.schema import dtype_from_json
 from tests.conftest import RECORDINGS
+from tests.fuzz.damage import rewrite_entities
 from tests.fuzz.runner import run_gtop
 
 SOURCE = RECORDINGS / "loader-1-worker.gtop"
@@ -123,7 +124,13 @@ def test_odd_metadata_json_is_named_and_skipped(copy: Path, value: str) -> None:
     ],
 )
 def test_entities_of_the_wrong_shape_are_left_out(copy: Path, kind: str, value: object) -> None:
-    edit(copy, "UPDATE entities SET value = ? WHERE kind = ?", json.dumps(value), kind)
+
+    def change(rows: list[list]) -> None:
+        for row in rows:
+            if row[0] == kind:
+                row[3:] = [value, []]
+
+    rewrite_entities(copy, change)
     with Recording(copy) as rec:
         assert rec.entities(kind) == []
         assert any(p.startswith(f"entity {kind}/") for p in rec.problems)

@@ -69,7 +69,9 @@ def sessions(draw: st.DrawFn) -> list[tuple[str, np.ndarray]]:
     return out
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(sessions(), st.integers(1, 5))
 def test_recording_round_trip(tmp_path: Path, batches: list, flush_every: int) -> None:
     path = tmp_path / "r.gtop"
