@@ -47,4 +47,9 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gzip", action="store_true", help="gzip-compress the output (implied by OUT.gz)"
     )
-    add_window_options(parser, "the whole recording")
+    add_window_options(
+        parser,
+        "the report's window (the steady state of the target's GPU work) for kineto, "
+        "speedscope, folded and pprof, the whole recording for perfetto, chrome and csv; "
+        "each export names its window",
+    )

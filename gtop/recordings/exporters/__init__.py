@@ -55,13 +55,13 @@ FORMATS: dict[str, Format] = {
         ),
         Format(
             "folded",
-            "folded stacks, one file per view (on-cpu, off-cpu, gpu), weights in µs",
+            "folded stacks, one file, each view (on-cpu, off-cpu, gpu) a root frame, µs",
             (".folded",),
             "folded",
         ),
         Format(
             "pprof",
-            "gzipped pprof profile.proto (go tool pprof, Pyroscope)",
+            "gzipped pprof profile.proto, a sample type per view (go tool pprof, Pyroscope)",
             (".pb.gz", ".pprof"),
             "pprof",
         ),

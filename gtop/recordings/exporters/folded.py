@@ -1,39 +1,31 @@
-"""Brendan Gregg's folded stacks (flamegraph.pl, inferno, speedscope), one file per view.
+"""Brendan Gregg's folded stacks (flamegraph.pl, inferno, speedscope): one file, every view.
 
-``-o x.folded`` writes ``x.on-cpu.folded``, ``x.off-cpu.folded`` and ``x.gpu.folded``
-(the views of :mod:`gtop.recordings.exporters.profiles`); each line is
-``owner;frame;…;leaf WEIGHT`` with the weight in microseconds. To stdout (``-o -``) the
-views go into one stream, each line rooted at its view's name.
+``-o x.folded`` writes ``x.folded`` (``-o -``: stdout), one line per stack,
+``view;owner;frame;…;leaf WEIGHT`` with the weight in microseconds: the view (``on-cpu``,
+``off-cpu``, ``gpu``: :mod:`gtop.recordings.exporters.profiles`) is the root frame, so
+``flamegraph.pl x.folded`` draws the views side by side and ``grep '^gpu;' x.folded``
+keeps one. Every view covers the report's window
+(:func:`gtop.recordings.exporters.window.report_window`); the format has no place for it,
+so the summary line names it.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from gtop.analysis.thread_time import Folded, folded_text
 from gtop.recordings.exporters.output import Output
-from gtop.recordings.exporters.profiles import STREAMS, VIEWS, profiles
+from gtop.recordings.exporters.profiles import STREAMS, profiles
+from gtop.recordings.exporters.window import report_window
 from gtop.recordings.reader import Recording
 
 
 def export(rec: Recording, out: Output) -> str:
-    views: dict[str, Folded] = defaultdict(dict)
-    for profile in profiles(rec):
-        root = (profile.view,) if out.is_stdout else ()
-        folded = views[profile.view]
+    clipped, covered = report_window(rec)
+    folded: Folded = {}
+    for profile in profiles(clipped):
         for frames, ns in profile.stacks.items():
-            folded[(*root, profile.owner, *frames)] = ns / 1e9
-    lines = 0
-    if out.is_stdout:
-        merged = {k: v for view in VIEWS for k, v in views[view].items()}
-        text = folded_text(merged)
-        out.stream(binary=False).write(text)
-        lines = text.count("\n")
-    else:
-        for view in VIEWS:
-            text = folded_text(views[view])
-            out.stream(binary=False, tag=view).write(text)
-            lines += text.count("\n")
+            folded[(profile.view, profile.owner, *frames)] = ns / 1e9
+    text = folded_text(folded)
+    out.stream(binary=False).write(text)
     out.advance(sum(info.n for s in STREAMS for info in rec.chunks(s)))
-    files = "stdout" if out.is_stdout else ", ".join(str(p) for p in out.made)
-    return f"wrote {lines} stacks to {files}"
+    where = "stdout" if out.is_stdout else str(out.path)
+    return f"wrote {text.count(chr(10))} stacks to {where} over {covered.label()}"

@@ -4,22 +4,27 @@ formats (each only lays them out differently).
 Views:
 
 * ``on-cpu`` and ``off-cpu``: per host thread, :func:`gtop.analysis.thread_time.fold`
-  over the whole recording (off-CPU: the reason, then the stack it blocked in; on-CPU:
-  time spread over the stack samples, GPU waits on their own branch);
+  (off-CPU: the reason, then the stack it blocked in; on-CPU: time spread over the stack
+  samples, GPU waits on their own branch);
 * ``gpu``: per GPU, the GPU-centric flamegraph (:func:`gtop.analysis.gpu_flame.fold`):
-  ``ON_GPU;G:COMP;<kernel>`` and ``OFF_GPU;<cause>;<stack>``, summed block by block,
-  over the window ``gtop report`` diagnoses (the steady state of the target's GPU work,
-  :func:`gtop.recordings.clipped.choose`; ``--from``/``--to`` choose another): startup
-  before the first GPU work is not idle GPU.
+  ``ON_GPU;G:COMP;<kernel>`` and ``OFF_GPU;<cause>;<stack>``, summed block by block, with
+  untraced time split as the report estimates it
+  (:func:`gtop.analysis.gpu_flame.with_estimates`): each cause's stacks weigh the
+  report's seconds of that cause.
 
+Every view covers one window: the one ``gtop report`` diagnoses (the steady state of the
+target's GPU work; startup before the first GPU work is not idle GPU), or the one
+``--from``/``--to`` chose (:func:`gtop.recordings.exporters.window.report_window`).
 Weights are nanoseconds.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gtop.analysis import thread_time
 from gtop.analysis.attribution import Summary
@@ -31,12 +36,32 @@ from gtop.analysis.range_blocks import blocks
 from gtop.analysis.records import Records
 from gtop.analysis.report import ATTRIBUTION_STREAMS
 from gtop.core import layouts
-from gtop.recordings.clipped import choose
-from gtop.recordings.reader import Recording
+from gtop.recordings.clipped import ClippedRecording
 
 VIEWS = ("on-cpu", "off-cpu", "gpu")
 STREAMS = ATTRIBUTION_STREAMS
 """What the views read (for the export's progress and size estimate)."""
+
+
+_FRAME = re.compile(r"^(.*) \(([^()]*?)(?::(\d+))?\)$")
+
+
+class Frame(NamedTuple):
+    """A frame's function, file and line (``""`` and 0 when its text names none)."""
+
+    name: str
+    file: str = ""
+    line: int = 0
+
+
+def parse_frame(text: str) -> Frame:
+    """A folded frame's parts: Python frames read ``name (file)`` or ``name (file:line)``,
+    native ones are a name alone. The one place frame text is parsed, for formats that
+    carry files and lines natively (pprof, speedscope)."""
+    match = _FRAME.match(text)
+    if not match:
+        return Frame(text)
+    return Frame(match.group(1), match.group(2), int(match.group(3) or 0))
 
 
 @dataclass
@@ -53,15 +78,16 @@ class Profile:
         return sum(self.stacks.values())
 
 
-def _stacks(rec: Recording) -> dict[int, dict]:
+def _stacks(rec: ClippedRecording) -> dict[int, dict]:
     return {int(e.key): e.value for e in rec.entities("stack")}
 
 
-def thread_profiles(rec: Recording, views: tuple[str, ...] = VIEWS) -> Iterator[Profile]:
-    """The on-CPU and off-CPU profile of each host thread with recorded states."""
+def thread_profiles(rec: ClippedRecording, views: tuple[str, ...] = VIEWS) -> Iterator[Profile]:
+    """The on-CPU and off-CPU profile of each host thread with recorded states in the
+    window."""
     if not {"on-cpu", "off-cpu"} & set(views) or "thread_state" not in rec.streams:
         return
-    intervals = rec.read("thread_state")
+    intervals = thread_time.clip(rec.read("thread_state"), rec.window.t0, rec.window.t1)
     samples = rec.read("cpu_sample") if "cpu_sample" in rec.streams else None
     if samples is None or not len(samples):
         samples = layouts.CPU_SAMPLE.empty(0)
@@ -82,8 +108,8 @@ def thread_profiles(rec: Recording, views: tuple[str, ...] = VIEWS) -> Iterator[
                 yield Profile(view, owner, out)
 
 
-def gpu_profiles(rec: Recording, slice_ns: int = 1_000_000) -> Iterator[Profile]:
-    """The GPU-centric flamegraph of each GPU with recorded CUDA activity."""
+def gpu_profiles(rec: ClippedRecording, slice_ns: int = 1_000_000) -> Iterator[Profile]:
+    """The GPU-centric flamegraph of each GPU with recorded CUDA activity in the window."""
     data = {s: rec.read(s) for s in STREAMS if s in rec.streams}
     records = Records.from_streams({k: v for k, v in data.items() if len(v)})
     if not len(records.ops):
@@ -91,9 +117,7 @@ def gpu_profiles(rec: Recording, slice_ns: int = 1_000_000) -> Iterator[Profile]
     entities = rec.entities()
     kernels = {k: demangle(v) for k, v in names_from_entities(entities).items()}
     stacks = {k: list(v.get("frames", [])) for k, v in _stacks(rec).items()}
-    # the window gtop report diagnoses (issue 13), or the one --from/--to chose
-    window = getattr(rec, "window", None) or choose(rec)
-    t0, t1 = window.t0, window.t1 - 1
+    t0, t1 = rec.window.t0, rec.window.t1 - 1
     folded: dict[int, Counter[str]] = {}
     sums: dict[int, Summary] = {}
     for result, rows in blocks(records, t0, t1 + 1, "device"):
@@ -109,8 +133,8 @@ def gpu_profiles(rec: Recording, slice_ns: int = 1_000_000) -> Iterator[Profile]
         yield Profile("gpu", f"GPU {device}", out)
 
 
-def profiles(rec: Recording, views: tuple[str, ...] = VIEWS) -> Iterator[Profile]:
-    """Every profile of the given views, threads first."""
+def profiles(rec: ClippedRecording, views: tuple[str, ...] = VIEWS) -> Iterator[Profile]:
+    """Every profile of the given views over ``rec``'s window, threads first."""
     yield from thread_profiles(rec, views)
     if "gpu" in views:
         yield from gpu_profiles(rec)

@@ -3,8 +3,10 @@
 Profiles, in this order: per GPU, the GPU-centric flamegraph (sampled: on-GPU time by
 kernel, off-GPU time by cause and host stack); per host thread, its on-/off-CPU profile
 (sampled) and its timeline (evented: each state interval as its stack with the state as
-the leaf, so speedscope's "Time Order" view shows what the thread did when). Weights and
-times are nanoseconds; times from the recording's start.
+the leaf, so speedscope's "Time Order" view shows what the thread did when). Every
+profile covers the report's window (:func:`gtop.recordings.exporters.window.report_window`),
+named in the file's ``name``; weights and times are nanoseconds, times from the window's
+start. Python frames carry their ``file`` (and ``line`` when recorded).
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ from typing import TextIO
 import numpy as np
 
 from gtop import __version__
+from gtop.analysis.thread_time import clip
 from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
-from gtop.recordings.exporters.profiles import STREAMS, Profile, gpu_profiles, thread_profiles
+from gtop.recordings.exporters.profiles import (
+    STREAMS,
+    Profile,
+    gpu_profiles,
+    parse_frame,
+    thread_profiles,
+)
+from gtop.recordings.exporters.window import report_window
 from gtop.recordings.reader import Recording
 
 BYTES_PER_ROW = {"thread_state": 360}  # the timelines
@@ -92,21 +102,28 @@ def timeline(
     yield ",".join(out)
 
 
+def _frame(text: str) -> dict[str, str | int]:
+    name, file, line = parse_frame(text)
+    return {"name": name, **({"file": file} if file else {}), **({"line": line} if line else {})}
+
+
 def export(rec: Recording, out: Output) -> str:
+    clipped, covered = report_window(rec)
     f = out.stream(binary=False)
     f.write(f'{{"$schema":"{SCHEMA}","exporter":"gtop {__version__}",')
-    f.write(f'"name":{json.dumps(rec.path.name)},"activeProfileIndex":0,"profiles":[')
+    name = f"{rec.path.name}, {covered.label()}"
+    f.write(f'"name":{json.dumps(name)},"activeProfileIndex":0,"profiles":[')
     w = _Writer(f)
-    for profile in gpu_profiles(rec):
+    for profile in gpu_profiles(clipped):
         w.sampled(f"{profile.owner}: on-/off-GPU time", profile.stacks)
     by_thread: dict[str, list[Profile]] = {}
-    for profile in thread_profiles(rec):
+    for profile in thread_profiles(clipped):
         by_thread.setdefault(profile.owner, []).append(profile)
     for owner, profiles in by_thread.items():
         w.sampled(f"{owner}: on-/off-CPU time", _merged(profiles))
-    t0, t1 = rec.time_range()
+    t0, t1 = covered.window.t0, covered.window.t1
     if "thread_state" in rec.streams:
-        states = rec.read("thread_state")
+        states = clip(clipped.read("thread_state"), t0, t1)
         stacks = {int(e.key): e.value.get("frames", []) for e in rec.entities("stack")}
         frames_of = {sid: w.frame_ids(frames) for sid, frames in stacks.items()}
         keys = tk.distinct(states["state"].astype(np.int64) << 8 | states["reason"]).tolist()
@@ -117,7 +134,7 @@ def export(rec: Recording, out: Output) -> str:
             mine = mine[np.argsort(mine["t_ns"], kind="stable")]
             events = timeline(mine, t0, frames_of, state_frames)
             w.evented(f"{tracks.thread_name(tid)}: timeline", t1 - t0, events)
-    frames = [{"name": name} for name in w.frames.strings]
+    frames = [_frame(text) for text in w.frames.strings]
     f.write(f'\n],"shared":{{"frames":{json.dumps(frames)}}}}}\n')
     out.advance(sum(info.n for s in STREAMS for info in rec.chunks(s)))
-    return f"wrote {w.profiles} profiles over {len(frames)} frames"
+    return f"wrote {w.profiles} profiles over {len(frames)} frames, {covered.label()}"

@@ -18,6 +18,7 @@ import numpy as np
 
 from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
+from gtop.recordings.exporters.window import Covered, covered
 from gtop.recordings.reader import Recording
 
 
@@ -155,11 +156,18 @@ def _args(table: tk.SliceTable, flows: np.ndarray, cbid: bool) -> list[str]:
     return out
 
 
-def write(rec: Recording, out: Output, flavour: Flavour) -> str:
+def write(rec: Recording, out: Output, flavour: Flavour, window: Covered | None = None) -> str:
+    """``rec`` as ``flavour``'s trace; the header's ``gtopWindow`` names what it covers
+    (``window``, else :func:`~gtop.recordings.exporters.window.covered`)."""
+    window = window or covered(rec)
     tracks, names = tk.Tracks(rec), tk.Names()
     t0, _ = rec.time_range()
     f = out.stream(binary=False)
-    header = {"displayTimeUnit": "ns", **flavour.header(rec, tracks)}
+    header = {
+        "displayTimeUnit": "ns",
+        **flavour.header(rec, tracks),
+        "gtopWindow": window.section(),
+    }
     f.write(json.dumps(header)[:-1] + ',"traceEvents":[')
     w = _Writer(f, flavour, tracks, t0 if flavour.relative else 0)
     linked = tk.linked_flows(rec)
@@ -171,4 +179,7 @@ def write(rec: Recording, out: Output, flavour: Flavour) -> str:
         for series in tk.counters(rec, tracks):
             w.counters(series)
     f.write("\n]}\n")
-    return f"wrote {w.count} trace events ({slices} slices, {len(linked)} launch flows)"
+    return (
+        f"wrote {w.count} trace events ({slices} slices, {len(linked)} launch flows), "
+        f"{window.label()}"
+    )
