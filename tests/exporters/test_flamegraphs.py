@@ -17,7 +17,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,8 +29,6 @@ from tests.conftest import RECORDINGS
 from tests.exporters.conftest import SLOW_LOADER
 
 HERE = Path(__file__).resolve().parent
-PROFILE_PROTO = Path("/usr/share/gocode/src/github.com/google/pprof/proto/profile.proto")
-"""From Debian's golang-github-google-pprof-dev (installed by .ci/run)."""
 
 
 def flamegraph_pl() -> Path:
@@ -74,20 +71,6 @@ def test_folded_is_the_file_asked_for_and_flamegraph_pl_reads_every_line(
         for owner in expected[view]:
             assert f"<title>{owner} (" in svg
     assert {line.split(";", 1)[0] for line in lines} == set(VIEWS)
-
-
-@pytest.fixture(scope="module")
-def profile_pb2(tmp_path_factory: pytest.TempPathFactory):  # -> the generated module
-    from grpc_tools import protoc
-
-    out = tmp_path_factory.mktemp("proto")
-    args = ["protoc", f"-I{PROFILE_PROTO.parent}", f"--python_out={out}", str(PROFILE_PROTO)]
-    assert protoc.main(args) == 0
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module("profile_pb2")
-    finally:
-        sys.path.remove(str(out))
 
 
 def test_pprof_decodes_against_profile_proto(

@@ -3,8 +3,8 @@
 A file is written as :func:`gtop.core.files.replace_output` writes: a new file (mode
 0644) beside the path, renamed over it when the export succeeds and removed when it
 fails; a symlink or anything but a regular file at the path is refused. ``-`` is
-standard output. A format that writes several files (one per view) names them after the
-output: ``x.folded`` → ``x.on-cpu.folded``.
+standard output. A format that writes several files would name them after the output
+(:meth:`Output.named`: ``x.folded`` → ``x.on-cpu.folded``); none does now.
 """
 
 from __future__ import annotations

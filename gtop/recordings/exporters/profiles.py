@@ -33,7 +33,8 @@ from gtop.analysis.demangle import demangle
 from gtop.analysis.gpu_flame import fold as gpu_fold
 from gtop.analysis.gpu_flame import with_estimates
 from gtop.analysis.range_blocks import blocks
-from gtop.analysis.records import Records
+from gtop.analysis.ranks import comm_labels
+from gtop.analysis.records import Records, mark_comm
 from gtop.analysis.report import ATTRIBUTION_STREAMS
 from gtop.core import layouts
 from gtop.recordings.clipped import ClippedRecording
@@ -108,10 +109,18 @@ def thread_profiles(rec: ClippedRecording, views: tuple[str, ...] = VIEWS) -> It
                 yield Profile(view, owner, out)
 
 
-def gpu_profiles(rec: ClippedRecording, slice_ns: int = 1_000_000) -> Iterator[Profile]:
-    """The GPU-centric flamegraph of each GPU with recorded CUDA activity in the window."""
+def gpu_records(rec: ClippedRecording) -> Records:
+    """What the attribution reads of ``rec``'s window, communication kernels marked, as
+    ``gtop report`` reads it."""
     data = {s: rec.read(s) for s in STREAMS if s in rec.streams}
     records = Records.from_streams({k: v for k, v in data.items() if len(v)})
+    mark_comm(records.ops, comm_labels(names_from_entities(rec.entities("kernel_name"))))
+    return records
+
+
+def gpu_profiles(rec: ClippedRecording, slice_ns: int = 1_000_000) -> Iterator[Profile]:
+    """The GPU-centric flamegraph of each GPU with recorded CUDA activity in the window."""
+    records = gpu_records(rec)
     if not len(records.ops):
         return
     entities = rec.entities()

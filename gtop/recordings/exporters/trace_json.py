@@ -156,9 +156,16 @@ def _args(table: tk.SliceTable, flows: np.ndarray, cbid: bool) -> list[str]:
     return out
 
 
-def write(rec: Recording, out: Output, flavour: Flavour, window: Covered | None = None) -> str:
+def write(
+    rec: Recording,
+    out: Output,
+    flavour: Flavour,
+    window: Covered | None = None,
+    extra: list[str] | None = None,
+) -> str:
     """``rec`` as ``flavour``'s trace; the header's ``gtopWindow`` names what it covers
-    (``window``, else :func:`~gtop.recordings.exporters.window.covered`)."""
+    (``window``, else :func:`~gtop.recordings.exporters.window.covered`); ``extra``:
+    events (JSON text) written after the others."""
     window = window or covered(rec)
     tracks, names = tk.Tracks(rec), tk.Names()
     t0, _ = rec.time_range()
@@ -178,6 +185,7 @@ def write(rec: Recording, out: Output, flavour: Flavour, window: Covered | None 
     if flavour.counters:
         for series in tk.counters(rec, tracks):
             w.counters(series)
+    w.write(extra or [])
     f.write("\n]}\n")
     return (
         f"wrote {w.count} trace events ({slices} slices, {len(linked)} launch flows), "
