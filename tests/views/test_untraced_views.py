@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.causes import Cause
+from gtop.analysis.causes import LABELS, Cause
 from gtop.analysis.report import ATTRIBUTION_STREAMS
 from gtop.core import layouts
 from gtop.core.model import Model
@@ -124,4 +124,12 @@ def test_gpu_time_tab_says_sampled(tmp_path: Path) -> None:
     assert {p[0] for p in frames} <= {"GPU busy", "GPU idle"}
     assert ("GPU idle", "launching kernels H:CTRL") in {p[:2] for p in frames}
     traced = sampled.result.t1 - sampled.result.t0 - sampled.result.totals[Cause.NOT_TRACED]
-    assert sum(frames.values()) == pytest.approx(traced / 1e9, abs=0.002)  # 1 ms slices
+    assert sum(frames.values()) == pytest.approx(traced / 1e9, abs=1e-6)
+    # each cause's frames weigh exactly its seconds in the breakdown beside them
+    for tab in (full, sampled):
+        per_cause = {label: 0.0 for label in LABELS}
+        for stack, seconds in tab.folded.items():
+            per_cause[stack[1] if len(stack) > 1 else stack[0]] += seconds
+        assert per_cause == pytest.approx(
+            {label: ns / 1e9 for label, ns in zip(LABELS, tab.result.totals.tolist())}, abs=1e-9
+        )
