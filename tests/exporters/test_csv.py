@@ -48,3 +48,12 @@ def test_entity_tables_resolve_ids(export: Callable[..., Path]) -> None:
     assert {r["tid"] for r in _rows(out / "thread_state.csv")} <= threads.keys()
     processes = _rows(out / "entity_process.csv")
     assert any("slow_loader_train.py" in p["cmdline"] for p in processes)
+
+
+def test_the_window_covered_is_a_table_too(export: Callable[..., Path]) -> None:
+    (window,) = _rows(export("csv") / "window.csv")
+    with Recording(SLOW_LOADER) as rec:
+        t0, t1 = rec.time_range()
+    assert window["kind"] == "recording" and float(window["from_s"]) == 0.0
+    assert float(window["duration_s"]) == round((t1 + 1 - t0) / 1e9, 3)
+    assert window["label"].startswith("whole recording 0.00–")

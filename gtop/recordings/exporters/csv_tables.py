@@ -1,6 +1,7 @@
 """CSV: a directory with one file per stream (``OUT/<stream>.csv``) and one per entity
 kind (``OUT/entity_<kind>.csv``: kernel names, stacks, processes, threads, devices …),
-so every id in a stream row resolves.
+so every id in a stream row resolves, and ``OUT/window.csv``: the window the rows cover
+(the whole recording, or the one ``--from``/``--to`` chose).
 
 Column names carry their unit (``_ns``, ``_B``, ``_pct``, ``_w``, ``_bps``); enum columns
 hold names (``HTOD``, ``BLOCKED``, ``GPU_WAIT``, ``runtime``) rather than numbers; API rows
@@ -22,6 +23,7 @@ from gtop.analysis.cuda_activity import api_name
 from gtop.analysis.demangle import demangle
 from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
 from gtop.recordings.exporters.output import Output
+from gtop.recordings.exporters.window import covered
 from gtop.recordings.reader import Recording
 
 BYTES_PER_ROW = 100
@@ -124,4 +126,12 @@ def export(rec: Recording, out: Output) -> str:
         for e in entities:
             value = e.value if isinstance(e.value, dict) else {"value": e.value}
             writer.writerow([e.key, e.t_ns, *(_entity_value(value.get(k)) for k in keys)])
-    return f"wrote {total} rows of {len(rec.streams)} streams and {len(kinds)} entity tables"
+    window = covered(rec)
+    writer = csv.writer(out.in_directory("window.csv"))  # what the tables cover
+    section = window.section()
+    writer.writerow(list(section))
+    writer.writerow(list(section.values()))
+    return (
+        f"wrote {total} rows of {len(rec.streams)} streams and {len(kinds)} entity tables, "
+        f"{window.label()}"
+    )

@@ -19,6 +19,7 @@ import numpy as np
 from gtop.recordings.exporters import protowire as pw
 from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
+from gtop.recordings.exporters.window import covered
 from gtop.recordings.reader import Recording
 
 BYTES_PER_ROW = 52
@@ -227,5 +228,5 @@ def export(rec: Recording, out: Output) -> str:
     note = f" ({clipped} overlapping slices cut to nest)" if clipped else ""
     return (
         f"wrote {w.packets} packets: {slices} slices, {len(linked)} launch flows, "
-        f"{values} counter values on {len(tracks.all)} tracks{note}"
+        f"{values} counter values on {len(tracks.all)} tracks{note}, {covered(rec).label()}"
     )
