@@ -172,6 +172,7 @@ def test_flamegraphs_weigh_the_reports_seconds_per_cause(
 
 
 @pytest.mark.filterwarnings("ignore:The inplace keyword")  # HTA 0.5 under pandas 3
+@pytest.mark.timeout(600)  # constructed-tiny: 3 min on the loaded 2-core VM
 @pytest.mark.parametrize("name", ALL)
 def test_hta_reads_the_kineto_export_as_the_reports_gar(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reports: Callable[[str], dict]
