@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +181,34 @@ def test_recording_without_header_is_refused(idle_busy_idle: Path, tmp_path: Pat
     cut.write_bytes(idle_busy_idle.read_bytes()[:100])
     with pytest.raises(RecordingError):
         Recording(cut)
+
+
+def test_entities_keep_every_field_and_share_strings_across_chunks(tmp_path: Path) -> None:
+    """A stack with a field format 2 does not know (line numbers, say) reads back as it
+    was written; frames are stored once, and a chunk lost takes with it the rows of
+    later chunks that use its strings (named, not a traceback)."""
+    path = tmp_path / "stacks.gtop"
+    writer = RecordingWriter(path, {"host": "test"})
+    stacks = [
+        Entity(
+            "stack",
+            str(i),
+            1_000 + i,
+            {"frames": [f"f{i % 3}", "main (a.py)"], "kinds": "pp", "lines": [i, 12]},
+        )
+        for i in range(5)
+    ]
+    for i, entity in enumerate(stacks):
+        writer.add_entity(entity)
+        if i == 1:
+            writer.flush()  # chunk 1: stacks 0-1, strings f0, f1, main (a.py)
+    writer.close()
+    with Recording(path) as rec:
+        assert rec.entities("stack") == stacks and rec.problems == []
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE entity_chunks SET data = ? WHERE id = 1", (b"lost",))
+    db.close()
+    with Recording(path) as rec:
+        assert rec.entities("stack") == []  # stacks 2-4 use "main (a.py)"
+        assert any("entity chunk 1 lost" in p for p in rec.problems)
+        assert any(p.startswith("entity stack/2 left out") and "lost" in p for p in rec.problems)
