@@ -3,9 +3,13 @@
 Wraps :class:`~gtop.agent.triton_probes.TritonProbes` (created, and Triton imported, on
 the first probe request only). One probe per kernel pattern at a time, since a launch
 carries one probe: turning a second probe on for the same pattern replaces the first.
-Each probed launch's records go back to gtop as one :data:`~gtop.agent.wire.PROBE`
-frame, with %globaltimer clock samples (see :mod:`gtop.probes.engine.globaltimer`) at most every
-:data:`CLOCK_EVERY_S`. Never raises into the target: problems are answered as data.
+Each probed launch's copy goes back to gtop undecoded, as one
+:data:`~gtop.agent.wire.PROBE` frame (its layout in the JSON part, decoded by
+:mod:`gtop.probes.engine.copyback` in gtop's process), with %globaltimer clock samples
+(see :mod:`gtop.probes.engine.globaltimer`) at most every :data:`CLOCK_EVERY_S`. A
+request's ``every`` fixes the sampling (1: every launch); without one (or 0) the manager
+keeps the probe's cost within :data:`~gtop.agent.probe_budget.BUDGET` of the target's
+time. Never raises into the target: problems are answered as data.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import wire
+from .probe_budget import BUDGET
 
 CLOCK_EVERY_S = 10.0
 MEM_TRACE_SAMPLE = 64
@@ -69,7 +74,7 @@ class ProbeControl:
             from .triton_probes import Selection
 
             get(probe)
-            every = max(1, int(msg.get("every", 1)))
+            every = max(0, int(msg.get("every", 0)))
             sample = int(msg.get("sample", MEM_TRACE_SAMPLE if probe == "mem_trace" else 1))
             if self._probes is None:
                 self._probes = self._factory()
@@ -86,14 +91,20 @@ class ProbeControl:
             self._active[kernel] = (probe, every, sample)
             self._next_clock = 0.0
             replaced = f" (replaces {current[0]})" if current and current[0] != probe else ""
-            when = "every launch" if every == 1 else f"1 launch in {every}"
+            when = _when(every)
             message = f"on: probing {when} from the next compile{replaced}"
             return {**reply, "ok": True, "message": message}
         except Exception as e:  # unknown probe, no Triton, a hook that would not install
             return {**reply, "message": f"{type(e).__name__}: {e}"}
 
+    def costs(self) -> tuple[int, int]:
+        """(ns, calls) of the launch hooks on the target's launching threads."""
+        if self._probes is None:
+            return 0, 0
+        return int(getattr(self._probes, "hook_ns", 0)), int(getattr(self._probes, "hook_calls", 0))
+
     def poll(self) -> list[bytes]:
-        """PROBE frames for every probed launch whose records came back; never raises."""
+        """PROBE frames for every probed launch whose copy came back; never raises."""
         if self._probes is None:
             return []
         try:
@@ -108,11 +119,15 @@ class ProbeControl:
                 "probe": r.probe,
                 "launch": r.launch,
                 "header": r.header,
-                "overflow": int(r.overflow),
+                "layout": r.layout.value(),
+                "every": r.every,
+                "auto": r.auto,
+                "cost": round(r.cost, 6),
+                "budget": BUDGET,
             }
-            for pattern, (probe, every, sample) in self._active.items():
+            for pattern, (probe, _every, sample) in self._active.items():
                 if probe == r.probe and _matches(pattern, r.kernel):
-                    info.update(every=every, sample=sample)
+                    info["sample"] = sample
             now = time.monotonic()
             if now >= self._next_clock:
                 self._next_clock = now + CLOCK_EVERY_S
@@ -120,7 +135,7 @@ class ProbeControl:
                     info["gt_samples"] = self._clock_samples()
                 except Exception as e:  # gtop then assumes %globaltimer is CLOCK_REALTIME
                     info["clock_error"] = f"{type(e).__name__}: {e}"
-            frames.append(wire.probe_frame(info, r.records.tobytes()))
+            frames.append(wire.probe_frame(info, r.data))
         return frames
 
     def close(self) -> None:
@@ -129,6 +144,12 @@ class ProbeControl:
                 self._probes.close()
             except Exception as e:
                 self.errors.append(f"close: {type(e).__name__}: {e}")
+
+
+def _when(every: int) -> str:
+    if every == 0:
+        return f"1 launch in N, N keeping gtop's cost within {BUDGET:.0%} of the target's time,"
+    return "every launch" if every == 1 else f"1 launch in {every}"
 
 
 def _matches(pattern: str, name: str) -> bool:

@@ -168,7 +168,7 @@ class Session(threading.Thread):
         """gtop has answered the DRAIN frame (every name it needs is resolved)."""
         self.probes = ProbeControl()
         """PTX probes on Triton kernels, toggled by gtop's ``probe`` op."""
-        self.cost = AgentCost()
+        self.cost = AgentCost(probes=self.probes)
         """What this session costs the process, sent with every clock sample."""
         self.buffers_sent = 0
         """Buffers shipped to gtop (none: a process that never launched GPU work)."""
@@ -247,7 +247,7 @@ class Session(threading.Thread):
             cupti_path=cupti.path,
             record_sizes=sizes,
         )
-        self.cost = AgentCost(self.pool)
+        self.cost = AgentCost(self.pool, self.probes)
         sample_above = self.options.get("sample_above", SAMPLE_ABOVE)
         if sample_above:
             record_bytes = sizes.get(CONCURRENT_KERNEL) or KERNEL_RECORD_BYTES

@@ -4,10 +4,15 @@
   name matches an enabled selection gets the probe inserted before ptxas.
 - ``knobs.runtime.kernel_load_end_hook`` receives the loaded ``CUmodule``: when its PTX
   carries a ``// gtop-probe`` header, a record buffer is bound through its globals.
-- ``launch_enter_hook`` arms the probe on every k-th launch only (the instrumented
-  kernel runs disarmed in between: capacity 0, nothing written) and ``launch_exit_hook``
-  queues the copy-back on a side stream after an event, so the application's stream is
-  never synchronised. :meth:`TritonProbes.poll` collects finished copies without blocking.
+- ``launch_enter_hook`` arms the probe on 1 launch in N only (the instrumented kernel
+  runs disarmed in between: capacity 0, nothing written) and ``launch_exit_hook`` queues
+  the copy-back into pinned memory on a side stream after an event, so the application's
+  stream is never synchronised. The hooks run on the target's launching thread: they
+  never wait (no lock the agent's thread holds, no event query, no decoding) and time
+  themselves. :meth:`TritonProbes.poll`, on the agent's thread, takes finished copies
+  (trimmed, undecoded: gtop decodes them, :mod:`gtop.probes.engine.copyback`) and sets
+  each kernel's N from the measured costs (:mod:`gtop.agent.probe_budget`): by default
+  N keeps the probe within 5% of the target's time; ``every`` asks for a fixed N.
 
 Triton's compile-cache key does not include the hook in Triton 3.6.0 as published (this
 module still answers the ``(key, digest)`` protocol for builds that ask for one), so
@@ -39,20 +44,21 @@ import re
 import shutil
 import sys
 import threading
+import time
 from collections import Counter, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..probes.catalog import get
-from ..probes.engine import ptx
+from ..probes.engine import copyback, ptx
 from ..probes.engine.probe import Level
 from ..probes.engine.rewrite import instrument, read_header
-from . import tmpdirs
+from . import probe_budget, tmpdirs
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..probes.engine.driver import Fence, Pending, ProbeBuffers
 
 TMP_PREFIX = "gtop-triton-"
@@ -70,8 +76,7 @@ STAGES = (
     "launch",  # launch_enter_hook saw a bound CUfunction
     "armed",  # the launch was due: counters reset, capacity set
     "copy_queued",  # launch_exit_hook queued the copy-back on the side stream
-    "copy_done",  # the copy finished and was decoded
-    "records",  # records decoded (summed)
+    "copy_done",  # the copy finished and was taken for shipping
 )
 
 
@@ -81,7 +86,7 @@ class Selection:
 
     pattern: str  # regex on the kernel name
     probe: str
-    every: int = 1  # probe every k-th launch
+    every: int = 0  # probe 1 launch in ``every``; 0: N kept within probe_budget.BUDGET
     sample: int = 1  # mem_trace: 1 in N accesses
     level: str | None = None
     capacity: int = 0  # records per launch; 0: the probe's default
@@ -92,14 +97,21 @@ class Selection:
 
 @dataclass(frozen=True)
 class Collected:
-    """The records of one probed launch."""
+    """The copy of one probed launch, as shipped (decoded only in gtop's process)."""
 
     kernel: str
     probe: str
     launch: int  # 1-based launch count of this kernel since it was bound
     header: dict  # the instrumented module's header (kernel ids, tensor-op classes, ...)
-    records: np.ndarray
-    overflow: int
+    layout: copyback.Layout
+    data: bytes  # the trimmed host copy (copyback.trim)
+    every: int = 1  # 1 launch in ``every`` was probed when this one was
+    auto: bool = True  # ``every`` chosen to keep the cost within probe_budget.BUDGET
+    cost: float = 0.0  # share of the target's time in the probe's hooks and copy-out
+
+    def decoded(self) -> tuple[np.ndarray, int]:
+        """(records, dropped): for gtop's process and tests; never called in the target."""
+        return copyback.decode(self.layout, self.data)
 
 
 @dataclass
@@ -109,10 +121,50 @@ class _Bound:
     header: dict
     buffers: ProbeBuffers
     launches: int = 0
-    armed: bool = False
-    pending: Pending | None = None
+    every: int = probe_budget.FIRST_EVERY
+    countdown: int = 1  # launches until the next due one: the first launch is probed
+    armed_by: int | None = None  # the launching thread whose launch is armed
+    pending: Pending | None = None  # set by the launching thread, cleared by the agent's
     pending_launch: int = 0
     retired: Fence | None = None  # set when disabled: free the buffers once it passed
+    decide: threading.Lock = field(default_factory=threading.Lock)
+    # costs: ns and launches of the hooks (enter and exit) of unprobed launches, of
+    # probed ones, and ns and copies of the agent's copy-out
+    plain_ns: int = 0
+    plain: int = 0
+    probed_ns: int = 0
+    probed: int = 0
+    take_ns: int = 0
+    taken: int = 0
+    tuned_at: int = 0  # monotonic ns of the last tuning, launches and ns spent then
+    tuned_launches: int = 0
+    tuned_spent: int = 0
+    cost: float = 0.0  # share of the target's time spent on this kernel's probe lately
+
+    def __post_init__(self) -> None:
+        if self.selection.every:
+            self.every = self.selection.every
+        self.tuned_at = time.monotonic_ns()
+
+    @property
+    def spent_ns(self) -> int:
+        return self.plain_ns + self.probed_ns + self.take_ns
+
+    def tune(self, now_ns: int) -> None:
+        """Measure the last interval's launch rate and cost; with automatic sampling,
+        set ``every`` to keep the probe within :data:`probe_budget.BUDGET`."""
+        dt = now_ns - self.tuned_at
+        if dt < probe_budget.RETUNE_NS:
+            return
+        rate = (self.launches - self.tuned_launches) * 1e9 / dt
+        self.cost = (self.spent_ns - self.tuned_spent) / dt
+        self.tuned_at, self.tuned_launches, self.tuned_spent = now_ns, self.launches, self.spent_ns
+        if self.selection.every or not self.probed:
+            return
+        plain = self.plain_ns / self.plain if self.plain else 0.0
+        extra = (self.probed_ns / self.probed) + (self.take_ns / max(1, self.taken)) - plain
+        self.every = probe_budget.every_for(rate, plain, extra)
+        self.countdown = min(self.countdown, self.every)
 
 
 @dataclass
@@ -145,6 +197,12 @@ class TritonProbes:
         self._user_cache: tuple[bool, Any, str | None] | None = None
         self._previous_stages: Any = None
         self._installed = False
+        self._watched: dict[str, bool] = {}
+        """Kernel name -> selected, for launches of unbound kernels (no regex, no lock
+        on the launch path); replaced whenever the selections change."""
+        self.hook_ns = 0
+        """ns the launch hooks ran on the target's launching threads (every kernel)."""
+        self.hook_calls = 0
 
     # --- control ---------------------------------------------------------------------
 
@@ -153,6 +211,7 @@ class TritonProbes:
         get(selection.probe)  # unknown probe: KeyError now, not at compile time
         with self._lock:
             self._selections.append(selection)
+            self._watched = {}
             self._install()
             try:
                 for kernel_cache in _jit_caches(selection):
@@ -170,6 +229,7 @@ class TritonProbes:
         with self._lock:
             gone = [s for s in self._selections if pattern is None or s.pattern == pattern]
             self._selections = [s for s in self._selections if s not in gone]
+            self._watched = {}
             for handle, state in list(self._bound.items()):
                 if state.selection in gone:
                     try:
@@ -199,10 +259,14 @@ class TritonProbes:
                 self._note(f"cannot restore Triton's hooks or cache dir: {e!r}")
 
     def poll(self) -> list[Collected]:
-        """Records of probed launches whose copies have finished; never blocks."""
+        """Copies of probed launches that have finished; never blocks. Runs on the
+        agent's thread, which also sets each kernel's sampling here."""
+        now = time.monotonic_ns()
         with self._lock:
             for state in [*self._bound.values(), *self._closing]:
                 self._collect(state)
+            for state in self._bound.values():
+                state.tune(now)
             for state in self._closing[:]:
                 if state.pending is not None:
                     continue
@@ -241,8 +305,9 @@ class TritonProbes:
             lines.append(f"bound functions: {len(self._bound)}, closing: {len(self._closing)}")
             for state in self._bound.values():
                 lines.append(
-                    f"  {state.name}: launches {state.launches} armed {state.armed} "
-                    f"pending {state.pending is not None} (launch {state.pending_launch})"
+                    f"  {state.name}: launches {state.launches} every {state.every} "
+                    f"armed {state.armed_by is not None} pending {state.pending is not None} "
+                    f"(launch {state.pending_launch}) cost {100 * state.cost:.2f}%"
                 )
             if not self.trace:
                 lines.append("trace: no stage happened for any selected kernel")
@@ -408,68 +473,117 @@ class TritonProbes:
         self._count(name, "bound")
 
     def _enter(self, metadata: Any) -> None:
+        """Arm the probe when this launch is due; on the target's launching thread, so
+        it never waits: a launch whose decision another thread is making, or that is
+        due while the last copy is still on its way, just runs unprobed."""
+        t0 = time.perf_counter_ns()
+        state = None
+        armed = False
         try:
             data = _launch_data(metadata)
             state = self._bound.get(int(data["function"]))
             if state is None:
-                name = str(data.get("name", ""))
-                if self._selection(name) is not None:
-                    self._count(name, "unbound_launch")
+                self._unbound(str(data.get("name", "")))
                 return
-            with self._lock:
-                self._count(state.name, "launch")
-                self._collect(state)
+            self._count(state.name, "launch")
+            if not state.decide.acquire(blocking=False):
+                self._count(state.name, "skipped_busy")
+                return
+            try:
                 state.launches += 1
-                due = (state.launches - 1) % state.selection.every == 0
-                armed = due and state.pending is None
-                if due and not armed:
+                state.countdown -= 1
+                if state.countdown > 0 or state.armed_by is not None:
+                    return
+                if state.pending is not None:  # due again: the next launch tries
                     self._count(state.name, "skipped_copy_pending")
-                if armed:  # disarmed otherwise: since loading, and after each probed launch
-                    # fixed (block, warp) slots must not keep a previous launch's records
-                    clear = not state.buffers.ring
-                    state.buffers.reset(int(data["stream"]), clear=clear)
-                    self._count(state.name, "armed")
-                state.armed = armed
+                    return
+                # fixed (block, warp) slots must not keep a previous launch's records
+                state.buffers.reset(int(data["stream"]), clear=not state.buffers.ring)
+                state.armed_by = threading.get_ident()
+                state.countdown = state.every
+                armed = True
+                self._count(state.name, "armed")
+            finally:
+                state.decide.release()
         except Exception as e:
             self.errors.append(f"launch enter: {type(e).__name__}: {e}")
+        finally:
+            self._spent(state, armed, time.perf_counter_ns() - t0, launches=1)
 
     def _exit(self, metadata: Any) -> None:
+        """Queue the armed launch's copy-back and disarm (launching thread, no waits)."""
+        t0 = time.perf_counter_ns()
+        state = None
+        armed = False
         try:
             data = _launch_data(metadata)
             state = self._bound.get(int(data["function"]))
-            if state is None or not state.armed:
+            if state is None or state.armed_by != threading.get_ident():
                 return
-            with self._lock:
-                state.pending = state.buffers.copy_async(int(data["stream"]))
+            armed = True
+            try:
                 state.pending_launch = state.launches
-                state.buffers.arm(int(data["stream"]), False)
-                state.armed = False
+                state.pending = state.buffers.copy_async(int(data["stream"]))
                 self._count(state.name, "copy_queued")
+            finally:
+                state.buffers.arm(int(data["stream"]), False)
+                state.armed_by = None
         except Exception as e:
             self.errors.append(f"launch exit: {type(e).__name__}: {e}")
+        finally:
+            self._spent(state, armed, time.perf_counter_ns() - t0, launches=0)
+
+    def _spent(self, state: _Bound | None, probed: bool, ns: int, launches: int) -> None:
+        """Add one hook's time; a launch is counted at its enter hook."""
+        self.hook_ns += ns
+        self.hook_calls += 1
+        if state is None:
+            return
+        if probed:
+            state.probed_ns += ns
+            state.probed += launches
+        else:
+            state.plain_ns += ns
+            state.plain += launches
+
+    def _unbound(self, name: str) -> None:
+        """Count a selected kernel launched from a module bound to no buffers (loaded
+        before enabling?)."""
+        watched = self._watched
+        selected = watched.get(name)
+        if selected is None:
+            selected = watched[name] = any(s.matches(name) for s in list(self._selections))
+        if selected:
+            self._count(name, "unbound_launch")
 
     def _collect(self, state: _Bound) -> None:
+        """Take a finished copy (agent's thread): trimmed bytes, not decoded."""
+        pending = state.pending
         try:
-            if state.pending is None or not state.pending.ready():
+            if pending is None or not pending.ready():
                 return
-            records, overflow = state.pending.result()
+            t0 = time.perf_counter_ns()
+            data = pending.take()
+            state.take_ns += time.perf_counter_ns() - t0
+            state.taken += 1
         except Exception as e:
             self.errors.append(f"{state.name}: copy-back failed: {type(e).__name__}: {e}")
             state.pending = None
             return
-        state.pending = None
+        launch = state.pending_launch
+        state.pending = None  # the launching thread may arm (and reuse the copy) again
         self._count(state.name, "copy_done")
-        self._count(state.name, "records", len(records))
-        if overflow:
-            self._count(state.name, "dropped", overflow)
         self.results.append(
             Collected(
                 state.name,
                 state.selection.probe,
-                state.pending_launch,
+                launch,
                 state.header,
-                records.copy(),
-                overflow,
+                state.buffers.layout,
+                data,
+                every=state.every,
+                auto=not state.selection.every,
+                cost=state.cost,
             )
         )
 

@@ -22,7 +22,7 @@ def cost_value(raw: dict[str, Any], records: int, by_kind: dict[int, int]) -> di
     Shares are of the wall time since tracing began: ``agent_cpu`` (the agent thread's
     CPU time), ``gil`` (time the agent thread held the GIL, which the target's Python
     threads may have waited for), ``callbacks`` (CUPTI's buffer callbacks, on the
-    target's launching threads).
+    target's launching threads), ``probes`` (the probes' launch hooks, there too).
     """
     elapsed = max(1, int(raw.get("t_ns", 0)) - int(raw.get("since_ns", 0)))
 
@@ -43,6 +43,8 @@ def cost_value(raw: dict[str, Any], records: int, by_kind: dict[int, int]) -> di
         "buffer_callbacks": int(raw.get("callbacks", 0)),
         "ship_s": int(raw.get("ship_ns", 0)) / 1e9,
         "wakes": int(raw.get("wakes", 0)),
+        "probe_s": int(raw.get("probe_hook_ns", 0)) / 1e9,
+        "probes": share("probe_hook_ns"),
     }
 
 
@@ -67,6 +69,8 @@ def combined(values: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         "gil": max(float(v.get("gil", 0.0)) for v in values),
         "callback_s": total("callback_s"),
         "callbacks": total("callbacks"),
+        "probe_s": total("probe_s"),
+        "probes": total("probes"),
     }
 
 
@@ -96,6 +100,8 @@ def cost_line(value: dict[str, Any]) -> str:
         f"GIL {100 * float(value.get('gil', 0.0)):.1f}%",
         f"callbacks {100 * float(value.get('callbacks', 0.0)):.2f}%",
     ]
+    if float(value.get("probes", 0.0)) > 0:
+        parts.append(f"probes {100 * float(value['probes']):.1f}%")
     if value.get("overhead_records"):
         parts.append(f"{value['overhead_records']:,} CUPTI overhead records")
     return "gtop cost: " + ", ".join(parts)

@@ -26,6 +26,48 @@ def launches(model: Model, pid: int) -> list[ProbeLaunch]:
     return sorted(found, key=lambda x: (x.t_start_ns, x.launch))
 
 
+GEOMETRY_WINDOW_S = 10.0
+"""How far back :func:`with_geometry` looks for a traced launch of a probed kernel."""
+
+
+Shape = tuple[tuple[int, int, int], tuple[int, int, int]]
+"""(grid, block) of a kernel launch."""
+
+
+def geometry(model: Model, pid: int, kernels: set[str]) -> dict[str, Shape]:
+    """Grid and block of the newest traced launch of each of ``kernels`` by ``pid`` in
+    the last :data:`GEOMETRY_WINDOW_S` (CUPTI's kernel records, as the Kernels tab shows
+    them): the agent's launch hooks cannot see a probed launch's geometry."""
+    rows = model.window("kernel", GEOMETRY_WINDOW_S) if kernels else None
+    if rows is None or not len(rows):
+        return {}
+    names = {
+        int(key): str(e.value.get("name", ""))
+        for key, e in model.entities.get("kernel_name", {}).items()
+        if str(e.value.get("name", "")) in kernels
+    }
+    rows = rows[(rows["pid"] == pid) & np.isin(rows["name_id"], list(names))]
+    _, last = np.unique(rows["name_id"][::-1], return_index=True)  # the newest of each
+    return {
+        names[int(row["name_id"])]: (
+            (int(row["grid_x"]), int(row["grid_y"]), int(row["grid_z"])),
+            (int(row["block_x"]), int(row["block_y"]), int(row["block_z"])),
+        )
+        for row in rows[len(rows) - 1 - last]
+    }
+
+
+def with_geometry(found: list[ProbeLaunch], shapes: dict[str, Shape]) -> list[ProbeLaunch]:
+    """``found``, each launch of unknown grid given its kernel's shape from ``shapes``."""
+    out = []
+    for x in found:
+        shape = shapes.get(x.kernel) if not any(x.grid) else None
+        if shape is not None:
+            x = ProbeLaunch.from_value({**x.value(), "grid": shape[0], "block": shape[1]})
+        out.append(x)
+    return out
+
+
 def records(model: Model, launch: ProbeLaunch) -> np.ndarray | None:
     """The launch's records in its probe's own layout, or None while none are in the
     model (not arrived yet, or aged out of its history)."""

@@ -31,10 +31,12 @@ class Controls(Protocol):
         ...
 
     def set_probe(
-        self, pid: int, kernel: str, probe: str, every: int = 1, on: bool = True
+        self, pid: int, kernel: str, probe: str, every: int = 0, on: bool = True
     ) -> str | None:
-        """Turn ``probe`` on or off for ``kernel`` in ``pid``: None when the request was
-        sent (the answer arrives as a ``probe_control`` entity), else the refusal."""
+        """Turn ``probe`` on or off for ``kernel`` in ``pid``, for 1 launch in ``every``
+        (1: every launch; 0: as many as the probe's cost budget allows): None when the
+        request was sent (the answer arrives as a ``probe_control`` entity), else the
+        refusal."""
         ...
 
     def set_kinds(self, pid: int, kinds: list[str]) -> str | None:

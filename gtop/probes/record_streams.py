@@ -16,7 +16,9 @@ Each probe's device record (see ``gtop/probes/catalog/``) becomes a stream row o
 analysis functions run unchanged on replayed rows.
 
 A ``probe_launch`` entity describes one probed launch: kernel, grid, block, probe,
-sampling (``every`` launches, 1 in ``sample`` accesses), SM count, argument pointers
+sampling (1 in ``every`` launches, chosen by the agent to keep the probe's ``cost``
+within ``budget`` of the target's time when ``auto``; 1 in ``sample`` accesses), SM
+count, argument pointers
 (name -> [address, bytes], for DMAT labels), records kept and dropped, the instrumented
 module's header (tensor-op classes) and its CLOCK_MONOTONIC span.
 """
@@ -129,6 +131,9 @@ class ProbeLaunch:
     sms: int = -1
     gpu: int = 0
     every: int = 1
+    auto: bool = False
+    cost: float = -1.0  # share of the target's time in the probe's hooks (-1: unknown)
+    budget: float = 0.0
     sample: int = 1
     records: int = 0
     dropped: int = 0
@@ -161,6 +166,9 @@ class ProbeLaunch:
             "sms": self.sms,
             "gpu": self.gpu,
             "every": self.every,
+            "auto": self.auto,
+            "cost": self.cost,
+            "budget": self.budget,
             "sample": self.sample,
             "records": self.records,
             "dropped": self.dropped,
@@ -182,6 +190,9 @@ class ProbeLaunch:
             sms=int(v.get("sms", -1)),
             gpu=int(v.get("gpu", 0)),
             every=int(v.get("every", 1)),
+            auto=bool(v.get("auto", False)),
+            cost=float(v.get("cost", -1.0)),
+            budget=float(v.get("budget", 0.0)),
             sample=int(v.get("sample", 1)),
             records=int(v.get("records", 0)),
             dropped=int(v.get("dropped", 0)),

@@ -154,7 +154,7 @@ class LiveSource:
         return self.link is not None
 
     def set_probe(
-        self, pid: int, kernel: str, probe: str, every: int = 1, on: bool = True
+        self, pid: int, kernel: str, probe: str, every: int = 0, on: bool = True
     ) -> str | None:
         if self.link is None:
             return "no agent in this session: start the program with gtop run, or attach"

@@ -15,9 +15,10 @@ from gtop.agent.triton_probes import Collected, Selection
 from gtop.collectors.agent.link import AgentLink, _Conn
 from gtop.core.hub import Hub
 from gtop.cupti.decode import NameTable
-from gtop.probes.catalog import block_sched
+from gtop.probes.engine import copyback
 from gtop.probes.engine.instrumentable import NO_PTX, refusal
 
+from .copies import ring_copy
 from .records import T0, simulated_launch
 
 HEADER = {"probe": "block_sched", "kernels": [{"name": "matmul_kernel", "classes": []}]}
@@ -44,6 +45,12 @@ class FakeProbes:
         self.calls.append(("close", None))
 
 
+def _collected(launch: int, records: np.ndarray, kernel: str = "matmul_kernel") -> Collected:
+    layout, host = ring_copy(records, "block_sched", stripes=2)
+    data = copyback.trim(layout, memoryview(host))
+    return Collected(kernel, "block_sched", launch, HEADER, layout, data, every=7, cost=0.012)
+
+
 def _control(samples=None) -> tuple[ProbeControl, FakeProbes]:
     fake = FakeProbes()
     sampler = samples if samples is not None else (lambda: [(1, 2, 3)])
@@ -52,6 +59,9 @@ def _control(samples=None) -> tuple[ProbeControl, FakeProbes]:
 
 def test_on_off_and_replacing_a_probe() -> None:
     ctl, fake = _control()
+    auto = ctl.control({"op": "probe", "kernel": "^k$", "probe": "block_sched"})
+    assert auto["ok"] and "keeping gtop's cost within 5%" in auto["message"]
+    assert fake.calls.pop() == ("enable", Selection("^k$", "block_sched", every=0))
     msg = {"op": "probe", "kernel": "^matmul_kernel$", "probe": "block_sched", "every": 4}
     reply = ctl.control({**msg, "on": True})
     assert reply["ok"] and "1 launch in 4" in reply["message"]
@@ -93,15 +103,19 @@ def test_records_ship_as_probe_frames_with_clock_samples() -> None:
     ctl, fake = _control()
     ctl.control({"op": "probe", "kernel": "^matmul_kernel$", "probe": "block_sched", "on": True})
     records = simulated_launch(blocks=20)
-    fake.results = [Collected("matmul_kernel", "block_sched", 3, HEADER, records, 2)]
+    fake.results = [_collected(3, records)]
     (frame,) = ctl.poll()
     ((kind, payload),) = wire.FrameReader().feed(frame)
     info, raw = wire.decode_probe(payload)
     assert kind == wire.PROBE
-    assert info["kernel"] == "matmul_kernel" and info["launch"] == 3 and info["overflow"] == 2
-    assert info["every"] == 1 and info["gt_samples"] == [[1, 2, 3]]
-    assert np.array_equal(np.frombuffer(raw, dtype=block_sched.RECORD), records)
-    fake.results = [Collected("matmul_kernel", "block_sched", 4, HEADER, records, 0)]
+    assert info["kernel"] == "matmul_kernel" and info["launch"] == 3
+    assert info["every"] == 7 and info["auto"] and info["cost"] == 0.012
+    assert info["budget"] == 0.05 and info["gt_samples"] == [[1, 2, 3]]
+    layout = copyback.Layout.from_value(info["layout"])
+    assert bytes(raw) == fake_data(records)  # shipped as taken: decoded by gtop
+    got, dropped = copyback.decode(layout, raw)
+    assert dropped == 0 and np.array_equal(np.sort(got, order=["block", "warp"]), records)
+    fake.results = [_collected(4, records)]
     (frame,) = ctl.poll()
     info, _ = wire.decode_probe(wire.FrameReader().feed(frame)[0][1])
     assert "gt_samples" not in info  # at most every CLOCK_EVERY_S
@@ -113,7 +127,7 @@ def test_clock_problem_travels_as_data() -> None:
 
     ctl, fake = _control(samples=broken)
     ctl.control({"op": "probe", "kernel": "k", "probe": "block_sched", "on": True})
-    fake.results = [Collected("k", "block_sched", 1, HEADER, simulated_launch(blocks=4), 0)]
+    fake.results = [_collected(1, simulated_launch(blocks=4), kernel="k")]
     info, _ = wire.decode_probe(wire.FrameReader().feed(ctl.poll()[0])[0][1])
     assert info["clock_error"] == "RuntimeError: no context"
 
@@ -157,29 +171,44 @@ def link_conn():
     link.stop(detach=False)
 
 
-def _frame(records: np.ndarray, **info) -> bytes:
-    base = {"kernel": "matmul_kernel", "probe": "block_sched", "launch": 1, "header": HEADER}
-    return wire.FrameReader().feed(wire.probe_frame({**base, **info}, records.tobytes()))[0][1]
+def fake_data(records: np.ndarray) -> bytes:
+    layout, host = ring_copy(records, "block_sched", stripes=2)
+    return copyback.trim(layout, memoryview(host))
+
+
+def _frame(records: np.ndarray, per: int | None = None, **info) -> bytes:
+    layout, host = ring_copy(records, "block_sched", stripes=2, per=per)
+    base = {
+        "kernel": "matmul_kernel",
+        "probe": "block_sched",
+        "launch": 1,
+        "header": HEADER,
+        "layout": layout.value(),
+    }
+    data = copyback.trim(layout, memoryview(host))
+    return wire.FrameReader().feed(wire.probe_frame({**base, **info}, data))[0][1]
 
 
 def test_link_turns_probe_frames_into_streams_and_entities(link_conn) -> None:
     link, conn, sub, _ = link_conn
     records = simulated_launch(blocks=20)
     samples = [[1_000, T0, 1_010], [2_000, T0 + 1_000, 2_010]]
-    link._handle(conn, wire.PROBE, _frame(records, gt_samples=samples, overflow=3))
+    per = len(records) // 2 - 2  # each of the 2 stripes drops its last 2 claims
+    link._handle(conn, wire.PROBE, _frame(records, per=per, gt_samples=samples, every=9))
     link._handle(conn, wire.PROBE, _frame(records, launch=2))
     update = sub.poll()
     rows = update.batches["probe_block_sched"]
-    assert len(rows) == 2 * len(records) and set(rows["pid"]) == {4321}
+    assert len(rows) == 2 * len(records) - 4 and set(rows["pid"]) == {4321}
     assert set(rows["launch"]) == {1, 2}  # gtop numbers the launches it received
     assert rows["t_ns"].min() == int(records["start_ns"].min()) - T0 + 1_005
     kinds = {(e.kind, e.key): e.value for e in update.entities}
     fit = kinds[("clock_fit", "globaltimer:4321")]
     assert fit["method"].startswith("globaltimer kernel")
     first = kinds[("probe_launch", "4321:1")]
-    assert first["records"] == len(records) and first["dropped"] == 3
+    assert first["records"] == len(records) - 4 and first["dropped"] == 4
     assert first["kernel"] == "matmul_kernel" and first["header"] == HEADER
-    assert link.hub.source_drops == {"probe_block_sched": 3}
+    assert first["every"] == 9
+    assert link.hub.source_drops == {"probe_block_sched": 4}
 
 
 def test_link_assumes_realtime_without_clock_samples(link_conn) -> None:
@@ -202,6 +231,8 @@ def test_link_rejects_damaged_probe_frames(link_conn) -> None:
         link._handle(conn, wire.PROBE, _frame(simulated_launch(blocks=2))[:-1])
     with pytest.raises(wire.ProtocolError):
         link._handle(conn, wire.PROBE, _frame(simulated_launch(blocks=2), probe="nope"))
+    with pytest.raises(wire.ProtocolError):
+        link._handle(conn, wire.PROBE, _frame(simulated_launch(blocks=2), layout={"map": 1}))
 
 
 def test_set_probe_sends_the_op_or_refuses(link_conn) -> None:
@@ -216,6 +247,8 @@ def test_set_probe_sends_the_op_or_refuses(link_conn) -> None:
         "every": 8,
         "on": True,
     }
+    assert link.set_probe(4321, "matmul_kernel", "tensorop") is None
+    assert wire.decode_json(wire.FrameReader().feed(peer.recv(1 << 16))[0][1])["every"] == 0
     assert link.set_probe(4321, "ampere_sgemm_128x64_nn", "block_sched") == NO_PTX
     assert "no agent" in link.set_probe(99, "matmul_kernel", "block_sched")
     with pytest.raises(KeyError):

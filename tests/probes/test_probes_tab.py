@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
@@ -18,7 +19,7 @@ from gtop.analysis import probes as data
 from gtop.core.hub import Entity, Update
 from gtop.core.model import Model
 from gtop.probes.engine.instrumentable import NO_PTX
-from gtop.probes.record_streams import LAUNCH_KIND
+from gtop.probes.record_streams import LAUNCH_KIND, ProbeLaunch
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
@@ -276,3 +277,29 @@ def test_help_and_legend_explain_the_schedule_words() -> None:
             assert SCHED in legend and "Kernel wall time:" in legend and "Block time:" in legend
 
     _run(run())
+
+
+def test_probed_launches_take_their_grid_from_the_traced_kernel() -> None:
+    """A live probed launch's grid is unknown to the agent's hooks: the Grid column
+    shows the traced launch's 16x16 (the Kernels tab's) instead of ``?``."""
+    from gtop.core.layouts import KERNEL
+
+    model = replayed_model()
+    pid = 449
+    live = [
+        ProbeLaunch.from_value({**x.value(), "grid": [0, 0, 0], "block": [0, 0, 0]})
+        for x in data.launches(model, pid)
+    ]
+    t = int(model.now_ns)
+    rows = np.zeros(2, dtype=KERNEL.dtype)
+    rows["t_ns"], rows["pid"], rows["name_id"] = [t - 2_000, t - 1_000], pid, [7, 7]
+    rows["grid_x"], rows["grid_y"], rows["grid_z"] = [8, 16], [8, 16], 1
+    rows["block_x"], rows["block_y"], rows["block_z"] = 256, 1, 1
+    name = Entity("kernel_name", "7", t, {"name": "attention_fwd_kernel"})
+    model.apply(Update(batches={"kernel": rows}, entities=[name]), t)
+    shapes = data.geometry(model, pid, {"attention_fwd_kernel", "matmul_kernel"})
+    assert shapes == {"attention_fwd_kernel": ((16, 16, 1), (256, 1, 1))}  # the newest
+    filled = data.with_geometry(live, shapes)
+    grids = {(x.kernel, x.grid) for x in filled}
+    assert ("attention_fwd_kernel", (16, 16, 1)) in grids
+    assert ("matmul_kernel", (0, 0, 0)) in grids  # never traced: stays unknown ("?")

@@ -241,9 +241,11 @@ class AgentLink:
                 self._send(conn, wire.json_frame(wire.CONTROL, {"op": "kinds", "kinds": kinds}))
 
     def set_probe(
-        self, pid: int, kernel: str, probe: str, every: int = 1, on: bool = True
+        self, pid: int, kernel: str, probe: str, every: int = 0, on: bool = True
     ) -> str | None:
-        """Turn ``probe`` on or off for kernel ``kernel`` (its exact name) in ``pid``.
+        """Turn ``probe`` on or off for kernel ``kernel`` (its exact name) in ``pid``,
+        for 1 launch in ``every`` (1: every launch; 0: the agent keeps the probe's cost
+        within its budget, :mod:`gtop.agent.probe_budget`).
 
         The agent's answer arrives as a ``probe_control`` entity; records as
         ``probe_*`` streams. Returns a refusal without asking the agent when the kernel

@@ -1,17 +1,17 @@
-"""Probed launches an agent ships: records to the ``probe_*`` streams, one
+"""Probed launches an agent ships: each launch's copy decoded here, in gtop's process
+(:mod:`gtop.probes.engine.copyback`), its records to the ``probe_*`` streams, one
 ``probe_launch`` entity each, and the agent's %globaltimer clock fit."""
 
 from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from gtop.agent import wire
 from gtop.core.hub import Entity, Hub
 from gtop.cupti.clock import ClockFit, ClockTracker
 from gtop.probes import record_streams as probe_streams
 from gtop.probes.catalog import PROBES
+from gtop.probes.engine import copyback
 from gtop.probes.engine import globaltimer as gt_clock
 
 REALTIME_METHOD = "assumed: %globaltimer counts CLOCK_REALTIME ns (the agent sent no samples)"
@@ -31,16 +31,19 @@ class ProbedLaunches:
         """Publish one probed launch (a ``wire.PROBE`` frame).
 
         Raises:
-            wire.ProtocolError: an unknown probe, or records that do not fit its layout.
+            wire.ProtocolError: an unknown probe, or a copy that does not fit its layout.
         """
         info, raw = wire.decode_probe(payload)
         probe = str(info.get("probe", ""))
         if probe not in PROBES:
             raise wire.ProtocolError(f"probe frame for unknown probe {probe!r}")
-        record = PROBES[probe].record
-        if len(raw) % record.itemsize:
-            raise wire.ProtocolError(f"{probe} records of {len(raw)} bytes")
-        records = np.frombuffer(raw, dtype=record)
+        try:
+            layout = copyback.Layout.from_value(info.get("layout") or {})
+            if layout.probe != probe:
+                raise ValueError(f"a {layout.probe} copy in a {probe} frame")
+            records, dropped = copyback.decode(layout, raw)
+        except (ValueError, KeyError, TypeError) as e:
+            raise wire.ProtocolError(f"{probe} probe frame: {e}") from None
         fit = self._fit(info.get("gt_samples") or [])
         self.count += 1
         launch = probe_streams.ProbeLaunch(
@@ -52,8 +55,11 @@ class ProbedLaunches:
             block=tuple(info.get("block") or (0, 0, 0)),
             sms=int(info.get("sms", -1)),
             every=int(info.get("every", 1)),
+            auto=bool(info.get("auto", False)),
+            cost=float(info.get("cost", -1.0)),
+            budget=float(info.get("budget", 0.0)),
             sample=int(info.get("sample", 1)),
-            dropped=int(info.get("overflow", 0)),
+            dropped=dropped,
             header=dict(info.get("header") or {}),
         )
         entity, rows = probe_streams.launch_batch(launch, records, fit)

@@ -17,7 +17,7 @@ import numpy as np
 from cuda.bindings import driver
 
 from ..catalog import get
-from . import maps
+from . import copyback, maps
 from .probe import MapKind, Probe
 
 
@@ -105,20 +105,22 @@ class Fence:
 
 @dataclass
 class Pending:
-    """Records being copied back on the side stream; :meth:`ready` never blocks."""
+    """A launch's copy on its way back on the side stream; :meth:`ready` never blocks."""
 
     done: Fence
-    host: np.ndarray
+    host: memoryview
     owner: ProbeBuffers
 
     def ready(self) -> bool:
         return self.done.passed()
 
-    def result(self) -> tuple[np.ndarray, int]:
-        """(records, overflow), once; waits for the copy if it is not :meth:`ready`."""
+    def take(self) -> bytes:
+        """The copy, trimmed to the rows worth shipping (:func:`.copyback.trim`), once;
+        waits for the copy if it is not :meth:`ready`. Standard library only: the
+        agent's thread calls it inside the target, and gtop decodes the bytes."""
         self.done.wait()
         self.done.close()
-        return self.owner.decode(self.host)
+        return copyback.trim(self.owner.layout, self.host)
 
 
 class ProbeBuffers:
@@ -148,6 +150,14 @@ class ProbeBuffers:
         self._set("gtop_cap", np.uint32(self.capacity))  # armed until told otherwise
         self._side = check(driver.cuStreamCreate(1))  # CU_STREAM_NON_BLOCKING
         self._host_ptr = 0
+        self.layout = copyback.Layout(
+            probe=self.probe.name,
+            map=header["map"],
+            stripes=self.stripes,
+            per=self.per,
+            record_bytes=self.record.itemsize,
+            packed=self.record != self.probe.record,
+        )
 
     def _set(self, name: str, value: np.generic) -> None:
         box = np.array([value])
@@ -182,13 +192,15 @@ class ProbeBuffers:
         ]
 
     def read(self) -> tuple[np.ndarray, int]:
-        """(records, drops), synchronously (waits for all work on the context)."""
+        """(records, drops), synchronously (waits for all work on the context); for
+        tools and tests in gtop's own process (the agent ships :meth:`copy_async`'s
+        bytes undecoded)."""
         check(driver.cuCtxSynchronize())
         host = np.zeros(self.head + self.nbytes, dtype=np.uint8)
         for offset, src, size in self._copies():
             if size:
                 check(driver.cuMemcpyDtoH(host[offset:].ctypes.data, driver.CUdeviceptr(src), size))
-        return self.decode(host)
+        return copyback.decode(self.layout, copyback.trim(self.layout, memoryview(host)))
 
     def claimed(self) -> np.ndarray:
         """Slots claimed per stripe since the last reset (synchronously): a pass with a
@@ -209,7 +221,7 @@ class ProbeBuffers:
         total = self.head + self.nbytes
         if not self._host_ptr:
             self._host_ptr = int(check(driver.cuMemHostAlloc(total, 0)))
-        host = np.ctypeslib.as_array((ctypes.c_uint8 * total).from_address(self._host_ptr))
+        host = memoryview((ctypes.c_uint8 * total).from_address(self._host_ptr)).cast("B")
         after = Fence.after(stream)
         check(driver.cuStreamWaitEvent(self._side, after.event, 0))
         for offset, src, size in self._copies():
@@ -219,16 +231,6 @@ class ProbeBuffers:
         done = Fence.after(int(self._side))
         after.close()  # destruction is deferred by the driver until the event completes
         return Pending(done, host, self)
-
-    def decode(self, host: np.ndarray) -> tuple[np.ndarray, int]:
-        """Records and drops from a host copy (see :func:`maps.decode`)."""
-        overflow = int(host[:4].view(np.uint32)[0])
-        launch = host[8:24].view(np.uint32)
-        slots = host[24 : self.head].view(np.uint32)
-        body = host[self.head :]
-        return maps.decode(
-            self.record, self.ring, slots, self.per, overflow, body, self.probe, launch
-        )
 
     def retire(self, stream: int = 0) -> Fence:
         """Disarm in ``stream`` order; free with :meth:`close` once the fence has passed

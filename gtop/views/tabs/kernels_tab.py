@@ -6,9 +6,11 @@ API table sums the calls of the last :data:`API_WINDOW_S` seconds on a worker th
 ``a`` switches between the two; Enter on a kernel shows its full demangled name (and why
 it cannot be probed, for kernels without PTX); ``b``/``t``/``m`` toggle the
 block_sched/tensorop/mem_trace probe for the selected kernel in a live process with the
-agent (greyed in replay). ``g`` switches how the live agent traces CUDA graphs: one
-record per launch (the default, a row named ``CUDA graph N``) or every node of every
-launch; a line above the table says which.
+agent (greyed in replay), sampled: 1 launch in N, N chosen by the agent to keep the
+probe's cost within 5% of the target's time; ``B``/``T``/``M`` probe every launch.
+``g`` switches how the live agent traces CUDA graphs: one record per launch (the
+default, a row named ``CUDA graph N``) or every node of every launch; a line above the
+table says which.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ class KernelsTab(WorkerPanel):
         Binding("a", "toggle_api", "Kernels/API"),
         Binding("g", "toggle_graph_nodes", "Graphs: launch/nodes"),
         *(Binding(e.toggle_key, f"probe('{e.name}')", e.name) for e in ENTRIES.values()),
+        *(
+            Binding(
+                e.toggle_key.upper(), f"probe('{e.name}', 1)", f"{e.name} every launch", show=False
+            )
+            for e in ENTRIES.values()
+        ),
     ]
 
     show_api: reactive[bool] = reactive(False)
@@ -245,8 +253,10 @@ class KernelsTab(WorkerPanel):
             self.notify, message, severity="warning" if why else "information"
         )
 
-    def action_probe(self, probe: str) -> None:
-        """Toggle ``probe`` for the selected kernel (its next launches get instrumented)."""
+    def action_probe(self, probe: str, every: int = 0) -> None:
+        """Toggle ``probe`` for the selected kernel (its next launches get instrumented):
+        sampled within the cost budget (``every`` 0), or turned on for 1 launch in
+        ``every`` (1: every launch; replaces a sampled one)."""
         row, controls = self._selected(), self._controls()
         if row is None or controls is None or self._model is None:
             return
@@ -254,13 +264,15 @@ class KernelsTab(WorkerPanel):
         if why:
             self.notify(f"{row.short}: {why}", severity="warning")
             return
-        on = not probes.is_on(self._model, self.pid, row.name, probe)
-        self._send_probe(controls, row, probe, on)
+        on = bool(every) or not probes.is_on(self._model, self.pid, row.name, probe)
+        self._send_probe(controls, row, probe, every, on)
 
     @work(thread=True, group="probe-control")
-    def _send_probe(self, controls: Controls, row: KernelRow, probe: str, on: bool) -> None:
-        why = controls.set_probe(self.pid, row.name, probe, 1, on)
-        state = "on" if on else "off"
+    def _send_probe(
+        self, controls: Controls, row: KernelRow, probe: str, every: int, on: bool
+    ) -> None:
+        why = controls.set_probe(self.pid, row.name, probe, every, on)
+        state = ("on for every launch" if every == 1 else "on") if on else "off"
         message = why or f"{probe} {state} for {row.short} (from its next launch)"
         self.app.call_from_thread(
             self.notify, message, severity="warning" if why else "information"

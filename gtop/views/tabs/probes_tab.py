@@ -1,10 +1,12 @@
 """Process-screen tab: the process's probed kernel launches and what the probes saw.
 
 The top table lists probed launches (kernel, probe, grid, records kept and dropped,
-sampling). The selected launch's kernel is shown in the view of one probe, picked by
-the key its catalog entry names (:mod:`gtop.probes.catalog`: ``s`` per-SM block
-schedule, ``t`` tensor-op timeline, ``m`` DMAT); ``+``/``-`` zoom and ``,``/``.`` pan the
-shown view's time axis and ``a`` switches a view that has two time alignments (the
+which launches were probed: 1 in N, chosen by the agent to keep the probe's cost within
+its budget unless every launch was asked for). The line under it gives the selected
+launch's geometry and what the probe costs the target. The selected launch's kernel
+is shown in the view of one probe, picked by the key its catalog entry names
+(:mod:`gtop.probes.catalog`: ``s`` per-SM block schedule, ``t`` tensor-op timeline,
+``m`` DMAT); ``+``/``-`` zoom and ``,``/``.`` pan the shown view's time axis and ``a`` switches a view that has two time alignments (the
 DMAT: %globaltimer or per-SM clock) while the launch table has the focus (Tab focuses
 the view itself, for its own keys: rows, page zoom).
 
@@ -33,11 +35,29 @@ from gtop.views.widgets.zoom_pan import ZoomPan
 FIRST_VIEW = next(iter(ENTRIES.values())).view
 COLUMNS = ("#", "Kernel", "Probe", "Grid", "Records", "Dropped", "Sample")
 """Launch geometry in full (grid and block) is on the line under the table."""
+LOOK_AGAIN_NS = 2_000_000_000
+"""How often to search the kernel records again for a probed kernel's geometry."""
 EMPTY = (
     "No probed launches for this process. Probes work on Triton kernels (PyTorch "
     "built-in and cuBLAS kernels ship SASS only): select one in the Kernels tab and "
     "toggle a probe."
 )
+
+
+def _sampled(x: ProbeLaunch) -> str:
+    """The Sample column: which launches were probed (``1/12 auto``: 1 in 12, chosen by
+    the agent to keep its cost within budget; ``all``: every launch)."""
+    launches = "all" if x.every <= 1 else f"1/{x.every}"
+    return f"{launches} auto" if x.auto else launches
+
+
+def cost_text(x: ProbeLaunch) -> str | None:
+    """What probing this kernel costs the target, as the agent measured it, e.g.
+    ``probe cost 3.1% of the target's time (budget 5%)``; None when unknown."""
+    if x.cost < 0:
+        return None
+    budget = f" (budget {x.budget:.0%})" if x.auto and x.budget > 0 else ""
+    return f"probe cost {100 * x.cost:.1f}% of the target's time{budget}"
 
 
 def _dims(d: tuple[int, ...]) -> str:
@@ -75,6 +95,8 @@ class ProbesTab(Vertical):
         self._launches: list[ProbeLaunch] = []
         self._model: Model | None = None
         self._drawn: dict[str, tuple] = {}  # view id -> (launch key, records seen)
+        self._shapes: dict[str, data.Shape] = {}  # kernel -> (grid, block), once traced
+        self._looked_ns = 0  # when the kernel records were last searched for shapes
         self.table: DataTable = DataTable(cursor_type="row", zebra_stripes=True)
         self.info = Static(EMPTY, id="probe-info")
         self.views: dict[str, ZoomPan] = {
@@ -95,6 +117,11 @@ class ProbesTab(Vertical):
     def show(self, model: Model) -> None:
         self._model = model
         found = data.launches(model, self.pid)
+        unknown = {x.kernel for x in found if not any(x.grid)} - set(self._shapes)
+        if unknown and model.now_ns - self._looked_ns >= LOOK_AGAIN_NS:
+            self._looked_ns = model.now_ns
+            self._shapes.update(data.geometry(model, self.pid, unknown))
+        found = data.with_geometry(found, self._shapes)
         if [x.value() for x in found] != [x.value() for x in self._launches]:
             self._launches = found
             self._fill_table()
@@ -111,7 +138,7 @@ class ProbesTab(Vertical):
                 _dims(x.grid),
                 f"{x.records:,}",
                 Text(f"{x.dropped:,}", style="bold red" if x.dropped else ""),
-                f"1/{x.sample}" if x.sample > 1 else "all",
+                _sampled(x),
             )
             self.table.add_row(*cells, key=self._key(x))
         keys = [self._key(x) for x in self._launches]
@@ -208,6 +235,11 @@ class ProbesTab(Vertical):
         text.append(f"  grid {_dims(selected.grid)} block {_dims(selected.block)}")
         if selected.sms > 0:
             text.append(f"  {selected.sms} SMs")
+        if selected.sample > 1:
+            text.append(f"  1 access in {selected.sample}")
+        cost = cost_text(selected)
+        if cost:
+            text.append(f"  {cost}", "dim")
         if launch is None:
             text.append(f"  no {probe} launch of this kernel", "yellow")
         else:
