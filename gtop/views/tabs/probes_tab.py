@@ -3,12 +3,13 @@
 The top table lists probed launches (kernel, probe, grid, records kept and dropped,
 which launches were probed: 1 in N, chosen by the agent to keep the probe's cost within
 its budget unless every launch was asked for). The line under it gives the selected
-launch's geometry and what the probe costs the target. The selected launch's kernel
-is shown in the view of one probe, picked by the key its catalog entry names
+launch's geometry and what the probe costs the target. The selected launch's kernel is
+shown in the view of one probe, picked by the key its catalog entry names
 (:mod:`gtop.probes.catalog`: ``s`` per-SM block schedule, ``t`` tensor-op timeline,
-``m`` DMAT); ``+``/``-`` zoom and ``,``/``.`` pan the shown view's time axis and ``a`` switches a view that has two time alignments (the
-DMAT: %globaltimer or per-SM clock) while the launch table has the focus (Tab focuses
-the view itself, for its own keys: rows, page zoom).
+``m`` DMAT); ``+``/``-`` zoom and ``,``/``.`` pan the shown view's time axis and ``a``
+switches a view that has two time alignments (the DMAT: %globaltimer or per-SM clock)
+while the launch table has the focus (Tab focuses the view itself, for its own keys:
+rows, page zoom).
 
 Each view draws the launch of that kernel carrying its probe (the selected one, or the
 sibling launch closest in time). Records come from the model's probe streams and
