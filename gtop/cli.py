@@ -19,12 +19,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from gtop import __version__
 from gtop.core.stdout import EXIT_PIPE_CLOSED, OutputClosed, OutputFailed, emit, silence
 from gtop.probes.options import add_arguments as add_probe_arguments
 from gtop.recordings.options import add_export_arguments, add_window_options
+
+if TYPE_CHECKING:
+    from gtop.session.probe_requests import ProbeRequest
 
 DEMO_RECORDING = "loader-1-worker.gtop"
 MIN_INTERVAL_S = 0.1
@@ -115,6 +118,8 @@ class Config:
     bind: str = "127.0.0.1"
     compare: Path | None = None
     """``replay --compare``: a second recording to compare with."""
+    probes: tuple[ProbeRequest, ...] = ()
+    """``record --probe``: probes to turn on once the target's agent is in."""
 
 
 _N = TypeVar("_N", int, float)
@@ -143,6 +148,12 @@ def seconds_option(low: float = 0.0, high: float = MAX_SECONDS) -> Callable[[str
         return _in_range(_number(text, float, "number"), low, high, text)
 
     return parse
+
+
+def _probe_request(text: str) -> ProbeRequest:
+    from gtop.session.probe_requests import parse
+
+    return parse(text)
 
 
 def _positive(text: str) -> float:
@@ -368,6 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
         "runs on, untraced",
     )
     record.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    record.add_argument(
+        "--probe",
+        action="append",
+        type=_probe_request,
+        default=[],
+        metavar="PROBE:KERNEL[:EVERY]",
+        help="turn a PTX probe (block_sched, tensorop, mem_trace) on for the Triton kernel "
+        "named KERNEL once the agent is in (as the Kernels tab's keys do): 1 launch in N, "
+        "N chosen to keep the probe's cost within 5%% of the target's time, or 1 in EVERY "
+        "(1: every launch); repeatable; needs --pid or -- CMD",
+    )
     _common(record)
     _target_options(record)
     record.add_argument(
@@ -505,6 +527,8 @@ def parse_args(argv: list[str]) -> Config:
         parser.error("run: give the command to launch after --, e.g. gtop run -- python train.py")
     if command == "record" and cmd and args.pid:
         parser.error("record: give either --pid PID or -- CMD, not both")
+    if command == "record" and args.probe and (args.no_agent or not (cmd or args.pid)):
+        parser.error("record: --probe needs the agent in a process: --pid PID or -- CMD")
     if command == "merge" and len(args.files) < 2:
         parser.error("merge: give two recordings or more")
     if command == "serve" and args.pid and args.file:
@@ -536,6 +560,7 @@ def parse_args(argv: list[str]) -> Config:
         port=getattr(args, "port", SERVE_PORT),
         bind=getattr(args, "bind", "127.0.0.1"),
         compare=getattr(args, "compare", None),
+        probes=tuple(getattr(args, "probe", None) or ()),
     )
 
 
@@ -839,6 +864,8 @@ def _check_recording_name(path: Path) -> None:
 
 
 def cmd_record(config: Config) -> int:
+    from gtop.session.probe_requests import PendingProbes
+
     assert config.output is not None
     _check_recording_name(config.output)
     _check_output(config.output, config.overwrite)
@@ -867,9 +894,12 @@ def cmd_record(config: Config) -> int:
     shown = -1
     if source.process is not None:
         _wake_on_exit(source.process, stop)
+    probes = PendingProbes(config.probes)
     try:
         while True:
             attaching = _say_attach_error(source, attaching)
+            for problem in probes.send(source, source.pid):
+                print(f"gtop: {problem}", file=sys.stderr)
             wait_s = STATUS_S
             if config.duration_s is not None:
                 wait_s = min(wait_s, max(0.0, started + config.duration_s - time.monotonic()))

@@ -47,3 +47,23 @@ def test_probe_on_off_round_trip_while_tracing(processes, fake_libs, link_factor
     target.ask(f"launch 50 {KERNEL_NAME}")
     assert len(got.wait("kernel", 50)) == 50  # tracing went on throughout
     assert link.status()[target.pid].state == "tracing"
+
+
+def test_record_probe_requests_wait_for_the_agent(processes, fake_libs, link_factory):
+    """``gtop record --probe block_sched:matmul_kernel``: the request waits while the
+    target has no agent, goes out once it traces, and the agent keeps the probe within
+    its cost budget (no EVERY given); a kernel without PTX is refused at once."""
+    from gtop.session.probe_requests import PendingProbes, ProbeRequest, parse
+
+    link, got = link_factory()
+    refused = ProbeRequest("tensorop", "_Z3foov", 1)  # parse() refuses it up front
+    pending = PendingProbes((parse("block_sched:matmul_kernel"), refused))
+    # no agent yet: the probe request waits; a refusal that waiting cannot cure is said
+    assert pending.send(link, 4_000_000) == [f"tensorop on _Z3foov: {NO_PTX}"]
+    assert [r.kernel for r in pending.waiting] == ["matmul_kernel"]
+    target = start_target(processes, script("fake_gpu.py"), fake_libs, link)
+    assert target.ask("init") == "ok"
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    assert pending.send(link, target.pid) == [] and pending.waiting == []
+    on = _state(got, f"{target.pid}:block_sched:^matmul_kernel$", on=True)
+    assert on["ok"] and "keeping gtop's cost within 5%" in on["message"], on
