@@ -26,6 +26,10 @@ class Cause(IntEnum):
     NOT_TRACED = 11
     """Inside a span in which the agent traced none of the unit's CUDA activity (kernel
     sampling's off phase): neither on- nor off-GPU, left out of every share."""
+    GTOP = 12
+    """gtop's own code inside the target (the probes' launch hooks, CUPTI's buffer
+    callbacks), as its agent timed it: taken out of the host's on-CPU causes of the same
+    window (:mod:`gtop.analysis.own_cost`), never the verdict's cause."""
 
 
 LABELS = (
@@ -41,9 +45,16 @@ LABELS = (
     "UNKNOWN",
     "G:COMM",
     "NOT_TRACED",
+    "GTOP",
 )
 ON_CAUSES = (Cause.G_COMP, Cause.G_XFER, Cause.G_COMM)
-OFF_CAUSES = tuple(c for c in Cause if c not in ON_CAUSES and c != Cause.NOT_TRACED)
+OWN_CAUSES = (Cause.GTOP,)
+"""gtop's own cost: off-GPU time, but no partition segment carries it (it is charged on
+a breakdown, :mod:`gtop.analysis.own_cost`), so it is neither in :data:`OFF_CAUSES` nor
+a cause the verdict may name."""
+OFF_CAUSES = tuple(
+    c for c in Cause if c not in ON_CAUSES and c != Cause.NOT_TRACED and c not in OWN_CAUSES
+)
 PANELS = ("OFF-CPU^dep", "OFF-CPU^queue", "OFF-GPU^dep", "OFF-GPU^queue")
 
 PHRASES = (
@@ -59,6 +70,7 @@ PHRASES = (
     "no host data",
     "communicating (NCCL)",
     "not traced (sampled)",
+    "gtop (overhead)",
 )
 """Each cause in plain words, in :class:`Cause` order: what a view shows first, with the
 code (:data:`LABELS`) beside it."""
@@ -91,5 +103,9 @@ EXPLANATIONS = (
     "the target near 2%. This time is neither GPU-busy nor idle; shares give it the "
     "mix of the traced part of its second. `--trace-every-kernel` traces every kernel "
     "(at a higher cost).",
+    "gtop's own code running inside the target: the PTX probes' launch hooks and CUPTI's "
+    "buffer callbacks on its launching threads, as gtop's agent timed them. This is the "
+    "profiler's cost, not the program's: it is taken out of the Python/CPU work and "
+    "kernel-launching time of the same window and never named as the verdict's cause.",
 )
 """One sentence per cause, in :class:`Cause` order: the legend's text."""

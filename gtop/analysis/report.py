@@ -266,6 +266,7 @@ def gpu_section(
     from gtop.analysis.approximate import approximate
     from gtop.analysis.cuda_activity import names_from_entities
     from gtop.analysis.gpu_report import gpu_report, unit_summary
+    from gtop.analysis.own_cost import charge, own_seconds
     from gtop.analysis.ranks import comm_labels
     from gtop.analysis.records import Records, mark_comm
 
@@ -277,7 +278,11 @@ def gpu_section(
     names = names_from_entities(entities)
     if len(records.ops):
         mark_comm(records.ops, comm_labels(names))
-        return gpu_report(records, t0, t1 + 1, names, stacks)
+        own = own_seconds(entities, t0, t1 + 1)
+        return {
+            dev: charge(entry, own) if own > 0 else entry
+            for dev, entry in gpu_report(records, t0, t1 + 1, names, stacks).items()
+        }
     gpu = data.get("gpu")
     if gpu is None or not len(gpu):
         return {}

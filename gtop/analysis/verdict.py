@@ -27,6 +27,8 @@ data (UNKNOWN) in the verdict."""
 PY_FRAME = re.compile(r"^\S.* \([\w./<>-]+\.py\)$")
 """A Python frame as the stack tables write it: ``func (path/file.py)``."""
 SYSCALL_ENTRY = "entry_SYSCALL_64_after_hwframe"
+OWN_SAID = 0.005
+"""gtop's own cost (``GTOP``) from this share of the window up is said in the evidence."""
 
 FIXES = {
     "launch-bound": "capture the step in a CUDA graph (torch.cuda.CUDAGraph) or use "
@@ -252,6 +254,13 @@ def _decide(
     evidence = [f"{PHRASES[cause]} ({label}): {idle:.2f} s of {duration_s:.2f} s ({share:.0%})"]
     if cause != Cause.UNKNOWN and unknown > MIN_SHARE / 5 * duration_s:
         evidence.append(f"no host data for {unknown:.2f} s ({unknown / duration_s:.0%})")
+    own = seconds.get(LABELS[Cause.GTOP], 0.0)
+    if own >= OWN_SAID * duration_s:
+        evidence.append(
+            f"{PHRASES[Cause.GTOP]}: {own:.2f} s ({own / duration_s:.0%}) in gtop's own code "
+            "on the target's threads (probes, CUPTI callbacks), not the program's: left out "
+            "of this verdict"
+        )
     if rates:
         evidence.append(rates)
     if widest:

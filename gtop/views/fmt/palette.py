@@ -13,14 +13,14 @@ CAUSE_GLYPH = {
     Cause.G_COMP: "█", Cause.G_XFER: "▓", Cause.H_CTRL: "c", Cause.H_APP: "a",
     Cause.H_WAIT_GPU: "w", Cause.H_IO: "i", Cause.OFF_CPU: "z", Cause.G_QUEUE: "q",
     Cause.G_STALL: "s", Cause.UNKNOWN: "?", Cause.G_COMM: "▒",
-    Cause.NOT_TRACED: "░",
+    Cause.NOT_TRACED: "░", Cause.GTOP: "g",
 }  # fmt: skip
 CAUSE_STYLE = {
     Cause.G_COMP: "green", Cause.G_XFER: "cyan", Cause.H_CTRL: "yellow",
     Cause.H_APP: "magenta", Cause.H_WAIT_GPU: "red", Cause.H_IO: "blue",
     Cause.OFF_CPU: "bright_black", Cause.G_QUEUE: "dark_orange", Cause.G_STALL: "orange4",
     Cause.UNKNOWN: "grey30", Cause.G_COMM: "bright_green",
-    Cause.NOT_TRACED: "grey35",
+    Cause.NOT_TRACED: "grey35", Cause.GTOP: "white",
 }  # fmt: skip
 LANE_GLYPH = {
     Code.KERNEL: "█", Code.COPY: "▓", Code.QUEUE: "q", Code.STALL: "s", Code.IDLE: "·",

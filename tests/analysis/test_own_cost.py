@@ -1,0 +1,84 @@
+"""gtop's own cost inside the target is its own cause (``GTOP``), never the program's,
+on real recordings made with the agent (default mode, H100/H200)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gtop.analysis.causes import LABELS, PHRASES, Cause
+from gtop.analysis.own_cost import charge, own_seconds
+from gtop.analysis.verdict import from_entry
+from gtop.core.hub import Entity
+from gtop.recordings.reader import Recording
+from gtop.recordings.report_data import read_report
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
+
+
+def _report(name: str) -> tuple[dict, list[Entity]]:
+    with Recording(RECORDINGS / name) as rec:
+        report = read_report(rec)
+        report["t0_ns"] = rec.time_range()[0]
+        return report, rec.entities("agent_cost")
+
+
+def test_the_agents_callback_time_is_charged_to_gtop() -> None:
+    """constructed-tiny (default mode): CUPTI's buffer callbacks ran on the launching
+    thread; the report moves the agent's own timing of them out of launching kernels."""
+    report, costs = _report("default-mode/constructed-tiny.gtop")
+    entry = report["gpu"]["0"]
+    window = report["window"]
+    t0 = report["t0_ns"] + round(window["from_s"] * 1e9)
+    own = own_seconds(costs, t0, report["t0_ns"] + round(window["to_s"] * 1e9))
+    assert 0 < own < costs[-1].value["callback_s"]  # the steady window's part of it
+    assert entry["gtop_s"] == pytest.approx(own, rel=1e-3)
+    assert entry["off_s"]["GTOP"] == pytest.approx(own, rel=1e-3)  # H:CTRL held enough
+    total = sum(entry["on_s"].values()) + sum(entry["off_s"].values())
+    assert total == pytest.approx(entry["duration_s"], abs=1e-6)
+    assert report["verdict"]["cause"] == "H:CTRL"  # the program's cause stays its own
+
+
+def test_counters_interpolate_and_count_from_the_agents_start() -> None:
+    _, costs = _report("default-mode/constructed-sleep.gtop")
+    first, last = costs[0], costs[-1]
+    start = first.t_ns - int(first.value["elapsed_s"] * 1e9)
+    whole = own_seconds(costs, start - 10**9, last.t_ns + 10**9)
+    assert whole == pytest.approx(last.value["callback_s"])
+    halves = own_seconds(costs, start, (start + last.t_ns) // 2) + own_seconds(
+        costs, (start + last.t_ns) // 2, last.t_ns
+    )
+    assert halves == pytest.approx(whole)
+    assert own_seconds(costs, start - 10**9, start) == 0
+
+
+def test_a_probe_never_turns_sleeping_into_python_work() -> None:
+    """Issue 23's Triton loop with block_sched on every launch: the target's main
+    thread spent most of its sleep in gtop's probe code, which read as Python/CPU work
+    (91%) and made that the verdict. On a real sleeping loop (constructed-sleep), the
+    same shift, timed by the agent, is gtop's: the verdict stays sleeping/blocked."""
+    report, _ = _report("default-mode/constructed-sleep.gtop")
+    entry = {**report["gpu"]["0"]}
+    entry["on"], entry["off"] = dict(entry["on_s"]), dict(entry["off_s"])
+    entry.pop("off_s"), entry.pop("on_s")
+    assert from_entry(entry).kind == "blocked"
+    hooks = 0.8 * entry["off"]["OFF_CPU"]  # the probe's hooks, where the sleep was
+    entry["off"]["OFF_CPU"] -= hooks
+    entry["off"]["H:APP"] += hooks
+    assert from_entry(entry).kind == "host-compute"  # what gtop said before: wrong
+    charged = charge(entry, hooks)
+    verdict = from_entry(charged)
+    assert verdict.kind == "blocked" and verdict.cause == "OFF_CPU"
+    before = entry["off"].get(LABELS[Cause.GTOP], 0.0)  # the callbacks the report charged
+    assert charged["off"][LABELS[Cause.GTOP]] == pytest.approx(before + hooks)
+    assert any(e.startswith(PHRASES[Cause.GTOP]) for e in verdict.evidence)
+    assert sum(charged["off"].values()) == pytest.approx(sum(entry["off"].values()))
+
+
+def test_charge_takes_only_what_the_host_causes_hold() -> None:
+    entry = {"off": {"H:APP": 0.2, "H:CTRL": 0.1, "OFF_CPU": 1.0}}
+    out = charge(entry, 0.5)
+    assert out["off"] == pytest.approx({"H:APP": 0, "H:CTRL": 0, "OFF_CPU": 1.0, "GTOP": 0.3})
+    assert out["gtop_s"] == 0.5
+    assert "GTOP" not in charge(entry, 0.0)["off"]
