@@ -19,6 +19,7 @@ target's threads; the status line and the report's ``agent_cost`` show them).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,7 +51,7 @@ def _at(points: list[tuple[int, float]], t: int) -> float:
     snapshot, linear in between."""
     if t <= points[0][0]:
         return 0.0
-    for (ta, va), (tb, vb) in zip(points, points[1:], strict=False):
+    for (ta, va), (tb, vb) in itertools.pairwise(points):
         if t <= tb:
             return va + (vb - va) * (t - ta) / max(1, tb - ta)
     return points[-1][1]
