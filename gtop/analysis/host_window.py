@@ -11,6 +11,7 @@ import numpy as np
 
 from gtop.analysis import intervals as iv
 from gtop.analysis.causes import Cause
+from gtop.analysis.own_cost import marked
 from gtop.analysis.records import Records
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from gtop.core.rows import take_rows
@@ -269,5 +270,6 @@ def _overlapping(
 
 
 def frames_of(stack_id: int, stacks: Mapping[int, Sequence[str]]) -> list[str]:
-    """The frames of a stack, outermost first, made safe for folded-stack text."""
-    return [f.replace(";", ":").replace("\n", " ") for f in stacks.get(stack_id, ())]
+    """The frames of a stack, outermost first, made safe for folded-stack text, gtop's
+    own frames marked (:func:`gtop.analysis.own_cost.marked`)."""
+    return [marked(f.replace(";", ":").replace("\n", " ")) for f in stacks.get(stack_id, ())]

@@ -15,21 +15,38 @@ the GPU may still be busy with the previous ones, so the off-GPU time they took 
 less than their time; ``GTOP`` is then an upper bound, and ``H:APP``/``H:CTRL`` lower
 ones. The agent thread's own CPU and GIL time are not charged (they run beside the
 target's threads; the status line and the report's ``agent_cost`` show them).
+
+Flamegraphs mark gtop's own frames in a target's stacks (:func:`marked`: ``[gtop] ``
+before each), so its hooks never pass for the program's code.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from gtop.analysis.causes import LABELS, Cause
 from gtop.core.hub import Entity
 
+OWN_FRAME = re.compile(
+    r"\((?:[^()]*/)?(?:_gtop_[0-9a-f]{16}|gtop)/(?:agent|probes|cupti)/[^()]*\.py\)$"
+    r"|^gtop_shim_"
+)
+"""A frame of gtop's own code inside a target: the agent's private package copy
+(``_gtop_<hex>``, :mod:`gtop.collectors.agent.boot`) or gtop's own, and the C shim."""
+MARK = "[gtop] "
+"""What flamegraphs put before each frame of gtop's own code."""
 OWN_KEYS = ("probe_s", "callback_s")
 """The agent's cumulative seconds on the target's threads (``agent_cost`` values)."""
 TAKEN_FROM = (LABELS[Cause.H_APP], LABELS[Cause.H_CTRL])
 GTOP = LABELS[Cause.GTOP]
+
+
+def marked(frame: str) -> str:
+    """``frame`` marked as gtop's own when it is (:data:`OWN_FRAME`)."""
+    return MARK + frame if OWN_FRAME.search(frame) else frame
 
 
 def own_seconds(costs: Iterable[Entity], t0: int, t1: int) -> float:

@@ -17,6 +17,8 @@ from agent_helpers import script, start_target
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.agent.runtime import STALE_S
 from gtop.analysis.agent_cost import cost_line, report_section
+from gtop.analysis.own_cost import charge, own_seconds
+from gtop.core.hub import Entity
 from gtop.core.layouts import OVERHEAD, CopyKind
 
 KERNEL_NAME = "_Z6saxpyifPfS_"
@@ -66,6 +68,13 @@ def test_launch_traces_every_kernel_with_names_and_monotonic_times(
     # the agent's own cost arrives once a second: its buffer callbacks were timed
     cost = got.named("agent_cost", timeout=3.0)[str(target.pid)]
     assert cost["buffer_callbacks"] >= 1 and cost["callback_s"] > 0
+    assert cost["probe_s"] == 0  # no probe on: no hook ran
+    # the callbacks ran on the target's thread: gtop's own cost, charged to GTOP
+    now = time.monotonic_ns()
+    own = own_seconds([Entity("agent_cost", str(target.pid), now, cost)], 0, now)
+    assert own == pytest.approx(cost["callback_s"])
+    charged = charge({"off": {"H:CTRL": 1.0}}, own)["off"]
+    assert charged["GTOP"] == pytest.approx(own) and charged["H:CTRL"] == pytest.approx(1 - own)
     assert cost["wakes"] > 0 and 0 <= cost["gil"] < 1 and 0 <= cost["agent_cpu"] < 1
     assert "gtop cost:" in link.status()[target.pid].summary()
     # what the status line and the report show: two processes add up, GIL is the worst

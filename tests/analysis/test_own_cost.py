@@ -82,3 +82,20 @@ def test_charge_takes_only_what_the_host_causes_hold() -> None:
     assert out["off"] == pytest.approx({"H:APP": 0, "H:CTRL": 0, "OFF_CPU": 1.0, "GTOP": 0.3})
     assert out["gtop_s"] == 0.5
     assert "GTOP" not in charge(entry, 0.0)["off"]
+
+
+def test_flamegraphs_mark_gtops_own_frames() -> None:
+    """The frames issue 23 saw on top of the target's stacks: the agent's private copy
+    (``_gtop_<hex>``) and the C shim are marked; the program's frames are not."""
+    from gtop.analysis.host_window import frames_of
+
+    stack = [
+        "<module> (loop.py)",
+        "run (triton/runtime/jit.py)",
+        "_enter (_gtop_0123456789abcdef/agent/triton_probes.py)",
+        "decode (/tmp/x/_gtop_0123456789abcdef/probes/engine/copyback.py)",
+        "gtop_shim_completed",
+    ]
+    out = frames_of(1, {1: stack})
+    assert out[:2] == stack[:2]
+    assert out[2:] == ["[gtop] " + f for f in stack[2:]]

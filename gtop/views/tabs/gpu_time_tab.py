@@ -26,8 +26,10 @@ from gtop.analysis.attribution import UnitResult, attribute, stream_keys
 from gtop.analysis.causes import Cause
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.gpu_report import unit_summary
+from gtop.analysis.own_cost import charge, own_seconds
 from gtop.analysis.records import Records
 from gtop.core import layouts
+from gtop.core.hub import Entity
 from gtop.core.model import Model
 from gtop.views.fmt.busy import Cells
 from gtop.views.fmt.cause_frames import plain_frames
@@ -70,6 +72,8 @@ class _Snap:
     """The ribbon's width, to make its cells on the worker (0: not known)."""
     family: frozenset[int] = frozenset()
     """The process and its descendants (a launcher's GPU work is its ranks')."""
+    costs: tuple[Entity, ...] = ()
+    """The family's ``agent_cost`` entities: gtop's own time in them (``GTOP``)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,14 @@ def family(processes: Mapping[str, Mapping[str, Any]], pid: int) -> frozenset[in
     return frozenset(out)
 
 
+def summary(snap: _Snap, res: UnitResult) -> dict[str, Any]:
+    """The breakdown of ``res`` with gtop's own time in the snapshot's processes charged
+    to ``GTOP`` (:mod:`gtop.analysis.own_cost`), as the report does."""
+    entry = unit_summary(res)
+    own = own_seconds(snap.costs, res.t0, res.t1)
+    return charge(entry, own) if own > 0 else entry
+
+
 def take_snapshot(model: Model, pid: int, source: Any, agent_error: str | None) -> _Snap:
     """UI thread: what :func:`gpu_time` needs of ``model`` for ``pid`` over the window
     of :func:`~gtop.views.tabs.session_data.tab_window` (``source``: the app's)."""
@@ -208,8 +220,11 @@ def take_snapshot(model: Model, pid: int, source: Any, agent_error: str | None) 
     gpu = model.window(layouts.GPU.name, span_ns / 1e9 + 5)
     processes = model.entity_values("process")
     exited = bool(processes.get(str(pid), {}).get("exited"))
+    mine = family(processes, pid)
+    costs = model.entities.get("agent_cost", {})
     return _Snap(
-        family=family(processes, pid),
+        family=mine,
+        costs=tuple(e for key, e in costs.items() if key.isdigit() and int(key) in mine | {pid}),
         records=data.snapshot(),
         window=window,
         gpu=gpu if gpu is not None else layouts.GPU.empty(0),
@@ -261,24 +276,25 @@ class GpuTimeTab(WorkerPanel):
         snap = take_snapshot(model, self.pid, self.app.source, self.agent_error())
         return replace(snap, width=self.ribbon.size.width or self.app.size.width)
 
-    def compute(self, snap: _Snap) -> tuple[_Result, Cells] | None:
+    def compute(self, snap: _Snap) -> tuple[_Result, Cells, dict[str, Any]] | None:
         result = gpu_time(snap, self.pid)
         if result is None:
             return None
         res = result.result
-        return result, ribbon_cells(res.partition, res.t0, res.t1, max(1, snap.width))
+        cells = ribbon_cells(res.partition, res.t0, res.t1, max(1, snap.width))
+        return result, cells, summary(snap, res)
 
     def apply(self, computed: Any) -> None:
         if computed is None:
             self.set_note("no GPU work of this process in the window")
             return
-        result, cells = computed
+        result, cells, breakdown = computed
         self.last = result
         self.set_note(result.note)
         self.ribbon.exact = result.result.exact
         res = result.result
         self.ribbon.show(res.partition, res.t0, res.t1, result.lag_ns, cells)
-        self.bar.summary = unit_summary(result.result)
+        self.bar.summary = breakdown
         self.flame.folded, sampled = plain_frames(result.folded)
         self.flame.total_label = "traced" if sampled else "total"
         self.flame.border_title = "GPU-centric flamegraph"

@@ -19,11 +19,11 @@ from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
 
-from gtop.analysis.gpu_report import after_sync_ns, top_off_stacks, unit_summary
+from gtop.analysis.gpu_report import after_sync_ns, top_off_stacks
 from gtop.analysis.records import OP_KERNEL
 from gtop.analysis.verdict import Verdict, from_entry
 from gtop.core.model import Model
-from gtop.views.tabs.gpu_time_tab import gpu_time, take_snapshot
+from gtop.views.tabs.gpu_time_tab import gpu_time, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of
 from gtop.views.tabs.worker_panel import WorkerPanel
 
@@ -43,7 +43,7 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
     if not result.result.exact and (snap.window.kind is None or len(snap.records.ops)):
         return None  # (with CUDA activity of others, NVML's GPU is theirs)
     res = result.result
-    entry = unit_summary(res)
+    entry = summary(snap, res)  # gtop's own time charged to GTOP, never the verdict
     folded = {";".join(path): round(s * 1e9) for path, s in result.folded.items()}
     entry["top_off_gpu_stacks"] = top_off_stacks(folded, STACKS)
     entry["after_sync_s"] = after_sync_ns(res.partition, snap.records.syncs) / 1e9
