@@ -62,7 +62,7 @@ class StatusLine(Widget):
         if st.recording:
             parts.append(Text(f"⏺ REC {st.recording}", style=style("rec")))
         if st.drops:
-            lost = ", ".join(f"{k} {v:,}" for k, v in sorted(st.drops.items()))
+            lost = ", ".join(drop_text(k, v) for k, v in sorted(st.drops.items()))
             parts.append(Text(f"⚠ drops: {lost}", style=style("warn")))
         parts.extend(Text(t, style=style("muted")) for t in st.trouble)
         sep = Text(" │ ")
@@ -74,6 +74,24 @@ class StatusLine(Widget):
         out.no_wrap = True
         out.overflow = "ellipsis"
         return out
+
+
+HISTORY_CAP = " (history cap)"
+"""How :meth:`gtop.core.model.Model.drops` names rows its memory bound let go."""
+
+
+def drop_text(name: str, n: int) -> str:
+    """One drop count in words a user reads at a glance: a probe's records past its
+    buffer, rows the view's memory cap let go early (a recording keeps them), or the
+    stream's count as it is."""
+    stream = name.removesuffix(HISTORY_CAP)
+    probe = stream.removeprefix("probe_") if stream.startswith("probe_") else None
+    if name.endswith(HISTORY_CAP):
+        what = f"{probe} probe records" if probe else f"{stream} rows"
+        return f"{n:,} older {what} let go (the view's memory cap; gtop record keeps all)"
+    if probe:
+        return f"{n:,} {probe} probe records past its buffer"
+    return f"{name} {n:,}"
 
 
 def fit_items(line: str, room: int) -> str:
