@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import wire
-from .probe_budget import BUDGET
+from .probe_budget import BUDGET, MOST_PER_S
 
 CLOCK_EVERY_S = 10.0
 MEM_TRACE_SAMPLE = 64
@@ -148,7 +148,10 @@ class ProbeControl:
 
 def _when(every: int) -> str:
     if every == 0:
-        return f"1 launch in N, N keeping gtop's cost within {BUDGET:.0%} of the target's time,"
+        return (
+            f"1 launch in N, N keeping gtop's cost within {BUDGET:.0%} of the target's time "
+            f"and at most {MOST_PER_S:g} probed launches a second,"
+        )
     return "every launch" if every == 1 else f"1 launch in {every}"
 
 

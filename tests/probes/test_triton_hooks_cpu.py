@@ -151,7 +151,8 @@ def test_launch_hooks_never_wait_for_the_agent_thread(manager: TritonProbes) -> 
 
 def test_automatic_sampling_keeps_the_probe_within_budget() -> None:
     """2,000 launches/s, 2 us of hooks per launch, 200 us more per probed one: 1 in 9
-    keeps the probe under 5% of the target's time (1 in 8 would not)."""
+    keeps the probe under 5% of the target's time (1 in 8 would not); at most 10
+    probed launches a second make it 1 in 200."""
     from gtop.agent import probe_budget
 
     state = triton_probes._Bound("k", Selection("^k$", "block_sched"), {}, _FakeBuffers())
@@ -161,12 +162,14 @@ def test_automatic_sampling_keeps_the_probe_within_budget() -> None:
     state.probed, state.probed_ns, state.taken, state.take_ns = 10, 10 * 102_000, 5, 5 * 100_000
     state.countdown = 50
     state.tune(t0 + 500_000_000)
-    assert state.every == 9 and state.countdown == 9
-    share = 2000 * (2e-6 + 200e-6 / state.every)
-    assert share <= probe_budget.BUDGET < 2000 * (2e-6 + 200e-6 / (state.every - 1))
+    assert state.every == 200 and state.countdown == 50
+    assert probe_budget.every_for(2000, 2_000, 200_000, most_per_s=0) == 9
+    share = 2000 * (2e-6 + 200e-6 / 9)
+    assert share <= probe_budget.BUDGET < 2000 * (2e-6 + 200e-6 / 8)
     assert state.cost == pytest.approx((990 * 2_000 + 10 * 102_000 + 5 * 100_000) / 5e8)
     assert probe_budget.every_for(2000, 30_000, 1_000) == probe_budget.MAX_EVERY
     assert probe_budget.every_for(10, 2_000, 200_000) == 1
+    assert probe_budget.every_for(10, 2_000, 200_000, budget=0.001) == 3  # 2 ms/s > 1 ms/s
     fixed = triton_probes._Bound("k", Selection("^k$", "block_sched", every=1), {}, _FakeBuffers())
     fixed.launches, fixed.probed, fixed.probed_ns = 1000, 1000, 10**9
     fixed.tune(fixed.tuned_at + 500_000_000)
