@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gtop.analysis.causes import LABELS, Cause
@@ -93,3 +93,44 @@ def charge(entry: dict[str, Any], own_s: float) -> dict[str, Any]:
     if moved > 0:
         off[GTOP] = float(off.get(GTOP, 0.0) or 0.0) + moved
     return {**entry, "off": off, "gtop_s": float(entry.get("gtop_s", 0.0)) + own_s}
+
+
+def charge_folded(folded: Mapping[str, int], own_ns: int) -> dict[str, int]:
+    """A GPU-centric flamegraph (``{folded stack: ns}``) charged as :func:`charge`
+    charges a breakdown: up to ``own_ns`` moved from the ``OFF_GPU;H:APP`` stacks, then
+    the ``OFF_GPU;H:CTRL`` ones, into ``OFF_GPU;GTOP`` with the same frames. Within a
+    cause, stacks with gtop's own frames (:data:`MARK`) give first, then the others in
+    proportion to their width (whole ns), so the flamegraph's ``GTOP`` is the breakdown's."""
+    out = dict(folded)
+    left = max(0, int(own_ns))
+    for label in TAKEN_FROM:
+        head = f"OFF_GPU;{label};"
+        stacks = sorted(
+            (k for k in out if k.startswith(head) or k == head[:-1]),
+            key=lambda k: (MARK not in k, k),
+        )
+        for k in (k for k in stacks if MARK in k):
+            n = min(left, out[k])
+            _move(out, k, n, label)
+            left -= n
+        rest = [k for k in stacks if MARK not in k]
+        total = sum(out[k] for k in rest)
+        take = min(left, total)
+        if take <= 0:
+            continue
+        done, acc = 0, 0
+        for k in rest:  # cumulative rounding: whole ns that add up to ``take``
+            acc += out[k]
+            upto = take * acc // total
+            _move(out, k, upto - done, label)
+            done = upto
+        left -= take
+    return {k: v for k, v in out.items() if v > 0}
+
+
+def _move(out: dict[str, int], stack: str, ns: int, label: str) -> None:
+    """Move ``ns`` of ``stack`` (under ``label``) to the same frames under ``GTOP``."""
+    if ns > 0:
+        out[stack] -= ns
+        own = stack.replace(f"OFF_GPU;{label}", f"OFF_GPU;{GTOP}", 1)
+        out[own] = out.get(own, 0) + ns

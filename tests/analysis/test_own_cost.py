@@ -99,3 +99,43 @@ def test_flamegraphs_mark_gtops_own_frames() -> None:
     out = frames_of(1, {1: stack})
     assert out[:2] == stack[:2]
     assert out[2:] == ["[gtop] " + f for f in stack[2:]]
+
+
+def test_gpu_flamegraph_charges_gtop_as_the_breakdown_does() -> None:
+    """The exported GPU-centric flamegraph of a default-mode recording: its GTOP stacks
+    add up to the report's GTOP, taken from H:CTRL's stacks, the total unchanged."""
+    from gtop.recordings.exporters.profiles import gpu_profiles
+
+    report, _ = _report("default-mode/constructed-tiny.gtop")
+    with Recording(RECORDINGS / "default-mode/constructed-tiny.gtop") as rec:
+        (profile,) = list(gpu_profiles(rec))
+    by_cause: dict[str, int] = {}
+    for path, ns in profile.stacks.items():
+        if path[0] == "OFF_GPU":
+            by_cause[path[1]] = by_cause.get(path[1], 0) + ns
+    off = report["gpu"]["0"]["off_s"]
+    assert by_cause["GTOP"] / 1e9 == pytest.approx(off["GTOP"], abs=2e-6)
+    assert by_cause["H:CTRL"] / 1e9 == pytest.approx(off["H:CTRL"], abs=2e-6)
+
+
+def test_charge_folded_takes_gtops_own_stacks_first() -> None:
+    from gtop.analysis.own_cost import charge_folded
+
+    hook = "main (loop.py);[gtop] _enter (_gtop_0123456789abcdef/agent/x.py)"
+    folded = {
+        "ON_GPU;G:COMP;mm": 100,
+        f"OFF_GPU;H:APP;{hook}": 30,
+        "OFF_GPU;H:APP;main (loop.py);work (loop.py)": 60,
+        "OFF_GPU;H:APP;main (loop.py);other (loop.py)": 20,
+        "OFF_GPU;H:CTRL;main (loop.py)": 50,
+    }
+    out = charge_folded(folded, 60)
+    assert sum(out.values()) == sum(folded.values())
+    assert (
+        out["OFF_GPU;GTOP;main (loop.py);[gtop] _enter (_gtop_0123456789abcdef/agent/x.py)"] == 30
+    )
+    assert out["OFF_GPU;GTOP;main (loop.py);work (loop.py)"] == 23  # 30 in proportion 60:20
+    assert out["OFF_GPU;GTOP;main (loop.py);other (loop.py)"] == 7
+    assert out["OFF_GPU;H:CTRL;main (loop.py)"] == 50
+    everything = charge_folded(folded, 10**6)
+    assert sum(v for k, v in everything.items() if k.startswith("OFF_GPU;GTOP")) == 160

@@ -32,6 +32,7 @@ from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.demangle import demangle
 from gtop.analysis.gpu_flame import fold as gpu_fold
 from gtop.analysis.gpu_flame import with_estimates
+from gtop.analysis.own_cost import charge_folded, own_seconds
 from gtop.analysis.range_blocks import blocks
 from gtop.analysis.ranks import comm_labels
 from gtop.analysis.records import Records, mark_comm
@@ -136,8 +137,9 @@ def gpu_profiles(rec: ClippedRecording, slice_ns: int = 1_000_000) -> Iterator[P
             )
             done = sums.get(unit.device)
             sums[unit.device] = res.summary() if done is None else done.plus(res)
+    own = round(own_seconds(entities, t0, t1 + 1) * 1e9)  # gtop's own cost: GTOP
     for device, stacks_ns in sorted(folded.items()):
-        split = with_estimates(stacks_ns, sums[device])
+        split = charge_folded(with_estimates(stacks_ns, sums[device]), own)
         out = {tuple(k.split(";")): int(w) for k, w in split.items() if w > 0}
         yield Profile("gpu", f"GPU {device}", out)
 
