@@ -26,7 +26,7 @@ from gtop.analysis.attribution import UnitResult, attribute, stream_keys
 from gtop.analysis.causes import Cause
 from gtop.analysis.cuda_activity import names_from_entities
 from gtop.analysis.gpu_report import unit_summary
-from gtop.analysis.own_cost import charge, own_seconds
+from gtop.analysis.own_cost import charge, charge_folded, own_seconds
 from gtop.analysis.records import Records
 from gtop.core import layouts
 from gtop.core.hub import Entity
@@ -164,6 +164,7 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
         )
     label = snap.window.label(t0, t1) + (", up to its exit" if ended else "")
     flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
+    flame = charge_folded(flame, round(own_seconds(snap.costs, res.t0, res.t1) * 1e9))
     folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
     lag = snap.window.lag_ns + snap.window.t1 - t1  # ended: before now
     return _Result(res, lag, folded, f"{note} · {label}", label)
