@@ -101,9 +101,10 @@ def test_toggle_jit_kernel(tk: ModuleType, probes) -> None:
     assert [c.launch for c in got] == [1, 4, 7], probes.diagnose()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for c in got:
-        seen = len(set(c.records["smid"].tolist()))
-        why = f"launch {c.launch}: {len(c.records)} records, {c.overflow} dropped, {seen} SMs"
-        assert c.overflow == 0 and len(c.records) == grid[0] * 4, why
+        records, overflow = c.decoded()
+        seen = len(set(records["smid"].tolist()))
+        why = f"launch {c.launch}: {len(records)} records, {overflow} dropped, {seen} SMs"
+        assert overflow == 0 and len(records) == grid[0] * 4, why
         assert seen == sms, why
     probes.disable()
     assert torch.equal(run(), want)
@@ -134,9 +135,9 @@ def test_tensorop_on_live_matmul(tk: ModuleType, probes) -> None:
     assert len(results) == 1, probes.diagnose()
     (collected,) = results
     assert torch.equal(got, want)
-    rec = collected.records
-    why = f"{len(rec)} records, {collected.overflow} dropped, header {collected.header}"
-    assert len(rec) == (m // 128) ** 2 * 4 and collected.overflow == 0, why
+    rec, overflow = collected.decoded()
+    why = f"{len(rec)} records, {overflow} dropped, header {collected.header}"
+    assert len(rec) == (m // 128) ** 2 * 4 and overflow == 0, why
     counts = np.unique(rec["count"][:, 0], return_counts=True)
     assert (rec["count"][:, 0] == m // 64 * 8).all(), f"count[0] values: {counts}"
     assert collected.header["kernels"][0]["classes"] == ["wgmma.m64n128k16.f32.f16.f16"], why
@@ -181,7 +182,11 @@ def test_toggle_in_torch_compiled_model(probes) -> None:
     assert torch.equal(on, want), f"probed output differs: {(on - want).abs().max()}\n{report}"
     assert torch.equal(off, want), f"output after off differs: {(off - want).abs().max()}"
     assert collected, f"no records from Inductor kernels\n{report}"
-    summary = [(c.kernel, c.launch, len(c.records), c.overflow) for c in collected]
-    assert all(c.kernel.startswith("triton_") and len(c.records) > 0 for c in collected), (
-        f"{summary}\n{report}"
-    )
+    decoded = [c.decoded() for c in collected]
+    summary = [
+        (c.kernel, c.launch, len(r), o) for c, (r, o) in zip(collected, decoded, strict=True)
+    ]
+    assert all(
+        c.kernel.startswith("triton_") and len(r) > 0
+        for c, (r, _) in zip(collected, decoded, strict=True)
+    ), f"{summary}\n{report}"
