@@ -107,7 +107,7 @@ class Collected:
     data: bytes  # the trimmed host copy (copyback.trim)
     every: int = 1  # 1 launch in ``every`` was probed when this one was
     auto: bool = True  # ``every`` chosen to keep the cost within probe_budget.BUDGET
-    cost: float = 0.0  # share of the target's time in the probe's hooks and copy-out
+    cost: float = -1.0  # share of the target's time in the probe's hooks (-1: not measured yet)
 
     def decoded(self) -> tuple[np.ndarray, int]:
         """(records, dropped): for gtop's process and tests; never called in the target."""
@@ -139,7 +139,7 @@ class _Bound:
     tuned_at: int = 0  # monotonic ns of the last tuning, launches and ns spent then
     tuned_launches: int = 0
     tuned_spent: int = 0
-    cost: float = 0.0  # share of the target's time spent on this kernel's probe lately
+    cost: float = -1.0  # share of the target's time on this kernel's probe lately (-1: not yet)
 
     def __post_init__(self) -> None:
         if self.selection.every:
