@@ -51,7 +51,7 @@ COLLECTIVES = frozenset(
     }
 )
 """Functions of ``torch/distributed/distributed_c10d.py`` that block in a collective."""
-_C10D_FRAME = re.compile(r"^(\w+) \((?:torch/distributed/)?distributed_c10d\.py\)$")
+_C10D_FRAME = re.compile(r"^(\w+) \((?:torch/distributed/)?distributed_c10d\.py(?::\d+)?\)$")
 """A frame of torch.distributed's collectives module: py-spy's dumps name the file
 ``torch/distributed/distributed_c10d.py``, its streamed samples only the file name."""
 _NCCL = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")

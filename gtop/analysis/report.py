@@ -16,14 +16,13 @@ import numpy as np
 from gtop import __version__
 from gtop.analysis.roles import tree_order
 from gtop.core.hub import Entity
+from gtop.core.pyframe import is_python
 
 if TYPE_CHECKING:
     from gtop.analysis.active_window import Window
     from gtop.analysis.cuda_activity import KernelStats
 
 MIB = 1 << 20
-PY_SUFFIX = ".py)"
-"""How a Python frame ends in the stack tables (``func (path/file.py)``)."""
 
 ATTRIBUTION_STREAMS = (
     "kernel",
@@ -311,7 +310,7 @@ def startup_activity(
     groups: dict[tuple[str, ...], float] = {}
     mine = fold(states[states["tid"] == tid], samples[samples["tid"] == tid], stacks, off_cpu=False)
     for frames, seconds in mine.items():
-        py = tuple(f for f in frames if PY_SUFFIX in f)[:STARTUP_DEPTH]
+        py = tuple(f for f in frames if is_python(f))[:STARTUP_DEPTH]
         native = tuple(f"[native] {f}" for f in top_frames(frames[1:], 1))
         key = py or native or ("[no frames]",)
         groups[key] = groups.get(key, 0.0) + seconds

@@ -13,6 +13,7 @@ from typing import Any
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PHRASES, Cause
 from gtop.analysis.untraced import SAMPLE_ABOVE
+from gtop.core.pyframe import is_python
 
 GPU_BOUND_GAR = 0.8
 """At or above this GPU Active Ratio the GPU itself is the bottleneck."""
@@ -24,8 +25,6 @@ INPUT_FRAMES = re.compile(
 MIN_SHARE = 0.05
 """A known cause smaller than this share of the window does not outweigh missing host
 data (UNKNOWN) in the verdict."""
-PY_FRAME = re.compile(r"^\S.* \([\w./<>-]+\.py\)$")
-"""A Python frame as the stack tables write it: ``func (path/file.py)``."""
 SYSCALL_ENTRY = "entry_SYSCALL_64_after_hwframe"
 OWN_SAID = 0.005
 """gtop's own cost (``GTOP``) from this share of the window up is said in the evidence."""
@@ -108,7 +107,7 @@ def stack_frames(stack: str) -> list[str]:
 def top_frames(frames: Sequence[str], n: int = 3) -> tuple[str, ...]:
     """The innermost ``n`` Python frames of a stack, else its innermost user-space frames
     (those before the kernel's syscall entry), innermost last."""
-    py = [f for f in frames if PY_FRAME.match(f)]
+    py = [f for f in frames if is_python(f)]
     if py:
         return tuple(py[-n:])
     user = list(frames)
@@ -134,7 +133,7 @@ def _cause_stacks(stacks: Sequence[tuple[str, float]], label: str) -> list[tuple
 def _input_bound(stacks: Sequence[tuple[str, float]]) -> bool:
     """Most of the cause's stacked time that has Python frames is in DataLoader frames
     (stacks without Python frames, e.g. a lock wait py-spy did not catch, say nothing)."""
-    with_py = [(s, w) for s, w in stacks if any(PY_FRAME.match(f) for f in stack_frames(s))]
+    with_py = [(s, w) for s, w in stacks if any(is_python(f) for f in stack_frames(s))]
     loader = sum(w for s, w in with_py if INPUT_FRAMES.search(s))
     return loader > 0 and loader >= 0.5 * sum(w for _, w in with_py)
 
@@ -270,7 +269,7 @@ def _decide(
         if cause == Cause.H_IO and call:
             evidence.append(f"system call: {call}")
     fix = FIXES[kind]
-    py = [f for f in top if PY_FRAME.match(f)]
+    py = [f for f in top if is_python(f)]
     if kind in ("sync-bound", "host-compute") and top:
         fix += f" (at {top[-1]})"
     elif kind == "launch-bound" and py:  # the Python code whose launches to capture

@@ -36,7 +36,8 @@ WINDOW_NS = 10_000_000_000
 """The window that GAR and off-GPU seconds cover."""
 LAG_NS = 1_500_000_000
 """How long before the newest record that window ends: CUPTI delivers records late, and
-host-thread records wait up to 0.6 s for their Python stacks (``pystacks.pending_ns``)."""
+host-thread records wait 0.3 s for their Python stacks (Austin; 0.6 s under py-spy
+dump: ``PyStackSampler.pending_ns``)."""
 
 DCGM_GAUGES: tuple[tuple[str, str, float, str], ...] = (
     # (dcgm-exporter name, gpu-stream field, scale, help)

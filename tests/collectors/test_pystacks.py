@@ -1,48 +1,83 @@
-"""Where gtop finds py-spy: beside the running interpreter, before PATH (sudo drops a
-venv's bin from PATH)."""
+"""The Python samplers over real processes: where gtop finds them (beside the running
+interpreter, before PATH: sudo drops a venv's bin from PATH), what they read, and that
+they stop without leaving a sampler behind."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import numpy as np
+import psutil
+import pytest
+
 from gtop.collectors.threads import pystacks
+from gtop.collectors.threads.austin import AustinSampler
+from gtop.collectors.threads.pyprobe import _Tree
+from gtop.collectors.threads.pyspy_dump import PySpyDumpSampler
+
+NAPPING = "import time\ndef napping():\n    time.sleep(60)\nnapping()"
 
 
-def test_py_spy_is_found_beside_the_interpreter_without_path(monkeypatch) -> None:
+@pytest.mark.parametrize("name", ["austin", "py-spy"])
+def test_samplers_are_found_beside_the_interpreter_without_path(monkeypatch, name) -> None:
     monkeypatch.setenv("PATH", "")
-    found = pystacks.available()
+    found = pystacks.find(name)
     assert found is not None and Path(found).is_file()
 
 
-class _Tree:
-    """What the sampler reads of a thread collector: thread id -> process id."""
+def _sample_napping(make) -> tuple[pystacks.PyStackSampler, subprocess.Popen]:
+    sleeper = subprocess.Popen([sys.executable, "-c", NAPPING])
+    sampler = make(sleeper.pid)
+    sampler.start(_Tree(sleeper.pid))
+    deadline = time.monotonic() + 20
+    napping = lambda: any("napping (<string>:3)" in s for s in list(sampler.stacks))  # noqa: E731
+    while not napping() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert napping(), sampler.stacks
+    return sampler, sleeper
 
-    def __init__(self, pid: int) -> None:
-        self.threads = {pid: pid}
 
-
-def test_dumps_a_real_process_and_stops_without_leaving_py_spy_behind() -> None:
-    import subprocess
-    import sys
-    import time
-
-    import psutil
-
-    code = "import time\ndef napping():\n    time.sleep(60)\nnapping()"
-    sleeper = subprocess.Popen([sys.executable, "-c", code])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda pid: PySpyDumpSampler(pid, 20.0, pystacks.find("py-spy")),
+        lambda pid: AustinSampler(pid, 100.0, pystacks.find("austin")),
+    ],
+    ids=["py-spy", "austin"],
+)
+def test_samples_a_real_process_with_lines_and_stops_without_leaving_a_sampler(make) -> None:
+    sampler, sleeper = _sample_napping(make)
     try:
-        sampler = pystacks.PyStackSampler(sleeper.pid, rate_hz=20.0)
-        sampler.start(_Tree(sleeper.pid))
-        deadline = time.monotonic() + 20
-        napping = lambda: any("napping" in " ".join(s) for s in sampler.stacks)  # noqa: E731
-        while not napping() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert napping(), sampler.stacks
         errors = sampler.errors  # (dumps before the interpreter is up fail)
-        sampler.stop()  # most likely while a dump runs (20 Hz): it is killed, not awaited
+        sampler.stop()  # py-spy: most likely while a dump runs (20 Hz): killed, not awaited
         spies = [p for p in psutil.Process().children(recursive=True) if p.pid != sleeper.pid]
         assert not spies, spies
-        assert sampler.errors == errors, "a dump killed by stop() is no error"
+        assert sampler.errors == errors, "a sampler killed by stop() is no error"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_austin_samples_are_placed_in_time_and_state() -> None:
+    """A thread blocked for 60 s: its samples say blocked, and lie where they were read."""
+    austin = pystacks.find("austin")
+    sampler, sleeper = _sample_napping(lambda pid: AustinSampler(pid, 100.0, austin))
+    try:
+        t0 = time.monotonic_ns()  # napping since: the imports before it ran
+        time.sleep(0.5)
+        t1 = time.monotonic_ns()
+        sampler.stop()
+        t2 = time.monotonic_ns()
+        tid = np.array([sleeper.pid] * 3)
+        lo, hi = np.array([t0, t0, t2]), np.array([t1, t1, t2 + 10**9])
+        got = sampler.match(tid, lo, hi, np.array([False, True, False]))
+        assert "napping (<string>:3)" in sampler.stacks[got[0]]
+        assert got[1] == -1, "no sample saw it running"
+        assert got[2] == -1, "no sample lies after the sampler stopped"
+        assert sampler.samples >= 40 and sampler.python_samples / sampler.samples > 0.9
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -66,11 +66,12 @@ def test_proc_tier_sees_blocked_sync_calls_on_the_user_stack(libs):
 
 
 def test_gpu_waits_carry_the_python_frames_of_the_call(libs):
-    """py-spy reads the thread a few times a second; waits no read landed in take the
-    frames of a sampled wait in the same place (pystack_carry.carry)."""
-    # py-spy attaches after the collector starts (slowly on a loaded machine): judge the
-    # waits of the window after the warm-up, when it is reading
-    info, run = _run(libs, "bpf", warmup_s=1.5, py_rate_hz=10)
+    """Austin samples the thread at 100 Hz with its state: a 20 ms wait holds samples of
+    its own, taken while blocked in it; the few that hold none take the frames of a
+    sampled wait in the same place (pystack_carry.carry)."""
+    # the sampler attaches after the collector starts (slowly on a loaded machine): judge
+    # the waits of the window after the warm-up, when it is reading
+    info, run = _run(libs, "bpf", warmup_s=1.5)
     ivs = run.intervals
     rows = ivs[
         (ivs["tid"] == info["tid"])
@@ -81,7 +82,6 @@ def test_gpu_waits_carry_the_python_frames_of_the_call(libs):
     ]
     dur = (rows["end_ns"] - rows["t_ns"]).astype(float)
     framed = np.array(
-        [any("main (fake_cuda.py)" in f for f in run.frames(s)) for s in rows["stack_id"]]
+        [any(f.startswith("main (fake_cuda.py:") for f in run.frames(s)) for s in rows["stack_id"]]
     )
-    assert len(rows) and dur[framed].sum() / dur.sum() > 0.8, (framed.mean(), run.collector.status)
-    assert run.collector.status.counters.get("py_carried", 0) > 0, run.collector.status
+    assert len(rows) and dur[framed].sum() / dur.sum() > 0.95, (framed.mean(), run.collector.status)

@@ -36,7 +36,7 @@ def top_blocked_stacks(run: Run, tid: int, n: int = 4) -> list[tuple[list[str], 
 @pytest.fixture(scope="module", params=TIERS)
 def tier_run(request):
     tier, _, mode = request.param.partition(":")
-    kw = {"mode": mode, "py_rate_hz": 10.0} if mode else {"py_rate_hz": 10.0}
+    kw = {"mode": mode} if mode else {}
     if mode == "tp" and not os.path.exists("/sys/kernel/tracing/events/sched"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
     with phases("--workers", "2") as (_proc, info):

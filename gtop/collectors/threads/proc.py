@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,7 +68,12 @@ class ProcThreadCollector(ThreadCollector):
         super().__init__(hub, pid, period_s=period_s, **kw)
         self.gpu_waits = CUDA_WAITS if gpu_waits is None else gpu_waits
         self._gpu_procs: dict[int, tuple[float, symbols.ProcessSymbols | None]] = {}
-        self.join_margin_ns = int(period_s * 1.2e9)  # a period, plus jitter
+        self._margin_ns = int(period_s * 1.2e9)  # a period, plus jitter
+        self.join_margin_ns = self._margin_ns
+        self._gaps: deque[int] = deque(maxlen=int(2 / period_s))
+        """The last ~2 s of gaps between polls: a row is placed within its poll's gap, so
+        a Python sample joins only this far inside it (a loaded machine polls late)."""
+        self._polled_ns = 0
         self._state: dict[int, _Thread] = {}
         self._rows: list[tuple] = []
         self._samples: list[tuple] = []
@@ -182,6 +188,11 @@ class ProcThreadCollector(ThreadCollector):
         self._rows.append(row)
 
     def _poll(self, final: bool) -> None:
+        now = time.monotonic_ns()
+        if self._polled_ns:
+            self._gaps.append(now - self._polled_ns)
+            self.join_margin_ns = max(self._margin_ns, int(1.2 * max(self._gaps)))
+        self._polled_ns = now
         for tid in [t for t in self._state if t not in self.threads]:
             self._sample(tid, self._state[tid])  # gone from the tree: last look, then drop
             if tid in self._state:

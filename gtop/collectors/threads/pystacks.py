@@ -1,23 +1,22 @@
-"""Python frames from an out-of-process sampler (``py-spy dump --json --nonblocking``).
+"""Python frames for the host-thread tiers: sampled Python stacks, each with its thread's
+state, joined to kernel/native intervals by thread id, time and state.
 
 CPython has no frame pointers, so BPF and perf user stacks stop at the interpreter loop.
-py-spy reads the interpreter's memory from outside and reports each OS thread id's Python
-stack; we keep the recent dumps per thread and join them to kernel/native stacks by thread
-id and time (:meth:`PyStackSampler.match`). ``--nonblocking`` never pauses the target.
+An out-of-process sampler reads the interpreter's memory and reports each OS thread's
+Python stack with whether the thread was running; :class:`PyStackSampler` keeps the recent
+samples per thread and state, and :meth:`PyStackSampler.match` gives an interval a stack
+sampled *inside* it, in the same state. Two samplers feed it, chosen by :func:`sampler`:
+Austin streaming at ``--rate`` (:mod:`gtop.collectors.threads.austin`, the default), else
+``py-spy dump`` a few times a second (:mod:`gtop.collectors.threads.pyspy_dump`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import random
 import shutil
-import subprocess
 import sys
 import sysconfig
 import threading
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,147 +28,101 @@ if TYPE_CHECKING:
 
 KEEP_NS = 30_000_000_000
 """How long sampled Python stacks are kept for matching against intervals."""
+DEFAULT_RATE_HZ = 100.0
+"""Python stack samples per second per thread (``--rate``)."""
+MAX_RATE_HZ = 1000.0
 
 
-DUMP_TIMEOUT_S = 5.0
-DEFAULT_RATE_HZ = 4.0
-"""Dumps per second per process. A streaming sampler (``py-spy record`` at 100 Hz) was
-tried and reverted: its trace carries no idle flag, so blocked intervals got the Python
-frames of the phase next to them (tests/host/test_host_threads.py)."""
-
-
-def available() -> str | None:
-    """The py-spy binary: beside this interpreter (its venv's ``bin``, or the scripts
-    folder pip installed into), else on ``PATH``; None when there is none."""
+def find(name: str) -> str | None:
+    """A sampler's binary: beside this interpreter (its venv's ``bin``, or the scripts
+    folder pip installed into), else on ``PATH`` (sudo drops a venv's ``bin`` from it)."""
     scripts = Path(sysconfig.get_path("scripts"))
-    for path in (Path(sys.executable).parent / "py-spy", scripts / "py-spy"):
+    for path in (Path(sys.executable).parent / name, scripts / name):
         if path.is_file() and os.access(path, os.X_OK):
             return str(path)
-    return shutil.which("py-spy")
+    return shutil.which(name)
 
 
-def _frames(thread: dict) -> tuple[str, ...]:
-    """py-spy frames (innermost first) as names, outermost first."""
-    names = [
-        f"{f['name']} ({f.get('short_filename') or f.get('filename')})" for f in thread["frames"]
-    ]
-    return tuple(reversed(names))
+def available() -> tuple[str, str] | None:
+    """``(sampler, binary)`` of the sampler gtop uses here, or None when neither is found."""
+    for name in ("austin", "py-spy"):
+        path = find(name)
+        if path is not None:
+            return name, path
+    return None
+
+
+MISSING = "Austin or py-spy beside this Python or on PATH (pip install austin-dist py-spy)"
 
 
 class PyStackSampler:
-    """Samples Python stacks of every process of a collector's tree at ``rate_hz``."""
+    """The samples of every process of a collector's tree, per thread and state.
+
+    Subclasses sample (:meth:`start`, :meth:`stop`) and call :meth:`add` with each stack.
+    """
+
+    name = "none"
+    sample_join_ns = 25_000_000
+    """An on-CPU sample takes a Python stack sampled at most this far from it."""
 
     def __init__(self, pid: int, rate_hz: float = DEFAULT_RATE_HZ) -> None:
         self.pid = pid
         self.rate_hz = rate_hz
         self.stacks: list[tuple[str, ...]] = []
         """Distinct Python stacks seen; :meth:`match` returns indices into it."""
-        self.dumps = 0
+        self.samples = 0
+        """Thread samples taken (with or without Python frames)."""
+        self.python_samples = 0
+        """Thread samples that had Python frames."""
         self.errors = 0
         self.last_error = ""
         self._index: dict[tuple[str, ...], int] = {}
-        # per (tid, running?): read windows and Python stack indices, in time order
+        # per (tid, running?): sample windows [lo, hi] and stack indices, in time order
         self._times: dict[tuple[int, bool], list[tuple[int, int]]] = defaultdict(list)
         self._ids: dict[tuple[int, bool], list[int]] = defaultdict(list)
         self._lock = threading.Lock()
-        self._running: subprocess.Popen | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._exe = available()
 
     def start(self, collector: ThreadCollector) -> None:
-        if self._exe is None:
-            self.last_error = (
-                f"py-spy not found beside {sys.executable} nor on PATH: no Python frames"
-            )
-            return
-        self._thread = threading.Thread(
-            target=self._run, args=(collector,), name="gtop-pyspy", daemon=True
-        )
-        self._thread.start()
+        """Start sampling the processes of ``collector.threads`` (followed as it changes)."""
 
     def stop(self) -> None:
-        """Stop now: a dump in flight is killed (one takes up to ~1 s; gtop's exit waited
-        for it, and for the dumps of every other process of the tree after it)."""
-        self._stop.set()
+        """Stop sampling now; what was sampled stays matchable."""
+
+    def error(self, message: str) -> None:
+        self.errors += 1
+        self.last_error = message.strip()[-200:]
+
+    def add(self, tid: int, running: bool, lo: int, hi: int, frames: tuple[str, ...]) -> None:
+        """One thread sample read somewhere in ``[lo, hi]`` (CLOCK_MONOTONIC ns), with its
+        frames outermost first (empty: the thread had no Python frames)."""
         with self._lock:
-            running = self._running
-        if running is not None:
-            with contextlib.suppress(OSError):
-                running.kill()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self, collector: ThreadCollector) -> None:
-        while not self._stop.is_set():
-            for pid in sorted(set(collector.threads.values())):
-                if self._stop.is_set():
-                    break
-                self._dump(pid)
-            self._stop.wait(random.uniform(0.8, 1.2) / self.rate_hz)
-
-    def _spy(self, cmd: list[str]) -> str:
-        """py-spy's output; raises OSError (with its stderr) when it failed."""
-        with subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        ) as proc:
-            with self._lock:
-                self._running = proc
-            try:
-                if self._stop.is_set():
-                    proc.kill()  # stop() came before it was registered
-                out, err = proc.communicate(timeout=DUMP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, err = proc.communicate()
-                err = f"py-spy dump took over {DUMP_TIMEOUT_S} s"
-            finally:
-                with self._lock:
-                    self._running = None
-        if proc.returncode != 0:
-            raise OSError(err.strip() or f"py-spy exited with {proc.returncode}")
-        return out
-
-    def _dump(self, pid: int) -> None:
-        cmd = [str(self._exe), "dump", "--json", "--nonblocking", "--pid", str(pid)]
-        t0 = time.monotonic_ns()
-        try:
-            threads = json.loads(self._spy(cmd))
-            if not isinstance(threads, list):
-                raise ValueError(f"py-spy dump gave {type(threads).__name__}, not a list")
-        except (OSError, ValueError) as exc:
-            if not self._stop.is_set():  # killed by stop(): not an error
-                self.errors += 1
-                self.last_error = str(exc).strip()[-200:]
-            return
-        t1 = time.monotonic_ns()
-        # py-spy reads the target late in its run (measured here: 60-100% of the way
-        # through), so the read happened somewhere in [lo, t1]
-        lo = t0 + (t1 - t0) * 6 // 10
-        with self._lock:
-            self.dumps += 1
-            for th in threads:
-                frames = _frames(th)
-                if not frames:
-                    continue
-                idx = self._index.setdefault(frames, len(self._index))
-                if idx == len(self.stacks):
-                    self.stacks.append(frames)
-                key = (int(th["os_thread_id"]), bool(th.get("active", True)))
-                self._times[key].append((lo, t1))
-                self._ids[key].append(idx)
-                if self._times[key][0][1] < t1 - KEEP_NS:
-                    del self._times[key][0], self._ids[key][0]
+            self.samples += 1
+            if not frames:
+                return
+            self.python_samples += 1
+            idx = self._index.setdefault(frames, len(self._index))
+            if idx == len(self.stacks):
+                self.stacks.append(frames)
+            key = (tid, running)
+            times = self._times[key]
+            times.append((lo, hi))
+            self._ids[key].append(idx)
+            if times[0][1] < hi - KEEP_NS:
+                del times[0], self._ids[key][0]
 
     def match(
         self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray, running: np.ndarray
     ) -> np.ndarray:
-        """For each ``(tid, [t0, t1], running)``: a Python stack read inside it, or -1.
+        """For each ``(tid, [t0, t1], running)``: a Python stack sampled in it, or -1.
 
-        A dump joins only when its whole read window lies inside ``[t0, t1]`` and py-spy
-        saw the thread in the same condition (``running``: on CPU or runnable, versus
-        blocked), so an interval never borrows the frames of a neighbouring one; the
-        latest such dump wins.
+        A sample joins only when the sampler saw the thread in the same condition
+        (``running``: on CPU or runnable, versus blocked), so a wait never borrows the
+        frames of the work beside it, and when its whole read window lies inside
+        ``[t0, t1]``; of several, the middle one (the farthest from either edge). A
+        running interval that holds no whole window (a slice between preemptions, an
+        on-CPU sample's instant) takes the nearest running sample up to
+        :attr:`sample_join_ns` away: the thread's Python stack does not change while it
+        waits for a CPU, and blocked time on either side has samples of its own.
         """
         out = np.full(len(tids), -1, dtype=np.int64)
         keys = np.stack([tids.astype(np.int64), running.astype(np.int64)], axis=1)
@@ -180,11 +133,64 @@ class PyStackSampler:
                     continue
                 sel = np.flatnonzero((keys[:, 0] == tid) & (keys[:, 1] == run))
                 tarr = np.asarray(times)
-                pos = np.searchsorted(tarr[:, 1], t1[sel], side="right") - 1
-                ok = (pos >= 0) & (tarr[np.maximum(pos, 0), 0] >= t0[sel])
-                out[sel[ok]] = np.asarray(self._ids[(tid, bool(run))])[pos[ok]]
+                ids = np.asarray(self._ids[(tid, bool(run))])
+                a, b = t0[sel], t1[sel]
+                first = np.searchsorted(tarr[:, 0], a, side="left")
+                last = np.searchsorted(tarr[:, 1], b, side="right") - 1
+                ok = first <= last
+                out[sel[ok]] = ids[((first + last) // 2)[ok]]
+                if run:
+                    rest = np.flatnonzero(~ok)
+                    out[sel[rest]] = _nearest(tarr, ids, a[rest], b[rest], self.sample_join_ns)
         return out
 
     def pending_ns(self) -> int:
-        """How far back records should wait so that dumps covering them have landed."""
-        return int(2.5e9 / self.rate_hz) if self._thread is not None else 0
+        """How far back records should wait so that samples covering them have landed."""
+        return 0
+
+    def summary(self) -> dict[str, object]:
+        """What the report says of the sampler: its name, rate, samples and their share
+        with Python frames."""
+        share = self.python_samples / self.samples if self.samples else 0.0
+        return {
+            "py_sampler": self.name,
+            "py_rate_hz": self.rate_hz,
+            "py_samples": self.samples,
+            "py_framed_share": round(share, 4),
+        }
+
+
+def sampler(pid: int, rate_hz: float = DEFAULT_RATE_HZ) -> PyStackSampler:
+    """The best sampler found here for ``pid``'s tree: Austin, else ``py-spy dump``, else
+    one that samples nothing and says why (:attr:`PyStackSampler.last_error`)."""
+    from gtop.collectors.threads.austin import AustinSampler
+    from gtop.collectors.threads.pyspy_dump import PySpyDumpSampler
+
+    found = available()
+    if found is None:
+        none = PyStackSampler(pid, rate_hz)
+        none.error(f"{MISSING}: no Python frames")
+        return none
+    name, path = found
+    cls = AustinSampler if name == "austin" else PySpyDumpSampler
+    return cls(pid, rate_hz, path)
+
+
+def _nearest(
+    windows: np.ndarray, ids: np.ndarray, t0: np.ndarray, t1: np.ndarray, near: int
+) -> np.ndarray:
+    """For each ``[t0, t1]``: the id of the window (``[lo, hi]`` rows, in time order)
+    nearest to it, when at most ``near`` away (0 when they overlap); else -1."""
+    if not len(t0):
+        return np.empty(0, dtype=np.int64)
+    centre = (windows[:, 0] + windows[:, 1]) // 2
+    pos = np.searchsorted(centre, (t0 + t1) // 2)
+    best = np.full(len(t0), -1, dtype=np.int64)
+    gap_best = np.full(len(t0), near + 1, dtype=np.int64)
+    for cand in (pos - 1, pos):
+        valid = (cand >= 0) & (cand < len(windows))
+        c = np.clip(cand, 0, len(windows) - 1)
+        gap = np.maximum(np.maximum(windows[c, 0] - t1, t0 - windows[c, 1]), 0)
+        better = valid & (gap < gap_best)
+        best[better], gap_best[better] = ids[c[better]], gap[better]
+    return best

@@ -15,14 +15,10 @@ import numpy as np
 from gtop.analysis.pystack_carry import carry
 from gtop.collectors.base import Periodic
 from gtop.collectors.threads import proctree, pystacks
-from gtop.collectors.threads.pystacks import PyStackSampler
 from gtop.collectors.threads.stacktable import KERNEL, NATIVE, PYTHON, StackTable
 from gtop.core.hub import Entity, Hub
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 from gtop.core.status import ThreadStatus
-
-SAMPLE_JOIN_NS = 25_000_000
-"""An on-CPU sample takes the Python stack of a dump at most this far from it."""
 
 
 class ThreadCollector:
@@ -49,7 +45,7 @@ class ThreadCollector:
         self.status = ThreadStatus(self.tier)
         self.threads: dict[int, int] = {}
         """``{tid: pid}`` of the live threads seen at the last refresh."""
-        self.py = PyStackSampler(pid, py_rate_hz) if python_stacks else None
+        self.py = pystacks.sampler(pid, py_rate_hz) if python_stacks else None
         self._loop = Periodic(self.tier, period_s, self._step, self.status, final_step=True)
         self._tree_at = 0.0
         self._base: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
@@ -141,7 +137,7 @@ class ThreadCollector:
                 t0, t1 = out["t_ns"] + self.join_margin_ns, out["end_ns"] - self.join_margin_ns
                 running = out["state"] != ThreadState.BLOCKED
             else:
-                t0, t1 = out["t_ns"] - SAMPLE_JOIN_NS, out["t_ns"] + SAMPLE_JOIN_NS
+                t0 = t1 = out["t_ns"]  # the nearest running sample (PyStackSampler.match)
                 running = np.ones(len(out), bool)
             py = self.py.match(out["tid"], t0, t1, running) if self.py else np.full(len(out), -1)
             if stream == THREAD_STATE.name and self.py is not None:
@@ -154,7 +150,7 @@ class ThreadCollector:
             self.hub.publish(stream, out)
 
     def _carry(self, rows: np.ndarray, py: np.ndarray) -> np.ndarray:
-        """Python frames for waits no dump landed in (:func:`gtop.analysis.pystack_carry.carry`).
+        """Python frames for waits no sample landed in (:func:`gtop.analysis.pystack_carry.carry`).
 
         Waits only: blocked and runnable intervals, and on-CPU time inside a GPU call
         (``GPU_WAIT``); other on-CPU time moves between Python calls too fast to carry.

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 
 from gtop.collectors.base import SessionSetup
-from gtop.collectors.threads import perf_events, pystacks
+from gtop.collectors.threads import perf_events, pyprobe, pystacks
 from gtop.collectors.threads.tier import ThreadCollector
 from gtop.core.hub import Hub
 from gtop.core.status import Status
@@ -110,11 +110,9 @@ def tier_report(load: bool = True) -> list[TierStatus]:
     """Every tier, best first, with what it needs. ``load`` test-loads the BPF object."""
     out = [_check_bpf(load), _check_perf(), _check_proc()]
     if pystacks.available() is None:
-        out.append(
-            TierStatus(
-                "python-frames", False, "py-spy beside this Python or on PATH (pip install py-spy)"
-            )
-        )
+        out.append(TierStatus("python-frames", False, pystacks.MISSING))
+    elif load:
+        out.append(TierStatus("python-frames", *pyprobe.probe()))
     else:
         out.append(TierStatus("python-frames", True, "needs CAP_SYS_PTRACE on the target"))
     return out
@@ -178,7 +176,7 @@ def describe(col: ThreadCollector, report: list[TierStatus] | None = None) -> st
         if count:
             line += f"; {count} {what}"
     if col.py is not None and col.py.errors:
-        line += f"; py-spy failed {col.py.errors}x ({col.py.last_error})"
+        line += f"; {col.py.name} failed {col.py.errors}x ({col.py.last_error})"
     better = TIERS[: TIERS.index(col.tier)] if col.tier in TIERS else ()
     for status in report:
         if status.tier in better and not status.available:
