@@ -16,7 +16,7 @@ import numpy as np
 from gtop import __version__
 from gtop.analysis.roles import tree_order
 from gtop.core.hub import Entity
-from gtop.core.pyframe import is_python
+from gtop.core.pyframe import in_source_file
 
 if TYPE_CHECKING:
     from gtop.analysis.active_window import Window
@@ -310,7 +310,7 @@ def startup_activity(
     groups: dict[tuple[str, ...], float] = {}
     mine = fold(states[states["tid"] == tid], samples[samples["tid"] == tid], stacks, off_cpu=False)
     for frames, seconds in mine.items():
-        py = tuple(f for f in frames if is_python(f))[:STARTUP_DEPTH]
+        py = tuple(f for f in frames if in_source_file(f))[:STARTUP_DEPTH]
         native = tuple(f"[native] {f}" for f in top_frames(frames[1:], 1))
         key = py or native or ("[no frames]",)
         groups[key] = groups.get(key, 0.0) + seconds

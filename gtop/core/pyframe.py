@@ -50,6 +50,13 @@ def is_python(frame: str) -> bool:
     return _FRAME.match(frame) is not None
 
 
+def in_source_file(frame: str) -> bool:
+    """A Python frame of a ``.py`` file (not ``<frozen importlib._bootstrap>``,
+    ``<string>``)."""
+    parsed = parse(frame)
+    return parsed is not None and parsed.file.endswith((".py", ".pyw"))
+
+
 def short_path(path: str, roots: Sequence[str] = ()) -> str:
     """A source path as py-spy shows it: after ``site-packages/`` (``torch/nn/module.py``),
     after the standard library's folder (``threading.py``), relative to the longest of
