@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from gtop import __version__
+from gtop.core.pyframe import DEFAULT_RATE_HZ as DEFAULT_PY_RATE_HZ
+from gtop.core.pyframe import MAX_RATE_HZ as MAX_PY_RATE_HZ
 from gtop.core.stdout import EXIT_PIPE_CLOSED, OutputClosed, OutputFailed, emit, silence
 from gtop.probes.options import add_arguments as add_probe_arguments
 from gtop.recordings.options import add_export_arguments, add_window_options
@@ -101,6 +103,10 @@ class Config:
     trace_every_kernel: bool = False
     """Never sample kernels (``--trace-every-kernel``; :mod:`gtop.agent.sampling`)."""
     host_tier: str = "auto"
+    py_rate_hz: float = DEFAULT_PY_RATE_HZ
+    """Python stack samples per second per thread (``--rate``)."""
+    py_idle: bool = True
+    """``--idle`` (default) or ``--no-idle``."""
     window: tuple[str | None, str | None] = (None, None)
     """``report``/``export``: ``--from``/``--to`` (seconds from the start, or ``steady``)."""
     probe_args: argparse.Namespace | None = field(default=None, compare=False)
@@ -177,9 +183,6 @@ def rate_option(low_hz: float, high_hz: float) -> Callable[[str], float]:
     return parse
 
 
-_rate = rate_option(1 / MAX_INTERVAL_S, 1 / MIN_INTERVAL_S)
-
-
 def _path(text: str) -> Path:
     """A path the file system can take: no name over 255 bytes, 4095 in all."""
     raw = os.fsencode(text)
@@ -227,23 +230,42 @@ def _pid(text: str) -> int:
     return value
 
 
+_py_rate = rate_option(1, MAX_PY_RATE_HZ)
+
+
 def _common(parser: argparse.ArgumentParser, color: bool = True) -> None:
-    """The sampling period (``--interval`` or ``--rate``), ``--gpus``, and ``--no-color``
-    where something is drawn (``color``)."""
-    period = parser.add_mutually_exclusive_group()
-    period.add_argument(
+    """The sampling period (``--interval``), the Python stack sampling (``--rate``,
+    ``--idle``), ``--gpus``, and ``--no-color`` where something is drawn (``color``)."""
+    parser.add_argument(
         "--interval",
         type=_interval,
         default=DEFAULT_INTERVAL_S,
         metavar="S",
-        help=f"sampling period in seconds (default 0.5; {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g})",
+        help=f"NVML and UI sampling period in seconds (default 0.5; {MIN_INTERVAL_S} to "
+        f"{MAX_INTERVAL_S:g})",
     )
-    period.add_argument(
+    parser.add_argument(
         "--rate",
-        type=_rate,
-        dest="interval",
+        type=_py_rate,
+        dest="py_period",
+        default=1 / DEFAULT_PY_RATE_HZ,
         metavar="HZ",
-        help="samples per second, as py-spy's --rate: --rate 4 is --interval 0.25",
+        help=f"Python stack samples per second per thread, as py-spy's --rate (default "
+        f"{DEFAULT_PY_RATE_HZ:g}; 1 to {MAX_PY_RATE_HZ:g}); the NVML and UI period is --interval",
+    )
+    idle = parser.add_mutually_exclusive_group()
+    idle.add_argument(
+        "--idle",
+        action="store_true",
+        default=True,
+        help="keep Python samples of threads that are not running, so waits show the line "
+        "they wait at (the default)",
+    )
+    idle.add_argument(
+        "--no-idle",
+        action="store_false",
+        dest="idle",
+        help="drop Python samples of threads that are not running, as py-spy without --idle",
     )
     if color:
         parser.add_argument(
@@ -552,6 +574,8 @@ def parse_args(argv: list[str]) -> Config:
         agent=not getattr(args, "no_agent", False),
         trace_every_kernel=getattr(args, "trace_every_kernel", False),
         host_tier=getattr(args, "host_tier", "auto"),
+        py_rate_hz=round(1 / getattr(args, "py_period", 1 / DEFAULT_PY_RATE_HZ), 6),
+        py_idle=getattr(args, "idle", True),
         window=(getattr(args, "from_s", None), getattr(args, "to_s", None)),
         once=getattr(args, "once", False) or (command != "report" and getattr(args, "json", False)),
         at_s=getattr(args, "at", None),
@@ -651,6 +675,8 @@ def _live_source(config: Config, attach_now: bool = True):  # -> LiveSource
             config.interval_s,
             require_gpu=not targeted,
             host_tier=config.host_tier,
+            py_rate_hz=config.py_rate_hz,
+            py_idle=config.py_idle,
             agent_options={"sample_above": 0} if config.trace_every_kernel else None,
         )
     except TargetGone as exc:

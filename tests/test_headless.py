@@ -85,10 +85,14 @@ def test_version_names_each_library() -> None:
 
 
 def test_conventions_parse() -> None:
-    assert parse_args(["--rate", "4"]).interval_s == 0.25
+    assert parse_args(["--interval", "0.25"]).interval_s == 0.25
+    # --rate is the Python stack sampling rate, as py-spy's (it was the NVML period's)
+    rated = parse_args(["--rate", "250", "--interval", "1", "--no-idle"])
+    assert (rated.py_rate_hz, rated.interval_s, rated.py_idle) == (250, 1, False)
+    assert (parse_args([]).py_rate_hz, parse_args([]).py_idle) == (100, True)
     assert parse_args(["--gpus", "0,2"]).gpus == frozenset({0, 2})
     assert parse_args(["demo", "--json"]).once
-    for argv in (["--rate", "0"], ["--rate", "20"], ["--rate", "2", "--interval", "1"]):
+    for argv in (["--rate", "0"], ["--rate", "2000"], ["--interval", "0.01"]):
         with pytest.raises(SystemExit):
             parse_args(argv)
     with pytest.raises(SystemExit):

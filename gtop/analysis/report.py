@@ -477,6 +477,7 @@ def build_report(
         "gpu": {dev: with_units(entry) for dev, entry in gpu.items()},
         "verdict": verdict,
         "threads": threads,
+        "python_sampler": meta.get("python_sampler"),
         "ranks": ranks_section(
             meta, data, entities, time_range, kernels.ops if kernels is not None else None
         ),

@@ -321,6 +321,17 @@ def _cost(report: dict[str, Any], width: int) -> list[str]:
     return _wrap(line, width, "", "  ")
 
 
+def _python_sampler(report: dict[str, Any], width: int) -> list[str]:
+    py = report.get("python_sampler")
+    if not py:
+        return []
+    text = (
+        f"Python frames: {py['py_sampler']} at {py['py_rate_hz']:g} Hz per thread; "
+        f"{py['py_framed_share']:.0%} of {py['py_samples']:,} thread samples had Python frames"
+    )
+    return _wrap(text, width, "", "  ")
+
+
 def format_report(report: dict[str, Any], width: int = WIDTH) -> str:
     """The report in ``width`` columns (:data:`MIN_WIDTH` at least): long sentences wrap,
     table rows are cut with "…"."""
@@ -329,6 +340,7 @@ def format_report(report: dict[str, Any], width: int = WIDTH) -> str:
     lines = _header(report, width) + _window(report, width) + _verdict(report, width)
     lines += _breakdown(report, width) + _ranks(report, width)
     lines += _kernels(report, width) + _api(report, width) + _threads(report, width)
+    lines += _python_sampler(report, width)
     lines += _stacks(report, width) + _gpus(report, width) + _processes(report, width)
     drops = {k: v for k, v in report["drops"].items() if v}
     lines.append("")

@@ -48,6 +48,10 @@ class SessionSetup:
     """How the target's threads are traced: ``auto``, ``bpf``, ``perf``, ``proc`` or ``off``."""
     watched_pids: Callable[[], set[int]]
     """The processes to sample now: the target's family and every process on a GPU."""
+    py_rate_hz: float = 100.0
+    """Python stack samples per second per thread (``--rate``)."""
+    py_idle: bool = True
+    """Keep Python samples of threads that were not running (``--idle``, the default)."""
 
 
 class SessionCollector(Collector, Protocol):

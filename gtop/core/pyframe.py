@@ -14,6 +14,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+DEFAULT_RATE_HZ = 100.0
+"""Python stack samples per second per thread (``--rate``)."""
+MAX_RATE_HZ = 1000.0
+
 _FRAME = re.compile(r"^(?P<func>\S.*?) \((?P<file>[^()<]*\.pyw?|<[^()]*>)(?::(?P<line>\d+))?\)$")
 _PACKAGES = re.compile(r"^.*/(?:site|dist)-packages/")
 _STDLIB = re.compile(r"^.*/lib/python\d+\.\d+t?/")

@@ -69,11 +69,14 @@ class LiveSource:
         require_gpu: bool,
         host_tier: str = "auto",
         agent_options: dict[str, Any] | None = None,
+        py_rate_hz: float = 100.0,
+        py_idle: bool = True,
     ) -> None:
         self.pid = pid
         self.agent_options = agent_options or {}
         """Options for the in-process agent (:func:`gtop.agent.runtime.start`)."""
         self.host_tier = host_tier
+        self.py_rate_hz, self.py_idle = py_rate_hz, py_idle
         self.interval_s = interval_s
         self.hub = Hub()
         self.collectors: list[Collector] = []
@@ -272,7 +275,13 @@ class LiveSource:
     def _open(self, classes: Iterable[type[SessionCollector]]) -> list[Collector]:
         """Start those of ``classes`` not started yet that have something to watch here."""
         setup = SessionSetup(
-            self.hub, self.interval_s, self.pid, self.host_tier, self._watched_pids
+            self.hub,
+            self.interval_s,
+            self.pid,
+            self.host_tier,
+            self._watched_pids,
+            self.py_rate_hz,
+            self.py_idle,
         )
         opened: list[Collector] = []
         for cls in classes:
@@ -363,6 +372,10 @@ class LiveSource:
             return None
         recorder, self.recorder = self.recorder, None
         final: dict[str, Any] = {"agent_error": self.agent_error}
+        for collector in self.collectors:
+            summary = getattr(collector, "python_sampler", lambda: None)()
+            if summary is not None:
+                final["python_sampler"] = summary
         status = self.exit_status()
         if status is not None and self.target is not None:
             final["target"] = {**self.target, "exit_status": status}

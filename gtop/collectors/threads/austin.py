@@ -115,8 +115,8 @@ class AustinSampler(PyStackSampler):
 
     name = "austin"
 
-    def __init__(self, pid: int, rate_hz: float, exe: str) -> None:
-        super().__init__(pid, rate_hz)
+    def __init__(self, pid: int, rate_hz: float, exe: str, idle: bool = True) -> None:
+        super().__init__(pid, rate_hz, idle)
         self.sample_join_ns = int(1.5e9 / rate_hz)
         self._exe = exe
         self._runs: dict[int, _Run] = {}

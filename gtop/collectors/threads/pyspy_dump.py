@@ -42,8 +42,8 @@ class PySpyDumpSampler(PyStackSampler):
 
     name = "py-spy dump"
 
-    def __init__(self, pid: int, rate_hz: float, exe: str) -> None:
-        super().__init__(pid, min(rate_hz, MAX_RATE_HZ))
+    def __init__(self, pid: int, rate_hz: float, exe: str, idle: bool = True) -> None:
+        super().__init__(pid, min(rate_hz, MAX_RATE_HZ), idle)
         self._exe = exe
         self._running: subprocess.Popen | None = None
         self._stop = threading.Event()

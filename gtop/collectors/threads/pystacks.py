@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gtop.core.pyframe import DEFAULT_RATE_HZ
+
 if TYPE_CHECKING:
     from gtop.collectors.threads.tier import ThreadCollector
 
 KEEP_NS = 30_000_000_000
 """How long sampled Python stacks are kept for matching against intervals."""
-DEFAULT_RATE_HZ = 100.0
-"""Python stack samples per second per thread (``--rate``)."""
-MAX_RATE_HZ = 1000.0
 
 
 def find(name: str) -> str | None:
@@ -65,9 +64,12 @@ class PyStackSampler:
     sample_join_ns = 25_000_000
     """An on-CPU sample takes a Python stack sampled at most this far from it."""
 
-    def __init__(self, pid: int, rate_hz: float = DEFAULT_RATE_HZ) -> None:
+    def __init__(self, pid: int, rate_hz: float = DEFAULT_RATE_HZ, idle: bool = True) -> None:
         self.pid = pid
         self.rate_hz = rate_hz
+        self.idle = idle
+        """Keep samples of threads that were not running (``--no-idle``: drop them, as
+        py-spy without ``--idle``: blocked time then has no Python frames)."""
         self.stacks: list[tuple[str, ...]] = []
         """Distinct Python stacks seen; :meth:`match` returns indices into it."""
         self.samples = 0
@@ -97,7 +99,7 @@ class PyStackSampler:
         frames outermost first (empty: the thread had no Python frames)."""
         with self._lock:
             self.samples += 1
-            if not frames:
+            if not frames or not (running or self.idle):
                 return
             self.python_samples += 1
             idx = self._index.setdefault(frames, len(self._index))
@@ -155,12 +157,13 @@ class PyStackSampler:
         return {
             "py_sampler": self.name,
             "py_rate_hz": self.rate_hz,
+            "py_idle": self.idle,
             "py_samples": self.samples,
             "py_framed_share": round(share, 4),
         }
 
 
-def sampler(pid: int, rate_hz: float = DEFAULT_RATE_HZ) -> PyStackSampler:
+def sampler(pid: int, rate_hz: float = DEFAULT_RATE_HZ, idle: bool = True) -> PyStackSampler:
     """The best sampler found here for ``pid``'s tree: Austin, else ``py-spy dump``, else
     one that samples nothing and says why (:attr:`PyStackSampler.last_error`)."""
     from gtop.collectors.threads.austin import AustinSampler
@@ -168,12 +171,12 @@ def sampler(pid: int, rate_hz: float = DEFAULT_RATE_HZ) -> PyStackSampler:
 
     found = available()
     if found is None:
-        none = PyStackSampler(pid, rate_hz)
+        none = PyStackSampler(pid, rate_hz, idle)
         none.error(f"{MISSING}: no Python frames")
         return none
     name, path = found
     cls = AustinSampler if name == "austin" else PySpyDumpSampler
-    return cls(pid, rate_hz, path)
+    return cls(pid, rate_hz, path, idle)
 
 
 def _nearest(

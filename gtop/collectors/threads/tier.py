@@ -36,6 +36,7 @@ class ThreadCollector:
         period_s: float = 0.1,
         python_stacks: bool = True,
         py_rate_hz: float = pystacks.DEFAULT_RATE_HZ,
+        py_idle: bool = True,
         stacks: StackTable | None = None,
     ) -> None:
         self.hub = hub
@@ -45,7 +46,7 @@ class ThreadCollector:
         self.status = ThreadStatus(self.tier)
         self.threads: dict[int, int] = {}
         """``{tid: pid}`` of the live threads seen at the last refresh."""
-        self.py = pystacks.sampler(pid, py_rate_hz) if python_stacks else None
+        self.py = pystacks.sampler(pid, py_rate_hz, py_idle) if python_stacks else None
         self._loop = Periodic(self.tier, period_s, self._step, self.status, final_step=True)
         self._tree_at = 0.0
         self._base: list[tuple[tuple[str, ...], tuple[str, ...]]] = []

@@ -190,10 +190,18 @@ class HostThreads:
 
     name = "threads"
 
-    def __init__(self, hub: Hub, pid: int, tier: str = "auto") -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        pid: int,
+        tier: str = "auto",
+        py_rate_hz: float = pystacks.DEFAULT_RATE_HZ,
+        py_idle: bool = True,
+    ) -> None:
         self.hub = hub
         self.pid = pid
         self.tier = tier
+        self.py = {"py_rate_hz": py_rate_hz, "py_idle": py_idle}
         self.active: ThreadCollector | None = None
         self.error: str | None = None
 
@@ -201,17 +209,22 @@ class HostThreads:
     def for_session(cls, setup: SessionSetup) -> HostThreads | None:
         if setup.pid is None or setup.host_tier == "off":
             return None
-        return cls(setup.hub, setup.pid, setup.host_tier)
+        return cls(setup.hub, setup.pid, setup.host_tier, setup.py_rate_hz, setup.py_idle)
 
     def start(self) -> None:
         try:
-            self.active = open_thread_collector(self.hub, self.pid, tier=self.tier)
+            self.active = open_thread_collector(self.hub, self.pid, tier=self.tier, **self.py)
         except (RuntimeError, ValueError, OSError) as exc:
             self.error = f"host threads not traced: {exc}"
 
     def stop(self) -> None:
         if self.active is not None:
             self.active.stop()
+
+    def python_sampler(self) -> dict[str, object] | None:
+        """The Python sampler's summary (:meth:`PyStackSampler.summary`), None without one."""
+        py = self.active.py if self.active is not None else None
+        return py.summary() if py is not None else None
 
     def statuses(self) -> list[Status]:
         if self.active is None:
