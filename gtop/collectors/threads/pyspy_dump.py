@@ -113,8 +113,10 @@ class PySpyDumpSampler(PyStackSampler):
         # through), so the read happened somewhere in [lo, t1]
         lo = t0 + (t1 - t0) * 6 // 10
         for th in threads:
-            running = bool(th.get("active", True))
-            self.add(int(th["os_thread_id"]), running, lo, t1, _frames(th))
+            tid = th.get("os_thread_id")
+            if not isinstance(tid, int):  # py-spy could not map it to an OS thread (seen
+                continue  # on pyenv's 3.10.13): nothing to join it to
+            self.add(tid, bool(th.get("active", True)), lo, t1, _frames(th))
 
     def pending_ns(self) -> int:
         return int(2.5e9 / self.rate_hz) if self._thread is not None else 0
