@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from agent_helpers import script, start_target
+from agent_helpers import TARGETS, script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.agent.runtime import STALE_S
@@ -212,7 +212,7 @@ def test_torch_profiler_running_in_target_is_reported(processes, fake_libs, link
         [
             *script("fake_gpu.py")[:1],
             "-c",
-            f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import torch; "
+            f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(TARGETS)!r}]; import torch; "
             f"sys.argv = [{script('fake_gpu.py')[1]!r}]; "
             f"exec(open({script('fake_gpu.py')[1]!r}).read())",
         ],
