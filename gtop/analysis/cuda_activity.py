@@ -124,6 +124,11 @@ class KernelStats:
             agg.set_geometry(tuple(int(row[f]) for f in GEOMETRY), bool(varies[i]))
             agg.streams.update(streams[i])
 
+    def merge(self, other: KernelStats) -> None:
+        """Add ``other``'s batches as if added here after this one's (in their order)."""
+        for name_id, agg in other._by_id.items():
+            self._by_id.setdefault(name_id, _Agg()).merge(agg)
+
     def rows(self, names: Mapping[int, str]) -> list[KernelRow]:
         """One row per kernel name (ids of one name in several processes merged), by
         total time, largest first."""

@@ -104,35 +104,52 @@ _OP_SOURCES = (
 class OpsBuilder:
     """One ops table: the kernels (added batch by batch, e.g. as a recording's chunks
     are decoded), then the memcpy and memset batches, filled in place (a table per kind
-    joined afterwards would be a second copy of every op)."""
+    joined afterwards would be a second copy of every op). ``capacity``: rows of all
+    kinds (untouched rows cost no memory)."""
 
-    def __init__(self, max_kernels: int, batches: dict[str, np.ndarray]) -> None:
-        self.others = [
-            (batches[name], kind) for name, kind in _OP_SOURCES[1:] if len(batches.get(name, ()))
-        ]
-        self.out = np.zeros(max_kernels + sum(len(src) for src, _ in self.others), OP)
+    def __init__(self, capacity: int) -> None:
+        self.out = np.zeros(capacity, OP)
         self.filled = 0
 
     def add_kernels(self, kernels: np.ndarray) -> None:
         _fill_ops(self.out[self.filled : self.filled + len(kernels)], kernels, OP_KERNEL)
         self.filled += len(kernels)
 
-    def finish(self) -> np.ndarray:
-        """The table (its kernels in the order added)."""
+    def keep_kernels(self, t0: int, t1: int) -> None:
+        """Keep the kernels added that meet ``[t0, t1)`` (start before ``t1``, end after
+        ``t0``: a clipped recording's rows), in order, in place."""
+        raw = self.out.view(np.dtype((np.void, OP.itemsize)))
+        kept = 0
+        for a in range(0, self.filled, PROJECT_ROWS):
+            block = self.out[a : min(a + PROJECT_ROWS, self.filled)]
+            keep = (block["t"] < t1) & (block["end"] > t0)
+            if kept == a and bool(keep.all()):  # nothing dropped yet: the rows stay
+                kept += len(block)
+                continue
+            rows = raw[a : a + len(block)][keep]
+            raw[kept : kept + len(rows)] = rows
+            kept += len(rows)
+        self.filled = kept
+
+    def finish(self, batches: dict[str, np.ndarray]) -> np.ndarray:
+        """The table: the kernels in the order added, then ``batches``' copies and
+        memsets."""
         start = self.filled
-        for src, kind in self.others:
-            _fill_ops(self.out[start : start + len(src)], src, kind)
-            start += len(src)
+        for name, kind in _OP_SOURCES[1:]:
+            src = batches.get(name)
+            if src is not None and len(src):
+                _fill_ops(self.out[start : start + len(src)], src, kind)
+                start += len(src)
         return self.out[:start]
 
 
 def _ops(batches: dict[str, np.ndarray]) -> np.ndarray:
     """One ops table from the kernel, memcpy and memset batches, in that order."""
+    builder = OpsBuilder(sum(len(batches.get(name, ())) for name, _ in _OP_SOURCES))
     kernels = batches.get(layouts.KERNEL.name)
-    builder = OpsBuilder(len(kernels) if kernels is not None else 0, batches)
     if kernels is not None and len(kernels):
         builder.add_kernels(kernels)
-    return builder.finish()
+    return builder.finish(batches)
 
 
 def _fill_ops(out: np.ndarray, src: np.ndarray, kind: int) -> None:

@@ -178,9 +178,17 @@ def steady(rec: Recording, within: Window) -> Window:
         for rows in clipped.iter_chunks(stream, reuse=True):
             busy += busy_ns(rows["t_ns"], rows["end_ns"], edges)
             seen = True
-    if not seen:  # no CUPTI records: the NVML span is all there is
+    return steady_from(rec, within, edges, busy if seen else None)
+
+
+def steady_from(
+    rec: Recording, within: Window, edges: np.ndarray, busy: np.ndarray | None
+) -> Window:
+    """:func:`steady` from the GPU-busy ns per bin between ``edges`` (None: no CUPTI
+    records, so the NVML span is all there is), for a reader that summed them itself."""
+    if busy is None:
         return within
-    span = steady_span(edges, busy, _traced_ns(clipped, edges))
+    span = steady_span(edges, busy, _traced_ns(ClippedRecording(rec, within), edges))
     return within if span is None else Window(*span, "steady")
 
 
@@ -204,7 +212,53 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
         ValueError: a bound is none of those, or the window is empty.
     """
     act = active(rec)
-    stable = steady(rec, act) if act.kind == "active" else act
+    return resolve(rec, act, steady(rec, act) if act.kind == "active" else act, start, end)
+
+
+def reach(rec: Recording, act: Window, start: str | None, end: str | None) -> Window:
+    """A window holding every window :func:`resolve` can give for ``start``/``end``
+    whatever the steady state turns out to be: ``act``, widened to the bounds given in
+    seconds (what one read of the recording must cover before the steady state is known).
+
+    Raises:
+        ValueError: a bound is not seconds, ``steady`` or ``active``.
+    """
+    r0, r1 = rec.time_range()
+    given = [_seconds(r0, spec) for spec in (start, end) if spec not in (None, *NAMED)]
+    t0 = max(min([act.t0, *given]), r0)
+    return Window(t0, max(min(max([act.t1, *given]), r1 + 1), t0 + 1), act.kind)
+
+
+NAMED = ("steady", "active")
+"""Window bounds given by name (:func:`resolve`)."""
+
+
+def _seconds(r0: int, spec: str) -> int:
+    """A bound given as seconds from the recording's start ``r0``.
+
+    Raises:
+        ValueError: ``spec`` is not a finite number.
+    """
+    try:
+        seconds = float(spec)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise ValueError(f"{spec!r} is not seconds from the start, 'steady' or 'active'")
+    # past either end of any recording is as good as the end (and fits in int64)
+    return seconds_to_ns(r0, min(max(seconds, -MAX_SECONDS), MAX_SECONDS))
+
+
+def resolve(
+    rec: Recording, act: Window, stable: Window, start: str | None, end: str | None
+) -> Window:
+    """:func:`choose`, given the active window ``act`` and the steady state ``stable``
+    (for a reader that found them itself).
+
+    Raises:
+        ValueError: a bound is not seconds, ``steady`` or ``active``, or the window is
+            empty.
+    """
     if start is None and end is None:
         return stable
     r0, r1 = rec.time_range()
@@ -215,14 +269,7 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
             return (stable.t0, stable.t1)[pick]
         if spec in named:
             return (named[spec].t0, named[spec].t1)[pick]
-        try:
-            seconds = float(spec)
-        except ValueError:
-            seconds = math.nan
-        if not math.isfinite(seconds):
-            raise ValueError(f"{spec!r} is not seconds from the start, 'steady' or 'active'")
-        # past either end of any recording is as good as the end (and fits in int64)
-        return seconds_to_ns(r0, min(max(seconds, -MAX_SECONDS), MAX_SECONDS))
+        return _seconds(r0, spec)
 
     t0, t1 = max(bound(start, 0), r0), min(bound(end, 1), r1 + 1)
     if t1 <= t0:
@@ -232,7 +279,7 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
     # without GPU work
     same = [
         name
-        for name in (start, end, "steady", "active")
+        for name in (start, end, *NAMED)
         if name in named and (named[name].t0, named[name].t1) == (t0, t1)
     ]
     return Window(t0, t1, named[same[0]].kind if same else "given")

@@ -195,37 +195,58 @@ class Recording:
             parts.append(take_rows(records, keep))
         if not parts:
             return np.empty(0, dtype=dtype)
-        return _by_time(concat_rows(parts), len(parts))
+        return by_time(concat_rows(parts), len(parts))
 
     def _read_all(self, stream: str, dtype: np.dtype) -> np.ndarray:
         """Every intact record of ``stream``, by time: each chunk is decoded straight
-        into its place in the result (not cached: a whole stream would only flush the
-        cache, and the fresh memory of a second copy is what a big read costs most)."""
+        into its place in the result, or copied there from the cache (not cached: a whole
+        stream would only flush the cache, and the fresh memory of a second copy is what
+        a big read costs most)."""
         chunks = self._index.get(stream, [])
         out = np.empty(sum(info.n for info in chunks), dtype)
         filled = parts = 0
         for info in chunks:
-            if self._decode(info, out[filled : filled + info.n]) is not None:
+            cached = self._cache.get(info.id)
+            if cached is not None:  # placed already: its rows, and no more
+                out[filled : filled + len(cached)] = cached
+                filled += len(cached)
+                parts += 1
+            elif self._decode(info, out[filled : filled + info.n]) is not None:
                 filled += info.n
                 parts += 1
-        return _by_time(_placed(stream, out if filled == len(out) else out[:filled].copy()), parts)
+        return by_time(_placed(stream, out if filled == len(out) else out[:filled].copy()), parts)
 
     def iter_chunks(self, stream: str, reuse: bool = False) -> Iterator[np.ndarray]:
         """Each intact chunk of ``stream`` in time order (bounded memory for big streams).
 
-        ``reuse``: decode every chunk into one buffer, bypassing the cache (for one pass
-        over a whole stream); each array yielded is valid only until the next.
+        ``reuse``: decode every chunk not in the cache into one buffer, not caching it
+        (for one pass over a whole stream); each array yielded is valid only until the
+        next, and not to be written.
         """
-        chunks = self._index.get(stream, [])
+        for _, rows in self.chunk_rows(stream, reuse):
+            yield rows
+
+    def chunk_rows(
+        self, stream: str, reuse: bool = False, t1: int | None = None
+    ) -> Iterator[tuple[ChunkInfo, np.ndarray]]:
+        """:meth:`iter_chunks` with each chunk's index row; ``t1``: only the chunks that
+        start before it."""
+        chunks = [c for c in self._index.get(stream, []) if t1 is None or c.t_first < t1]
         if not chunks:
             return
         buffer = np.empty(max(info.n for info in chunks) if reuse else 0, self.streams[stream])
         for info in chunks:
-            rows = self._decode(info, buffer[: info.n]) if reuse else self._chunk(info)
-            if rows is not None and reuse:
-                rows = _placed(stream, rows)
+            if reuse and info.id not in self._cache:
+                rows = self._decode(info, buffer[: info.n])
+                rows = None if rows is None else _placed(stream, rows)
+            else:
+                rows = self._chunk(info)
             if rows is not None and len(rows):
-                yield rows
+                yield info, rows
+
+    def read_chunk(self, info: ChunkInfo) -> np.ndarray | None:
+        """One chunk's records (read-only, cached), or None when it is damaged."""
+        return self._chunk(info)
 
     def _chunk(self, info: ChunkInfo) -> np.ndarray | None:
         cached = self._cache.get(info.id)
@@ -327,7 +348,7 @@ def _placed(stream: str, records: np.ndarray) -> np.ndarray:
     return records[~unknown] if unknown.any() else records
 
 
-def _by_time(records: np.ndarray, parts: int) -> np.ndarray:
+def by_time(records: np.ndarray, parts: int) -> np.ndarray:
     """Records joined from ``parts`` chunks, stably sorted by ``t_ns`` when two or more
     chunks were joined out of order (one chunk is kept in its recorded order)."""
     times = records["t_ns"]

@@ -1,13 +1,14 @@
-"""Read what the report needs from a recording, the kernel table digested chunk by chunk."""
+"""Read what the report needs from a recording: the window chosen and each stream read
+once (the GPU work in one pass, :mod:`gtop.recordings.gpu_pass`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from gtop.analysis.cuda_activity import KernelStats
-from gtop.analysis.records import OpsBuilder
+from gtop.analysis.active_window import Window
 from gtop.analysis.report import (
     REPORT_STREAMS,
     KernelDigest,
@@ -15,12 +16,49 @@ from gtop.analysis.report import (
     phases_section,
     window_section,
 )
-from gtop.recordings.clipped import ClippedRecording, active, choose
+from gtop.recordings.clipped import OP_STREAMS, ClippedRecording, active, reach, resolve
+from gtop.recordings.gpu_pass import GpuPass
 from gtop.recordings.reader import Recording
 
 WHOLE_RECORDING = ("gpu", "proc_gpu", "proc_host")
 """NVML and process samples: the report's ``devices`` and ``processes`` summarise the
 whole recording; the rest covers the window."""
+STARTUP_STREAMS = ("thread_state", "cpu_sample")
+"""What the ``startup`` phase is described by (read as far as the first GPU work)."""
+
+
+@dataclass
+class ReportInputs:
+    """Everything a report is made from, each stream read once (:func:`read_inputs`):
+    extend a report by reading these, not the recording again."""
+
+    active: Window
+    """The target's active window (:func:`~gtop.recordings.clipped.active`)."""
+    window: Window
+    """The window the report covers (:func:`~gtop.recordings.clipped.resolve`)."""
+    data: dict[str, np.ndarray]
+    """Every stream :func:`~gtop.analysis.report.build_report` reads, over ``window``
+    (NVML and process samples: the whole recording); the kernels as ``kernels`` unless
+    out of time order."""
+    kernels: KernelDigest | None
+    startup: dict[str, np.ndarray]
+    """Thread states and CPU samples before the first GPU work (the ``startup`` phase)."""
+
+
+def read_inputs(rec: Recording, start: str | None = None, end: str | None = None) -> ReportInputs:
+    """The window chosen once and every stream read once for it (the GPU work in one
+    pass, :class:`~gtop.recordings.gpu_pass.GpuPass`).
+
+    Raises:
+        ValueError: ``start``/``end`` are not a window of this recording.
+    """
+    act = active(rec)
+    gpu = GpuPass(rec, act, reach(rec, act, start, end))
+    window = resolve(rec, act, gpu.steady(), start, end)
+    data, kernels = gpu.report_data(window)
+    first = min(act.t0, window.t0)
+    startup = _read_streams(rec, window, data, WHOLE_RECORDING, first)
+    return ReportInputs(act, window, data, kernels, startup)
 
 
 def read_report(rec: Recording, start: str | None = None, end: str | None = None) -> dict[str, Any]:
@@ -31,49 +69,66 @@ def read_report(rec: Recording, start: str | None = None, end: str | None = None
     Raises:
         ValueError: ``start``/``end`` are not a window of this recording.
     """
-    window = choose(rec, start, end)
-    view = ClippedRecording(rec, window)
-    recorded = rec.time_range()
-    entities = rec.entities()
-    data, kernels = read_report_data(view)
-    for name in WHOLE_RECORDING:  # what the recording saw of GPUs and processes: all of it
-        if name in rec.streams:
-            data[name] = rec.read(name)
+    return report_of(rec, read_inputs(rec, start, end))
+
+
+def report_of(rec: Recording, inputs: ReportInputs) -> dict[str, Any]:
+    """:func:`read_report`'s document from its inputs."""
+    window, recorded, entities = inputs.window, rec.time_range(), rec.entities()
     report = build_report(
-        rec.meta, data, entities, rec.problems, view.time_range(), kernels, recorded
+        rec.meta,
+        inputs.data,
+        entities,
+        rec.problems,
+        (window.t0, window.t1 - 1),
+        inputs.kernels,
+        recorded,
     )
-    act = active(rec)
-    first = min(act.t0, window.t0)
-    startup = {n: rec.read(n, t1=first) for n in ("thread_state", "cpu_sample")}
-    startup = {n: rows for n, rows in startup.items() if len(rows)}
     pid = (rec.meta.get("target") or {}).get("pid")
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
     report["window"] = window_section(recorded, window)
-    report["phases"] = phases_section(recorded, act, window, startup, stacks, pid)
+    report["phases"] = phases_section(recorded, inputs.active, window, inputs.startup, stacks, pid)
     return report
+
+
+def _read_streams(
+    rec: Recording,
+    window: Window,
+    data: dict[str, np.ndarray],
+    whole: tuple[str, ...],
+    first: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Into ``data``: every other stream the report reads, over ``window`` (the whole
+    recording for those in ``whole``); returned: the startup rows (before ``first``),
+    read while the chunks just read are in the reader's cache."""
+    view = ClippedRecording(rec, window)
+    startup = {}
+    for name in REPORT_STREAMS:
+        if name not in rec.streams or name in OP_STREAMS:
+            continue
+        data[name] = rec.read(name) if name in whole else view.read(name)
+        if name in STARTUP_STREAMS and first is not None:
+            rows = rec.read(name, t1=first)
+            if len(rows):
+                startup[name] = rows
+    return startup
 
 
 def read_report_data(
     rec: Recording | ClippedRecording,
 ) -> tuple[dict[str, np.ndarray], KernelDigest | None]:
-    """The streams :func:`~gtop.analysis.report.build_report` reads; the kernel table as
-    a digest when its chunks are in time order (one pass over reused memory), else as
-    rows (the reader sorts them)."""
-    data = {n: rec.read(n) for n in REPORT_STREAMS if n in rec.streams and n != "kernel"}
-    if "kernel" not in rec.streams:
-        return data, None
-    stats = KernelStats()
-    ops = OpsBuilder(sum(info.n for info in rec.chunks("kernel")), data)
-    last = None
-    for chunk in rec.iter_chunks("kernel", reuse=True):
-        t = chunk["t_ns"]
-        if (last is not None and t[0] < last) or bool(np.any(t[1:] < t[:-1])):
-            data["kernel"] = rec.read("kernel")
-            return data, None
-        last = t[-1]
-        stats.add(chunk)
-        ops.add_kernels(chunk)
-    return data, KernelDigest(stats, ops.finish())
+    """The streams :func:`~gtop.analysis.report.build_report` reads, over the whole
+    recording or a clipped one's window; the kernel table as a digest when its chunks
+    are in time order (one pass over reused memory), else as rows (the reader sorts
+    them)."""
+    if isinstance(rec, ClippedRecording):
+        rec, window = rec.rec, rec.window
+    else:
+        r0, r1 = rec.time_range()
+        window = Window(r0, r1 + 1, "recording")
+    data, kernels = GpuPass(rec, window, window).report_data(window)
+    _read_streams(rec, window, data, ())
+    return data, kernels
 
 
 def read_pair(
