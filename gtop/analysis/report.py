@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from gtop.analysis.active_window import Window
     from gtop.analysis.cuda_activity import KernelStats
 
+REPORT_VERSION = 1
+"""The version of the report document (``schema_version``; ``docs/report.schema.json``):
+keys are only added within a version; a new required key, or a key removed, renamed or
+changed in meaning, is the next version."""
 MIB = 1 << 20
 
 ATTRIBUTION_STREAMS = (
@@ -458,6 +462,7 @@ def build_report(
         add_loader_frames(verdict, threads, (meta.get("target") or {}).get("pid"))
     return {
         "version": __version__,
+        "schema_version": REPORT_VERSION,
         "format_version": meta.get("format_version"),
         "start": start,
         "duration_s": round((r1 - r0) / 1e9, 3),
