@@ -22,7 +22,7 @@ UNITLESS = {
     # counts, ids and indices
     "n", "count", "calls", "samples", "index", "device", "pid", "tid", "thread", "parent",
     "registers",
-    "format_version", "throttle_reasons_seen",
+    "format_version", "schema_version", "throttle_reasons_seen",
     # ratios (0..1, or factors of 1)
     "gar", "share_of_window", "qif", "dif",
     # per-stream and per-cause tables: their parent key carries the unit
