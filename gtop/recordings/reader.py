@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,8 @@ class Recording:
                 f"understands ({FORMAT_VERSION}); upgrade gtop"
             )
         self.version = version
+        self.decoded: Counter[str] = Counter()
+        """Chunks decoded so far, by stream (a report decodes each chunk once)."""
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._cache_chunks = cache_chunks
         self.streams = self._read_streams()
@@ -265,6 +267,7 @@ class Recording:
 
     def _decode(self, info: ChunkInfo, out: np.ndarray | None = None) -> np.ndarray | None:
         """The chunk's records (into ``out`` when given), or None when it is damaged."""
+        self.decoded[info.stream] += 1
         try:
             row = self._db.execute("SELECT data FROM chunks WHERE id = ?", (info.id,)).fetchone()
             if row is None or type(row[0]) is not bytes:
