@@ -54,3 +54,15 @@ def test_bad_files_and_names(tmp_path: Path) -> None:
         with pytest.raises(ValueError):
             rec.window("soon")
         assert rec.window() == rec.window()
+
+
+def test_accessors_agree_with_the_report() -> None:
+    with gtop.open(REPO / "recordings" / "train_loop_cupti.gtop") as rec:
+        report = rec.report()
+        assert rec.attribution() is report["gpu"] and rec.verdict() is report["verdict"]
+        assert rec.kernels() is report["kernels"] and rec.window().kind == "steady"
+        act, window = rec.active_window(), rec.window()
+        assert act.t0 <= window.t0 < window.t1 <= act.t1
+        assert rec.dtype("kernel") == rec.stream("kernel").dtype
+        names = rec.kernel_names()
+        assert {int(i) for i in rec.stream("kernel")["name_id"]} <= set(names)

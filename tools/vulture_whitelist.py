@@ -40,3 +40,6 @@ writable
 
 # registers the kernel reads from a ptrace SETREGS (collectors/agent/safepoint.py)
 orig_rax, eflags
+
+# module attribute protocol (PEP 562): gtop/__init__.py loads the API on first use
+__getattr__, __dir__
