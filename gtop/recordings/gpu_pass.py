@@ -19,6 +19,7 @@ kept as rows instead and sorted at the end, as the reader does.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,7 +84,9 @@ class GpuPass:
         self.ops = OpsBuilder(sum(c.n for c in kernels) + others)
         self._digest()
 
-    def _chunks(self, stream: str = "kernel", reuse: bool = True):
+    def _chunks(
+        self, stream: str = "kernel", reuse: bool = True
+    ) -> Iterator[tuple[ChunkInfo, np.ndarray]]:
         """``(info, rows)`` of each chunk of ``stream`` that may hold rows in the reach,
         its busy time summed on the way (as :func:`~gtop.recordings.clipped.steady` sums
         it: a chunk at a time, over its rows in the active window)."""
