@@ -81,3 +81,24 @@ def test_austin_samples_are_placed_in_time_and_state() -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_doctor_proves_sampling_on_a_child_python() -> None:
+    from gtop.collectors.threads.pyprobe import EXPECTED, probe
+
+    works, detail = probe()
+    assert works and EXPECTED in detail, detail
+
+
+def test_doctor_says_what_failed_when_the_sampler_cannot_read(monkeypatch, tmp_path) -> None:
+    """An ``austin`` that runs but reads nothing (here: one that complains and exits):
+    the check fails and says Austin's own words, not ``ok`` because a binary exists."""
+    from gtop.collectors.threads.pyprobe import probe
+
+    fake = tmp_path / "austin"
+    fake.write_text("#!/bin/sh\necho 'Cannot attach to process: permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(pystacks, "available", lambda: ("austin", str(fake)))
+    works, detail = probe(timeout_s=3.0)
+    assert not works
+    assert "permission denied" in detail and "austin" in detail, detail
