@@ -105,10 +105,11 @@ def test_gpu_flamegraph_charges_gtop_as_the_breakdown_does() -> None:
     """The exported GPU-centric flamegraph of a default-mode recording: its GTOP stacks
     add up to the report's GTOP, taken from H:CTRL's stacks, the total unchanged."""
     from gtop.recordings.exporters.profiles import gpu_profiles
+    from gtop.recordings.exporters.window import report_window
 
     report, _ = _report("default-mode/constructed-tiny.gtop")
     with Recording(RECORDINGS / "default-mode/constructed-tiny.gtop") as rec:
-        (profile,) = list(gpu_profiles(rec))
+        (profile,) = list(gpu_profiles(report_window(rec)[0]))
     by_cause: dict[str, int] = {}
     for path, ns in profile.stacks.items():
         if path[0] == "OFF_GPU":
