@@ -23,12 +23,23 @@ from gtop.core.hub import Entity
 from gtop.core.rows import concat_rows, take_rows
 from gtop.recordings import codec, entity_chunks, validate
 from gtop.recordings.schema import FORMAT_NAME, FORMAT_VERSION
+from gtop.recordings.snapshot import open_readonly
 from gtop.recordings.validate import ChunkInfo, Damaged
 
 MAX_ID_PROBE_GAP = 4096
 """When the chunk index is damaged, stop probing chunk ids after this many misses."""
 MAX_PROBLEMS = 100
 """Problems listed one by one; past this many only the count grows."""
+MAX_META_ROWS = 10_000
+MAX_CHUNKS = 4_000_000
+"""Chunk index rows read (a day of recording has ~3.5M); more is no recording's index."""
+TABLES = {
+    "meta": ("key", "value"),
+    "streams": ("name", "dtype"),
+    "chunks": ("id", "stream", "t_first", "t_last", "n", "crc", "data"),
+    "entities": ("id", "kind", "key", "t_ns", "value"),
+}
+"""The tables read, and the columns read from each."""
 
 
 class RecordingError(Exception):
@@ -53,14 +64,19 @@ class Recording:
         self.problems: list[str] = []
         self.unlisted_problems = 0
         try:
-            self._db = sqlite3.connect(
-                f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
-            )
+            self._db = open_readonly(self.path)
+        except OSError as exc:
+            raise RecordingError(f"{self.path}: cannot read it ({exc.strerror or exc})") from None
+        except sqlite3.DatabaseError as exc:
+            raise RecordingError(f"{self.path}: not a readable gtop recording ({exc})") from exc
+        try:
             # Lets SQLite open a truncated file (it would refuse when the header's page
             # count exceeds the file size); every chunk is still checked by its CRC.
             self._db.execute("PRAGMA writable_schema=ON")
-            rows = self._db.execute("SELECT key, value FROM meta").fetchall()
+            self._check_tables()
+            rows = self._db.execute(f"SELECT key, value FROM meta LIMIT {MAX_META_ROWS}").fetchall()
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise RecordingError(f"{self.path}: not a readable gtop recording ({exc})") from exc
         self.meta: dict[str, Any] = {}
         for key, value in rows:
@@ -111,6 +127,29 @@ class Recording:
 
     # --- structure ----------------------------------------------------------------------
 
+    def _check_tables(self) -> None:
+        """Each table read is a plain table with the columns read from it: a view (a
+        recursive one never ends) or a virtual table runs code of the file's choosing.
+
+        Raises:
+            RecordingError: one is not.
+        """
+        found = dict(
+            self._db.execute(
+                "SELECT name, sql FROM sqlite_master WHERE name IN (?, ?, ?, ?)", tuple(TABLES)
+            ).fetchall()
+        )
+        for name, columns in TABLES.items():
+            sql = found.get(name)
+            if not isinstance(sql, str) or not sql.upper().startswith("CREATE TABLE"):
+                raise RecordingError(f"{self.path}: not a gtop recording ({name} is not a table)")
+            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({name})")}
+            missing = [c for c in columns if c not in have]
+            if missing:
+                raise RecordingError(
+                    f"{self.path}: not a gtop recording ({name} has no column {missing[0]})"
+                )
+
     def _read_streams(self) -> dict[str, np.dtype]:
         out = {}
         try:
@@ -128,7 +167,10 @@ class Recording:
     def _read_index(self) -> list[ChunkInfo]:
         sql = "SELECT id, stream, t_first, t_last, n, crc FROM chunks"
         try:
-            rows = self._db.execute(sql).fetchall()
+            rows = self._db.execute(f"{sql} LIMIT {MAX_CHUNKS + 1}").fetchall()
+            if len(rows) > MAX_CHUNKS:
+                self._problem(f"chunk index holds over {MAX_CHUNKS:,} rows; the rest left out")
+                del rows[MAX_CHUNKS:]
         except sqlite3.DatabaseError as exc:
             self._problem(f"chunk index damaged ({exc}); probing chunks one by one")
             rows = self._probe_index(sql)

@@ -150,3 +150,37 @@ def test_null_and_wrong_types_in_the_index_lose_one_chunk(copy: Path, column: st
     with Recording(copy) as rec:
         assert len(rec.read("thread_state")) == counts["thread_state"] - n
         assert any(f"chunk {chunk_id} left out" in p for p in rec.problems)
+
+
+def test_a_view_in_place_of_the_index_is_refused(copy: Path) -> None:
+    """A recursive view named ``chunks`` made every command hang at 1.5 GB (issue 28)."""
+    with sqlite3.connect(copy) as db:
+        db.execute("ALTER TABLE chunks RENAME TO chunks_data")
+        db.execute(
+            "CREATE VIEW chunks AS WITH RECURSIVE r(id) AS (SELECT 1 UNION ALL SELECT id + 1 "
+            "FROM r) SELECT id, 'kernel' AS stream, 0 AS t_first, 0 AS t_last, 1 AS n, "
+            "0 AS crc, x'00' AS data FROM r"
+        )
+    db.close()
+    for argv in (["report", str(copy)], ["replay", str(copy), "--once"]):
+        outcome = run_gtop(argv, timeout_s=30)
+        assert outcome.clean and outcome.status != 0 and outcome.wall_s < 30, outcome.output
+        assert "chunks is not a table" in outcome.output
+
+
+def test_a_huge_thread_id_sizes_nothing(copy: Path) -> None:
+    """``thread_state.tid = 2**31-1`` in every chunk, checksums valid: report allocated
+    16 GiB (a bincount over the raw tid)."""
+    with sqlite3.connect(copy) as db:
+        (layout,) = db.execute("SELECT dtype FROM streams WHERE name = 'thread_state'").fetchone()
+        dtype = dtype_from_json(layout)
+        for chunk_id, n, crc, blob in db.execute(
+            "SELECT id, n, crc, data FROM chunks WHERE stream = 'thread_state'"
+        ).fetchall():
+            rows = codec.decode(blob, dtype, n, crc)
+            rows["tid"][0] = 2**31 - 1
+            blob, crc = codec.encode(rows)
+            db.execute("UPDATE chunks SET data = ?, crc = ? WHERE id = ?", (blob, crc, chunk_id))
+    db.close()
+    outcome = run_gtop(["report", str(copy)], limit_bytes=1 << 30)
+    assert outcome.status == 0, outcome.output
