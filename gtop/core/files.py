@@ -52,6 +52,21 @@ def create_new(path: str | os.PathLike[str], mode: int = 0o600) -> int:
     return fd
 
 
+def umask() -> int:
+    """The process's umask, read without changing it (``/proc/self/status``; changing it
+    to read it would race with other threads creating files)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)  # no /proc: the classic way
+    os.umask(old)
+    return old
+
+
 def create_unique(
     folder: str | os.PathLike[str], prefix: str, suffix: str = "", mode: int = 0o600
 ) -> tuple[Path, int]:

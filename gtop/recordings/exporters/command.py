@@ -10,7 +10,6 @@ stderr starting with ``gtop:``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from gtop.recordings.clipped import ClippedRecording, choose
 from gtop.recordings.exporters import FORMATS, infer_format
 from gtop.recordings.exporters.output import STDOUT, ExportError, Output
 from gtop.recordings.reader import Recording, RecordingError
+from gtop.recordings.snapshot import SIDE_SUFFIXES
 
 CACHE_CHUNKS = 4
 """Decoded chunks the reader keeps: exporters read each window once, in time order."""
@@ -39,15 +39,9 @@ def _estimate(rec: Recording, module: object) -> tuple[int, int]:
     return sum(rows.values()), int(sum(rows.values()) * per_row)
 
 
-def _same_file(recording: Path, out: Path) -> bool:
-    """Whether writing ``out`` would replace the recording (or its WAL) being read."""
-    for side in (recording, Path(f"{recording}-wal")):
-        try:
-            if os.path.samefile(side, out) or side.resolve() == out.resolve():
-                return True
-        except OSError:
-            continue
-    return False
+def _recording_files(recording: Path) -> tuple[Path, ...]:
+    """The recording and every side file SQLite keeps beside it: no export writes one."""
+    return (recording, *(Path(f"{recording}{suffix}") for suffix in SIDE_SUFFIXES))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,12 +51,6 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"gtop: export: cannot tell the format from the name {str(args.output)!r}; "
             f"add --format ({', '.join(FORMATS)})",
-            file=sys.stderr,
-        )
-        return 2
-    if _same_file(args.file, args.output):
-        print(
-            f"gtop: export: {args.output} is the recording itself; choose another OUT",
             file=sys.stderr,
         )
         return 2
@@ -88,7 +76,13 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         try:
-            with Output(args.output, gzip=compress, total=rows, fmt=fmt) as out:
+            with Output(
+                args.output,
+                gzip=compress,
+                total=rows,
+                fmt=fmt,
+                protect=_recording_files(args.file),
+            ) as out:
                 summary = module.export(rec, out)
         except ExportError as exc:
             print(f"gtop: export: {exc}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """Where an export goes: files made safely, standard output, gzip, and progress.
 
 A file is written as :func:`gtop.core.files.replace_output` writes: a new file (mode
-0644) beside the path, renamed over it when the export succeeds and removed when it
+0644 less the umask) beside the path, renamed over it when the export succeeds and removed when it
 fails; a symlink or anything but a regular file at the path is refused. ``-`` is
 standard output. A format that writes several files would name them after the output
 (:meth:`Output.named`: ``x.folded`` → ``x.on-cpu.folded``); none does now.
@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import os
 import sys
 from pathlib import Path
 from typing import IO, Any
 
-from gtop.core.files import replace_output
+from gtop.core.files import replace_output, umask
 from gtop.core.safe_text import terminal_text
 
 STDOUT = Path("-")
@@ -31,8 +32,19 @@ class Output:
     """An export's destination. ``gzip``: compress every stream (``--gzip``); ``fmt``:
     the format written, for messages."""
 
-    def __init__(self, path: Path, *, gzip: bool = False, total: int = 0, fmt: str = "") -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        gzip: bool = False,
+        total: int = 0,
+        fmt: str = "",
+        protect: tuple[Path, ...] = (),
+    ) -> None:
         self.path, self.gzip, self.fmt = path, gzip, fmt
+        self.protect = protect
+        """Paths no file of the export may be written to: the recording, then its side
+        files."""
         self.made: list[Path] = []
         self._files = contextlib.ExitStack()
         self._open_streams: list[IO[Any]] = []
@@ -68,7 +80,8 @@ class Output:
         if path == STDOUT:
             raw: IO[bytes] = _Unclosed(sys.stdout.buffer)
         else:
-            raw = self._files.enter_context(replace_output(path, FILE_MODE))
+            self._check_name(path)
+            raw = self._files.enter_context(replace_output(path, FILE_MODE & ~umask()))
             self.made.append(path)
         if zipped:
             raw = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)  # type: ignore[assignment]
@@ -77,8 +90,20 @@ class Output:
         self._open_streams.append(stream)
         return stream
 
+    def _check_name(self, path: Path) -> None:
+        """Refuse to write ``path`` if it is one of :attr:`protect`, by name or by file.
+
+        Raises:
+            ExportError: it is.
+        """
+        for kept in self.protect:
+            if path.resolve() == kept.resolve() or _same_file(path, kept):
+                what = " itself" if kept == self.protect[0] else f"'s side file {kept.name}"
+                raise ExportError(f"{path} is the recording{what}; choose another OUT")
+
     def directory(self) -> Path:
-        """The output as a directory (made if missing; a symlink is refused).
+        """The output as a directory (made if missing, in a folder that exists; a symlink
+        is refused).
 
         Raises:
             ExportError: the output is stdout.
@@ -87,7 +112,8 @@ class Output:
             raise ExportError(f"{self.fmt} writes a directory of files; give a directory, not -")
         if self.path.is_symlink():
             raise OSError(f"{self.path} is a symlink")
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._check_name(self.path)
+        self.path.mkdir(mode=0o777 & ~umask(), exist_ok=True)  # no missing parents made
         return self.path
 
     def advance(self, rows: int) -> None:
@@ -114,6 +140,13 @@ class Output:
             self._open_streams.clear()
             done = self._files.__exit__(*exc)
         return bool(done)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 class _TerminalText(io.TextIOWrapper):
