@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sys
 import threading
 import time
@@ -51,6 +52,32 @@ def print_once(source: Any, seconds: float, as_json: bool, gpus: frozenset[int] 
     return 0
 
 
+def _http_server(registry: Any, port: int, bind: str) -> Any:
+    """An HTTP server answering every path with ``registry``'s metrics, one thread per
+    request (prometheus-client's WSGI app; its ``start_http_server`` returns the server
+    only from 0.20, and the floor is 0.17).
+
+    Raises:
+        OSError: ``bind:port`` cannot be resolved or bound.
+    """
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    from prometheus_client import make_wsgi_app
+
+    family = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM)[0][0]
+
+    class Server(ThreadingMixIn, WSGIServer):
+        address_family = family
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *_args: Any) -> None:
+            """No line per scrape on stderr."""
+
+    return make_server(bind, port, make_wsgi_app(registry), Server, Quiet)
+
+
 def serve(source: Any, port: int, bind: str) -> int:
     """Poll ``source`` into a model until SIGINT/SIGTERM, serving OpenMetrics on
     ``bind:port`` (``/metrics``); a replay that reaches its end holds its last values.
@@ -58,7 +85,6 @@ def serve(source: Any, port: int, bind: str) -> int:
     Raises:
         OSError: the port cannot be bound.
     """
-    from prometheus_client import start_http_server
     from prometheus_client.registry import CollectorRegistry
 
     from gtop.views.openmetrics import ModelMetrics
@@ -69,13 +95,15 @@ def serve(source: Any, port: int, bind: str) -> int:
     source.start()
     model.apply(source.poll(), source.now_ns())  # a replay's history is there at once
     try:
-        server, thread = start_http_server(port, addr=bind, registry=registry)
+        server = _http_server(registry, port, bind)
     except OSError:
         source.stop()
         raise
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    thread = threading.Thread(target=server.serve_forever, name="gtop-serve", daemon=True)
+    thread.start()
     host, bound = server.server_address[:2]
     print(f"gtop: serving OpenMetrics at http://{host}:{bound}/metrics", file=sys.stderr)
     try:

@@ -14,11 +14,15 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 
-def scrape(path: Path, at_s: float) -> dict[str, Any]:
+def scrape(
+    path: Path, at_s: float, gtop: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The metric families of ``path`` replayed to ``at_s`` seconds, by name; the server
-    must exit cleanly on SIGTERM."""
-    cmd = [sys.executable, "-m", "gtop", "serve", "--port", "0", "--replay", str(path)]
-    server = subprocess.Popen([*cmd, "--at", str(at_s)], stderr=subprocess.PIPE, text=True)
+    must exit cleanly on SIGTERM. ``gtop``: the command to run (default this tree's), in
+    ``env`` (default this one)."""
+    gtop = gtop or (sys.executable, "-m", "gtop")
+    cmd = [*gtop, "serve", "--port", "0", "--replay", str(path)]
+    server = subprocess.Popen([*cmd, "--at", str(at_s)], stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert server.stderr is not None
         line = server.stderr.readline()  # the readiness signal: the address it serves

@@ -1,7 +1,9 @@
 """The wheel as a user gets it: built with ``pip wheel .``, installed into a plain venv (no
 system site-packages, no PYTHONPATH, another directory), and ``gtop demo`` run from there;
 once with the newest dependencies the declared ranges allow, once with exactly the
-declared minimums (the floors in pyproject.toml are tested, not guessed).
+declared minimums (the floors in pyproject.toml are tested, not guessed). Each runs the
+UI's first frames under the pilot, ``report``, an ``export``, ``serve`` (scraped) and
+``demo --once``.
 
 Dependencies install with ``--no-index`` from a wheelhouse kept between runs
 (``~/.cache/gtop-test-wheels``), downloaded into it when it lacks some. With the newest
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import subprocess
@@ -24,7 +27,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.serve_metrics import scrape
+
 REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "recordings" / "idle_busy_idle.gtop"
 WHEELHOUSE = Path.home() / ".cache" / "gtop-test-wheels"
 SHIPPED = [
     "gtop/demo/loader-1-worker.gtop",
@@ -60,11 +66,21 @@ asyncio.run(main())
 the demo opens on (their CSS is parsed as they mount)."""
 
 
-def run(*cmd: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
+def plain_env() -> dict[str, str]:
+    """This environment without what would import another gtop than the venv's."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def run(*cmd: str | Path, cwd: Path | None = None, timeout: float = 300) -> str:
     out = subprocess.run(
-        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env=plain_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert out.returncode == 0, f"{cmd}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
     return out.stdout
@@ -123,7 +139,19 @@ def install_and_run_demo(wheel: Path, reqs: list[str], venv: Path) -> str:
         run(*install)
     ui = run(venv / "bin" / "python", "-c", UI_SMOKE, cwd=venv)
     assert ui.strip().endswith("ProcessScreen"), ui
+    run_the_commands(venv)
     return run(venv / "bin" / "gtop", "demo", "--once", cwd=venv)
+
+
+def run_the_commands(venv: Path) -> None:
+    """``report``, an ``export`` and ``serve`` (scraped) from the venv's gtop."""
+    gtop = venv / "bin" / "gtop"
+    assert "Window:" in run(gtop, "report", DEMO, cwd=venv)
+    out = venv / "out.json"
+    run(gtop, "export", DEMO, "--format", "chrome", "-o", out, cwd=venv)
+    assert json.loads(out.read_text())["traceEvents"]
+    families = scrape(DEMO, 10.0, (str(gtop),), plain_env())
+    assert "DCGM_FI_DEV_GPU_UTIL" in families, sorted(families)
 
 
 def test_wheel_holds_what_gtop_needs_and_says_its_platform(wheel: Path) -> None:

@@ -64,7 +64,7 @@ def read_only_mount(unclosed: Path, tmp_path: Path) -> Iterator[Path]:
     try:
         yield view
     finally:
-        subprocess.run(["umount", str(view)], check=True)
+        subprocess.run(["umount", "--lazy", str(view)], check=True)  # even if a file is open
 
 
 def test_an_unclosed_recording_reads_from_a_read_only_mount(
