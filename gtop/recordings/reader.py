@@ -38,8 +38,11 @@ TABLES = {
     "streams": ("name", "dtype"),
     "chunks": ("id", "stream", "t_first", "t_last", "n", "crc", "data"),
     "entities": ("id", "kind", "key", "t_ns", "value"),
+    "entity_chunks": ("id", "base", "n", "crc", "data"),
 }
 """The tables read, and the columns read from each."""
+ENTITY_TABLES = ("entities", "entity_chunks")
+"""Format 1's and format 2's entities: the one a recording has (none: no entities)."""
 
 
 class RecordingError(Exception):
@@ -134,12 +137,15 @@ class Recording:
         Raises:
             RecordingError: one is not.
         """
+        marks = ", ".join("?" * len(TABLES))
         found = dict(
             self._db.execute(
-                "SELECT name, sql FROM sqlite_master WHERE name IN (?, ?, ?, ?)", tuple(TABLES)
+                f"SELECT name, sql FROM sqlite_master WHERE name IN ({marks})", tuple(TABLES)
             ).fetchall()
         )
         for name, columns in TABLES.items():
+            if name in ENTITY_TABLES and name not in found:
+                continue
             sql = found.get(name)
             if not isinstance(sql, str) or not sql.upper().startswith("CREATE TABLE"):
                 raise RecordingError(f"{self.path}: not a gtop recording ({name} is not a table)")
