@@ -87,9 +87,12 @@ def build_lanes(records: Records, t0: int, t1: int, max_threads: int = 16) -> li
     """Stream lanes (by device, pid, stream) then thread lanes (by tid, at most
     ``max_threads``, those with CUDA API calls first)."""
     lanes = []
-    for unit, res in sorted(attribute(records, t0, t1, "stream").items()):
+    units = sorted(attribute(records, t0, t1, "stream").items())
+    pids = len({unit.pid for unit, _ in units})
+    for unit, res in units:
         p = res.partition
-        label = f"GPU{unit.device} s{unit.stream}"
+        # several processes (ranks, a launcher's children): whose stream it is
+        label = f"p{unit.pid} s{unit.stream}" if pids > 1 else f"GPU{unit.device} s{unit.stream}"
         lanes.append(Lane(label, p.starts, p.ends, _STREAM_CODE[p.causes]))
     host = HostIndex(records, t0, t1)
     api_tids = iv.unique_sorted(host.apis["tid"].astype(np.int64))

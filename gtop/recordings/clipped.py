@@ -208,6 +208,12 @@ def choose(rec: Recording, start: str | None = None, end: str | None = None) -> 
     (:func:`steady`); ``start``/``end`` give a bound as seconds from the recording's
     start, ``steady`` or ``active`` (that window's bound).
 
+    The one place that chooses it (issue 24: one window everywhere): ``gtop report``,
+    ``gtop export``, and a replay's views and ``--once``
+    (:attr:`gtop.session.replay.ReplaySource.window`, where a replay opens, and
+    ``tab_window`` in ``gtop/views/tabs/session_data.py``) all take it from here, and
+    ``tests/test_one_answer.py`` holds them to the same answer: change the rule here.
+
     Raises:
         ValueError: a bound is none of those, or the window is empty.
     """

@@ -12,7 +12,7 @@ import numpy as np
 from gtop.analysis.active_window import Window
 from gtop.core.hub import Entity, Update
 from gtop.core.status import Status
-from gtop.recordings.clipped import choose
+from gtop.recordings.clipped import active, choose
 from gtop.recordings.reader import Recording
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
@@ -72,6 +72,13 @@ class ReplaySource:
         tabs cover it while the playhead stays there (:attr:`at_window`)."""
         with self._reading:
             return choose(self.recording)
+
+    @functools.cached_property
+    def active(self) -> Window:
+        """The target's first to last GPU work (:func:`~gtop.recordings.clipped.active`):
+        past its end (END, after the job), the views keep the last window with GPU work."""
+        with self._reading:
+            return active(self.recording)
 
     @property
     def window_end(self) -> int:

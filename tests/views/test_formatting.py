@@ -38,7 +38,10 @@ from tests.views.conftest import HOST_FAMILY
         (lambda: fmt.clock(3725), "1:02:05"),
         (lambda: fmt.command(None, "kworker"), "[kworker]"),
         (lambda: fmt.command(None, None), "N/A"),
-        (lambda: fmt.command(["/usr/bin/python3", "a/t.py"], "x", short=True), "python3 a/t.py"),
+        (
+            lambda: fmt.command(["/usr/bin/python3", "a/t.py", "-n", "2"], "x", short=True),
+            "python3 t.py -n 2",
+        ),
         (lambda: fmt.num(36.0, "°C"), "36°C"),
     ],
 )

@@ -11,7 +11,7 @@ from gtop.analysis.attribution import attribute
 from gtop.analysis.lanes import build_lanes
 from gtop.analysis.records import Records
 from gtop.core import layouts
-from gtop.views.tabs.swimlanes_tab import of_pid
+from gtop.views.tabs.swimlanes_tab import of_pids
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.stream_timeline import BUSY, LABEL, StreamTimeline
 from gtop.views.widgets.swimlanes import LABEL_WIDTH, Swimlanes
@@ -45,7 +45,8 @@ class Timelines(App):
         ribbon.show(res.partition, t0, t1)
         lanes = self.query_one(Swimlanes)
         lanes.styles.width = self.cells + LABEL_WIDTH + 1
-        lanes.show(build_lanes(of_pid(rec, unit.pid), t0, t1)[:1], t0, t1)  # as its tab
+        mine = of_pids(rec, frozenset({unit.pid}))
+        lanes.show(build_lanes(mine, t0, t1)[:1], t0, t1)  # as its tab
 
     def lines(self) -> dict[str, str]:
         """Each timeline's first row of cells, as drawn (labels and totals included)."""

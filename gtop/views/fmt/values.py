@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from gtop.analysis.report_text import short_command
+
 NA = "N/A"
 
 _BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -102,10 +104,10 @@ def clock(seconds: float) -> str:
 def command(cmdline: list[str] | None, name: str | None, short: bool = False) -> str:
     """A process's command line for display, or its name, or ``N/A``.
 
-    ``short`` drops the directory of the program (``python3 train.py`` rather than
-    ``/opt/venv/bin/python3 train.py``), so that narrow columns show the arguments.
+    ``short`` drops the directories of the program and of path arguments (``python3
+    train.py --bs 8`` rather than ``/opt/venv/bin/python3 /work/x/train.py --bs 8``), as
+    ``gtop report`` writes its target, so 80 columns show the script and its arguments.
     """
     if cmdline:
-        first = cmdline[0].rsplit("/", 1)[-1] if short else cmdline[0]
-        return " ".join([first, *cmdline[1:]])
+        return short_command(cmdline) if short else " ".join(cmdline)
     return f"[{name}]" if name else NA

@@ -39,6 +39,7 @@ from gtop.views.tabs.session_data import (
     LAG_NS,
     WINDOW_NS,
     TabWindow,
+    family,
     session_of,
     tab_window,
 )
@@ -187,22 +188,6 @@ def _cut_start(snap: _Snap, pid: int, t0: int, t1: int) -> int:
     return t0
 
 
-def family(processes: Mapping[str, Mapping[str, Any]], pid: int) -> frozenset[int]:
-    """``pid`` and its descendants, from ``process`` entities' ``ppid``."""
-    children: dict[int, list[int]] = {}
-    for key, value in processes.items():
-        parent = value.get("ppid")
-        if parent is not None:
-            children.setdefault(int(parent), []).append(int(key))
-    out, todo = {pid}, [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in out:
-                out.add(child)
-                todo.append(child)
-    return frozenset(out)
-
-
 def summary(snap: _Snap, res: UnitResult) -> dict[str, Any]:
     """The breakdown of ``res`` with gtop's own time in the snapshot's processes charged
     to ``GTOP`` (:mod:`gtop.analysis.own_cost`), as the report does."""
@@ -214,7 +199,7 @@ def summary(snap: _Snap, res: UnitResult) -> dict[str, Any]:
 def take_snapshot(model: Model, pid: int, source: Any, agent_error: str | None) -> _Snap:
     """UI thread: what :func:`gpu_time` needs of ``model`` for ``pid`` over the window
     of :func:`~gtop.views.tabs.session_data.tab_window` (``source``: the app's)."""
-    window = tab_window(model, source)
+    window = tab_window(model, source, pid)
     live = bool(getattr(source, "live", True))
     data = session_of(model)
     span_ns = max(WINDOW_NS + LAG_NS, model.now_ns - window.t0)

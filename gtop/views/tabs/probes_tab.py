@@ -182,6 +182,12 @@ class ProbesTab(Vertical):
             return self._current().check_action(action, parameters)
         return True
 
+    def why_disabled(self, action: str) -> str | None:
+        """Why a greyed key does nothing here (the footer says it)."""
+        if action != "align":
+            return None
+        return "no data" if not self._current().has_data() else "this view has no time to align"
+
     def action_align(self) -> None:
         self._current().action_toggle_align()
 

@@ -1,7 +1,8 @@
 """Process-screen tab "Ranks" (issue 18): the ranks of a distributed job side by side.
 
 Shown only while the session holds two ranks or more (processes with ``RANK`` in their
-environment). Over the last :data:`~gtop.views.tabs.session_data.WINDOW_NS`: per rank its
+environment). Over the window of :func:`~gtop.views.tabs.session_data.tab_window` (the
+verdict line's, named in the tab's head; the report's ranks over the same window): per rank its
 GAR, communication time (G:COMM), time in collectives, straggler wait (time it waited in
 collectives for a slower rank) and how often it entered last; then the slowest rank.
 The analysis (:mod:`gtop.analysis.ranks`) runs on a worker thread over a snapshot of the
@@ -25,7 +26,7 @@ from gtop.analysis.roles import ranks
 from gtop.core.model import Model
 from gtop.views.fmt import values as fmt
 from gtop.views.tabs.panels import register_process_panel
-from gtop.views.tabs.session_data import WINDOW_NS, session_of, window_end
+from gtop.views.tabs.session_data import session_of, tab_window
 from gtop.views.tabs.worker_panel import WorkerPanel
 
 
@@ -46,6 +47,8 @@ class _Snap:
     kernel_names: dict[int, str]
     t0: int
     t1: int
+    label: str
+    """The window, named (the verdict line's: :func:`tab_window`)."""
 
 
 class RanksTab(WorkerPanel):
@@ -74,31 +77,30 @@ class RanksTab(WorkerPanel):
         return None
 
     def snapshot(self, model: Model) -> _Snap:
-        t1, _ = window_end(model, self.live())
+        window = tab_window(model, self.app.source, self.pid)
         entities = [e for kind in ("kernel_name",) for e in model.entities.get(kind, {}).values()]
         return _Snap(
             processes=_processes(model),
             records=session_of(model).snapshot(),
             stacks={int(k): v for k, v in model.entity_values("stack").items()},
             kernel_names=names_from_entities(entities),
-            t0=t1 - WINDOW_NS,
-            t1=t1,
+            t0=window.t0,
+            t1=window.t1,
+            label=window.label(),
         )
 
-    def compute(self, snap: _Snap) -> dict[str, Any] | None:
+    def compute(self, snap: _Snap) -> tuple[str, dict[str, Any] | None]:
         job = Job(snap.processes, snap.records, snap.stacks, snap.kernel_names)
-        return analyse(job, snap.t0, snap.t1)
+        return snap.label, analyse(job, snap.t0, snap.t1)
 
-    def apply(self, result: dict[str, Any] | None) -> None:
+    def apply(self, computed: tuple[str, dict[str, Any] | None]) -> None:
+        label, result = computed
         self.computed += 1
         self.result = result
         if result is None:
             self.set_note("no data in the window yet")
             return
-        self.set_note(
-            f"last {result['window_s']:.0f} s: {result['collectives']} collectives matched "
-            "across the ranks"
-        )
+        self.set_note(f"{label}: {result['collectives']} collectives matched across the ranks")
         self.table.update(ranks_table(result))
         self.verdict.update(verdict(result))
 

@@ -7,9 +7,8 @@ seek starts it afresh. Live and replay feed it the same way: it only sees model 
 
 It holds:
 
-* per pid, a :class:`~gtop.analysis.cuda_activity.KernelStats` (kernel table), the span
-  its kernels cover and the untraced time inside it (kernel sampling's off phases: the
-  table's launches/s are over traced time);
+* per pid, a :class:`~gtop.analysis.cuda_activity.KernelStats` (the palette's kernel
+  commands) and the span its kernels cover (where its GPU work begins and ends);
 * one :class:`~gtop.analysis.sliding_window.AttributionEngine` over every CUPTI and host stream it
   reads (GPU time and swimlanes tabs), which keeps only its sliding window.
 
@@ -20,7 +19,7 @@ opened late starts complete with what the model still holds.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +74,8 @@ class TabWindow:
     kind: str | None = None
     """``steady``/``active``/``recording``: the report's window (the replay stands at
     its end); None: the last seconds before the playhead, or before now live."""
+    after: bool = False
+    """The playhead is past the last GPU work: the window is the last one with it."""
 
     def label(self, t0: int | None = None, t1: int | None = None) -> str:
         """Its name as every view writes it (``steady 4.4–8.3 s``, ``8.0–18.0 s`` in a
@@ -83,25 +84,63 @@ class TabWindow:
         a, b = self.t0 if t0 is None else t0, self.t1 if t1 is None else t1
         if self.origin is None:
             return f"last {(b - a) / 1e9:.3g} s"
-        return Window(a, b, self.kind or "given").label(self.origin)
+        label = Window(a, b, self.kind or "given").label(self.origin)
+        return f"{label}, to the last GPU work" if self.after else label
 
 
-def tab_window(model: Model, source: Any) -> TabWindow:
+def tab_window(model: Model, source: Any, pid: int | None = None) -> TabWindow:
     """The one window rule of the process screen (verdict line, GPU time, Swimlanes,
     Ranks): a replay standing at the end of the report's window
     (:attr:`~gtop.session.replay.ReplaySource.at_window`, where it opens) covers that
     window, as ``gtop report`` does; elsewhere the last :data:`WINDOW_NS` before the
-    playhead; live, the last :data:`WINDOW_NS` ending :data:`LAG_NS` before now."""
+    playhead, or, past the target's last GPU work (END), before that work's end (the
+    tabs keep the last window that had it); live, the last :data:`WINDOW_NS` ending
+    :data:`LAG_NS` before now. A last-seconds window of process ``pid`` starts no
+    earlier than the first GPU work of it or its descendants (its startup is not idle
+    GPU). The report's window comes from :func:`gtop.recordings.clipped.choose`, the one
+    place that chooses it."""
     live = bool(getattr(source, "live", True))
     t1, lag = window_end(model, live)
     if live:
-        return TabWindow(t1 - WINDOW_NS, t1, lag, None)
+        return TabWindow(_after_start(model, pid, t1 - WINDOW_NS, t1), t1, lag, None)
     origin = int(source.t_start)
     if source.at_window:
         window = source.window
         session_of(model).hold(window.duration_ns)
         return TabWindow(window.t0, window.t1, 0, origin, window.kind)
-    return TabWindow(max(origin, t1 - WINDOW_NS), t1, lag, origin)
+    active = source.active
+    after = active.kind == "active" and t1 > active.t1  # after the GPU work: its last window
+    if after:  # (it ends before the playhead: the axes do not call its end "now")
+        t1, lag = active.t1, model.now_ns - active.t1
+    t0 = _after_start(model, pid, max(origin, t1 - WINDOW_NS), t1)
+    return TabWindow(t0, t1, lag, origin, after=after)
+
+
+def _after_start(model: Model, pid: int | None, t0: int, t1: int) -> int:
+    """``t0``, or the first GPU work of ``pid`` and its descendants when that lies
+    inside ``[t0, t1)``."""
+    if pid is None:
+        return t0
+    spans = session_of(model).kernel_span
+    firsts = [spans[p][0] for p in family(model.entity_values("process"), pid) if p in spans]
+    first = min(firsts, default=t0)
+    return first if t0 < first < t1 else t0
+
+
+def family(processes: Mapping[str, Mapping[str, Any]], pid: int) -> frozenset[int]:
+    """``pid`` and its descendants, from ``process`` entities' ``ppid``."""
+    children: dict[int, list[int]] = {}
+    for key, value in processes.items():
+        parent = value.get("ppid")
+        if parent is not None:
+            children.setdefault(int(parent), []).append(int(key))
+    out, todo = {pid}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return frozenset(out)
 
 
 class SessionData:
@@ -115,8 +154,6 @@ class SessionData:
         """Per stream, the pids with rows in it (the tabs' "why is this empty" lines ask)."""
         self.kernel_span: dict[int, tuple[int, int]] = {}
         """Per pid, the first kernel's start and the last one's end seen so far."""
-        self.untraced: dict[int, UntracedTime] = {}
-        """Per pid, its untraced time (kernel sampling), for :meth:`traced_span_ns`."""
         self.span_ns = WINDOW_NS + LAG_NS
         """The longest window the engine holds (:meth:`hold`)."""
         self.engine = AttributionEngine(self.span_ns)
@@ -153,10 +190,6 @@ class SessionData:
         if name not in ENGINE_STREAMS or not len(batch):
             return
         self.batches += 1
-        if name == layouts.UNTRACED.name:
-            closed = batch[batch["end_ns"] >= 0]  # an open span is not over yet
-            for pid, t0, t1 in zip(*(closed[f].tolist() for f in ("pid", "t_ns", "end_ns"))):
-                self.untraced.setdefault(pid, UntracedTime()).add(t0, t1)
         if name == layouts.KERNEL.name:
             pids = batch["pid"]
             if len(pids) and bool((pids == pids[0]).all()):
@@ -188,20 +221,12 @@ class SessionData:
         old = self.kernel_span.get(pid)
         self.kernel_span[pid] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
 
-    def traced_span_ns(self, pid: int) -> int:
-        """ns of ``pid``'s kernel span in which its kernels were traced (the whole span
-        unless kernel sampling left some of it untraced)."""
-        lo, hi = self.kernel_span.get(pid, (0, 0))
-        off = self.untraced.get(pid)
-        return max(0, hi - lo - (off.within(lo, hi) if off is not None else 0))
-
     def on_reset(self) -> None:
         """Forget everything (a replay seek): the model refills its history next (or take
         the aggregates of that history, built already: :meth:`taking`)."""
         fresh, self._fresh = self._fresh, None
         if fresh is not None:
             self.kernels, self.kernel_span = fresh.kernels, fresh.kernel_span
-            self.untraced = fresh.untraced
             self.pids_seen, self.engine = fresh.pids_seen, fresh.engine
             self.span_ns = max(self.span_ns, fresh.span_ns)
             self._comm.update(fresh._comm)
@@ -210,7 +235,6 @@ class SessionData:
         else:
             self.kernels.clear()
             self.kernel_span.clear()
-            self.untraced.clear()
             self.pids_seen.clear()
             self.engine = AttributionEngine(self.span_ns)
         self.generation += 1
@@ -244,33 +268,6 @@ class SessionData:
     def snapshot(self) -> Records:
         """The engine's rows now, safe to read from a worker thread (never mutated)."""
         return self.engine.records()
-
-
-class UntracedTime:
-    """One process's closed untraced spans, summed without keeping them all: spans come
-    in time order, one or two a second, and the kernel span they are clipped to only
-    grows, so a span that ends before the last kernel is summed for good; the few after
-    it wait (they are the tail of a run whose kernels stopped)."""
-
-    PENDING = 64
-    """Spans kept past the last kernel; older ones are summed as they are."""
-
-    def __init__(self) -> None:
-        self.summed = 0
-        """ns of the spans that ended inside the kernel span."""
-        self.pending: list[tuple[int, int]] = []
-
-    def add(self, t0: int, t1: int) -> None:
-        self.pending.append((t0, t1))
-        if len(self.pending) > self.PENDING:
-            a, b = self.pending.pop(0)
-            self.summed += b - a
-
-    def within(self, lo: int, hi: int) -> int:
-        """ns of the spans inside ``[lo, hi]`` (the pid's kernel span)."""
-        self.summed += sum(max(0, b - max(a, lo)) for a, b in self.pending if b <= hi)
-        self.pending = [(a, b) for a, b in self.pending if b > hi]
-        return self.summed + sum(max(0, hi - max(a, lo)) for a, b in self.pending)
 
 
 def aggregated(update: Update, now_ns: int, span_ns: int = WINDOW_NS + LAG_NS) -> SessionData:

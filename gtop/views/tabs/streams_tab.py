@@ -12,7 +12,7 @@ from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
-from gtop.views.tabs.session_data import LAG_NS, window_end
+from gtop.views.tabs.session_data import LAG_NS, tab_window
 from gtop.views.tabs.worker_panel import agent_error_of, is_live
 from gtop.views.widgets.stream_timeline import StreamTimeline
 
@@ -59,8 +59,10 @@ class StreamsTab(Vertical):
         self.timeline.display = why is None
         if why is not None:
             return
-        seconds = self.timeline.window_ns / 1e9 + LAG_NS / 1e9
-        t1, lag = window_end(model, is_live(self.app))
+        window = tab_window(model, self.app.source, self.pid)  # (its end: the line's window's)
+        t1, lag = window.t1, window.lag_ns
+        seconds = (model.now_ns - t1 + self.timeline.window_ns + LAG_NS) / 1e9
+        self.timeline.origin = window.origin
         self.timeline.set_activity(
             _mine(model, layouts.KERNEL.name, seconds, self.pid, layouts.KERNEL.empty(0)),
             _mine(model, layouts.MEMCPY.name, seconds, self.pid, layouts.MEMCPY.empty(0)),

@@ -1,6 +1,8 @@
-"""Process-screen tab "Swimlanes": the focused process's GPU streams aligned with its
-host threads over the last :data:`SPAN_NS` (ending at
-:func:`~gtop.views.tabs.session_data.window_end`), with the
+"""Process-screen tab "Swimlanes": the GPU streams of the focused process and its
+descendants (a launcher's ranks, a loop's DataLoader workers) aligned with their host
+threads over the last :data:`SPAN_NS` of the verdict line's window (ending at
+:func:`~gtop.views.tabs.session_data.tab_window`'s end; the axis in recording time in a
+replay), with the
 :class:`~gtop.views.widgets.swimlanes.Swimlanes` widget's zoom, pan and cursor readout. While the
 view is zoomed in it stays put (``0`` zooms out and follows the data again)."""
 
@@ -19,7 +21,7 @@ from gtop.core.rows import take_rows
 from gtop.views.fmt import busy
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
-from gtop.views.tabs.session_data import session_of, window_end
+from gtop.views.tabs.session_data import family, session_of, tab_window
 from gtop.views.tabs.thread_filter import busy_tids, gtop_tids
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.swimlanes import Swimlanes, full_view
@@ -33,20 +35,23 @@ ON_CPU_CODES = (Code.ON_CPU, Code.IN_API)
 class _Snap:
     records: Records
     t1: int
+    family: frozenset[int]
+    """The process and its descendants, whose lanes are drawn."""
     stacks: dict[int, Any]
     cells: int
     """Cells per lane on screen now (the first view's cells are made on the worker)."""
 
 
-def of_pid(rec: Records, pid: int) -> Records:
-    """Only the rows of process ``pid``."""
+def of_pids(rec: Records, pids: frozenset[int]) -> Records:
+    """Only the rows of the processes ``pids``."""
+    keep = np.fromiter(pids, np.int64)
     return Records(
-        ops=take_rows(rec.ops, rec.ops["pid"] == pid),
-        apis=take_rows(rec.apis, rec.apis["pid"] == pid),
-        waits=take_rows(rec.waits, rec.waits["pid"] == pid),
-        states=take_rows(rec.states, rec.states["pid"] == pid),
-        samples=take_rows(rec.samples, rec.samples["pid"] == pid),
-        untraced=take_rows(rec.untraced, rec.untraced["pid"] == pid),
+        ops=take_rows(rec.ops, np.isin(rec.ops["pid"], keep)),
+        apis=take_rows(rec.apis, np.isin(rec.apis["pid"], keep)),
+        waits=take_rows(rec.waits, np.isin(rec.waits["pid"], keep)),
+        states=take_rows(rec.states, np.isin(rec.states["pid"], keep)),
+        samples=take_rows(rec.samples, np.isin(rec.samples["pid"], keep)),
+        untraced=take_rows(rec.untraced, np.isin(rec.untraced["pid"], keep)),
     )
 
 
@@ -80,14 +85,17 @@ class SwimlanesTab(WorkerPanel):
         stacks = {int(k): v for k, v in model.entity_values("stack").items()}
         width = self.lanes.size.width or self.app.size.width
         cells = self.lanes.cell_count(width)
-        return _Snap(data.snapshot(), window_end(model, self.live())[0], stacks, cells)
+        window = tab_window(model, self.app.source, self.pid)
+        self.lanes.origin = window.origin
+        pids = family(model.entity_values("process"), self.pid)
+        return _Snap(data.snapshot(), window.t1, pids, stacks, cells)
 
     def compute(self, snap: _Snap | None) -> tuple[list[Lane], int, int, list[busy.Cells]] | None:
         if snap is None:
             return None
         t1 = snap.t1
         t0 = t1 - SPAN_NS
-        rec = of_pid(snap.records, self.pid)
+        rec = of_pids(snap.records, snap.family)
         lanes = build_lanes(rec, t0, t1, max_threads=1 << 16)
         streams = [lane for lane in lanes if not lane.label.startswith("T")]
         threads = [lane for lane in lanes if lane.label[1:].isdigit()]
@@ -141,7 +149,8 @@ register_process_panel(
     SwimlanesTab,
     order=70,
     about=(
-        "The process's GPU streams above its host threads on one time axis, so a gap on the "
+        "The GPU streams of the process and its children above their host threads on one "
+        "time axis (the last 2 s of the window the verdict line names), so a gap on the "
         "GPU lines up with what the host did meanwhile. Cell height: busy share (a stream "
         "running work, a thread on a CPU); a letter: why not (l lists them). The last line "
         "reads the cell under the cursor."

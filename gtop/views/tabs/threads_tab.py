@@ -1,5 +1,6 @@
-"""Process-screen tab "Threads": per-thread state bars over the last :data:`WINDOW_S`
-seconds and an on-/off-CPU flamegraph of the same window (``o`` cycles off-CPU, on-CPU,
+"""Process-screen tab "Threads": per-thread state bars over the window of
+:func:`~gtop.views.tabs.session_data.tab_window` (the verdict line's, named in the
+flamegraph's head) and an on-/off-CPU flamegraph of the same window (``o`` cycles off-CPU, on-CPU,
 both), with the top functions beside it. By default only the threads that matter are
 shown: those that called CUDA or were busy (:mod:`~gtop.views.tabs.thread_filter`),
 never gtop's own agent thread (``t`` shows every thread). Work runs on a worker thread."""
@@ -19,12 +20,12 @@ from gtop.core import layouts
 from gtop.core.model import Model, Slice
 from gtop.views.tabs import absence
 from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.session_data import tab_window
 from gtop.views.tabs.thread_filter import threads_that_matter
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.flamegraph import FlameGraph, Path
 from gtop.views.widgets.thread_bars import ThreadBars
 
-WINDOW_S = 10.0
 MODES = ("both", "off-CPU", "on-CPU")
 
 
@@ -39,6 +40,8 @@ class _Snap:
     mode: str
     api: Slice | None
     every_thread: bool
+    label: str
+    """The window, named (:meth:`~gtop.views.tabs.session_data.TabWindow.label`)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,6 @@ class ThreadsTab(WorkerPanel):
     def __init__(self, pid: int) -> None:
         super().__init__(pid)
         self.bars = ThreadBars()
-        self.bars.window_s = WINDOW_S
         self.flame = FlameGraph()
 
     def compose(self) -> ComposeResult:
@@ -92,17 +94,19 @@ class ThreadsTab(WorkerPanel):
 
     def snapshot(self, model: Model) -> _Snap:
         names = {int(k): str(v.get("name", "")) for k, v in model.entity_values("thread").items()}
-        t1 = model.now_ns
+        window = tab_window(model, self.app.source, self.pid)
+        seconds = (model.now_ns - window.t0) / 1e9
         return _Snap(
-            model.slice(layouts.THREAD_STATE.name, WINDOW_S),
-            model.slice(layouts.CPU_SAMPLE.name, WINDOW_S),
+            model.slice(layouts.THREAD_STATE.name, seconds),
+            model.slice(layouts.CPU_SAMPLE.name, seconds),
             model.entity_values("stack"),
             names,
-            t1 - int(WINDOW_S * 1e9),
-            t1,
+            window.t0,
+            window.t1,
             self.mode,
-            model.slice(layouts.API.name, WINDOW_S),
+            model.slice(layouts.API.name, seconds),
             self.every_thread,
+            window.label(),
         )
 
     def compute(self, snap: _Snap) -> _Result:
@@ -129,12 +133,13 @@ class ThreadsTab(WorkerPanel):
 
     def apply(self, result: _Result) -> None:
         snap = result.snap
+        self.bars.window_s = (snap.t1 - snap.t0) / 1e9
         self.bars.show(result.intervals, snap.names, snap.t1)
         self.flame.folded = result.folded
         which = "all" if snap.every_thread else "calling CUDA or busy"
         self.flame.total_label = (
             f"{snap.mode} · {result.shown} of {result.total} threads ({which}; t) · "
-            f"thread time in {WINDOW_S:g} s:"
+            f"thread time, {snap.label}:"
         )
 
     def action_cycle_mode(self) -> None:

@@ -31,7 +31,9 @@ class KeyHints(Widget):
             self.refresh()
 
     def hints(self) -> list[tuple[str, str, bool]]:
-        """``(key, description, enabled)`` per action, in the footer's order."""
+        """``(key, description, enabled)`` per action, in the footer's order; a greyed
+        key's description says why, when its widget's ``why_disabled(action)`` does
+        (``g: live only`` in a replay)."""
         seen: set[str] = set()
         out = []
         for active in self.screen.active_bindings.values():
@@ -39,7 +41,12 @@ class KeyHints(Widget):
             if not binding.show or binding.action in seen:
                 continue
             seen.add(binding.action)
-            out.append((self.app.get_key_display(binding), binding.description, active.enabled))
+            description = binding.description
+            why = getattr(active.node, "why_disabled", None)
+            if not active.enabled and why is not None and description:
+                reason = why(binding.action.split("(")[0])
+                description = f"{description}: {reason}" if reason else description
+            out.append((self.app.get_key_display(binding), description, active.enabled))
         return out
 
     def render(self) -> Text:

@@ -117,7 +117,8 @@ class ProcessSummary(Widget):
             when,
         )
         line2 = Text.assemble(
-            ("cmd ", self._style("label")), fmt.command(info.get("cmdline"), info.get("name"))
+            ("cmd ", self._style("label")),
+            fmt.command(info.get("cmdline"), info.get("name"), short=True),
         )
         return [line1, line2]
 

@@ -113,6 +113,8 @@ class StreamTimeline(Widget, can_focus=True):
         self._now_ns = 0
         self._lag_ns = 0
         self._keys: list[tuple[int, int]] = []
+        self.origin: int | None = None
+        """A replay's recording start: the title says which seconds it shows."""
 
     def set_activity(
         self,
@@ -131,10 +133,18 @@ class StreamTimeline(Widget, can_focus=True):
         self._off = untraced.spans_by_pid(rows, now_ns)
         self._now_ns, self._lag_ns = now_ns, lag_ns
         self._keys = _stream_keys(kernels, memcpy, memset)
+        self._title()
         self.refresh(layout=True)
 
+    def _title(self) -> None:
+        title = f"streams, last {units.duration(self.window_ns)}"
+        if self.origin is not None:  # a replay: which seconds of the recording
+            t1 = (self._now_ns - self.origin) / 1e9
+            title += f", {t1 - self.window_ns / 1e9:.1f}–{t1:.1f} s (z/x)"
+        self.border_title = title
+
     def watch_window_ns(self) -> None:
-        self.border_title = f"streams, last {units.duration(self.window_ns)}"
+        self._title()
         self.refresh()
 
     def action_zoom_in(self) -> None:

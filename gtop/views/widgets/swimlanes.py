@@ -46,6 +46,12 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
+def _at(ns: int, origin: int | None, t0: int) -> str:
+    """A time on the axis: seconds from the recording's start in a replay (``origin``),
+    else milliseconds from the window's start."""
+    return f"{(ns - origin) / 1e9:.3f} s" if origin is not None else f"+{_ms(ns - t0)}"
+
+
 def full_view(lanes: list[Lane], t0: int, t1: int, n: int) -> list[busy.Cells]:
     """Each lane's cells over the whole window in ``n`` cells (what :class:`Swimlanes`
     draws first; a worker makes them: lanes of a busy window hold millions of segments)."""
@@ -84,6 +90,9 @@ class Swimlanes(Widget, can_focus=True):
     """Visible length (ns); zoom changes it around the cursor."""
     cursor: reactive[int] = reactive(0)
     """Time under the cursor (ns), shown in the readout line."""
+    origin: int | None = None
+    """A replay's recording start: the axis reads recording time (None: live, from the
+    window's start)."""
     color: reactive[bool] = reactive(True)
     """Colours on; off for ``--no-color`` (glyphs alone tell the states apart)."""
 
@@ -132,11 +141,11 @@ class Swimlanes(Widget, can_focus=True):
         col = int(np.clip(np.searchsorted(edges, self.cursor, side="right") - 1, 0, n - 1))
         rows = [
             Text(
-                f"{'+' + _ms(self.view_start - self.t0):<{LABEL_WIDTH + 1}}"
+                f"{_at(self.view_start, self.origin, self.t0):<{LABEL_WIDTH + 1}}"
                 f"{'span ' + _ms(self.view_span):>{n}}"
             )
         ]
-        readout = Text(f"t=+{_ms(self.cursor - self.t0)}  cell:")
+        readout = Text(f"t={_at(self.cursor, self.origin, self.t0)}  cell:")
         for lane, cells in zip(self.lanes, self._lane_cells(edges), strict=True):
             row = Text(f"{lane.label[:LABEL_WIDTH]:<{LABEL_WIDTH}} ")
             line = busy.draw(cells, LANE_GLYPH, LANE_STYLE, self.color)
