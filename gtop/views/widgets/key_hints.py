@@ -32,22 +32,31 @@ class KeyHints(Widget):
 
     def hints(self) -> list[tuple[str, str, bool]]:
         """``(key, description, enabled)`` per action, in the footer's order; a greyed
-        key's description says why, when its widget's ``why_disabled(action)`` does
-        (``g: live only`` in a replay)."""
+        key says why instead of what it does, when its widget's ``why_disabled(action)``
+        does (``g/b/t/m live only`` in a replay)."""
         seen: set[str] = set()
-        out = []
+        out: list[tuple[str, str, bool]] = []
+        because: dict[str, int] = {}
+        """A reason -> its entry: greyed keys with one reason share it (``g/b/t/m live
+        only``), shown first, so that the reason fits in 80 columns."""
         for active in self.screen.active_bindings.values():
             binding = active.binding
             if not binding.show or binding.action in seen:
                 continue
             seen.add(binding.action)
-            description = binding.description
+            key = self.app.get_key_display(binding)
             why = getattr(active.node, "why_disabled", None)
-            if not active.enabled and why is not None and description:
-                reason = why(binding.action.split("(")[0])
-                description = f"{description}: {reason}" if reason else description
-            out.append((self.app.get_key_display(binding), description, active.enabled))
-        return out
+            reason = why(binding.action.split("(")[0]) if not active.enabled and why else None
+            if reason and reason in because:
+                at = because[reason]
+                out[at] = (f"{out[at][0]}/{key}", reason, False)
+            elif reason:
+                because[reason] = len(out)
+                out.append((key, reason, False))
+            else:
+                out.append((key, binding.description, active.enabled))
+        first = sorted(because.values())  # the reasons first: a long line is cut at its end
+        return [out[i] for i in first] + [e for i, e in enumerate(out) if i not in first]
 
     def render(self) -> Text:
         line = Text(no_wrap=True, overflow="crop")
