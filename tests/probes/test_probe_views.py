@@ -37,13 +37,13 @@ def test_sm_schedule_draws_rows_and_zooms() -> None:
             assert text.startswith("400 blocks on 132 SMs, 2 waves")
             assert "tail " in text and "block durations " in text and " p50 " in text
             lines = text.splitlines()
-            assert lines[3].startswith("SM    0 │") and lines[4].startswith("SM    2 │")
+            assert lines[3].startswith("SM    0   │") and lines[4].startswith("SM    2   │")
             assert len(lines) == view.size.height == 24  # summary, SM rows, durations
             assert all(len(line) == view.size.width == 78 for line in lines[3:-1])
             assert view.check_action("zoom", (0.5,)) is None  # cannot zoom out of the launch
             await pilot.press("z", "shift+right", "pagedown", "down")
             assert view.zoom == 2 and view.pan > 0 and view.top == 11
-            assert view.render().plain.splitlines()[3].startswith("SM   22 │")
+            assert view.render().plain.splitlines()[3].startswith("SM   22   │")
             await pilot.press("0")
             assert (view.zoom, view.pan, view.top) == (1.0, 0.0, 0)
 
@@ -71,7 +71,8 @@ def test_tensorop_view_summary_and_timeline() -> None:
             assert lines[0].startswith("wgmma.m64n128k16.f32.f16.f16")
             assert "32,768 ops" in lines[0] and "12.0 cyc/op" in lines[0]
             assert lines[1].startswith("wgmma.wait_group")
-            assert "━" in lines[2] and "│" in lines[2]
+            assert lines[2].startswith("block  warp    SM │")  # the bars' columns named
+            assert "━" in lines[3] and "│" in lines[3]
             await pilot.press("down", "z")
             assert view.top == 1 and view.zoom == 2
 
@@ -85,7 +86,8 @@ def test_dmat_labels_shading_alignment_zoom() -> None:
         async with _One(view).run_test(size=(80, 24)) as pilot:
             text = view.render().plain
             assert text.startswith("DMAT 6,000 accesses") and "global timer" in text
-            rows = text.splitlines()[1:-1]
+            assert text.splitlines()[1].startswith("arg  64 KiB page    │ time →")  # named
+            rows = text.splitlines()[2:-1]
             assert rows[0].startswith("x    0x7f0000000000 │")
             assert all(len(row) == view.size.width == 78 for row in rows)  # label + cells
             assert any(c in text for c in "░▒▓█")

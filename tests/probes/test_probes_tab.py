@@ -119,7 +119,7 @@ def test_selecting_a_launch_shows_its_probe_and_keys_switch_views() -> None:
             await pilot.press("m")
             assert set(tab.views["dmat"].pointers) == {"q", "k", "v", "o"}
             labels = {
-                line[:5].strip() for line in tab.views["dmat"].render().plain.splitlines()[1:-1]
+                line[:5].strip() for line in tab.views["dmat"].render().plain.splitlines()[2:-1]
             }
             assert labels == {"", "q", "k", "v", "o"}  # rows labelled by kernel argument
 

@@ -17,11 +17,11 @@ def test_every_sm_shows_at_80x24() -> None:
             view = app.tab.views["schedule"]
             assert isinstance(view, SmSchedule) and view.schedule is not None
             rows = [line for line in view.render().plain.splitlines() if "│" in line]
-            assert rows[0].startswith("  0-9") and rows[-1].startswith("130-131")  # 14 groups
+            assert rows[0].startswith("SM   0-9") and rows[-1].startswith("SM 130-131")  # 14
             assert view.row_count() == len(rows)  # every SM on screen at once
             view.focus()
             await pilot.press("g")
             rows = [line for line in view.render().plain.splitlines() if "│" in line]
-            assert rows[0].startswith("SM    0 │") and len(rows) < 132
+            assert rows[0].startswith("SM    0   │") and len(rows) < 132
 
     asyncio.run(run())

@@ -202,12 +202,14 @@ def test_the_sm_schedule_shows_every_sm_at_80x24(terminal: Terminal) -> None:
     summary = re.search(r"(\d+) blocks on (\d+) SMs, \d+ waves  kernel wall time", screen)
     assert summary, screen
     assert "block time" in screen and "tail" in screen
-    groups = re.findall(r"^ *(\d+)-(\d+) *│.* busy +\d+% sched +[\d.]+%$", screen, re.M)
+    groups = re.findall(r"^ *SM +(\d+)-(\d+) *│.* busy +\d+% sched +[\d.]+%$", screen, re.M)
     assert len(groups) > 1, screen
     assert int(groups[0][0]) == 0 and int(groups[-1][1]) == int(summary[2]) - 1
     assert all(int(b[0]) == int(a[1]) + 1 for a, b in itertools.pairwise(groups)), groups
     durations = screen.splitlines()[line_of(screen, "block durations")]
+    unit = re.search(r"^ *[\d.]+ (µs|ms) … [\d.]+ (µs|ms) ", durations)
+    assert unit and unit[1] == unit[2], durations  # one time unit in the view
     assert re.search(
-        r" p50 [\d.]+ (µs|ms)( p\d\d [\d.]+ (µs|ms))*( max [\d.]+ (µs|ms))?$", durations
+        rf" p50 [\d.]+ {unit[1]}( p\d\d [\d.]+ {unit[1]})*( max [\d.]+ {unit[1]})?$", durations
     )
     quit_cleanly(terminal)

@@ -75,7 +75,7 @@ class DmatView(ZoomPan):
         self.pages_per_row = max(1, int(current * factor))
 
     def _fit(self, pages: int) -> int:
-        return max(1, -(-pages // max(self.size.height - 2 - len(self.notes), 1)))
+        return max(1, -(-pages // max(self.size.height - 3 - len(self.notes), 1)))
 
     def grid(self) -> mem_trace.Dmat:
         """The DMAT binned for the current size, zoom, pan and alignment."""
@@ -100,7 +100,8 @@ class DmatView(ZoomPan):
         out.append(f" ({per_row}/row), {where}\n", "bold")
         for note in self.notes:
             out.append(note + "\n", "#ffaf00")
-        rows = max(self.size.height - 2 - len(self.notes), 1)
+        out.append(f"{'arg  64 KiB page':<{LABEL - 2}} │ time →, shade: accesses\n", "dim")
+        rows = max(self.size.height - 3 - len(self.notes), 1)
         peak = max(int(counts.max()), 1)
         last = ""
         for r in range(min(self.top, max(len(starts) - 1, 0)), min(self.top + rows, len(starts))):

@@ -21,7 +21,7 @@ from gtop.views.widgets.zoom_pan import ZoomPan
 
 WAVE_STYLES = ("bold #5fafff", "bold #87d75f", "bold #ffaf00", "bold #d787ff", "bold #ff5f5f")
 LEVELS = " ▁▂▃▄▅▆▇█"
-LABEL = 9  # "SM 131 │", or "128-131 │" for a group
+LABEL = 11  # "SM  131   │", or "SM 128-131│" for a group
 GROUP_BELOW = 16
 """Fewer free rows than this: one row per group of SMs, so every SM shows."""
 STATS = 21  # " busy  97% sched 1.2%"
@@ -34,8 +34,15 @@ SCHED = (
 """What the rows' ``sched`` share means (the legend shows it)."""
 
 
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3f} ms" if ns >= 1e5 else f"{ns / 1e3:.1f} µs"
+def _unit(span_ns: float) -> tuple[float, str, int]:
+    """One time unit for a whole view (divisor, suffix, decimals), from its span: a view
+    that read "0.0 µs … 0.215 ms" mixed two."""
+    return (1e6, "ms", 3) if span_ns >= 1e5 else (1e3, "µs", 1)
+
+
+def _in(ns: float, unit: tuple[float, str, int]) -> str:
+    div, suffix, digits = unit
+    return f"{ns / div:.{digits}f} {suffix}"
 
 
 class SmSchedule(ZoomPan):
@@ -95,7 +102,7 @@ class SmSchedule(ZoomPan):
         for g in range(self.top, min(self.top + rows, groups)):
             i, j = g * per, min((g + 1) * per, s.sms)  # SMs i..j-1, their blocks a..b
             first, last = int(s.per_sm.sm[i]), int(s.per_sm.sm[j - 1])
-            label = f"SM {first:>4} │" if per == 1 else f"{first:>3}-{last:<4}│"
+            label = f"SM {first:>4}   │" if per == 1 else f"SM {first:>3}-{last:<3}│"
             out.append(f"\n{label}", style="dim")
             a, b = starts[i], stops[j - 1]
             conc = int(s.per_sm.concurrency[i:j].sum())
@@ -123,6 +130,11 @@ class SmSchedule(ZoomPan):
     def _summary(s: Schedule) -> Text:
         exec_ns = int(s.per_sm.exec_ns.sum())
         sched_ns = int(s.per_sm.sched_ns.sum())
+        unit = _unit(s.duration_ns)
+
+        def _ms(ns: float) -> str:
+            return _in(ns, unit)
+
         waves = int(s.wave.max()) + 1
         head = Text(no_wrap=True, overflow="crop")
         head.append(f"{s.blocks} blocks on {s.sms} SMs, {waves} wave{'s' if waves != 1 else ''}")
@@ -142,6 +154,11 @@ class SmSchedule(ZoomPan):
         """The window's span, then the block durations: a histogram and as many of the
         percentiles as fit ``width`` whole (at 80 columns a cut one read ``p99 5``)."""
         p = s.duration_pct
+        unit = _unit(s.duration_ns)  # (the summary's)
+
+        def _ms(ns: float) -> str:
+            return _in(ns, unit)
+
         text = Text(no_wrap=True, overflow="crop")
         text.append(f"{_ms(lo)} … {_ms(hi)}   ", "dim")
         text.append("block durations ")

@@ -49,7 +49,9 @@ class TensorOpView(ZoomPan):
             out.append("no warp issued a tensor-core instruction")
             return out
         width = max(self.size.width - LABEL, 10)
-        rows = max(self.size.height - len(t.per_class) - 3, 1)
+        rows = max(self.size.height - len(t.per_class) - 4, 1)
+        out.append(f"{'block  warp    SM':<{LABEL - 1}} │ ", "dim")
+        out.append("each warp's tensor-op span: first mma to its last wait\n", "dim")
         lo, hi = self.window(t.span_ns)
         edges = np.linspace(lo, hi, width + 1)
         for i in range(self.top, min(self.top + rows, len(t.start))):
