@@ -211,7 +211,10 @@ class ModelMetrics:
             labels=["pid", "gpu"],
         )
         window = GaugeMetricFamily(
-            "gtop_attribution_window_seconds", "The window GAR and off-GPU seconds cover."
+            "gtop_attribution_window_seconds",
+            "The window GAR and off-GPU seconds cover: the last this many seconds, ending "
+            f"{LAG_NS / 1e9:g} s before the newest data (the UI's live 'last 10 s'; a replay's "
+            "report window is gtop report's or gtop replay --once --json's).",
         )
         results = self.engine.result("process", lag_ns=LAG_NS) if self.engine.watermark else {}
         for unit, res in sorted(results.items()):
