@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from gtop import __version__
 from gtop.core.pyframe import DEFAULT_RATE_HZ as DEFAULT_PY_RATE_HZ
@@ -126,6 +126,8 @@ class Config:
     """``replay --compare``: a second recording to compare with."""
     probes: tuple[ProbeRequest, ...] = ()
     """``record --probe``: probes to turn on once the target's agent is in."""
+    what_if: tuple[Any, ...] = ()
+    """``report --what-if``: changes to predict (:class:`gtop.analysis.what_if.Change`)."""
 
 
 _N = TypeVar("_N", int, float)
@@ -144,6 +146,26 @@ def _in_range(value: _N, low: float, high: float, text: str) -> _N:
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"{text!r} is not between {low:g} and {high:g}")
     return value
+
+
+WHAT_IF_HELP = (
+    "CAUSE=F (H:CTRL, H:APP, H:IO, OFF_CPU, UNKNOWN: that host time times F), "
+    "kernel:GLOB=F (kernels named GLOB take F of their time), sync=0, loader (the "
+    "DataLoader keeps up), graphs[=GAP_NS], offload[=F] (H:APP moved to the GPU at F "
+    "of its host time)"
+)
+"""The changes :func:`gtop.analysis.what_if.parse_change` takes (its ``HELP``; here so
+that building the parser imports no numpy)."""
+
+
+def _what_if(text: str) -> Any:
+    """A ``--what-if`` change (:func:`gtop.analysis.what_if.parse_change`)."""
+    from gtop.analysis.what_if import ChangeError, parse_change
+
+    try:
+        return parse_change(text)
+    except ChangeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def seconds_option(low: float = 0.0, high: float = MAX_SECONDS) -> Callable[[str], float]:
@@ -469,6 +491,14 @@ def build_parser() -> argparse.ArgumentParser:
         "docs/compare.schema.json)",
     )
     add_window_options(report, "the steady state of the target's GPU work")
+    report.add_argument(
+        "--what-if",
+        action="append",
+        type=_what_if,
+        metavar="CHANGE",
+        help="also predict what CHANGE buys, replaying the window with it (repeatable): "
+        + WHAT_IF_HELP,
+    )
     add_export_arguments(
         sub.add_parser(
             "export",
@@ -585,6 +615,7 @@ def parse_args(argv: list[str]) -> Config:
         bind=getattr(args, "bind", "127.0.0.1"),
         compare=getattr(args, "compare", None),
         probes=tuple(getattr(args, "probe", None) or ()),
+        what_if=tuple(getattr(args, "what_if", None) or ()),
     )
 
 
@@ -1009,13 +1040,17 @@ def cmd_report(config: Config) -> int:
     if len(config.files) > 2:
         raise UserError(f"report takes one recording, or two to compare; got {len(config.files)}")
     if len(config.files) == 2:
+        if config.what_if:
+            raise UserError("--what-if takes one recording (the one to replay)")
         return _compare(config)
     assert config.file is not None
     with _open_recording(config.file) as rec:
         try:
-            report = read_report(rec, *config.window)
+            report = read_report(rec, *config.window, asked=config.what_if)
         except ValueError as exc:
             raise UserError(str(exc)) from None
+    if config.what_if and report.get("what_if") is None:
+        print("gtop: --what-if: no exact GPU work (CUPTI records) to replay", file=sys.stderr)
     emit(json.dumps(report, indent=2) if config.json else format_report(report, _text_width()))
     return 0
 

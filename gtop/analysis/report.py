@@ -8,6 +8,7 @@ later versions only extend: ``version``, ``start``, ``duration_s``, ``devices``,
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from gtop.core.pyframe import in_source_file
 if TYPE_CHECKING:
     from gtop.analysis.active_window import Window
     from gtop.analysis.cuda_activity import KernelStats
+    from gtop.analysis.one_time import Phase
+    from gtop.analysis.what_if import Change
 
 REPORT_VERSION = 1
 """The version of the report document (``schema_version``; ``docs/report.schema.json``):
@@ -329,13 +332,17 @@ def phases_section(
     startup: dict[str, np.ndarray],
     stacks: dict[int, dict],
     target_pid: int | None,
+    one_time: Sequence[Phase] = (),
 ) -> list[dict[str, Any]]:
     """The ``phases`` key, in seconds from the recording's start: ``startup`` (before the
     target's first GPU work: starting, importing, building its model), ``warm-up`` (from
     it to the window), the window diagnosed (named by its kind), ``wind-down`` (from the
     window to the last GPU work) and ``after``; empty ones left out. The startup phase
     names the target's busiest thread then, and what it did on-CPU
-    (:func:`startup_activity`), from ``startup``'s ``thread_state``/``cpu_sample`` rows."""
+    (:func:`startup_activity`), from ``startup``'s ``thread_state``/``cpu_sample`` rows.
+    ``one_time``: compilation, autotuning, checkpoints and evaluation passes found
+    (:mod:`gtop.analysis.one_time`), each with its cost and usual remedy, in time order
+    among the others (they overlap them: a compile is part of the warm-up)."""
     from gtop.analysis.thread_time import clip, thread_totals
     from gtop.core import layouts
 
@@ -370,6 +377,19 @@ def phases_section(
             phase["on_cpu_s"] = round(totals[tid]["on_cpu_s"], 3)
             phase["top_on_cpu"] = startup_activity(states, samples, stacks, tid)
         out.append(phase)
+    for p in one_time:
+        out.append(
+            {
+                "name": p.kind.name,
+                "what": f"once: {p.kind.what}",
+                "from_s": round((p.t0 - r0) / 1e9, 3),
+                "to_s": round((p.t1 - r0) / 1e9, 3),
+                "seconds": round(p.seconds, 3),
+                "one_time": True,
+                "remedy": p.kind.remedy,
+            }
+        )
+    out.sort(key=lambda ph: (ph["from_s"], ph.get("one_time", False)))
     return out
 
 
@@ -383,6 +403,41 @@ def window_section(recorded: tuple[int, int], window: Window) -> dict[str, Any]:
         "to_s": round((window.t1 - recorded[0]) / 1e9, 3),
         "duration_s": round(window.duration_ns / 1e9, 3),
     }
+
+
+def what_if_section(
+    data: dict[str, np.ndarray],
+    entities: list[Entity],
+    time_range: tuple[int, int],
+    ops: np.ndarray | None,
+    gpu: dict[str, dict[str, Any]],
+    verdict: dict[str, Any] | None,
+    kernels: list[dict],
+    asked: Sequence[Change] = (),
+) -> dict[str, Any] | None:
+    """The ``what_if`` key (:func:`gtop.analysis.gains.section`) for the verdict's
+    device: None without a verdict or exact GPU work."""
+    from gtop.analysis import gains
+    from gtop.analysis.cuda_activity import names_from_entities
+    from gtop.analysis.what_if import timeline_from_streams
+
+    if verdict is None or not gpu.get(str(verdict["device"]), {}).get("exact"):
+        return None
+    entry = gpu[str(verdict["device"])]
+    t0, t1 = time_range
+    tl = timeline_from_streams(
+        data,
+        ops,
+        t0,
+        t1 + 1,
+        names_from_entities(entities),
+        stack_frames(entities),
+        int(verdict["device"]),
+    )
+    if tl is None:
+        return None
+    top = kernels[0]["name"] if kernels else None
+    return gains.section(tl, entry["off"], entry["duration_s"], top, asked, entry["gar"])
 
 
 def ranks_section(
@@ -424,11 +479,12 @@ def build_report(
     time_range: tuple[int, int],
     kernels: KernelDigest | None = None,
     recorded: tuple[int, int] | None = None,
+    asked: Sequence[Change] = (),
 ) -> dict[str, Any]:
     """The report document for a recording's metadata, streams and entities (the kernel
     table as ``data["kernel"]`` or, gathered already, as ``kernels``) over ``time_range``
     (first and last ns); ``start`` and ``duration_s`` are those of ``recorded`` (the
-    whole recording's range) when given."""
+    whole recording's range) when given; ``asked``: ``--what-if`` changes to predict."""
     from gtop.analysis import untraced
     from gtop.analysis.agent_cost import report_section
     from gtop.core import layouts
@@ -460,6 +516,12 @@ def build_report(
     threads = threads_section(data, entities, time_range)
     if verdict is not None and verdict["kind"] == "input-bound":
         add_loader_frames(verdict, threads, (meta.get("target") or {}).get("pid"))
+    ops = kernels.ops if kernels is not None else None
+    what_if = what_if_section(
+        data, entities, time_range, ops, gpu, verdict, activity["kernels"], asked
+    )
+    if verdict is not None and what_if is not None:
+        verdict["gains"] = what_if["recommendations"]
     return {
         "version": __version__,
         "schema_version": REPORT_VERSION,
@@ -481,6 +543,7 @@ def build_report(
         **activity,
         "gpu": {dev: with_units(entry) for dev, entry in gpu.items()},
         "verdict": verdict,
+        "what_if": what_if,
         "threads": threads,
         "python_sampler": meta.get("python_sampler"),
         "ranks": ranks_section(

@@ -104,6 +104,9 @@ def _window(report: dict[str, Any], width: int) -> list[str]:
                 f"{' > '.join(g['frames'])} {g['seconds']:.2f} s" for g in phase["top_on_cpu"]
             )
             text += f" (on-CPU {phase['on_cpu_s']:.2f} s: {doing})"
+        if phase.get("remedy"):
+            text += f", {phase['from_s']:.2f}–{phase['to_s']:.2f} s, left out of the window; "
+            text += f"usual remedy: {phase['remedy']}"
         lines += _wrap(text, width)
     return lines
 
@@ -117,7 +120,47 @@ def _verdict(report: dict[str, Any], width: int) -> list[str]:
         lines += _wrap(f"- {item}", width)
     lines += _wrap(f"Why: {v['explanation'].split(' Usual fix:')[0]}", width)
     lines += _wrap(f"Usual fix: {v['fix']}", width)
+    return lines + _what_if(report, width)
+
+
+def _what_if(report: dict[str, Any], width: int) -> list[str]:
+    """The steps found, the fixes ranked by what the replay predicts they buy, and the
+    user's own ``--what-if`` questions."""
+    w = report.get("what_if")
+    if not w:
+        return []
+    steps = w.get("steps")
+    head = "Predicted gains (the window replayed with each fix, ranked"
+    if steps:
+        head += (
+            f"; {steps['count']:,} steps of {steps['step_s'] * 1e3:.2f} ms, "
+            f"{steps['steps_per_s']:,.1f} steps/s"
+        )
+    lines = _wrap(head + "):", width)
+    gains = w.get("recommendations", [])
+    if not gains:
+        lines += _wrap("- no usual fix is predicted to buy 5% or more", width, "    ", "      ")
+    for p in gains:
+        lines += _wrap(f"- {gain_line(p)}", width, "    ", "      ")
+    for p in w.get("asked", []):
+        lines += _wrap(f"What if {p['change']}: {gain_line(p, fix=False)}", width)
     return lines
+
+
+def gain_line(p: dict[str, Any], fix: bool = True) -> str:
+    """One prediction in words: ``use CUDA graphs: predicted ×9.4 (×6.6–×12), GAR 8% →
+    97%, then mostly GPU computing``."""
+    from gtop.analysis.causes import LABELS, PHRASES
+    from gtop.analysis.gains import times
+
+    after = PHRASES[LABELS.index(p["dominant_after"])]
+    text = (
+        f"predicted {times(p['speedup'])} ({times(p['low'])}–{times(p['high'])}), "
+        f"GAR {p['gar_before']:.0%} → {p['gar_after']:.0%}, then mostly {after}"
+    )
+    if p.get("after_step_s"):
+        text += f" ({p['after_step_s'] * 1e3:.2f} ms a step)"
+    return f"{p['fix']}: {text}" if fix else text
 
 
 def _breakdown(report: dict[str, Any], width: int) -> list[str]:

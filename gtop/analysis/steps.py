@@ -31,11 +31,13 @@ MIN_STEPS = 3
 class Steps:
     """The iteration found: ``anchors`` index the op sequence given (the first op of
     each step), ``period`` is its length in ops, ``match`` how often a lag of one
-    period repeats the op."""
+    period repeats the op, ``symbol`` the op that starts a step."""
 
     anchors: np.ndarray
     period: int
     match: float
+    symbol: int
+    """The op that starts each step."""
 
     def span(self, starts: np.ndarray) -> tuple[int, int]:
         """First to last step start (whole steps only), by the ops' ``starts``."""
@@ -74,4 +76,4 @@ def find_steps(symbols: np.ndarray) -> Steps | None:
     anchors = np.flatnonzero(symbols == anchor)
     if len(anchors) < MIN_STEPS + 1:
         return None
-    return Steps(anchors, period, round(float(match[period - 1]), 3))
+    return Steps(anchors, period, round(float(match[period - 1]), 3), int(anchor))

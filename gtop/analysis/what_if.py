@@ -32,7 +32,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -65,14 +65,19 @@ BACK_TO_BACK_NS = 5_000
 starts within this of the end of the op before it on its stream was queued behind it,
 so it was submitted no later than that op (when the thread launched the burst)."""
 MAX_SPAN_NS = 30_000_000_000
-MAX_OPS = 60_000
+MAX_OPS = 40_000
 """At most this much of the window, and this many ops, are replayed (its middle): a
 steady state repeats, and a few hundred of its steps predict it as well as all."""
+JOIN_MARGIN_NS = 1_000_000_000
+"""How long before the replayed span an op's launch or a thread's state is looked for
+(as the attribution's blocks look back)."""
 STACK_AGE_NS = 20_000_000
 """How old a stack sample may be to name an on-CPU segment (as the flamegraph's)."""
 HOST_CAUSES = (Cause.H_CTRL, Cause.H_APP, Cause.H_IO, Cause.OFF_CPU, Cause.UNKNOWN)
 """Host causes a change may scale."""
-CHANGE_TEXT = re.compile(r"^\s*([A-Za-z_:]+)(?::([^=]+))?\s*(?:=\s*([^=\s]+))?\s*$")
+CHANGE_TEXT = re.compile(
+    r"^\s*(?:(kernel):([^=]+?)|([A-Za-z_:]+))\s*(?:=\s*([^=\s]+))?\s*$", re.IGNORECASE
+)
 
 
 class ChangeError(ValueError):
@@ -123,7 +128,7 @@ def parse_change(text: str) -> Change:
     m = CHANGE_TEXT.match(text)
     if not m:
         raise ChangeError(f"--what-if {text!r}: expected {HELP}")
-    name, glob, value = m.group(1), m.group(2), m.group(3)
+    name, glob, value = m.group(1) or m.group(3), m.group(2), m.group(4)
     try:
         factor = float(value) if value is not None else None
     except ValueError:
@@ -169,6 +174,9 @@ class Timeline:
     seg_input: np.ndarray
     names: Mapping[int, str] = field(default_factory=dict)
     steps: Steps | None = None
+    window_steps: tuple[int, float] | None = None
+    """Whole steps in the whole window (before :data:`MAX_OPS` cut it) and their mean
+    length in ns: the step time the report states."""
 
     @property
     def ops(self) -> int:
@@ -181,16 +189,23 @@ def build_timeline(
     t1: int,
     names: Mapping[int, str] | None = None,
     stacks: Mapping[int, Sequence[str]] | None = None,
+    device: int | None = None,
+    window: tuple[np.ndarray, int, int] | None = None,
 ) -> Timeline | None:
-    """The timeline of the device with the most ops in ``[t0, t1)`` (its middle
-    :data:`MAX_SPAN_NS` and :data:`MAX_OPS` at most), or None without ops."""
-    t0, t1 = _middle(records.ops["t"], t0, t1)
-    prep = _Prepared(records, t0, t1, LAUNCH_GAP_NS)
-    if not len(prep.ops):
-        return None
-    devices, counts = np.unique(prep.ops["device"], return_counts=True)
-    device = int(devices[np.argmax(counts)])
+    """The timeline of ``device`` (default: the one with the most ops) over ``[t0, t1)``
+    (its middle :data:`MAX_SPAN_NS` and :data:`MAX_OPS` at most: :func:`replay_span`),
+    or None without ops. ``window``: the whole window's ops and edges when ``records``
+    hold only that middle (:func:`timeline_from_streams`), for the steps it states."""
+    on = records.ops if device is None else records.ops[records.ops["device"] == device]
+    whole = window or (on, t0, t1)
+    t0, t1 = replay_span(on["t"], t0, t1)
+    prep = _Prepared(_clipped(records, t0, t1), t0, t1, LAUNCH_GAP_NS)
+    if device is None and len(prep.ops):
+        devices, counts = np.unique(prep.ops["device"], return_counts=True)
+        device = int(devices[np.argmax(counts)])
     mine = np.flatnonzero(prep.ops["device"] == device)
+    if not len(mine):
+        return None
     ops = prep.ops[mine]
     tids = prep.tid[mine]
     known = tids[tids >= 0]
@@ -208,13 +223,16 @@ def build_timeline(
     sub = _queued_submits(prep.sub[mine], start, end, stream, inferred)
     sub = _before_waits(sub, inferred, seg_start, seg_end, seg_cause)
     seg_input = _input_waits(prep, tid, seg_start, seg_end, seg_cause, stacks or {})
-    symbols = (ops["label"].astype(np.int64) << 3) | ops["kind"].astype(np.int64)
+    seg_start, seg_end, seg_cause, seg_input = _merged(seg_start, seg_end, seg_cause, seg_input)
+    symbols = _symbols(ops)
     busiest = np.bincount(stream).argmax()
     on_busiest = np.flatnonzero(stream == busiest)
     found = find_steps(symbols[on_busiest])
-    steps = None
+    steps = window = None
     if found is not None:
-        steps = Steps(on_busiest[found.anchors], found.period, found.match)
+        steps = Steps(on_busiest[found.anchors], found.period, found.match, found.symbol)
+        first = ops[on_busiest[0]]
+        window = _window_steps(whole[0], first["pid"], first["stream"], found.symbol, *whole[1:])
     return Timeline(
         t0,
         t1,
@@ -232,19 +250,112 @@ def build_timeline(
         seg_input,
         dict(names or {}),
         steps,
+        window,
     )
 
 
-def _middle(starts: np.ndarray, t0: int, t1: int) -> tuple[int, int]:
+def _window_steps(
+    ops: np.ndarray, pid: int, stream: int, symbol: int, t0: int, t1: int
+) -> tuple[int, float] | None:
+    """Whole steps over ``[t0, t1)`` (each starting at an op ``symbol`` on the stream)
+    and their mean length (ns)."""
+    t = ops["t"]
+    hit = (
+        (_symbols(ops) == symbol)
+        & (ops["stream"] == stream)
+        & (ops["pid"] == pid)
+        & (t >= t0)
+        & (t < t1)
+    )
+    t = np.sort(t[hit])
+    a = regular_anchors(t, np.arange(len(t)))
+    if len(a) < 2:
+        return None
+    return len(a) - 1, float(t[a[-1]] - t[a[0]]) / (len(a) - 1)
+
+
+OP_STREAMS = ("kernel", "memcpy", "memset")
+
+
+def timeline_from_streams(
+    data: Mapping[str, np.ndarray],
+    ops: np.ndarray | None,
+    t0: int,
+    t1: int,
+    names: Mapping[int, str],
+    stacks: Mapping[int, Sequence[str]],
+    device: int | None = None,
+) -> Timeline | None:
+    """:func:`build_timeline` from a window's raw record batches (``ops``: their ops
+    table when built already), only the rows near the span replayed projected (a long
+    window's calls and states are not copied)."""
+    from gtop.analysis.ranks import comm_labels
+    from gtop.analysis.records import mark_comm
+
+    if ops is None:
+        ops = Records.from_streams({k: data[k] for k in OP_STREAMS if k in data}).ops
+    on = ops
+    if device is not None and not bool((ops["device"] == device).all()):
+        on = ops[ops["device"] == device]
+    a, b = replay_span(on["t"], t0, t1)
+    lo = a - JOIN_MARGIN_NS
+    near = {}
+    for name, rows in data.items():
+        if name in OP_STREAMS or not len(rows) or "t_ns" not in (rows.dtype.names or ()):
+            continue
+        near[name] = rows[_near(rows, lo, b)]
+    span_ops = ops[_near(ops, lo, b, "t", "end")]
+    mark_comm(span_ops, comm_labels(names))
+    records = Records.from_streams(near, span_ops)
+    return build_timeline(records, a, b, names, stacks, device, (on, t0, t1))
+
+
+def _near(rows: np.ndarray, lo: int, hi: int, t: str = "t_ns", end: str = "end_ns") -> np.ndarray:
+    """Which rows overlap ``[lo, hi)`` (an instant: lies in it; an interval still open,
+    end -1: starts before ``hi``)."""
+    start = rows[t]
+    if end not in (rows.dtype.names or ()):
+        return (start >= lo) & (start < hi)
+    e = rows[end]
+    return (start < hi) & ((e >= lo) | (e < 0))
+
+
+def _symbols(ops: np.ndarray) -> np.ndarray:
+    """One integer per op: its kind and label (kernel name, copy kind)."""
+    return (ops["label"].astype(np.int64) << 3) | ops["kind"].astype(np.int64)
+
+
+def _clipped(records: Records, t0: int, t1: int) -> Records:
+    """The rows of ``records`` that can matter to ``[t0, t1)``: those overlapping it
+    (ops and calls from :data:`JOIN_MARGIN_NS` before it: a queued op's launch)."""
+
+    def near(rows: np.ndarray, end: str = "end") -> np.ndarray:
+        keep = (rows[end] >= t0 - JOIN_MARGIN_NS) & (rows["t"] < t1)
+        return rows if bool(keep.all()) else rows[keep]
+
+    return replace(
+        records,
+        ops=near(records.ops),
+        apis=near(records.apis),
+        waits=near(records.waits, "t"),
+        syncs=near(records.syncs),
+        states=near(records.states),
+        samples=near(records.samples, "t"),
+    )
+
+
+def replay_span(starts: np.ndarray, t0: int, t1: int) -> tuple[int, int]:
     """The middle of ``[t0, t1)`` no longer than :data:`MAX_SPAN_NS` and holding at most
     :data:`MAX_OPS` of the ops starting at ``starts``."""
     if t1 - t0 > MAX_SPAN_NS:
         mid = (t0 + t1) // 2
         t0, t1 = mid - MAX_SPAN_NS // 2, mid + MAX_SPAN_NS // 2
-    s = np.sort(starts[(starts >= t0) & (starts < t1)])
+    s = starts[(starts >= t0) & (starts < t1)]
     if len(s) > MAX_OPS:
         mid = len(s) // 2
-        t0, t1 = int(s[mid - MAX_OPS // 2]), int(s[mid + MAX_OPS // 2 - 1]) + 1
+        lo, hi = mid - MAX_OPS // 2, mid + MAX_OPS // 2 - 1
+        s = np.partition(s, (lo, hi))  # the two order statistics, without a sort
+        t0, t1 = int(s[lo]), int(s[hi]) + 1
     return t0, t1
 
 
@@ -265,6 +376,19 @@ def _queued_submits(
     head = np.maximum.accumulate(head)
     sub[order] = np.where(queued, sub[order][head], sub[order])
     return sub
+
+
+def _merged(
+    starts: np.ndarray, ends: np.ndarray, causes: np.ndarray, flags: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Consecutive touching segments of one cause (and flag) as one."""
+    if not len(starts):
+        return starts, ends, causes, flags
+    head = np.ones(len(starts), bool)
+    head[1:] = (causes[1:] != causes[:-1]) | (flags[1:] != flags[:-1]) | (starts[1:] != ends[:-1])
+    heads = np.flatnonzero(head)
+    lasts = np.append(heads[1:] - 1, len(starts) - 1)
+    return starts[heads], ends[lasts], causes[heads], flags[heads]
 
 
 def _before_waits(
@@ -447,19 +571,25 @@ def replay(tl: Timeline, changes: Sequence[Change] = ()) -> Outcome:
 
 
 def regular_steps(tl: Timeline) -> np.ndarray:
+    """The anchors of the timeline's steady run of steps (:func:`regular_anchors`)."""
+    assert tl.steps is not None
+    return regular_anchors(tl.start, tl.steps.anchors)
+
+
+def regular_anchors(starts: np.ndarray, a: np.ndarray) -> np.ndarray:
     """The anchors of the steady run of steps: the longest run of consecutive steps
     whose lengths are within half and twice the median step."""
-    assert tl.steps is not None
-    a = tl.steps.anchors
-    gaps = np.diff(tl.start[a]).astype(np.float64)
+    gaps = np.diff(starts[a]).astype(np.float64)
+    if not len(gaps):
+        return a
     med = np.median(gaps)
-    ok = (gaps >= med / 2) & (gaps <= med * 2)
-    best, cur, best_end = 0, 0, 0
-    for i, good in enumerate(ok.tolist()):
-        cur = cur + 1 if good else 0
-        if cur > best:
-            best, best_end = cur, i + 1
-    return a[best_end - best : best_end + 1]
+    ok = np.concatenate(([False], (gaps >= med / 2) & (gaps <= med * 2), [False]))
+    edges = np.flatnonzero(np.diff(ok.astype(np.int8)))  # run starts, run ends (gap indices)
+    if not len(edges):
+        return a[:1]
+    heads, tails = edges[0::2], edges[1::2]
+    k = int(np.argmax(tails - heads))
+    return a[heads[k] : tails[k] + 1]
 
 
 def sync_starts(tl: Timeline) -> np.ndarray:
@@ -581,12 +711,18 @@ def _outcome(
     s = np.concatenate([p[0] for p in pieces])
     e = np.concatenate([p[1] for p in pieces])
     c = np.concatenate([p[2] for p in pieces]).astype(np.int64)
-    for cause in OFF_CAUSES:
-        mine = (c == cause) & (e > s)
-        if not mine.any():
-            continue
-        spans = iv.union(np.floor(s[mine]).astype(np.int64), np.ceil(e[mine]).astype(np.int64))
-        ns = iv.intersect(idle, spans).measure()
-        if ns:
-            off[int(cause)] = ns
+    # the host's pieces do not overlap: the idle time in each is a difference of the
+    # running idle total at its ends
+    edges = np.concatenate(([0.0], np.cumsum((idle.ends - idle.starts).astype(np.float64))))
+
+    def idle_until(t: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(idle.starts, t, side="right") - 1
+        inside = np.clip(t - idle.starts[np.maximum(j, 0)], 0, None)
+        inside = np.minimum(inside, (idle.ends - idle.starts)[np.maximum(j, 0)])
+        return np.where(j >= 0, edges[np.maximum(j, 0)] + inside, 0.0)
+
+    if not len(idle):
+        return Outcome(b - a, busy.measure(), steps, {})
+    ns = np.bincount(c, weights=idle_until(e) - idle_until(s), minlength=len(Cause))
+    off = {int(x): round(ns[x]) for x in OFF_CAUSES if ns[x] >= 1}
     return Outcome(b - a, busy.measure(), steps, off)

@@ -30,6 +30,7 @@ from gtop.analysis.active_window import (
     steady_edges,
     steady_span,
 )
+from gtop.analysis.one_time import Phase, find_phases, outside
 from gtop.core.hub import Entity
 from gtop.core.layouts import UNTRACED
 from gtop.core.rows import take_rows
@@ -203,10 +204,31 @@ def _traced_ns(clipped: ClippedRecording, edges: np.ndarray) -> np.ndarray | Non
     return np.diff(edges) - np.diff(coverage(off, edges))
 
 
+def one_time(rec: Recording) -> list[Phase]:
+    """The recording's one-time phases (compilation, autotuning, checkpoints,
+    evaluation: :mod:`gtop.analysis.one_time`), from every thread's stack samples."""
+    if "cpu_sample" not in rec.streams:
+        return []
+    samples = rec.read("cpu_sample")
+    if not len(samples):
+        return []
+    stacks = {
+        int(e.key): list(e.value.get("frames", ())) for e in rec.entities() if e.kind == "stack"
+    }
+    return find_phases(samples["t_ns"], samples["stack_id"].astype(np.int64), stacks)
+
+
+def after_one_time(rec: Recording, within: Window) -> Window:
+    """``within`` less its one-time phases: the largest piece of it outside them."""
+    t0, t1 = outside(within.t0, within.t1, one_time(rec))
+    return within if (t0, t1) == (within.t0, within.t1) else Window(t0, t1, within.kind)
+
+
 def choose(rec: Recording, start: str | None = None, end: str | None = None) -> Window:
-    """The window to diagnose: by default the steady state of the active window
-    (:func:`steady`); ``start``/``end`` give a bound as seconds from the recording's
-    start, ``steady`` or ``active`` (that window's bound).
+    """The window to diagnose: by default the steady state of the active window outside
+    its one-time phases (:func:`steady`, :func:`after_one_time`); ``start``/``end``
+    give a bound as seconds from the recording's start, ``steady`` or ``active`` (that
+    window's bound).
 
     The one place that chooses it (issue 24: one window everywhere): ``gtop report``,
     ``gtop export``, and a replay's views and ``--once``
@@ -265,6 +287,7 @@ def resolve(
         ValueError: a bound is not seconds, ``steady`` or ``active``, or the window is
             empty.
     """
+    stable = after_one_time(rec, stable)
     if start is None and end is None:
         return stable
     r0, r1 = rec.time_range()

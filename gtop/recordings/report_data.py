@@ -3,6 +3,7 @@ once (the GPU work in one pass, :mod:`gtop.recordings.gpu_pass`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,15 @@ from gtop.analysis.report import (
     phases_section,
     window_section,
 )
-from gtop.recordings.clipped import OP_STREAMS, ClippedRecording, active, reach, resolve
+from gtop.analysis.what_if import Change
+from gtop.recordings.clipped import (
+    OP_STREAMS,
+    ClippedRecording,
+    active,
+    one_time,
+    reach,
+    resolve,
+)
 from gtop.recordings.gpu_pass import GpuPass
 from gtop.recordings.reader import Recording
 
@@ -61,19 +70,27 @@ def read_inputs(rec: Recording, start: str | None = None, end: str | None = None
     return ReportInputs(act, window, data, kernels, startup)
 
 
-def read_report(rec: Recording, start: str | None = None, end: str | None = None) -> dict[str, Any]:
+def read_report(
+    rec: Recording,
+    start: str | None = None,
+    end: str | None = None,
+    asked: Sequence[Change] = (),
+) -> dict[str, Any]:
     """``gtop report``'s document over the steady state of the recording's active
     window, or the window ``start``/``end`` name (:func:`~gtop.recordings.clipped.choose`),
-    with the ``window`` it covers and the ``phases`` around it.
+    with the ``window`` it covers and the ``phases`` around it; ``asked``: ``--what-if``
+    changes to predict.
 
     Raises:
         ValueError: ``start``/``end`` are not a window of this recording.
     """
-    return report_of(rec, read_inputs(rec, start, end))
+    return report_of(rec, read_inputs(rec, start, end), asked)
 
 
-def report_of(rec: Recording, inputs: ReportInputs) -> dict[str, Any]:
-    """:func:`read_report`'s document from its inputs."""
+def report_of(
+    rec: Recording, inputs: ReportInputs, asked: Sequence[Change] = ()
+) -> dict[str, Any]:
+    """:func:`read_report`'s document from its inputs (``asked``: ``--what-if`` changes)."""
     window, recorded, entities = inputs.window, rec.time_range(), rec.entities()
     report = build_report(
         rec.meta,
@@ -83,11 +100,14 @@ def report_of(rec: Recording, inputs: ReportInputs) -> dict[str, Any]:
         (window.t0, window.t1 - 1),
         inputs.kernels,
         recorded,
+        asked,
     )
     pid = (rec.meta.get("target") or {}).get("pid")
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
     report["window"] = window_section(recorded, window)
-    report["phases"] = phases_section(recorded, inputs.active, window, inputs.startup, stacks, pid)
+    report["phases"] = phases_section(
+        recorded, inputs.active, window, inputs.startup, stacks, pid, one_time(rec)
+    )
     return report
 
 

@@ -22,9 +22,10 @@ UNITLESS = {
     # counts, ids and indices
     "n", "count", "calls", "samples", "index", "device", "pid", "tid", "thread", "parent",
     "registers",
-    "format_version", "schema_version", "throttle_reasons_seen",
+    "format_version", "schema_version", "throttle_reasons_seen", "ops_per_step",
     # ratios (0..1, or factors of 1)
     "gar", "share_of_window", "qif", "dif",
+    "speedup", "low", "high", "gar_before", "gar_after", "model_error",
     # per-stream and per-cause tables: their parent key carries the unit
 }  # fmt: skip
 OTHERS = ("ranks", "agent_cost")

@@ -48,7 +48,11 @@ async def test_replayed_verdict_names_the_reports_cause(replay_app: AppFactory) 
         verdict, text = await verdict_at(replay_app, name, at_s, pid)
         assert verdict is not None, name
         assert (verdict.kind, verdict.cause) == (expected["kind"], expected["cause"]), name
-        assert text.endswith(f" · {verdict.headline} · fix: {verdict.fix}")
+        line = f" · {verdict.headline} · fix: {verdict.fix}"
+        # then the best fix by predicted gain, as the report ranks it first (issue 25)
+        gains = expected.get("gains") or []
+        tail = f" · predicted: {gains[0]['fix']} ×" if gains else ""
+        assert line + tail in text
 
 
 async def test_verdict_line_says_when_there_is_no_gpu_work(replay_app: AppFactory) -> None:
@@ -75,7 +79,11 @@ async def test_v_shows_the_verdict_in_full(replay_app: AppFactory) -> None:
         text = app.screen.text.plain
         assert text.startswith(verdict.headline)
         assert all(item in text for item in verdict.evidence)
-        assert text.count("Usual fix:") == 1 and text.endswith(verdict.fix)
+        assert text.count("Usual fix:") == 1 and f"Usual fix: {verdict.fix}\n" in text
+        # then the fixes ranked by predicted gain, as the report ranks them (issue 25)
+        gains = [g["fix"] for g in expected["gains"]]
+        assert gains[0] == "use CUDA graphs"
+        assert text.endswith("\n") and all(f" - {g}: predicted ×" in text for g in gains)
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, ProcessScreen)

@@ -91,7 +91,8 @@ class ProcessScreen(GtopScreen):
 
     def action_verdict(self) -> None:
         """The verdict line in full: evidence and the usual fix (cut at 80 columns)."""
-        self.app.push_screen(VerdictScreen(self.verdict.verdict, self.verdict.line()))
+        line = self.verdict
+        self.app.push_screen(VerdictScreen(line.verdict, line.line(), line.gains))
 
     def about(self) -> str:
         spec = self._specs.get(self.tabs.active)

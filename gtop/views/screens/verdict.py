@@ -3,15 +3,19 @@ cut before its fix): what held the GPU idle, the evidence, why, and the usual fi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.text import Text
 from textual.binding import Binding
 
+from gtop.analysis.gains import Prediction
 from gtop.analysis.verdict import Verdict
 from gtop.views.screens.text_box import TextBoxScreen
 
 
-def verdict_text(verdict: Verdict | None, line: str) -> Text:
-    """``verdict`` as ``gtop report`` words it; without one, the line's reason why not."""
+def verdict_text(verdict: Verdict | None, line: str, gains: Sequence[Prediction] = ()) -> Text:
+    """``verdict`` as ``gtop report`` words it, with the fixes ranked by predicted gain;
+    without one, the line's reason why not."""
     if verdict is None:
         return Text(line or "Why idle: not computed yet")
     out = Text(verdict.headline + "\n\n", style="bold")
@@ -22,6 +26,11 @@ def verdict_text(verdict: Verdict | None, line: str) -> Text:
     out.append(verdict.explanation.split(" Usual fix:")[0] + "\n")  # the fix comes next
     out.append("Usual fix: ", style="bold")
     out.append(verdict.fix)
+    if gains:
+        out.append("\n\nPredicted gains", style="bold")
+        out.append(" (this window replayed with each fix, ranked)\n")
+        for p in gains:
+            out.append(f" - {p.line()}\n")
     return out
 
 
@@ -30,5 +39,7 @@ class VerdictScreen(TextBoxScreen):
 
     BINDINGS = [Binding("escape,v,q", "dismiss", "Close", show=False)]
 
-    def __init__(self, verdict: Verdict | None, line: str) -> None:
-        super().__init__(verdict_text(verdict, line), "why the GPU is idle · Esc closes")
+    def __init__(
+        self, verdict: Verdict | None, line: str, gains: Sequence[Prediction] = ()
+    ) -> None:
+        super().__init__(verdict_text(verdict, line, gains), "why the GPU is idle · Esc closes")

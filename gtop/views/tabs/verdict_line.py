@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
 
+from gtop.analysis.gains import Prediction, ranked, times
 from gtop.analysis.gpu_report import after_sync_ns, top_off_stacks
 from gtop.analysis.records import OP_KERNEL
 from gtop.analysis.verdict import Verdict, from_entry
@@ -53,6 +54,18 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
     return from_entry(entry, len(mine), int((mine["end"] - mine["t"]).sum()))
 
 
+def window_gains(snap: Any, result: Any) -> list[Prediction]:
+    """The usual fixes ranked by predicted gain (:func:`gtop.analysis.gains.ranked`) over
+    the verdict's window, from its exact CUPTI records; none from NVML alone."""
+    res = result.result if result is not None else None
+    if res is None or not res.exact:
+        return []
+    entry = summary(snap, res)
+    return ranked(
+        snap.records, res.t0, res.t1, res.unit.device, entry, snap.kernel_names, snap.stacks
+    )
+
+
 class VerdictLine(WorkerPanel):
     """One line: the verdict for ``pid`` (or why there is none yet)."""
 
@@ -74,6 +87,8 @@ class VerdictLine(WorkerPanel):
         self.text = Static("", classes="verdict")
         self.verdict: Verdict | None = None
         """The latest verdict shown (None: none yet)."""
+        self.gains: list[Prediction] = []
+        """The fixes ranked by predicted gain over the same window (``v`` lists them)."""
         self._line = ""
         self._last = float("-inf")
         self._seen: tuple[int, bool, int] = (-1, False, 0)
@@ -117,18 +132,20 @@ class VerdictLine(WorkerPanel):
     def snapshot(self, model: Model) -> Any:
         return take_snapshot(model, self.pid, self.app.source, self.agent_error())
 
-    def compute(self, snap: Any) -> tuple[Verdict | None, str]:
+    def compute(self, snap: Any) -> tuple[Verdict | None, str, list[Prediction]]:
         verdict = window_verdict(snap, self.pid)
         result = gpu_time(snap, self.pid)  # (the one computation, shared)
         label = snap.window.label() if result is None else result.label
         if verdict is not None:
-            return verdict, f"{label} · {verdict.line()}"
+            gains = window_gains(snap, result)
+            best = f" · predicted: {gains[0].fix} {times(gains[0].speedup)}" if gains else ""
+            return verdict, f"{label} · {verdict.line()}{best}", gains
         if len(snap.records.ops) and (snap.records.ops["pid"] == self.pid).any():
-            return None, f"{label} · no GPU work of this process in the window"
-        return None, f"{label} · no verdict: {snap.agent_reason}"
+            return None, f"{label} · no GPU work of this process in the window", []
+        return None, f"{label} · no verdict: {snap.agent_reason}", []
 
     def apply(self, result: Any) -> None:
-        self.verdict, self._line = result
+        self.verdict, self._line, self.gains = result
         self.text.update(self._line)
 
     def line(self) -> str:

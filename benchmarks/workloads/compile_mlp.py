@@ -1,0 +1,82 @@
+"""A 6-layer MLP under ``torch.compile``, then ``--steps`` training steps: a job whose
+first seconds are compilation (inductor, Triton JIT and autotuning), not its steady
+state (issue 25: one-time phases).
+
+The first step compiles (timed on its own: ``compile_s``); the steps after it are the
+steady state, timed with the GPU synchronised at both ends. Prints one JSON line at the
+end (window of the steady steps, compile time, steps/s).
+
+    gtop record -o compile-mlp.gtop -- python benchmarks/workloads/compile_mlp.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from _common import emit, now_ns
+from torch import nn
+
+
+def mlp(width: int, layers: int) -> nn.Module:
+    """``layers`` Linear+GELU blocks of ``width``, and a head."""
+    blocks: list[nn.Module] = []
+    for _ in range(layers):
+        blocks += [nn.Linear(width, width), nn.GELU()]
+    return nn.Sequential(*blocks, nn.Linear(width, 10))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--width", type=int, default=2048)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--mode", default="max-autotune-no-cudagraphs", help="torch.compile mode")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    model = mlp(args.width, args.layers).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    compiled = torch.compile(model, mode=args.mode)
+    x = torch.randn(args.batch, args.width, device="cuda")
+    y = torch.randint(0, 10, (args.batch,), device="cuda")
+
+    def step() -> torch.Tensor:
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(compiled(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    c0 = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    compile_s = time.perf_counter() - c0
+    t0 = now_ns()
+    total = torch.zeros((), device="cuda")
+    for _ in range(args.steps):
+        total += step().detach()
+    loss = total.item() / args.steps
+    torch.cuda.synchronize()
+    t1 = now_ns()
+    emit(
+        "compile-mlp",
+        (t0, t1),
+        {
+            "phase": "compilation first (inductor, Triton autotune), then the steady steps",
+            "cause": "steady state: GPU-bound or launch-bound, not Python/CPU work",
+        },
+        steps_per_s=args.steps / ((t1 - t0) / 1e9),
+        compile_s=compile_s,
+        steps=args.steps,
+        layers=args.layers,
+        width=args.width,
+        batch=args.batch,
+        mode=args.mode,
+        loss=loss,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""One-time phases named from their stacks (issue 25): compilation, autotuning,
+checkpoints and evaluation passes, and the window that leaves them out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gtop.analysis.one_time import classify, find_phases, outside
+from gtop.recordings.clipped import choose, one_time
+from gtop.recordings.reader import Recording
+from gtop.recordings.report_data import read_report
+from tests.analysis.recordings import RECORDINGS
+
+COMPILE = [
+    "<module> (job.py)",
+    "main (job.py)",
+    "_fn (torch/_dynamo/eval_frame.py)",
+    "__call__ (torch/_dynamo/convert_frame.py)",
+    "_compile (torch/_dynamo/convert_frame.py)",
+    "compile_fx (torch/_inductor/compile_fx.py)",
+]
+AUTOTUNE = [*COMPILE, "benchmark_all_configs (torch/_inductor/runtime/triton_heuristics.py)"]
+STEADY = [  # a compiled step, every time: dynamo's frame hook and Triton's launcher
+    "main (job.py)",
+    "_fn (torch/_dynamo/eval_frame.py)",
+    "call (output_code.py)",
+    "run (torch/_inductor/runtime/triton_heuristics.py)",
+]
+
+
+@pytest.mark.parametrize(
+    "frames, kind",
+    [
+        (COMPILE, "compilation"),
+        (AUTOTUNE, "autotuning"),
+        (["main (x.py)", "llvm::PMDataManager::initializeAnalysisImpl"], "compilation"),
+        (["train (x.py)", "save (torch/serialization.py)"], "checkpoint"),
+        (["main (job.py:12)", "compile_fx (compile_fx.py:1630)"], "compilation"),  # lines
+        (["main (job.py:12)", "_fn (eval_frame.py:655)", "call (output_code.py:9)"], None),
+        (["train (x.py)", "evaluate (x.py)", "forward (model.py)"], "evaluation"),
+        (STEADY, None),
+        (["<module> (job.py)", "<module> (torch/_dynamo/convert_frame.py)"], None),  # import
+        (["main (x.py)", "_compile (re.py)"], None),
+        (["_Py_HashBytes"], None),
+    ],
+)
+def test_classify(frames: list[str], kind: str | None) -> None:
+    got = classify(frames)
+    assert (got.name if got else None) == kind
+
+
+def test_no_committed_recording_has_one() -> None:
+    """None of the committed recordings compiles, autotunes, saves or evaluates: their
+    windows stay as they were (torch's import of convert_frame.py is not a compile)."""
+    for path in sorted(RECORDINGS.rglob("*.gtop")):
+        with Recording(path) as rec:
+            assert one_time(rec) == [], path.name
+
+
+def test_a_compile_span_is_found_and_left_out() -> None:
+    """item-every-step's own samples, those of 0.5-3.5 s after its first kernel given a
+    compile stack (as if the loop had compiled then): one compilation phase of ~3 s, and
+    the window that leaves it out is the larger part after it."""
+    with Recording(RECORDINGS / "fixes" / "item-every-step.gtop") as rec:
+        samples = rec.read("cpu_sample")
+        stacks = {int(e.key): e.value["frames"] for e in rec.entities() if e.kind == "stack"}
+        window = choose(rec)
+    t0 = int(samples["t_ns"][0])
+    fake = max(stacks) + 1
+    stacks[fake] = COMPILE
+    ids = samples["stack_id"].astype(np.int64)
+    span = (samples["t_ns"] >= window.t0 + 500_000_000) & (
+        samples["t_ns"] < window.t0 + 3_500_000_000
+    )
+    ids[span] = fake
+    (phase,) = find_phases(samples["t_ns"], ids, stacks)
+    assert phase.kind.name == "compilation"
+    assert phase.seconds == pytest.approx(3.0, abs=0.1)
+    assert phase.samples == int(span.sum())
+    a, b = outside(window.t0, window.t1, [phase])
+    assert a == phase.t1 and b == window.t1
+    assert outside(window.t0, window.t1, []) == (window.t0, window.t1)
+    assert t0 <= phase.t0
+
+
+COMPILE_JOB = RECORDINGS / "compile-mlp.gtop"
+
+
+@pytest.mark.skipif(not COMPILE_JOB.exists(), reason="recorded on the GPU machine (issue 25)")
+def test_compile_job_reports_its_compile_and_a_steady_verdict() -> None:
+    """benchmarks/workloads/compile_mlp.py under gtop record: the compile is a phase of
+    its own, out of the window, and the verdict is not Python/CPU work."""
+    with Recording(COMPILE_JOB) as rec:
+        report = read_report(rec)
+    phases = [p for p in report["phases"] if p.get("one_time")]
+    assert phases and phases[0]["name"] in ("compilation", "autotuning")
+    assert sum(p["seconds"] for p in phases) > 1.0
+    assert report["window"]["from_s"] >= phases[0]["to_s"] - 0.01
+    assert report["verdict"]["kind"] != "host-compute"
