@@ -13,7 +13,7 @@ from typing import Any
 
 from gtop.analysis.causes import EXPLANATIONS, LABELS, OFF_CAUSES, ON_CAUSES, PHRASES, Cause
 from gtop.analysis.untraced import SAMPLE_ABOVE
-from gtop.core.pyframe import is_python
+from gtop.core.pyframe import is_python, parse
 
 GPU_BOUND_GAR = 0.8
 """At or above this GPU Active Ratio the GPU itself is the bottleneck."""
@@ -115,6 +115,12 @@ def top_frames(frames: Sequence[str], n: int = 3) -> tuple[str, ...]:
         user = user[: user.index(SYSCALL_ENTRY)]
     user = [f for f in user if f != "[unknown]"]
     return tuple(user[-n:])
+
+
+def _line(frame: str) -> str | None:
+    """``file.py:88 (func)`` of a Python frame that has its line, else None."""
+    parsed = parse(frame)
+    return f"{parsed.file}:{parsed.line} ({parsed.func})" if parsed and parsed.line else None
 
 
 def syscall(frames: Sequence[str]) -> str | None:
@@ -270,10 +276,13 @@ def _decide(
             evidence.append(f"system call: {call}")
     fix = FIXES[kind]
     py = [f for f in top if is_python(f)]
+    line = _line(py[-1]) if py else None
+    if line:  # where in the user's code: "at item_sync.py:61 (train)"
+        evidence.append(f"{PHRASES[cause]} at {line}")
     if kind in ("sync-bound", "host-compute") and top:
-        fix += f" (at {top[-1]})"
+        fix += f" (at {line or top[-1]})"
     elif kind == "launch-bound" and py:  # the Python code whose launches to capture
-        fix += f" (around {py[-1]})"
+        fix += f" (around {line or py[-1]})"
     host = sum(seconds.get(LABELS[c], 0.0) for c in (*HOST_CAUSES, Cause.H_WAIT_GPU))
     if cause == Cause.H_WAIT_GPU:
         evidence.append(

@@ -21,7 +21,7 @@ from gtop.analysis.gpu_report import gpu_report
 from gtop.analysis.ranks import comm_labels
 from gtop.analysis.records import Records, mark_comm
 from gtop.analysis.report import ATTRIBUTION_STREAMS, stack_frames
-from gtop.analysis.verdict import from_entry
+from gtop.analysis.verdict import decide, from_entry
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
@@ -184,3 +184,16 @@ def test_collectives_are_not_called_gpu_bound() -> None:
     assert verdict.cause == "G:COMM" and "slower rank" in verdict.fix
     busy = decide({"G:COMP": 3.0, "G:COMM": 0.2}, 3.5)
     assert busy is not None and busy.kind == "gpu-bound"
+
+
+def test_verdict_quotes_the_line_of_the_call() -> None:
+    """Stacks sampled with lines: the evidence and the fix name ``file:line (function)``
+    of the innermost Python frame; recordings without lines read as before."""
+    stack = "OFF_GPU;H:WAIT_GPU;main (train.py:10);step (train.py:88);cudaStreamSynchronize"
+    verdict = decide({"G:COMP": 0.5, "H:WAIT_GPU": 2.5}, 3.0, [(stack, 2.4)])
+    assert verdict is not None and verdict.kind == "sync-bound"
+    assert "waiting for the GPU at train.py:88 (step)" in verdict.evidence
+    assert verdict.fix.endswith("(at train.py:88 (step))")
+    old = decide({"G:COMP": 0.5, "H:WAIT_GPU": 2.5}, 3.0, [(stack.replace(":88", ""), 2.4)])
+    assert not any(" at train.py" in e for e in old.evidence)
+    assert old.fix.endswith("(at step (train.py))")
