@@ -3,8 +3,10 @@ kernel buy anything? (issue 25: the what-if's causal point.)
 
 Each step launches ``--matmuls`` FP32 matmuls (n×n, n chosen so that the matmuls take
 about ``--gpu-ms`` in FP32) and an elementwise tail of about a quarter of that (not
-touched by TF32), then does ``--host-ms`` of Python bookkeeping; the loss is read once
-at the end, so the host runs ahead of the GPU and never waits for it in the loop:
+touched by TF32), then does ``--host-ms`` of Python bookkeeping; every ``--sync-every`` steps it
+synchronises (as a loss print every few steps does), so the host runs at most that far
+ahead of the GPU and never fills CUDA's launch queue (a launch that blocks on a full
+queue would look like host work):
 
 * ``--bound gpu`` (host 1 ms per step): the GPU is the bottleneck, and TF32 (faster
   matmul kernels, the same work) speeds the step up by the matmuls' share (Amdahl);
@@ -60,6 +62,7 @@ def main() -> None:
     ap.add_argument("--gpu-ms", type=float, default=8.0, help="FP32 matmuls per step, ms")
     ap.add_argument("--host-ms", type=float, help="host work per step (default by --bound)")
     ap.add_argument("--seconds", type=float, default=4.0, help="measured loop")
+    ap.add_argument("--sync-every", type=int, default=5, help="steps between synchronises")
     ap.add_argument("--measure-kernels", action="store_true", help="print matmul times only")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -98,6 +101,8 @@ def main() -> None:
         step()
         bookkeeping(host_ms / 1e3, log)
         steps += 1
+        if args.sync_every > 0 and steps % args.sync_every == 0:
+            torch.cuda.synchronize()
     loss = total.item()
     torch.cuda.synchronize()
     t1 = now_ns()
@@ -115,6 +120,7 @@ def main() -> None:
         matmuls=matmuls,
         tail_reps=tail_reps,
         tf32=args.tf32 == "on",
+        sync_every=args.sync_every,
         fp32_matmul_ms=fp32,
         loss=loss,
     )
