@@ -43,3 +43,6 @@ orig_rax, eflags
 
 # module attribute protocol (PEP 562): gtop/__init__.py loads the API on first use
 __getattr__, __dir__
+
+# socketserver reads these class attributes, http.server calls log_message (headless.py)
+address_family, daemon_threads, log_message
