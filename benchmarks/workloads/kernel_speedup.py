@@ -1,10 +1,9 @@
 """One model, GPU-bound or host-bound, with its matmuls in FP32 or TF32: does a faster
 kernel buy anything? (issue 25: the what-if's causal point.)
 
-Each step launches ``--matmuls`` FP32 matmuls (n×n, n chosen so that the matmuls take
-about ``--gpu-ms`` in FP32) and an elementwise tail of about a quarter of that (not
-touched by TF32), then does ``--host-ms`` of Python bookkeeping; every ``--sync-every`` steps it
-synchronises (as a loss print every few steps does), so the host runs at most that far
+Each step launches FP32 matmuls of 4096×4096 (as many as take about ``--gpu-ms`` in
+FP32) and an elementwise tail of about a quarter of that (not touched by TF32), then
+does ``--host-ms`` of Python bookkeeping; every ``--sync-every`` steps it synchronises (as a loss print every few steps does), so the host runs at most that far
 ahead of the GPU and never fills CUDA's launch queue (a launch that blocks on a full
 queue would look like host work):
 
