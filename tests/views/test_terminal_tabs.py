@@ -5,6 +5,7 @@ verdict in full."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -55,5 +56,35 @@ def test_every_tab_answers_in_a_terminal(terminal: Terminal, size: tuple[int, in
     terminal.wait_for(lambda s: "Evidence" in s and "Usual fix:" in s and "Why:" in s)
     terminal.keys("Escape")
     terminal.wait_for(lambda s: "Evidence" not in s)
+    terminal.keys("q")
+    terminal.wait_for(lambda s: "gtop-exit=0" in s)
+
+
+WINDOW = "steady 9.7–13.8 s"
+"""train_loop_cupti's report window (gtop report: 'Window: 9.69–13.84 s')."""
+NAMED = (
+    ("GPUs", lambda s: "NVIDIA H200" in s),
+    ("Children", lambda s: "child" in s or "PID" in s),
+    ("Kernels", lambda s: f"Kernels over {WINDOW}" in s),
+    ("Streams", lambda s: "streams, last 1 s, 12.8–13.8 s" in s),
+    ("Threads", lambda s: f"threads (calling CUDA or busy; t) · {WINDOW}:" in s),
+    ("GPU time", lambda s: f"exact (CUPTI) · {WINDOW}" in s),
+    ("Swimlanes", lambda s: re.search(r"^11\.\d{3} s +span 2000\.000 ms$", s, re.M) is not None),
+)
+
+
+def test_every_tab_names_its_window_at_80x24(terminal: Terminal) -> None:
+    """``gtop replay F`` as a newcomer runs it: on the target's screen, paused at the end
+    of the report's window; the verdict line and every tab say which window they cover
+    (the same one, or which seconds of it they draw)."""
+    terminal.start(
+        [sys.executable, "-m", "gtop", "replay", "recordings/train_loop_cupti.gtop"], size=(80, 24)
+    )
+    screen = terminal.wait_for(lambda s: f"{WINDOW} · GPU idle 65%" in s, timeout=60)
+    assert "PAUSE 0:13.8" in screen and "launching kernels" in screen
+    for title, names in NAMED:
+        screen = terminal.wait_for(names, timeout=60)
+        assert all(len(line) <= 80 for line in screen.splitlines()), title
+        terminal.keys("]")
     terminal.keys("q")
     terminal.wait_for(lambda s: "gtop-exit=0" in s)

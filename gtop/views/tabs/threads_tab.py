@@ -139,7 +139,7 @@ class ThreadsTab(WorkerPanel):
         which = "all" if snap.every_thread else "calling CUDA or busy"
         self.flame.total_label = (
             f"{snap.mode} · {result.shown} of {result.total} threads ({which}; t) · "
-            f"thread time, {snap.label}:"
+            f"{snap.label}:"
         )
 
     def action_cycle_mode(self) -> None:
