@@ -93,6 +93,8 @@ def after_sync_ns(partition: Partition, syncs: np.ndarray) -> int:
     off = ~np.isin(partition.causes, ON_CAUSES)
     joined = np.concatenate(([False], ~off[:-1] | (starts[1:] != ends[:-1])))
     first = off & (joined | (np.arange(len(off)) == 0))
+    if not first.any():  # no off-GPU gap (one kernel ending at the end of time, say)
+        return 0
     gap = np.cumsum(first) - 1  # the gap each segment belongs to (meaningful where off)
     opens = starts[first]
     done = np.sort(syncs["end"])
