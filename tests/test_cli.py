@@ -89,9 +89,10 @@ def test_overview_without_gpu_points_to_demo() -> None:
     assert "gtop demo" in one_line_error(gtop())
 
 
-def test_unknown_pid() -> None:
+def test_unknown_pid(tmp_path: Path) -> None:
     assert "999999999" in one_line_error(gtop("--pid", "999999999"))
-    assert "999999999" in one_line_error(gtop("record", "--pid", "999999999", "-o", "/tmp/x"))
+    out = str(tmp_path / "x.gtop")
+    assert "999999999" in one_line_error(gtop("record", "--pid", "999999999", "-o", out))
 
 
 def test_missing_recording() -> None:

@@ -34,6 +34,7 @@ first_start  # probes.catalog.block_sched.SmStats: each SM's first block, for ta
 
 # analysis.verdict.Verdict fields that reach the report through as_json (dataclasses.asdict)
 phrase, explanation, share_of_window
+after_step_s  # analysis.gains.Gain, in the report through as_json (dataclasses.asdict)
 
 # the io module calls these on a raw stream (recordings/exporters/output.py's stdout wrapper)
 writable
