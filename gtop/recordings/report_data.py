@@ -87,9 +87,7 @@ def read_report(
     return report_of(rec, read_inputs(rec, start, end), asked)
 
 
-def report_of(
-    rec: Recording, inputs: ReportInputs, asked: Sequence[Change] = ()
-) -> dict[str, Any]:
+def report_of(rec: Recording, inputs: ReportInputs, asked: Sequence[Change] = ()) -> dict[str, Any]:
     """:func:`read_report`'s document from its inputs (``asked``: ``--what-if`` changes)."""
     window, recorded, entities = inputs.window, rec.time_range(), rec.entities()
     report = build_report(

@@ -138,8 +138,7 @@ class ThreadsTab(WorkerPanel):
         self.flame.folded = result.folded
         which = "all" if snap.every_thread else "calling CUDA or busy"
         self.flame.total_label = (
-            f"{snap.mode} · {result.shown} of {result.total} threads ({which}; t) · "
-            f"{snap.label}:"
+            f"{snap.mode} · {result.shown} of {result.total} threads ({which}; t) · {snap.label}:"
         )
 
     def action_cycle_mode(self) -> None:
