@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -206,7 +207,17 @@ def _traced_ns(clipped: ClippedRecording, edges: np.ndarray) -> np.ndarray | Non
 
 def one_time(rec: Recording) -> list[Phase]:
     """The recording's one-time phases (compilation, autotuning, checkpoints,
-    evaluation: :mod:`gtop.analysis.one_time`), from every thread's stack samples."""
+    evaluation: :mod:`gtop.analysis.one_time`), from every thread's stack samples; found
+    once per open recording (the window's choice and the report both ask)."""
+    if rec not in _ONE_TIME:
+        _ONE_TIME[rec] = _find_one_time(rec)
+    return _ONE_TIME[rec]
+
+
+_ONE_TIME: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _find_one_time(rec: Recording) -> list[Phase]:
     if "cpu_sample" not in rec.streams:
         return []
     samples = rec.read("cpu_sample")

@@ -90,7 +90,14 @@ def gtop(*args: str) -> subprocess.CompletedProcess:
 def test_report_from_to_seconds_and_steady() -> None:
     path = str(RECORDINGS / "loader-8-workers.gtop")
     given = json.loads(gtop("report", "--json", "--from", "4", "--to", "6.5", path).stdout)
-    assert given["window"] == {"kind": "given", "from_s": 4.0, "to_s": 6.5, "duration_s": 2.5}
+    assert given["window"] == {
+        "kind": "given",
+        "from_s": 4.0,
+        "to_s": 6.5,
+        "duration_s": 2.5,
+        "label": given["window"]["label"],
+    }
+    assert "4.0" in given["window"]["label"] and "6.5" in given["window"]["label"]
     assert given["gpu"]["0"]["duration_s"] == pytest.approx(2.5)
     whole = json.loads(gtop("report", "--json", "--from", "active", "--to", "active", path).stdout)
     assert whole["window"]["kind"] == "active"

@@ -114,10 +114,12 @@ def requirements(wheel: Path) -> list[str]:
 
 
 def minimums(reqs: list[str]) -> list[str]:
-    """``name>=X`` → ``name==X`` for every requirement."""
+    """``name>=X`` (with or without a ``<Y`` cap) → ``name==X`` for every requirement."""
     pins = []
     for req in reqs:
-        found = re.fullmatch(r"([\w.-]+)\s*>=\s*([\w.]+)", req.strip())
+        found = re.fullmatch(
+            r"([\w.-]+)\s*(?:<[\w.]+\s*,\s*)?>=\s*([\w.]+)(?:\s*,\s*<[\w.]+)?", req.strip()
+        )
         assert found, f"requirement without a plain floor: {req}"
         pins.append(f"{found[1]}=={found[2]}")
     return pins

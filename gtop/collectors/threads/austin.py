@@ -83,6 +83,22 @@ def _readlink(path: str) -> str:
         return ""
 
 
+def _as_owner(pid: int) -> dict:
+    """Popen arguments that run Austin as ``pid``'s owner when gtop is root and the
+    target is not: Austin may run the target's executable (``EXE -V``, to learn its
+    Python version), which its owner controls, and root must never run it. The owner may
+    read its own process; nothing is lent."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        st = os.stat(f"/proc/{pid}")
+    except OSError:
+        return {}
+    if st.st_uid == 0:
+        return {}
+    return {"user": st.st_uid, "group": st.st_gid, "extra_groups": []}
+
+
 def _roots(pid: int) -> tuple[str, ...]:
     """Where a process's own sources lie: its script's folder (``python [-opts] x.py``;
     the first argument that is a file), and its working directory."""
@@ -180,7 +196,11 @@ class AustinSampler(PyStackSampler):
         err = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _end)
         try:
             proc = subprocess.Popen(
-                [*cmd, "-p", str(pid)], stdin=subprocess.DEVNULL, stdout=slave, stderr=err
+                [*cmd, "-p", str(pid)],
+                stdin=subprocess.DEVNULL,
+                stdout=slave,
+                stderr=err,
+                **_as_owner(pid),
             )
         except OSError as exc:
             os.close(master)
