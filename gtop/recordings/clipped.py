@@ -79,7 +79,8 @@ class ClippedRecording:
         closed = rows[rows["end_ns"] >= 0]
         return frozenset(zip(closed["pid"].tolist(), closed["t_ns"].tolist(), strict=True))
 
-    def _keep(self, rows: np.ndarray, stream: str) -> np.ndarray:
+    def keep(self, rows: np.ndarray, stream: str) -> np.ndarray:
+        """Those of ``stream``'s ``rows`` (read from the whole recording) in the window."""
         t0, t1 = self.window.t0, self.window.t1
         if "end_ns" in (rows.dtype.names or ()):
             reaches = rows["end_ns"] > t0
@@ -94,7 +95,7 @@ class ClippedRecording:
         for rows in self.rec.iter_chunks(stream, reuse):
             if rows["t_ns"][0] >= self.window.t1 and bool(np.all(rows["t_ns"] >= self.window.t1)):
                 continue
-            kept = self._keep(rows, stream)
+            kept = self.keep(rows, stream)
             if len(kept):
                 yield kept
 
@@ -102,7 +103,7 @@ class ClippedRecording:
         # only rows starting before the window's end can be in it: read no further (and,
         # given t0, from there: an exporter reads a long stream window by window)
         end = self.window.t1 if t1 is None else min(t1, self.window.t1)
-        return self._keep(self.rec.read(stream, t0, end), stream)
+        return self.keep(self.rec.read(stream, t0, end), stream)
 
 
 def _last_rows(rec: Recording, stream: str) -> np.ndarray:
@@ -205,22 +206,24 @@ def _traced_ns(clipped: ClippedRecording, edges: np.ndarray) -> np.ndarray | Non
     return np.diff(edges) - np.diff(coverage(off, edges))
 
 
-def one_time(rec: Recording) -> list[Phase]:
+def one_time(rec: Recording, samples: np.ndarray | None = None) -> list[Phase]:
     """The recording's one-time phases (compilation, autotuning, checkpoints,
-    evaluation: :mod:`gtop.analysis.one_time`), from every thread's stack samples; found
+    evaluation: :mod:`gtop.analysis.one_time`), from every thread's stack samples (its
+    whole ``cpu_sample`` stream: ``samples`` when the caller read it already); found
     once per open recording (the window's choice and the report both ask)."""
     if rec not in _ONE_TIME:
-        _ONE_TIME[rec] = _find_one_time(rec)
+        _ONE_TIME[rec] = _find_one_time(rec, samples)
     return _ONE_TIME[rec]
 
 
 _ONE_TIME: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _find_one_time(rec: Recording) -> list[Phase]:
+def _find_one_time(rec: Recording, samples: np.ndarray | None) -> list[Phase]:
     if "cpu_sample" not in rec.streams:
         return []
-    samples = rec.read("cpu_sample")
+    if samples is None:
+        samples = rec.read("cpu_sample")
     if not len(samples):
         return []
     stacks = {

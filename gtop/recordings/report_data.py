@@ -34,6 +34,8 @@ WHOLE_RECORDING = ("gpu", "proc_gpu", "proc_host")
 whole recording; the rest covers the window."""
 STARTUP_STREAMS = ("thread_state", "cpu_sample")
 """What the ``startup`` phase is described by (read as far as the first GPU work)."""
+ONE_TIME_STREAMS = ("cpu_sample",)
+"""Read whole by the report: the one-time phases are found in all of it."""
 
 
 @dataclass
@@ -63,10 +65,14 @@ def read_inputs(rec: Recording, start: str | None = None, end: str | None = None
     """
     act = active(rec)
     gpu = GpuPass(rec, act, reach(rec, act, start, end))
+    # every stack sample once: the one-time phases (which the window's choice needs)
+    # are found in all of them, and the window's and the startup's are cut from them
+    samples = {s: rec.read(s) for s in ONE_TIME_STREAMS if s in rec.streams}
+    one_time(rec, samples.get("cpu_sample"))
     window = resolve(rec, act, gpu.steady(), start, end)
     data, kernels = gpu.report_data(window)
     first = min(act.t0, window.t0)
-    startup = _read_streams(rec, window, data, WHOLE_RECORDING, first)
+    startup = _read_streams(rec, window, data, WHOLE_RECORDING, first, samples)
     return ReportInputs(act, window, data, kernels, startup)
 
 
@@ -115,18 +121,26 @@ def _read_streams(
     data: dict[str, np.ndarray],
     whole: tuple[str, ...],
     first: int | None = None,
+    read: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Into ``data``: every other stream the report reads, over ``window`` (the whole
     recording for those in ``whole``); returned: the startup rows (before ``first``),
-    read while the chunks just read are in the reader's cache."""
+    read while the chunks just read are in the reader's cache. ``read``: streams read
+    whole already, cut here rather than read again."""
     view = ClippedRecording(rec, window)
+    read = read or {}
     startup = {}
     for name in REPORT_STREAMS:
         if name not in rec.streams or name in OP_STREAMS:
             continue
-        data[name] = rec.read(name) if name in whole else view.read(name)
+        if name in read:
+            data[name] = read[name] if name in whole else view.keep(read[name], name)
+        else:
+            data[name] = rec.read(name) if name in whole else view.read(name)
         if name in STARTUP_STREAMS and first is not None:
-            rows = rec.read(name, t1=first)
+            rows = (
+                read[name][read[name]["t_ns"] < first] if name in read else rec.read(name, t1=first)
+            )
             if len(rows):
                 startup[name] = rows
     return startup

@@ -31,14 +31,8 @@ def synthetic(tmp_path_factory) -> Path:
     return path
 
 
-ONE_TIME_READ = {"cpu_sample": 2}
-"""Known second reads: the one-time phases (compile, checkpoints) are found from every
-stack sample before the window is chosen, then the report reads the window's samples
-(found once per recording, but the two reads are not shared yet)."""
-
-
 def decoded_twice(rec: Recording) -> dict[str, tuple[int, int]]:
-    chunks = {s: len(rec.chunks(s)) * ONE_TIME_READ.get(s, 1) for s in rec.streams}
+    chunks = {s: len(rec.chunks(s)) for s in rec.streams}
     return {s: (n, chunks[s]) for s, n in rec.decoded.items() if n > chunks[s]}
 
 
