@@ -9,7 +9,6 @@ import pytest
 from gtop.analysis.one_time import classify, find_phases, outside
 from gtop.recordings.clipped import choose, one_time
 from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report
 from tests.analysis.recordings import RECORDINGS
 
 COMPILE = [
@@ -82,19 +81,3 @@ def test_a_compile_span_is_found_and_left_out() -> None:
     assert a == phase.t1 and b == window.t1
     assert outside(window.t0, window.t1, []) == (window.t0, window.t1)
     assert t0 <= phase.t0
-
-
-COMPILE_JOB = RECORDINGS / "compile-mlp.gtop"
-
-
-@pytest.mark.skipif(not COMPILE_JOB.exists(), reason="recorded on the GPU machine (issue 25)")
-def test_compile_job_reports_its_compile_and_a_steady_verdict() -> None:
-    """benchmarks/workloads/compile_mlp.py under gtop record: the compile is a phase of
-    its own, out of the window, and the verdict is not Python/CPU work."""
-    with Recording(COMPILE_JOB) as rec:
-        report = read_report(rec)
-    phases = [p for p in report["phases"] if p.get("one_time")]
-    assert phases and phases[0]["name"] in ("compilation", "autotuning")
-    assert sum(p["seconds"] for p in phases) > 1.0
-    assert report["window"]["from_s"] >= phases[0]["to_s"] - 0.01
-    assert report["verdict"]["kind"] != "host-compute"
