@@ -16,6 +16,7 @@ from gtop.collectors.agent.attach import AttachError, attach, hold_with_agent
 from gtop.collectors.agent.link import AgentLink
 from gtop.collectors.base import Collector, SessionCollector, SessionSetup
 from gtop.collectors.host import HostCollector, check_pid, family
+from gtop.collectors.threads.tier import publish_thread_name
 from gtop.collectors.threads.tiers import HostThreads
 from gtop.core.hub import Hub, Subscription, Update
 from gtop.core.source import Controls
@@ -190,6 +191,8 @@ class LiveSource:
             held.cancel()
             raise
         self.process = held.release()
+        if self.host_tier != "off":  # the exec renamed the main thread: say so now
+            publish_thread_name(self.hub, self.pid, self.pid, time.monotonic_ns())
         if link is not None:
             self._follow(link)
         self.target = {"pid": self.pid, "cmdline": list(cmd), "launched": True}

@@ -97,10 +97,7 @@ class ThreadCollector:
         for tid, pid in table.items():
             new = tid not in self.threads
             if new or tid == pid:
-                name = proctree.comm(pid, tid)
-                if new or name:  # "": gone since the table was read
-                    value = {"pid": pid, "name": name}
-                    self.hub.publish_entity(Entity("thread", str(tid), now, value))
+                publish_thread_name(self.hub, pid, tid, now, gone_too=new)
         self.threads = table
         self._tree_changed(table)
 
@@ -201,3 +198,13 @@ class ThreadCollector:
 
     def _tree_changed(self, table: dict[int, int]) -> None:
         """Hook: the set of target threads was re-read."""
+
+
+def publish_thread_name(hub: Hub, pid: int, tid: int, now: int, gone_too: bool = False) -> None:
+    """Publish thread ``tid``'s (of process ``pid``) name as it is now: after an exec
+    renamed a launched target's main thread (:meth:`gtop.session.live.LiveSource.launch`
+    says so at once: a short command may have exited by the next tree refresh), or for a
+    new thread; ``gone_too``: publish it even when it is gone (an empty name)."""
+    name = proctree.comm(pid, tid)
+    if name or gone_too:
+        hub.publish_entity(Entity("thread", str(tid), now, {"pid": pid, "name": name}))
