@@ -1,9 +1,11 @@
 """Rewrite recordings in the current format, in place
-(``python3 tools/convert_recordings.py FILE...``).
+(``python3 tools/convert_recordings.py [--recompress] FILE...``).
 
-Each file older than the current format is converted by
-:func:`gtop.recordings.convert.convert` into a new file beside it, which then replaces
-it; one line per file says its size before and after (and what a damaged file lost).
+Each file older than the current format (with ``--recompress``, every file) is
+converted by :func:`gtop.recordings.convert.convert` into a new file beside it, which
+then replaces it; one line per file says its size before and after (and what a damaged
+file lost). ``--recompress`` is how a recording written live (zstd level 3) is made
+small to be kept: the committed recordings are stored so.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from gtop.recordings.reader import Recording, RecordingError
 from gtop.recordings.schema import FORMAT_VERSION
 
 
-def convert_in_place(path: Path) -> str:
-    """Convert ``path`` unless it is current; one line on what was done."""
+def convert_in_place(path: Path, recompress: bool = False) -> str:
+    """Convert ``path`` unless it is current (``recompress``: even then); one line on
+    what was done."""
     with Recording(path) as rec:
-        if rec.version >= FORMAT_VERSION:
+        if rec.version >= FORMAT_VERSION and not recompress:
             return f"{path}: already format {rec.version}"
     tmp = path.with_name(f".{path.name}.converting")
     tmp.unlink(missing_ok=True)
@@ -41,11 +44,14 @@ def convert_in_place(path: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument(
+        "--recompress", action="store_true", help="rewrite current files too (to compress them)"
+    )
     args = parser.parse_args()
     status = 0
     for path in args.files:
         try:
-            print(convert_in_place(path))
+            print(convert_in_place(path, args.recompress))
         except (RecordingError, OSError) as exc:
             print(f"gtop: {exc}", file=sys.stderr)
             status = 1

@@ -2,8 +2,9 @@
 
 Every intact chunk is written again as one chunk of the same rows, in the same order
 (so a reader joins and sorts them as before), every entity in its recorded order, and
-the metadata as it was, plus ``converted_from`` (the old format version). Nothing is
-re-recorded: what any reader of the old file saw, it sees in the new one.
+the metadata as it was, plus ``converted_from`` (the old format version), compressed
+for keeping (the writer's ``archive``). Nothing is re-recorded: what any reader of the
+old file saw, it sees in the new one.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> list[st
     with Recording(src) as rec:
         docs = _stream_docs(rec.path)
         meta = {**rec.meta, "converted_from": rec.meta.get("format_version")}
-        writer = RecordingWriter(dst, meta)
+        writer = RecordingWriter(dst, meta, archive=True)
         try:
             for stream in rec.streams:
                 for rows in rec.iter_chunks(stream):

@@ -73,6 +73,9 @@ class RecordingWriter:
     transaction. Callers flush at least once a second (the :class:`Recorder` does).
     Not thread-safe: one thread writes.
 
+    ``archive``: compress for keeping (:data:`~gtop.recordings.codec.ARCHIVE_LEVEL`),
+    as a rewrite does, not for a live recorder's pace.
+
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is false.
         OSError: the file cannot be created (:class:`WriteError`: nor written; nothing
@@ -80,9 +83,16 @@ class RecordingWriter:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], meta: dict[str, Any], *, overwrite: bool = False
+        self,
+        path: str | os.PathLike[str],
+        meta: dict[str, Any],
+        *,
+        overwrite: bool = False,
+        archive: bool = False,
     ) -> None:
         self.path = Path(path)
+        self._level = codec.ARCHIVE_LEVEL if archive else codec.ZSTD_LEVEL
+        self._entity_level = codec.ARCHIVE_LEVEL if archive else entity_chunks.LEVEL
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"{self.path} already exists")
         # SQLite opens FILE-wal and FILE-shm by name and would write through a link
@@ -199,7 +209,7 @@ class RecordingWriter:
         entity_rows = []
         for start in range(0, len(entities), entity_chunks.MAX_ROWS):
             chunk, new = entity_chunks.encode(
-                entities[start : start + entity_chunks.MAX_ROWS], strings
+                entities[start : start + entity_chunks.MAX_ROWS], strings, self._entity_level
             )
             strings.update((text, chunk.base + i) for i, text in enumerate(new))
             entity_rows.append((chunk.base, chunk.n, chunk.crc, chunk.data))
@@ -226,13 +236,12 @@ class RecordingWriter:
         except sqlite3.Error as exc:
             raise WriteError(self.path, exc) from None
 
-    @staticmethod
-    def _chunk_row(stream: str, records: np.ndarray) -> tuple:
+    def _chunk_row(self, stream: str, records: np.ndarray) -> tuple:
         times = records["t_ns"]
         t_first, t_last = int(times.min()), int(times.max())
         if "end_ns" in (records.dtype.names or ()):
             t_last = max(t_last, int(records["end_ns"].max()))
-        blob, crc = codec.encode(records)
+        blob, crc = codec.encode(records, self._level)
         return stream, t_first, t_last, len(records), crc, blob
 
     def close(self, final_meta: dict[str, Any] | None = None) -> None:

@@ -35,9 +35,9 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-@given(record_arrays())
-def test_codec_round_trip_is_bit_exact(records: np.ndarray) -> None:
-    blob, crc = codec.encode(records)
+@given(record_arrays(), st.sampled_from([codec.ZSTD_LEVEL, codec.ARCHIVE_LEVEL]))
+def test_codec_round_trip_is_bit_exact(records: np.ndarray, level: int) -> None:
+    blob, crc = codec.encode(records, level)
     assert same(codec.decode(blob, records.dtype, len(records), crc), records)
 
 
