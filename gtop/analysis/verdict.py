@@ -141,7 +141,14 @@ def _input_bound(stacks: Sequence[tuple[str, float]]) -> bool:
     (stacks without Python frames, e.g. a lock wait py-spy did not catch, say nothing)."""
     with_py = [(s, w) for s, w in stacks if any(is_python(f) for f in stack_frames(s))]
     loader = sum(w for s, w in with_py if INPUT_FRAMES.search(s))
-    return loader > 0 and loader >= 0.5 * sum(w for _, w in with_py)
+    return mostly_input(loader, sum(w for _, w in with_py))
+
+
+def mostly_input(loader_s: float, python_s: float) -> bool:
+    """DataLoader frames hold most of the waiting time that has Python frames (``python_s``
+    of it, ``loader_s`` in DataLoader frames): the waits without Python frames are taken
+    to be the same DataLoader waits (the verdict's and the what-if's one rule)."""
+    return loader_s > 0 and loader_s >= 0.5 * python_s
 
 
 def _rates(launches_per_s: float | None, mean_kernel_us: float | None) -> str | None:

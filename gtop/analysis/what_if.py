@@ -44,7 +44,8 @@ from gtop.analysis.demangle import demangle
 from gtop.analysis.host_window import LAUNCH_GAP_NS, frames_of
 from gtop.analysis.records import OP_KERNEL, Records
 from gtop.analysis.steps import Steps, find_steps
-from gtop.analysis.verdict import INPUT_FRAMES
+from gtop.analysis.verdict import INPUT_FRAMES, mostly_input
+from gtop.core.pyframe import is_python
 
 GRAPH_GAP_NS = 800
 """The GPU's gap between two kernel nodes of a CUDA graph replay when the recording
@@ -423,19 +424,31 @@ def _input_waits(
     causes: np.ndarray,
     stacks: Mapping[int, Sequence[str]],
 ) -> np.ndarray:
-    """Per segment: an ``OFF_CPU`` wait whose stack is a DataLoader's."""
+    """Per segment: an ``OFF_CPU`` wait for a DataLoader: its stack is a DataLoader's, or
+    it has no Python frames while most of the Python-framed waits are DataLoader waits
+    (:func:`~gtop.analysis.verdict.mostly_input`: the rule that names the verdict)."""
     out = np.zeros(len(starts), bool)
     off = np.flatnonzero(causes == Cause.OFF_CPU)
     if not len(off) or not stacks:
         return out
     ids = prep.host.stack_ids(tid, starts[off], ends[off], STACK_AGE_NS)
-    loader = {
-        int(s): bool(INPUT_FRAMES.search("\n".join(frames_of(int(s), stacks))))
-        for s in np.unique(ids)
-        if s >= 0
-    }
-    out[off] = [loader.get(int(s), False) for s in ids]
+    kinds = {int(s): _wait_kind(frames_of(int(s), stacks)) for s in np.unique(ids) if s >= 0}
+    marks = [kinds.get(int(s)) for s in ids]
+    loader = np.array([m is True for m in marks])
+    framed = np.array([m is not None for m in marks])
+    took = (ends - starts)[off]
+    if mostly_input(float(took[loader].sum()), float(took[framed].sum())):
+        loader |= ~framed
+    out[off] = loader
     return out
+
+
+def _wait_kind(frames: Sequence[str]) -> bool | None:
+    """A wait's stack in DataLoader frames (True), in other Python frames (False), or
+    without Python frames (None: it says nothing)."""
+    if not any(is_python(f) for f in frames):
+        return None
+    return bool(INPUT_FRAMES.search("\n".join(frames)))
 
 
 @dataclass(frozen=True)

@@ -74,3 +74,17 @@ def test_v_box_lists_the_ranked_gains(decode: dict) -> None:
     text = verdict_text(verdict, "", gains).plain
     assert "Predicted gains (this window replayed with each fix, ranked)" in text
     assert f" - {gains[0].line()}" in text and "use CUDA graphs: predicted ×" in text
+
+
+def test_an_input_bound_verdict_ranks_the_dataloader_fix_first() -> None:
+    """The demo's loader: its longest waits have no Python frames (a lock in native
+    code), its Python-framed ones are DataLoader waits, so the verdict says "waiting for
+    input data"; the what-if counts the same waits as the DataLoader's, and ranks that
+    fix first, not a separate "remove the blocking waits" (one rule, one story)."""
+    with Recording(ROOT / "gtop" / "demo" / "loader-1-worker.gtop") as rec:
+        report = read_report(rec)
+    assert report["verdict"]["kind"] == "input-bound"
+    fixes = [g["fix"] for g in report["verdict"]["gains"]]
+    assert fixes[0] == "a DataLoader that keeps up", fixes
+    assert "remove the blocking waits" not in fixes
+    assert report["verdict"]["gains"][0]["speedup"] > 3
