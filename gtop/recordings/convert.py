@@ -33,7 +33,7 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> list[st
         FileExistsError: ``dst`` exists.
     """
     with Recording(src) as rec:
-        docs = _stream_docs(rec.path)
+        docs = stream_docs(rec.path)
         meta = {**rec.meta, "converted_from": rec.meta.get("format_version")}
         writer = RecordingWriter(dst, meta, archive=True)
         try:
@@ -49,13 +49,19 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> list[st
             raise
         writer.close(meta)
         problems = list(rec.problems)
-    with sqlite3.connect(dst) as db:  # the writer grew the file a flush at a time
-        db.execute(f"PRAGMA page_size={PAGE_SIZE}")
-        db.execute("VACUUM")
+    vacuum(dst, PAGE_SIZE)
     return problems
 
 
-def _stream_docs(path: Path) -> dict[str, str]:
+def vacuum(path: str | os.PathLike[str], page_size: int) -> None:
+    """Rewrite a closed recording compactly, in pages of ``page_size`` (the writer grew
+    the file a flush at a time)."""
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA page_size={page_size}")
+        db.execute("VACUUM")
+
+
+def stream_docs(path: Path) -> dict[str, str]:
     """Each stream's description, as the recorder wrote it."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         return {name: doc or "" for name, doc in db.execute("SELECT name, doc FROM streams")}
