@@ -321,14 +321,16 @@ class _Prepared:
         inferred = default_mode.api_less(ops, rec.apis)
         if inferred.any():  # default agent mode: calls inferred (gtop.analysis.default_mode)
             calls = default_mode.inferred_calls(ops, rec.syncs, rec.states, inferred)
+            api_end, api_tid = self._join_inferred(ops, rec.apis, inferred, calls)
             rec = replace(rec, apis=concat_rows([rec.apis, calls]))
-        api_end, api_tid = self._join(ops, rec.apis)
+        else:
+            api_end, api_tid = self._join(ops, rec.apis)
         sub = np.where(
             ops["submitted"] > 0,
             ops["submitted"],
             np.where(api_tid >= 0, api_end, np.where(ops["queued"] > 0, ops["queued"], start)),
         )
-        if inferred.any():
+        if (inferred & (ops["graph"] != 0)).any():  # graph_submits gives only nodes a time
             by_graph = default_mode.graph_submits(ops, start, _stream_index(ops))
             sub = np.where(inferred & (by_graph >= 0), by_graph, sub)
         sub = np.minimum(sub, start)
@@ -372,6 +374,21 @@ class _Prepared:
         found = (before | (ukey[k] == okey)) & (ops["corr"] != 0)
         api_end[found] = apis["end"][pick[found]]
         api_tid[found] = apis["tid"][pick[found]]
+        return api_end, api_tid
+
+    @classmethod
+    def _join_inferred(
+        cls, ops: np.ndarray, apis: np.ndarray, inferred: np.ndarray, calls: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_join` of ``ops`` with ``apis`` and the ``calls`` inferred for the ops
+        of ``inferred`` (whose processes have none in ``apis``): their own launch marks
+        without a search when :func:`~gtop.analysis.default_mode.own_calls` knows them."""
+        own = default_mode.own_calls(ops, inferred, calls)
+        if own is None:
+            return cls._join(ops, concat_rows([apis, calls]))
+        api_end, api_tid = cls._join(ops, apis)  # no key of an inferred op is in apis
+        rows, end, tid = own
+        api_end[rows], api_tid[rows] = end, tid
         return api_end, api_tid
 
     def _eligible(self, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

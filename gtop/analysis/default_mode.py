@@ -68,24 +68,31 @@ def thread_in(pids: np.ndarray, at: np.ndarray, states: np.ndarray) -> np.ndarra
     return out
 
 
+def launch_marks(ops: np.ndarray, launched: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """The launch marks (:data:`~gtop.analysis.records.API` rows) of the ops in
+    ``launched``, in op order: each with the op's correlation id, on the thread of its
+    process on-CPU just before it started (the one that launched it)."""
+    rows = np.flatnonzero(launched)
+    marks = np.zeros(len(rows), API)
+    marks["t"] = ops["t"][rows]
+    marks["end"] = marks["t"] + MARK_NS
+    marks["pid"] = ops["pid"][rows]
+    on_cpu = states[states["state"] == ThreadState.ON_CPU]
+    marks["tid"] = thread_in(marks["pid"], marks["t"] - BEFORE_NS, on_cpu)
+    marks["corr"] = ops["corr"][rows]
+    marks["cls"] = ApiClass.LAUNCH
+    return marks
+
+
 def inferred_calls(
     ops: np.ndarray, syncs: np.ndarray, states: np.ndarray, mask: np.ndarray
 ) -> np.ndarray:
     """The API rows (:data:`~gtop.analysis.records.API`) inferred for the ops in
-    ``mask``: a launch mark per op outside a graph (with the op's correlation id, on the
-    thread of its process on-CPU just before it started: the one that launched it), a
+    ``mask``: a launch mark per op outside a graph (:func:`launch_marks`), then a
     ``SYNC`` call per synchronisation of their processes (on the thread the host tier saw
     in a CUDA wait then, else the main one; stream-wait-event records are GPU-side and
     make none)."""
-    launched = ops[mask & (ops["graph"] == 0)]
-    marks = np.zeros(len(launched), API)
-    marks["t"] = launched["t"]
-    marks["end"] = launched["t"] + MARK_NS
-    marks["pid"] = launched["pid"]
-    on_cpu = states[states["state"] == ThreadState.ON_CPU]
-    marks["tid"] = thread_in(launched["pid"], marks["t"] - BEFORE_NS, on_cpu)
-    marks["corr"] = launched["corr"]
-    marks["cls"] = ApiClass.LAUNCH
+    marks = launch_marks(ops, mask & (ops["graph"] == 0), states)
     pids = iv.unique_sorted(ops["pid"][mask].astype(np.int64))
     waits = syncs[np.isin(syncs["pid"], pids) & (syncs["type"] != STREAM_WAIT_EVENT)]
     calls = np.zeros(len(waits), API)
@@ -95,6 +102,27 @@ def inferred_calls(
     calls["tid"] = thread_in(waits["pid"], middle, states[states["reason"] == BlockReason.GPU_WAIT])
     calls["cls"] = ApiClass.SYNC
     return concat_rows([marks, calls])
+
+
+def own_calls(
+    ops: np.ndarray, mask: np.ndarray, calls: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """What joining the ops of ``mask`` with ``calls`` (:func:`inferred_calls` of the
+    same ops) by pid and correlation id gives, when it needs no search: no two of those
+    ops share a non-zero (pid, correlation), so each launch mark's key names its own op
+    alone, and an op in a graph or with a zero id has no call. Returns ``(rows, end,
+    tid)``: the ops that have a call, and its end and thread; None when some key repeats
+    (the general join decides)."""
+    corr = ops["corr"][mask]
+    key = (ops["pid"][mask].astype(np.int64) << 32) | corr.astype(np.int64)
+    key = key[corr != 0]
+    if len(iv.unique_sorted(key)) < len(key):
+        return None
+    launched = mask & (ops["graph"] == 0)
+    own = launched & (ops["corr"] != 0)
+    marks = calls[: int(launched.sum())]  # inferred_calls puts them first, in op order
+    pick = own[launched]
+    return np.flatnonzero(own), marks["end"][pick], marks["tid"][pick]
 
 
 def graph_submits(ops: np.ndarray, start: np.ndarray, stream_index: np.ndarray) -> np.ndarray:
