@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
-
-import torch
 
 
 def decode(seconds: float) -> tuple[int, float, float]:
+    import torch
+
     torch.manual_seed(0)
     layers = [torch.nn.MultiheadAttention(256, 8, batch_first=True).cuda().eval() for _ in range(8)]
     x0 = torch.randn(1, 16, 256, device="cuda")
@@ -41,6 +42,8 @@ def decode(seconds: float) -> tuple[int, float, float]:
 
 
 def loader(seconds: float) -> tuple[int, float, float]:
+    import torch
+
     data = torch.arange(4096 * 64, dtype=torch.float32).reshape(4096, 64)
     ds = torch.utils.data.TensorDataset(data)
     w = torch.ones(64, 64, device="cuda")
@@ -58,6 +61,7 @@ def loader(seconds: float) -> tuple[int, float, float]:
 
 
 def triton_compiles(seconds: float) -> tuple[int, float, float]:
+    import torch
     import triton
     import triton.language as tl
 
@@ -84,6 +88,8 @@ def triton_compiles(seconds: float) -> tuple[int, float, float]:
 
 
 def cblock(seconds: float) -> tuple[int, float, float]:
+    import torch
+
     a = torch.randn(4096, 4096, device="cuda")
     ref = (a @ a).sum().item()
     steps, end = 0, time.monotonic() + seconds
@@ -97,7 +103,66 @@ def cblock(seconds: float) -> tuple[int, float, float]:
     return steps, ref, (a @ a).sum().item()
 
 
-MODES = {"decode": decode, "loader": loader, "triton": triton_compiles, "cblock": cblock}
+def _churn(n: int) -> int:
+    """Allocation-heavy work with a known result."""
+    d = {i: str(i) for i in range(n)}
+    return sum(len(v) for v in d.values()) + len([[i] for i in range(n)])
+
+
+def alloc(seconds: float) -> tuple[int, float, float]:
+    ref = _churn(5000)
+    stop = threading.Event()
+    side: list[int] = []
+
+    def helper() -> None:
+        while not stop.is_set():
+            side.append(_churn(1000))
+            del side[:-1]
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=helper, name="churn")
+    thread.start()
+    steps, end, again = 0, time.monotonic() + seconds, ref
+    while time.monotonic() < end and again == ref:
+        again = _churn(5000)
+        steps += 1
+    stop.set()
+    thread.join()
+    return steps, ref, again
+
+
+def sleep(seconds: float) -> tuple[int, float, float]:
+    steps, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(min(2.0, max(0.0, end - time.monotonic())))
+        steps += 1
+    return steps, 0.0, 0.0
+
+
+def spin(seconds: float) -> tuple[int, float, float]:
+    def work() -> int:
+        total = 0
+        for i in range(20000):
+            total += i * i % 7
+        return total
+
+    ref = work()
+    steps, end, again = 0, time.monotonic() + seconds, ref
+    while time.monotonic() < end and again == ref:
+        again = work()
+        steps += 1
+    return steps, ref, again
+
+
+MODES = {
+    "decode": decode,
+    "loader": loader,
+    "triton": triton_compiles,
+    "cblock": cblock,
+    "alloc": alloc,
+    "sleep": sleep,
+    "spin": spin,
+}
 
 
 def main() -> None:

@@ -51,3 +51,43 @@ def test_kernel_symbols_are_read_on_the_first_kernel_frame_once(
         t.join()
     assert results == [("schedule",)] * 4
     assert reads == [1]
+
+
+def _by_lines(path: str) -> list[tuple[int, str]]:
+    """kallsyms' function lines as a plain loop reads them, by address."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[1] in "tTwW":
+                out.append((int(parts[0], 16), parts[2]))
+    return sorted(out, key=lambda pair: pair[0])
+
+
+def _parsed(path: str) -> list[tuple[int, str]]:
+    syms = symbols.KernelSymbols(path)
+    return [(int(a), syms.name(i)) for i, a in enumerate(syms.addrs)]
+
+
+def test_kallsyms_parse_matches_a_line_by_line_read(tmp_path) -> None:
+    """Functions only (``tTwW``), a module's name cut at its tab, sorted by address."""
+    path = tmp_path / "kallsyms"
+    path.write_text(
+        "ffffffff81000000 T _stext\n"
+        "ffffffff82000000 D some_data\n"
+        "ffffffffc0a01000 t nf_hook\t[nf_tables]\n"
+        "ffffffff81000100 W weak_fn\n"
+        "ffffffff810000F0 t upper_hex\n"
+    )
+    assert _parsed(str(path)) == _by_lines(str(path))
+    assert [name for _, name in _parsed(str(path))] == ["_stext", "upper_hex", "weak_fn", "nf_hook"]
+    syms = symbols.KernelSymbols(str(path))
+    assert syms.resolve([0xFFFFFFFF81000104, 0xFFFFFFFFC0A01010, 1]) == (
+        "weak_fn",
+        "nf_hook",
+        symbols.UNKNOWN,
+    )
+
+
+def test_kallsyms_parse_of_this_machine() -> None:
+    assert _parsed("/proc/kallsyms") == _by_lines("/proc/kallsyms")

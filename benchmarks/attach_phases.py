@@ -1,0 +1,304 @@
+"""Where the wall time of ``gtop record --pid P --duration D -o F`` goes, phase by phase,
+against CPU-only Python targets (no GPU needed), k commands at a time.
+
+    PYTHONPATH=$PWD python3 benchmarks/attach_phases.py [--runs 8] [--concurrency 1]
+        [--duration 1] [--mode alloc] [--json OUT.json]
+
+Each run starts a fresh target (``workloads/soak_target.py MODE``, a CPU mode), waits a
+second, then runs gtop's ``record`` in a child interpreter that times its phases: the
+import of ``gtop.cli``, then the functions named in :data:`SPANS` (wrapped where they are
+defined and wherever a module imported them by name), plus three moments: the agent's
+first status, Austin's first sample and the child's exit. The table gives, per phase, the
+median start and the median and largest duration (seconds from the command's start),
+and the wall times' p50/p95/max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import importlib.abc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+SPANS = (
+    "gtop.cli:parse_args",
+    "gtop.session.live:LiveSource.__init__",
+    "gtop.session.live:LiveSource._open_nvml",
+    "gtop.collectors.agent.link:AgentLink.__init__",
+    "gtop.session.live:LiveSource.start_recording",
+    "gtop.recordings.recorder:Recorder.__init__",
+    "gtop.session.live:LiveSource.attach_agent",
+    "gtop.collectors.agent.attach:inspect",
+    "gtop.collectors.agent.procsyms:find_symbols",
+    "gtop.collectors.agent.attach:queue_at_safe_point",
+    "gtop.collectors.agent.link:AgentLink.wait",
+    "gtop.session.live:LiveSource.start",
+    "gtop.collectors.host:HostCollector.start",
+    "gtop.collectors.threads.tiers:HostThreads.start",
+    "gtop.collectors.threads.tier:ThreadCollector.start",
+    "gtop.collectors.threads.bpf:BpfThreadCollector._open",
+    "gtop.collectors.threads.perf:PerfThreadCollector._open",
+    "gtop.collectors.threads.bpf:BpfThreadCollector._poll",
+    "gtop.collectors.threads.bpf:BpfThreadCollector._probe_gpu_waits",
+    "gtop.collectors.threads.symbols:KernelSymbols.__init__",
+    "gtop.collectors.threads.symbols:_parse_elf",
+    "gtop.collectors.threads.tier:ThreadCollector.flush",
+    "gtop.session.live:LiveSource.stop",
+    "gtop.collectors.agent.link:AgentLink.stop",
+    "gtop.collectors.threads.tiers:HostThreads.stop",
+    "gtop.collectors.threads.tier:ThreadCollector.stop",
+    "gtop.collectors.base:Periodic.stop",
+    "gtop.collectors.threads.austin:AustinSampler.stop",
+    "gtop.session.live:LiveSource.stop_recording",
+    "gtop.recordings.recorder:Recorder.stop",
+)
+"""``module:qualname`` of the functions timed (those missing in this gtop are skipped)."""
+MOMENTS = (
+    ("gtop.collectors.agent.link:AgentLink._set", "agent's first status"),
+    ("gtop.collectors.threads.pystacks:PyStackSampler.add", "first Python sample"),
+)
+"""Functions whose first call is a moment worth naming."""
+CPU_MODES = ("alloc", "sleep", "spin")
+
+
+# --- the child: gtop record, timed -----------------------------------------------------
+
+
+def _now(t0: float) -> float:
+    return time.time() - t0
+
+
+def _wrap(fn: Callable, name: str, events: list, t0: float, once: bool) -> Callable:
+    @functools.wraps(fn)
+    def timed(*args: Any, **kw: Any) -> Any:
+        start = _now(t0)
+        try:
+            return fn(*args, **kw)
+        finally:
+            if not once or not any(e[0] == name for e in events):
+                events.append((name, threading.current_thread().name, start, _now(t0)))
+
+    return timed
+
+
+def _install(spec: str, label: str, events: list, t0: float, once: bool) -> None:
+    """Wrap ``spec``'s function (its module is loaded) where it is defined and in every
+    module holding it."""
+    module_name, qualname = spec.split(":")
+    owner: Any = sys.modules[module_name]
+    *path, attr = qualname.split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+    fn = getattr(owner, attr, None) if owner is not None else None
+    if fn is None:
+        return
+    wrapped = _wrap(fn, label, events, t0, once)
+    setattr(owner, attr, wrapped)
+    if not path:
+        for module in list(sys.modules.values()):
+            if getattr(module, attr, None) is fn:
+                setattr(module, attr, wrapped)
+
+
+class _WrapOnImport(importlib.abc.MetaPathFinder):
+    """Wraps the timed functions of a module as soon as it is loaded: gtop's lazy imports
+    stay where they are (importing everything first would move their cost)."""
+
+    def __init__(self, events: list, t0: float) -> None:
+        self.events, self.t0 = events, t0
+        self.todo: dict[str, list[tuple[str, str, bool]]] = {}
+        for spec in SPANS:
+            self.todo.setdefault(spec.split(":")[0], []).append((spec, spec.split(":")[1], False))
+        for spec, label in MOMENTS:
+            self.todo.setdefault(spec.split(":")[0], []).append((spec, label, True))
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in self.todo:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader, finish = spec.loader, self._finish
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec: Any) -> Any:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: Any) -> None:
+                loader.exec_module(module)
+                finish(name)
+
+        spec.loader = Loader()
+        return spec
+
+    def _finish(self, name: str) -> None:
+        for spec, label, once in self.todo.pop(name, []):
+            _install(spec, label, self.events, self.t0, once)
+
+
+def child(argv: list[str], t0: float, out: Path) -> None:
+    events: list = [("interpreter start", "main", 0.0, _now(t0))]
+    sys.meta_path.insert(0, _WrapOnImport(events, t0))
+    start = _now(t0)
+    import gtop.cli as cli
+
+    events.append(("import gtop.cli", "main", start, _now(t0)))
+    try:
+        code = cli.main(argv)
+    finally:
+        events.append(("exit", "main", _now(t0), _now(t0)))
+        out.write_text(json.dumps(events))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # as gtop's own entry point (cli.run)
+
+
+# --- the parent: targets, runs, the table ----------------------------------------------
+
+
+def one_run(args: argparse.Namespace, folder: Path, i: int) -> dict[str, Any]:
+    target = subprocess.Popen(
+        [sys.executable, str(HERE / "workloads" / "soak_target.py"), args.mode,
+         "--seconds", str(args.duration + 20)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(args.settle)
+        events_path = folder / f"{i}.json"
+        rec = folder / f"{i}.gtop"
+        cmd = ["record", "--pid", str(target.pid), "--duration", str(args.duration),
+               "-o", str(rec), *args.extra]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": f"{REPO}:{os.environ.get('PYTHONPATH', '')}"}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not each run
+        t0 = time.time()
+        res = subprocess.run(
+            [sys.executable, __file__, "--child", str(t0), str(events_path), *cmd],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        wall = time.time() - t0
+        events = json.loads(events_path.read_text()) if events_path.exists() else []
+        return {"wall": wall, "rc": res.returncode, "events": events,
+                "stderr": res.stderr.strip().splitlines()[-3:], "span": _span(rec)}  # fmt: skip
+    finally:
+        target.kill()
+        target.wait()
+
+
+def _span(path: Path) -> float | None:
+    """Seconds of data the recording holds (None: unreadable)."""
+    sys.path.insert(0, str(REPO))
+    from gtop.recordings.reader import Recording, RecordingError
+
+    try:
+        with Recording(path) as rec:
+            lo, hi = rec.time_range()
+            return (hi - lo) / 1e9
+    except (RecordingError, OSError, ValueError):
+        return None
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def table(runs: list[dict[str, Any]]) -> str:
+    """Per phase (in order of median start; a function called more than once in a run:
+    its first and its last call): median start, median and largest duration, how many
+    runs had it."""
+    phases: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        calls: dict[str, list[tuple[float, float]]] = {}
+        for name, thread, start, end in run["events"]:
+            key = name if thread in ("main", "MainThread") else f"{name} [{thread}]"
+            calls.setdefault(key, []).append((start, end - start))
+        for key, spans in calls.items():
+            if len(spans) == 1:
+                phases.setdefault(key, []).append(spans[0])
+            else:
+                phases.setdefault(f"{key} (first of {len(spans)})", []).append(spans[0])
+                phases.setdefault(f"{key} (last)", []).append(spans[-1])
+    rows = sorted(phases.items(), key=lambda kv: statistics.median(s for s, _ in kv[1]))
+    lines = ["| phase | starts at (p50) | takes (p50) | takes (max) | runs |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for key, spans in rows:
+        starts = [s for s, _ in spans]
+        takes = [d for _, d in spans]
+        lines.append(
+            f"| {key} | {statistics.median(starts):.3f} | {statistics.median(takes):.3f} | "
+            f"{max(takes):.3f} | {len(spans)} |"
+        )
+    walls = [r["wall"] for r in runs]
+    spans_s = [r["span"] for r in runs if r["span"] is not None]
+    lines.append("")
+    lines.append(
+        f"wall p50 {pct(walls, 0.5):.2f} s, p95 {pct(walls, 0.95):.2f} s, max {max(walls):.2f} s "
+        f"over {len(walls)} runs; over 3 s: {sum(w > 3 for w in walls)}; failed: "
+        f"{sum(r['rc'] != 0 for r in runs)}; recorded span p50 "
+        f"{pct(spans_s, 0.5) if spans_s else float('nan'):.2f} s"
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[4:], float(sys.argv[2]), Path(sys.argv[3]))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=1.0)
+    ap.add_argument("--mode", choices=CPU_MODES, default="alloc")
+    ap.add_argument("--settle", type=float, default=1.0, help="target's age at the attach")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("extra", nargs="*", help="more `gtop record` options (after --)")
+    args = ap.parse_args()
+    runs: list[dict[str, Any]] = []
+    lock = threading.Lock()
+    todo = iter(range(args.runs))
+    with tempfile.TemporaryDirectory(prefix="gtop-phases-") as tmp:
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    i = next(todo, None)
+                if i is None:
+                    return
+                run = one_run(args, Path(tmp), i)
+                with lock:
+                    runs.append(run)
+
+        threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    print(f"load average before/after: {os.getloadavg()[0]:.2f}")
+    print(table(runs))
+    for run in runs:
+        if run["rc"] != 0:
+            print(f"rc={run['rc']}: {run['stderr']}")
+    if args.json:
+        args.json.write_text(json.dumps(runs))
+
+
+if __name__ == "__main__":
+    main()
