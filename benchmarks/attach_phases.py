@@ -2,7 +2,7 @@
 against CPU-only Python targets (no GPU needed), k commands at a time.
 
     PYTHONPATH=$PWD python3 benchmarks/attach_phases.py [--runs 8] [--concurrency 1]
-        [--duration 1] [--mode alloc] [--json OUT.json]
+        [--duration 1] [--mode alloc] [--gtop CHECKOUT ...] [--json OUT.json]
 
 Each run starts a fresh target (``workloads/soak_target.py MODE``, a CPU mode), waits a
 second, then runs gtop's ``record`` in a child interpreter that times its phases: the
@@ -10,7 +10,9 @@ import of ``gtop.cli``, then the functions named in :data:`SPANS` (wrapped where
 defined and wherever a module imported them by name), plus three moments: the agent's
 first status, Austin's first sample and the child's exit. The table gives, per phase, the
 median start and the median and largest duration (seconds from the command's start),
-and the wall times' p50/p95/max.
+and the wall times' p50/p95/max. ``--gtop`` names checkouts to compare (this one by
+default): their runs alternate, so that a busy machine's load falls on each alike, and
+each gets its table.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def child(argv: list[str], t0: float, out: Path) -> None:
 # --- the parent: targets, runs, the table ----------------------------------------------
 
 
-def one_run(args: argparse.Namespace, folder: Path, i: int) -> dict[str, Any]:
+def one_run(args: argparse.Namespace, folder: Path, i: int, checkout: Path) -> dict[str, Any]:
     target = subprocess.Popen(
         [sys.executable, str(HERE / "workloads" / "soak_target.py"), args.mode,
          "--seconds", str(args.duration + 20)],
@@ -187,16 +189,16 @@ def one_run(args: argparse.Namespace, folder: Path, i: int) -> dict[str, Any]:
         rec = folder / f"{i}.gtop"
         cmd = ["record", "--pid", str(target.pid), "--duration", str(args.duration),
                "-o", str(rec), *args.extra]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": f"{REPO}:{os.environ.get('PYTHONPATH', '')}"}
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not each run
         t0 = time.time()
         res = subprocess.run(
             [sys.executable, __file__, "--child", str(t0), str(events_path), *cmd],
-            capture_output=True, text=True, env=env, timeout=120, check=False,
+            capture_output=True, text=True, env=env, timeout=120, check=False, cwd=folder,
         )  # fmt: skip
         wall = time.time() - t0
         events = json.loads(events_path.read_text()) if events_path.exists() else []
-        return {"wall": wall, "rc": res.returncode, "events": events,
+        return {"gtop": str(checkout), "wall": wall, "rc": res.returncode, "events": events,
                 "stderr": res.stderr.strip().splitlines()[-3:], "span": _span(rec)}  # fmt: skip
     finally:
         target.kill()
@@ -268,6 +270,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--mode", choices=CPU_MODES, default="alloc")
     ap.add_argument("--settle", type=float, default=1.0, help="target's age at the attach")
+    ap.add_argument("--gtop", type=Path, nargs="+", default=[REPO], help="checkouts to compare")
     ap.add_argument("--json", type=Path)
     ap.add_argument("extra", nargs="*", help="more `gtop record` options (after --)")
     args = ap.parse_args()
@@ -282,7 +285,7 @@ def main() -> None:
                     i = next(todo, None)
                 if i is None:
                     return
-                run = one_run(args, Path(tmp), i)
+                run = one_run(args, Path(tmp), i, args.gtop[i % len(args.gtop)].resolve())
                 with lock:
                     runs.append(run)
 
@@ -291,8 +294,10 @@ def main() -> None:
             t.start()
         for t in threads:
             t.join()
-    print(f"load average before/after: {os.getloadavg()[0]:.2f}")
-    print(table(runs))
+    print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
+    for checkout in args.gtop:
+        print(f"\n{checkout.resolve()}:")
+        print(table([r for r in runs if r["gtop"] == str(checkout.resolve())]))
     for run in runs:
         if run["rc"] != 0:
             print(f"rc={run['rc']}: {run['stderr']}")

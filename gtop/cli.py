@@ -891,6 +891,10 @@ def cmd_demo(config: Config) -> int:
     return cmd_replay(replace(config, file=demo_recording()))
 
 
+RECORD_STOP_S = 1.0
+"""With ``--duration``, how long ``record`` waits at its end for the agent to detach and
+for the host-thread tier's last poll (one that reads symbol tables or attaches uprobes
+can take seconds): ``--duration 1`` returns within 3 s of its start."""
 STATUS_S = 1.0
 """How often ``record`` updates its status line and looks at its target (a launched
 one's exit wakes it at once: :func:`_wake_on_exit`)."""
@@ -927,13 +931,6 @@ def cmd_record(config: Config) -> int:
     _check_recording_name(config.output)
     _check_output(config.output, config.overwrite)
     source = _live_source(config, attach_now=False)
-    try:
-        recorder = source.start_recording(config.output, overwrite=config.overwrite)
-    except OSError as exc:
-        source.stop()  # the agent detaches, its folder goes
-        if isinstance(exc, FileExistsError):
-            raise UserError(f"{config.output} exists (use --force to overwrite)") from None
-        raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
     stop = threading.Event()
     received: list[int] = []
 
@@ -944,7 +941,15 @@ def cmd_record(config: Config) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     started = time.monotonic()
-    attaching = _attach_while_recording(source, config)  # first: it waits for a safe point
+    # first, before the recording's file: the agent waits for the target's safe point
+    attaching = _attach_while_recording(source, config)
+    try:
+        recorder = source.start_recording(config.output, overwrite=config.overwrite)
+    except OSError as exc:
+        source.stop()  # the agent detaches, its folder goes
+        if isinstance(exc, FileExistsError):
+            raise UserError(f"{config.output} exists (use --force to overwrite)") from None
+        raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
     source.start()
     _check_forced_tier_started(source, config)
     interactive = sys.stderr.isatty()
@@ -981,9 +986,11 @@ def cmd_record(config: Config) -> int:
             if woken:  # SIGINT or SIGTERM
                 break
     finally:
-        source.stop()
+        source.stop(RECORD_STOP_S if config.duration_s is not None else None)
     if interactive:
         print(file=sys.stderr)
+    for problem in source.stop_problems:
+        print(f"gtop: {problem}", file=sys.stderr)
     _say_attach_error(source, attaching, final=True)  # stop() said why, if still under way
     if config.cmd and source.target_alive():
         # the agent has detached: the launched command runs on at full speed

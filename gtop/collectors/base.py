@@ -102,6 +102,11 @@ class Periodic:
     def running(self) -> bool:
         return self._thread is not None and not self._stop.is_set()
 
+    @property
+    def alive(self) -> bool:
+        """Its thread still runs (after :meth:`stop`: a step outlived the timeout)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _call(self, final: bool) -> None:
         try:
             self.step(final)

@@ -107,6 +107,8 @@ class LiveSource:
         self._attaching: threading.Thread | None = None
         """A background attach (:meth:`attach_agent_in_background`), if one was started."""
         self._stopped = False
+        self.stop_problems: list[str] = []
+        """What :meth:`stop` gave up waiting for (one line each)."""
         self.process: subprocess.Popen | None = None
 
     def _open_nvml(self, require_gpu: bool = False) -> None:
@@ -311,18 +313,34 @@ class LiveSource:
         self.collectors[:0] = ([nvml] if nvml is not None else []) + self._open(COLLECTORS)
         self._drop_held_sub()
 
-    def stop(self) -> None:
-        """Stop collecting: the agent detaches (the target runs on), recording is finalised."""
+    def stop(self, wait_s: float | None = None) -> None:
+        """Stop collecting: the agent detaches (the target runs on), recording is finalised.
+
+        The agent detaches while the collectors stop. ``wait_s``: how long the agent's
+        detach and the host-thread tier's last poll may take (None: their own bounds; see
+        :meth:`~gtop.collectors.threads.tier.ThreadCollector.stop`).
+        """
         self._stopped = True
+        detaching = None
         if self.link is not None:
-            self.link.stop()
+            detach_s = {} if wait_s is None else {"timeout": wait_s}
+            detaching = threading.Thread(
+                target=self.link.stop, kwargs=detach_s, name="gtop-detach", daemon=True
+            )
+            detaching.start()
         if self._attaching is not None and self._attaching.is_alive():
             self._attaching.join(ATTACH_JOIN_S)  # it says why it failed, or it is stuck:
             if self._attaching.is_alive():
                 self.agent_error = f"pid {self.pid}: collection stopped while injecting the agent"
         for collector in reversed(self.collectors):
-            if collector is not self.link:
+            if isinstance(collector, HostThreads):
+                collector.stop(wait_s)
+                if why := collector.abandoned():
+                    self.stop_problems.append(why)
+            elif collector is not self.link:
                 collector.stop()
+        if detaching is not None:
+            detaching.join()  # the agent's last buffers are in before the recording ends
         self._drop_held_sub()
         self.stop_recording()
 

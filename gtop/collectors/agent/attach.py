@@ -16,6 +16,7 @@ anything on a thread stopped mid-way: the start code only starts the agent's thr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -34,6 +35,8 @@ CAP_SYS_PTRACE = 19
 CONNECT_TIMEOUT_S = 10.0
 MIN_PYTHON = (3, 10)
 INJECT_TIMEOUT_S = 10.0
+INJECTOR_EXIT_S = 2.0
+"""How long an injector child closed unused (or done) may take to exit before it is killed."""
 INJECTOR = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
     "from gtop.collectors.agent.safepoint import main; main()"
@@ -110,11 +113,15 @@ def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> Age
     Raises:
         AttachError: the agent could not get in, or refused to trace (one line each).
     """
-    target = inspect(pid)
-    check_ptrace(target)
-    if os.geteuid() == 0 and target.uid != 0:
-        link.grant(target.uid)
-    inject(target, link)
+    injector = Injector()  # its interpreter starts while the target is looked at
+    try:
+        target = inspect(pid)
+        check_ptrace(target)
+        if os.geteuid() == 0 and target.uid != 0:
+            link.grant(target.uid)
+        inject(target, link, injector)
+    finally:
+        injector.close()
     status = link.wait(pid, ("waiting_cuda", "tracing", *REFUSALS), timeout)
     if status is None and link.stopped:
         raise AttachError(
@@ -211,8 +218,9 @@ def has_cap_sys_ptrace() -> bool:
     return bool(m and int(m[1], 16) >> CAP_SYS_PTRACE & 1)
 
 
-def inject(target: Target, link: AgentLink) -> None:
-    """Queue the agent's start code for ``target``'s next safe point.
+def inject(target: Target, link: AgentLink, injector: Injector | None = None) -> None:
+    """Queue the agent's start code for ``target``'s next safe point (through
+    ``injector``, one started earlier, if given).
 
     Raises:
         AttachError: the kernel refused, or the target's memory map is unreadable.
@@ -221,7 +229,7 @@ def inject(target: Target, link: AgentLink) -> None:
     if target.python >= (3, 14):
         remote_exec(target, link.boot_dir, code)
         return
-    error = queue_at_safe_point(target.pid, code)
+    error = queue_at_safe_point(target.pid, code, injector)
     if error is None:
         return
     if "ermission" in error or "not permitted" in error:
@@ -232,33 +240,69 @@ def inject(target: Target, link: AgentLink) -> None:
     raise AttachError(f"injection into pid {target.pid} failed: {error}")
 
 
-def queue_at_safe_point(pid: int, code: str) -> str | None:
+class Injector:
+    """The child that queues code through ptrace (:func:`gtop.collectors.agent.safepoint.main`),
+    started before it is needed: it waits for its pid, addresses and code on stdin, so
+    its interpreter's start-up (0.1-0.5 s on a busy machine) overlaps the symbol lookup.
+
+    A child, so that a tracee that will not stop cannot hang gtop: killing the child
+    detaches ptrace. Closed unused, it reads nothing and exits without touching anything.
+    """
+
+    def __init__(self) -> None:
+        package_parent = str(Path(__file__).resolve().parents[3])
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", INJECTOR, package_parent],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def queue(self, pid: int, addresses: list[str], code: str) -> str | None:
+        """Queue ``code`` for ``pid`` (see :func:`queue_at_safe_point`); the child ends."""
+        try:
+            _, err = self.proc.communicate(
+                f"{pid} {' '.join(addresses)}\n{code}", timeout=INJECT_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            self.close()
+            return f"did not finish in {INJECT_TIMEOUT_S:.0f} s; is pid {pid} stopped?"
+        if self.proc.returncode == 0:
+            return None
+        return (err.strip().splitlines() or ["unknown error"])[-1].removeprefix("gtop: ")
+
+    def close(self) -> None:
+        """End the child (unused: it reads end-of-file and exits; stuck: it is killed)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.proc.wait(INJECTOR_EXIT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()  # type: ignore[union-attr]
+
+
+def queue_at_safe_point(pid: int, code: str, injector: Injector | None = None) -> str | None:
     """Queue ``code`` for CPython ``pid``'s next safe point (3.10-3.13, see
-    :mod:`gtop.collectors.agent.safepoint`); None, or one line saying why not."""
+    :mod:`gtop.collectors.agent.safepoint`); None, or one line saying why not.
+    ``injector``: a child started earlier (else one is started here)."""
     from gtop.collectors.agent.procsyms import find_symbols  # pyelftools: not at a launch
     from gtop.collectors.agent.safepoint import InjectError
 
+    injector = injector or Injector()
     try:
-        addresses = [f"{a:x}" for a in astuple(find_symbols(pid))]
-    except InjectError as exc:
-        return str(exc)
-    package_parent = str(Path(__file__).resolve().parents[3])
-    # In a child process: a tracee that will not stop cannot hang gtop, and killing the
-    # child detaches ptrace.
-    try:
-        res = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", INJECTOR, package_parent, str(pid), *addresses],
-            input=code,
-            capture_output=True,
-            text=True,
-            timeout=INJECT_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"did not finish in {INJECT_TIMEOUT_S:.0f} s; is pid {pid} stopped?"
-    if res.returncode == 0:
-        return None
-    return (res.stderr.strip().splitlines() or ["unknown error"])[-1].removeprefix("gtop: ")
+        try:
+            addresses = [f"{a:x}" for a in astuple(find_symbols(pid))]
+        except InjectError as exc:
+            return str(exc)
+        return injector.queue(pid, addresses, code)
+    finally:
+        injector.close()
 
 
 def remote_exec(target: Target, folder: str, code: str) -> None:

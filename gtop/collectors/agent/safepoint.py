@@ -27,7 +27,8 @@ runs the code; the caller bounds its wait and gives up (see
 
 Run as a child of gtop (:func:`main`; standard library only, so it starts in tens of
 milliseconds), so that a stuck tracee cannot hang gtop: killing the child detaches
-ptrace. gtop finds the functions' addresses first (:mod:`gtop.collectors.agent.procsyms`).
+ptrace. gtop starts the child first, then finds the functions' addresses
+(:mod:`gtop.collectors.agent.procsyms`) and hands them over on its stdin.
 """
 
 from __future__ import annotations
@@ -275,10 +276,17 @@ def queue_code(pid: int, syms: Symbols, code: bytes) -> None:
 
 
 def main() -> None:
-    """``python -I -S -c ... PID MMAP MPROTECT ADD_PENDING_CALL RUN_SIMPLE_STRING`` (the
-    addresses in hex), the code on stdin; one error line on failure."""
+    """``python -I -S -c ... PACKAGE_PARENT``; on stdin a line ``PID MMAP MPROTECT
+    ADD_PENDING_CALL RUN_SIMPLE_STRING`` (the addresses in hex), then the code. Nothing
+    on stdin (gtop closed it unused): exits without touching anything. One error line on
+    failure."""
     try:
-        pid, *addresses = sys.argv[1:6]
+        head = sys.stdin.buffer.readline().split()
+        if not head:
+            sys.exit(0)
+        if len(head) != 5:
+            raise InjectError("the injector expects PID and four addresses")
+        pid, *addresses = head
         syms = Symbols(*(int(a, 16) for a in addresses))
         queue_code(int(pid), syms, sys.stdin.buffer.read())
     except InjectError as exc:

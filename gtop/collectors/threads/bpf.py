@@ -118,6 +118,7 @@ class BpfThreadCollector(ThreadCollector):
             raise BpfError("BPF tier unavailable:\n" + "\n".join(errors))
         self.status.counters["mode"] = self.mode
         self._syms = Symbolizer()
+        self._syms.read_kernel_soon()
         self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
         self._seed()
         # GPU-wait uprobes attach at the first poll, on the collector's thread: one attach

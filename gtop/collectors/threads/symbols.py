@@ -382,11 +382,17 @@ class Symbolizer:
         self._kernel_lock = threading.Lock()
         self._procs: dict[int, ProcessSymbols] = {}
 
+    def read_kernel_soon(self) -> None:
+        """Start reading the kernel's symbols on a thread of their own, so that the first
+        kernel frame finds them read (a short recording's first poll, which its end
+        waits for, paid for the read)."""
+        threading.Thread(target=lambda: self.kernel, name="gtop-kallsyms", daemon=True).start()
+
     @property
     def kernel(self) -> KernelSymbols:
-        """The kernel's symbols, read on first use: parsing ``/proc/kallsyms`` takes about
-        0.25 s, which would delay the tracer's start (and a launched target waits for
-        it); the first kernel frame to resolve pays it, on the collector's thread."""
+        """The kernel's symbols, read on first use (or by :meth:`read_kernel_soon`):
+        reading ``/proc/kallsyms`` takes about 0.1-0.3 s, which would delay the tracer's
+        start (and a launched target waits for it) if it were read there."""
         if self._kernel is None:
             with self._kernel_lock:
                 if self._kernel is None:

@@ -20,6 +20,9 @@ from gtop.core.hub import Entity, Hub
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 from gtop.core.status import ThreadStatus
 
+ABANDONED = "last_poll_abandoned"
+"""The status error of a tier whose last poll outlived :meth:`ThreadCollector.stop`'s timeout."""
+
 
 class ThreadCollector:
     """Per-thread state intervals and stacks for a process and its descendants."""
@@ -67,11 +70,23 @@ class ThreadCollector:
             self.py.start(self)
         self._loop.start()
 
-    def stop(self) -> None:
-        """Stop sampling, flush what is pending and release the source."""
-        self._loop.stop()
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop sampling, flush what is pending and release the source.
+
+        ``timeout``: how long to wait for the poll in progress and the last one (None: as
+        long as they take). Past it they are abandoned: their rows are not published and
+        the source stays open (their thread still reads it) until gtop exits.
+        """
+        self._loop.stop(timeout)
         if self.py is not None:
             self.py.stop()
+        if self._loop.alive:
+            self.status.count_error(
+                ABANDONED,
+                f"the last poll did not finish within {timeout:.1f} s of the stop; "
+                "what it would have read is not recorded",
+            )
+            return
         self._close()
 
     def __enter__(self) -> ThreadCollector:

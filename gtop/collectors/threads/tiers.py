@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gtop.collectors.base import SessionSetup
 from gtop.collectors.threads import perf_events, pyprobe, pystacks
-from gtop.collectors.threads.tier import ThreadCollector
+from gtop.collectors.threads.tier import ABANDONED, ThreadCollector
 from gtop.core.hub import Hub
 from gtop.core.status import Status
 
@@ -217,9 +217,17 @@ class HostThreads:
         except (RuntimeError, ValueError, OSError) as exc:
             self.error = f"host threads not traced: {exc}"
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the tier (``timeout``: see :meth:`ThreadCollector.stop`)."""
         if self.active is not None:
-            self.active.stop()
+            self.active.stop(timeout)
+
+    def abandoned(self) -> str | None:
+        """Why the tier's last poll was abandoned at :meth:`stop` (None: it was not)."""
+        st = self.active.status if self.active is not None else None
+        if st is None or not st.errors.get(ABANDONED):
+            return None
+        return f"host threads ({self.active.tier} tier): {st.last_error}"
 
     def python_sampler(self) -> dict[str, object] | None:
         """The Python sampler's summary (:meth:`PyStackSampler.summary`), None without one."""
