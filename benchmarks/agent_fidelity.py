@@ -31,8 +31,8 @@ import numpy as np
 from agent_bench import attach_link, check, machine, run_section, start, table
 
 from gtop.agent.cupti import CONCURRENT_KERNEL
-from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
-from gtop.analysis.demangle import demangle
+from gtop.analysis.kernels.cuda_activity import kernel_summary, names_from_entities
+from gtop.analysis.kernels.demangle import demangle
 from gtop.collectors.agent.status import REFUSALS
 
 STEPS = 60

@@ -2,7 +2,8 @@
 
 Two checks, printed as a table:
 
-* live: an :class:`~gtop.analysis.sliding_window.AttributionEngine` is fed 100 ms chunks at
+* live: an :class:`~gtop.analysis.attribution.sliding_window.AttributionEngine` is fed 100 ms
+chunks at
   ``--rate`` CUPTI records/s (half kernels, half launch API calls, plus copies, syncs)
   and host events (thread switches, stack samples), and asked for the device result
   and the ribbon slices once per simulated second. It keeps up when records/s processed
@@ -31,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 import gtop
-from gtop.analysis import slices
-from gtop.analysis.gpu_report import gpu_report
-from gtop.analysis.records import Records
-from gtop.analysis.sliding_window import AttributionEngine
+from gtop.analysis.attribution import slices
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.attribution.sliding_window import AttributionEngine
+from gtop.analysis.report.gpu_report import gpu_report
 from gtop.core import layouts
 from gtop.recordings.writer import RecordingWriter
 

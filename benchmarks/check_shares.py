@@ -3,8 +3,8 @@
 Inputs: the JSON line a workload in ``benchmarks/workloads/`` prints (``expected`` shares
 and the ``window_ns`` to attribute), and the breakdown gtop measured over that window:
 one device entry of ``gtop report --json``'s ``gpu`` section, i.e.
-:func:`gtop.analysis.gpu_report.unit_summary` of the device over ``window_ns`` (made
-from a recording with :func:`gtop.analysis.range_blocks.attribute_range`).
+:func:`gtop.analysis.report.gpu_report.unit_summary` of the device over ``window_ns`` (made
+from a recording with :func:`gtop.analysis.attribution.range_blocks.attribute_range`).
 
 A share passes when it is within ``tolerance_pp`` percentage points of the expected one;
 ``"dominant": CAUSE`` passes when CAUSE is the largest off-GPU cause.
@@ -68,11 +68,11 @@ def load_workload(path: str) -> dict[str, Any]:
 def measure(recording: str, window_ns: tuple[int, int], device: int = 0) -> dict[str, Any]:
     """gtop's breakdown of ``device`` over ``window_ns`` in a ``.gtop`` recording: the
     entry :func:`compare` reads (same shape as a ``gtop report --json`` gpu entry)."""
-    from gtop.analysis.attribution import Unit
-    from gtop.analysis.gpu_report import unit_summary
-    from gtop.analysis.range_blocks import attribute_range
-    from gtop.analysis.records import Records
-    from gtop.analysis.report import ATTRIBUTION_STREAMS
+    from gtop.analysis.attribution.partition import Unit
+    from gtop.analysis.attribution.range_blocks import attribute_range
+    from gtop.analysis.attribution.records import Records
+    from gtop.analysis.report.document import ATTRIBUTION_STREAMS
+    from gtop.analysis.report.gpu_report import unit_summary
     from gtop.recordings.reader import Recording
 
     t0, t1 = (int(t) for t in window_ns)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.analysis import untraced
-from gtop.analysis.records import Records
+from gtop.analysis.attribution import untraced
+from gtop.analysis.attribution.records import Records
 from gtop.recordings.reader import Recording
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from host_capture import capture, save
 
-from gtop.analysis.thread_time import carry_python, fold, folded_text, threads_report
+from gtop.analysis.host.thread_time import carry_python, fold, folded_text, threads_report
 
 WORKLOAD = Path(__file__).parent / "workloads" / "slow_loader_train.py"
 

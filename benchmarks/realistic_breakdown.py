@@ -20,7 +20,7 @@ from pathlib import Path
 
 from check_shares import measure, record_workload, shares
 
-from gtop.analysis.causes import LABELS
+from gtop.analysis.attribution.causes import LABELS
 
 RUNS = {
     "decode-eager": ["decode_loop.py"],

@@ -9,7 +9,7 @@ the same decode traced in full (another process: run-to-run spread is in the err
 
 Prints, per process, the largest error of any cause's share (points of the window) for
 shares of the traced time alone and for the estimate gtop uses
-(:func:`gtop.analysis.attribution.estimated`), and GAR three ways; then, for the H200
+(:func:`gtop.analysis.attribution.partition.estimated`), and GAR three ways; then, for the H200
 recordings, H:CTRL, G:QUEUE, GAR and the verdict as ``gtop report`` gives them.
 """
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.analysis.attribution import Summary, attribute
-from gtop.analysis.causes import Cause
-from gtop.analysis.records import Records
-from gtop.analysis.report import ATTRIBUTION_STREAMS
+from gtop.analysis.attribution.causes import Cause
+from gtop.analysis.attribution.partition import Summary, attribute
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS
 from gtop.recordings.clipped import Window, choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report

@@ -60,7 +60,7 @@ def merge_rate(paths: list[Path]) -> float:
 
 def report_rate(path: Path) -> float:
     """Rows per second through ``gtop report`` (reading, attribution, every section)."""
-    from gtop.analysis.report import build_report
+    from gtop.analysis.report.document import build_report
     from gtop.recordings.reader import Recording
     from gtop.recordings.report_data import read_report_data
 
@@ -74,7 +74,7 @@ def report_rate(path: Path) -> float:
 
 def ranks_rate(path: Path) -> float:
     """Thread-state rows per second through the ranks analysis."""
-    from gtop.analysis.ranks import analyse
+    from gtop.analysis.distributed.ranks import analyse
     from gtop.recordings.ranks_data import inputs
     from gtop.recordings.reader import Recording
 

@@ -2,7 +2,7 @@
 
     python benchmarks/what_if_pairs.py [--dir recordings/fixes] [--json OUT]
 
-For each pair the what-if engine (:mod:`gtop.analysis.what_if`) reads only the "before"
+For each pair the what-if engine (:mod:`gtop.analysis.diagnosis.what_if`) reads only the "before"
 recording, replays it with the pair's fix (the change a user would ask about) and
 predicts the speedup (steps/s, or tokens/s) and the GAR after. Measured beside it: the
 speedup from the workloads' own throughput (the pair's ``.json`` sidecars) and the GAR
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gtop.analysis.gains import kernel_change, predict, times, top_kernel  # noqa: E402
-from gtop.analysis.what_if import parse_change  # noqa: E402
+from gtop.analysis.diagnosis.gains import kernel_change, predict, times, top_kernel  # noqa: E402
+from gtop.analysis.diagnosis.what_if import parse_change  # noqa: E402
 from gtop.recordings.reader import Recording  # noqa: E402
 from gtop.recordings.report_data import read_report  # noqa: E402
 from gtop.recordings.timeline import read_timeline  # noqa: E402

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.active_window import Window
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.report import REPORT_VERSION
+from gtop.analysis.kernels.cuda_activity import names_from_entities
+from gtop.analysis.report.document import REPORT_VERSION
+from gtop.analysis.window.active_window import Window
 from gtop.core.hub import Entity
 from gtop.recordings import clipped
 from gtop.recordings import reader as _reader
@@ -123,7 +123,7 @@ class Recording:
         return clipped.choose(self._rec, start, end)
 
     def active_window(self) -> Window:
-        """First to last GPU work of the target (:mod:`gtop.analysis.active_window`)."""
+        """First to last GPU work of the target (:mod:`gtop.analysis.window.active_window`)."""
         return clipped.active(self._rec)
 
     def report(self, start: str | None = None, end: str | None = None) -> dict[str, Any]:

@@ -127,7 +127,8 @@ class Config:
     probes: tuple[ProbeRequest, ...] = ()
     """``record --probe``: probes to turn on once the target's agent is in."""
     what_if: tuple[Any, ...] = ()
-    """``report --what-if``: changes to predict (:class:`gtop.analysis.what_if.Change`)."""
+    """``report --what-if``: changes to predict
+    (:class:`gtop.analysis.diagnosis.what_if.Change`)."""
 
 
 _N = TypeVar("_N", int, float)
@@ -154,13 +155,13 @@ WHAT_IF_HELP = (
     "DataLoader keeps up), graphs[=GAP_NS], offload[=F] (H:APP moved to the GPU at F "
     "of its host time)"
 )
-"""The changes :func:`gtop.analysis.what_if.parse_change` takes (its ``HELP``; here so
+"""The changes :func:`gtop.analysis.diagnosis.what_if.parse_change` takes (its ``HELP``; here so
 that building the parser imports no numpy)."""
 
 
 def _what_if(text: str) -> Any:
-    """A ``--what-if`` change (:func:`gtop.analysis.what_if.parse_change`)."""
-    from gtop.analysis.what_if import ChangeError, parse_change
+    """A ``--what-if`` change (:func:`gtop.analysis.diagnosis.what_if.parse_change`)."""
+    from gtop.analysis.diagnosis.what_if import ChangeError, parse_change
 
     try:
         return parse_change(text)
@@ -1041,7 +1042,7 @@ says the agent has not started (it keeps recording, and the agent may still come
 
 
 def cmd_report(config: Config) -> int:
-    from gtop.analysis.report_text import format_report
+    from gtop.analysis.report.report_text import format_report
     from gtop.recordings.report_data import read_report
 
     if len(config.files) > 2:
@@ -1064,15 +1065,15 @@ def cmd_report(config: Config) -> int:
 
 def _text_width() -> int:
     """A text report's width: the report's own, or a narrower terminal's (the report
-    keeps :data:`~gtop.analysis.report_text.MIN_WIDTH` at least)."""
-    from gtop.analysis.report_text import WIDTH
+    keeps :data:`~gtop.analysis.report.report_text.MIN_WIDTH` at least)."""
+    from gtop.analysis.report.report_text import WIDTH
 
     return min(WIDTH, os.get_terminal_size().columns) if sys.stdout.isatty() else WIDTH
 
 
 def _compare(config: Config) -> int:
-    """``gtop report A B``: both reports side by side (:mod:`gtop.analysis.compare`)."""
-    from gtop.analysis.compare import compare_reports, format_compare
+    """``gtop report A B``: both reports side by side (:mod:`gtop.analysis.report.compare`)."""
+    from gtop.analysis.report.compare import compare_reports, format_compare
     from gtop.recordings.report_data import read_pair
 
     a, b = config.files

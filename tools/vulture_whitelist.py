@@ -32,9 +32,9 @@ HTOA, ATOH, ATOA, ATOD, DTOA, DTOD, HTOH, PTOP  # core.layouts.CopyKind
 CUPTI_API_VERSION  # cupti.tables, generated
 first_start  # probes.catalog.block_sched.SmStats: each SM's first block, for tail analysis
 
-# analysis.verdict.Verdict fields that reach the report through as_json (dataclasses.asdict)
+# analysis.diagnosis.verdict.Verdict fields that reach the report through as_json (asdict)
 phrase, explanation, share_of_window
-after_step_s  # analysis.gains.Gain, in the report through as_json (dataclasses.asdict)
+after_step_s  # analysis.diagnosis.gains.Gain, in the report through as_json (dataclasses.asdict)
 
 # the io module calls these on a raw stream (recordings/exporters/output.py's stdout wrapper)
 writable

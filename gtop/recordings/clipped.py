@@ -1,4 +1,4 @@
-"""A recording seen through a window (:mod:`gtop.analysis.active_window`): what
+"""A recording seen through a window (:mod:`gtop.analysis.window.active_window`): what
 ``gtop report`` and ``gtop export`` read, so both cover the target's active time.
 
 :class:`ClippedRecording` has the reader's interface (``meta``, ``streams``,
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis import untraced
-from gtop.analysis.active_window import (
+from gtop.analysis.attribution import untraced
+from gtop.analysis.window.active_window import (
     Window,
     active_span,
     busy_ns,
@@ -31,7 +31,7 @@ from gtop.analysis.active_window import (
     steady_edges,
     steady_span,
 )
-from gtop.analysis.one_time import Phase, find_phases, outside
+from gtop.analysis.window.one_time import Phase, find_phases, outside
 from gtop.core.hub import Entity
 from gtop.core.layouts import UNTRACED
 from gtop.core.rows import take_rows
@@ -168,7 +168,7 @@ def _nvml_active(rec: Recording) -> tuple[int, int] | None:
 
 
 def steady(rec: Recording, within: Window) -> Window:
-    """The steady state inside ``within`` (:func:`~gtop.analysis.active_window.steady_span`),
+    """The steady state inside ``within`` (:func:`~gtop.analysis.window.active_window.steady_span`),
     from one pass over the GPU work; ``within`` itself when too short to split or when
     the work has no steady state."""
     edges = steady_edges(within.t0, within.t1)
@@ -208,7 +208,7 @@ def _traced_ns(clipped: ClippedRecording, edges: np.ndarray) -> np.ndarray | Non
 
 def one_time(rec: Recording, samples: np.ndarray | None = None) -> list[Phase]:
     """The recording's one-time phases (compilation, autotuning, checkpoints,
-    evaluation: :mod:`gtop.analysis.one_time`), from every thread's stack samples (its
+    evaluation: :mod:`gtop.analysis.window.one_time`), from every thread's stack samples (its
     whole ``cpu_sample`` stream: ``samples`` when the caller read it already); found
     once per open recording (the window's choice and the report both ask)."""
     if rec not in _ONE_TIME:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gtop.analysis.active_window import Window, busy_ns, steady_edges
-from gtop.analysis.cuda_activity import KernelStats
-from gtop.analysis.records import OpsBuilder
-from gtop.analysis.report import KernelDigest
+from gtop.analysis.attribution.records import OpsBuilder
+from gtop.analysis.kernels.cuda_activity import KernelStats
+from gtop.analysis.report.document import KernelDigest
+from gtop.analysis.window.active_window import Window, busy_ns, steady_edges
 from gtop.core.rows import concat_rows, take_rows
 from gtop.recordings.clipped import ClippedRecording, steady_from
 from gtop.recordings.reader import ChunkInfo, Recording, by_time

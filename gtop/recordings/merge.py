@@ -1,7 +1,7 @@
 """``gtop merge``: several recordings of one job (one per host, or per gtop process) into
 one, on the first recording's clock, replayed and reported as one job.
 
-Times move by each recording's offset (:mod:`gtop.analysis.clock_align`). Identifiers
+Times move by each recording's offset (:mod:`gtop.analysis.distributed.clock_align`). Identifiers
 that are only unique inside one recording move into their own range: stack and name ids
 always, pids/tids and GPU indices when the recording comes from another boot (another
 host: its pid 1234 and GPU 0 are not the first one's). Streams are copied chunk by
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.clock_align import Offset, initial, refine
+from gtop.analysis.distributed.clock_align import Offset, initial, refine
 from gtop.core.hub import Entity
 from gtop.recordings.ranks_data import collective_calls
 from gtop.recordings.reader import Recording

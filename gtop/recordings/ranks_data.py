@@ -1,4 +1,4 @@
-"""Read what the ranks analysis (:mod:`gtop.analysis.ranks`) needs from a recording."""
+"""Read what the ranks analysis (:mod:`gtop.analysis.distributed.ranks`) needs from a recording."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from typing import Any
 import numpy as np
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.ranks import Job, analyse, comm_labels, rank_calls
-from gtop.analysis.records import Records, mark_comm
+from gtop.analysis.attribution.records import Records, mark_comm
+from gtop.analysis.distributed.ranks import Job, analyse, comm_labels, rank_calls
+from gtop.analysis.kernels.cuda_activity import names_from_entities
 from gtop.recordings.reader import Recording
 
 RANK_STREAMS = ("thread_state", "kernel", "memcpy", "memset", "untraced")
 
 
 def inputs(rec: Recording) -> Job:
-    """What :func:`gtop.analysis.ranks.analyse` reads: processes (with their host),
+    """What :func:`gtop.analysis.distributed.ranks.analyse` reads: processes (with their host),
     the ops (communication kernels marked) and thread states, stacks, kernel names."""
     entities = rec.entities()
     host = rec.meta.get("host")

@@ -9,15 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.active_window import Window
-from gtop.analysis.report import (
+from gtop.analysis.diagnosis.what_if import Change
+from gtop.analysis.report.document import (
     REPORT_STREAMS,
     KernelDigest,
     build_report,
     phases_section,
     window_section,
 )
-from gtop.analysis.what_if import Change
+from gtop.analysis.window.active_window import Window
 from gtop.recordings.clipped import (
     OP_STREAMS,
     ClippedRecording,
@@ -48,7 +48,7 @@ class ReportInputs:
     window: Window
     """The window the report covers (:func:`~gtop.recordings.clipped.resolve`)."""
     data: dict[str, np.ndarray]
-    """Every stream :func:`~gtop.analysis.report.build_report` reads, over ``window``
+    """Every stream :func:`~gtop.analysis.report.document.build_report` reads, over ``window``
     (NVML and process samples: the whole recording); the kernels as ``kernels`` unless
     out of time order."""
     kernels: KernelDigest | None
@@ -149,7 +149,7 @@ def _read_streams(
 def read_report_data(
     rec: Recording | ClippedRecording,
 ) -> tuple[dict[str, np.ndarray], KernelDigest | None]:
-    """The streams :func:`~gtop.analysis.report.build_report` reads, over the whole
+    """The streams :func:`~gtop.analysis.report.document.build_report` reads, over the whole
     recording or a clipped one's window; the kernel table as a digest when its chunks
     are in time order (one pass over reused memory), else as rows (the reader sorts
     them)."""

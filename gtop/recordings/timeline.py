@@ -1,10 +1,11 @@
-"""A recording's window as the what-if engine's timeline (:mod:`gtop.analysis.what_if`)."""
+"""A recording's window as the what-if engine's timeline
+(:mod:`gtop.analysis.diagnosis.what_if`)."""
 
 from __future__ import annotations
 
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.report import stack_frames
-from gtop.analysis.what_if import Timeline, timeline_from_streams
+from gtop.analysis.diagnosis.what_if import Timeline, timeline_from_streams
+from gtop.analysis.kernels.cuda_activity import names_from_entities
+from gtop.analysis.report.document import stack_frames
 from gtop.recordings.clipped import ClippedRecording, choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report_data

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.active_window import Window
+from gtop.analysis.window.active_window import Window
 from gtop.core.hub import Entity, Update
 from gtop.core.status import Status
 from gtop.recordings.clipped import active, choose

@@ -24,10 +24,10 @@ from textual.screen import ModalScreen, Screen
 from textual.theme import BUILTIN_THEMES
 from textual.widgets import Input
 
-from gtop.analysis import kernel_labels
-from gtop.analysis.active_window import Window
-from gtop.analysis.agent_cost import combined, cost_line
-from gtop.analysis.cuda_activity import names_from_entities
+from gtop.analysis.kernels import kernel_labels
+from gtop.analysis.kernels.cuda_activity import names_from_entities
+from gtop.analysis.report.agent_cost import combined, cost_line
+from gtop.analysis.window.active_window import Window
 from gtop.core.hub import Update
 from gtop.core.model import Model
 from gtop.core.safe_text import shown

@@ -24,9 +24,9 @@ import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from gtop.analysis import intervals as iv
-from gtop.analysis import untraced
-from gtop.analysis.causes import LABELS, OFF_CAUSES, Cause
-from gtop.analysis.sliding_window import AttributionEngine
+from gtop.analysis.attribution import untraced
+from gtop.analysis.attribution.causes import LABELS, OFF_CAUSES, Cause
+from gtop.analysis.attribution.sliding_window import AttributionEngine
 from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.tabs.session_data import ENGINE_STREAMS

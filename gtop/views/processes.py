@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.roles import tree_order
+from gtop.analysis.distributed.roles import tree_order
 from gtop.core.model import Model
 from gtop.views.fmt import values as fmt
 
@@ -45,7 +45,7 @@ class ProcessRow:
     ppid: int
     role: str = ""
     """What the process is in its job (``rank 0``, ``loader (rank 1)``, ``launcher``:
-    :mod:`gtop.analysis.roles`); empty for a plain process."""
+    :mod:`gtop.analysis.distributed.roles`); empty for a plain process."""
 
     def matches(self, text: str) -> bool:
         """Case-insensitive substring match on command, user or pid."""

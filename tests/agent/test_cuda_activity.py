@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gtop.analysis.cuda_activity import (
+from gtop.analysis.kernels.cuda_activity import (
     KernelStats,
     api_summary,
     kernel_summary,
@@ -14,7 +14,7 @@ from gtop.analysis.cuda_activity import (
     memcpy_summary,
     names_from_entities,
 )
-from gtop.analysis.demangle import demangle, shorten
+from gtop.analysis.kernels.demangle import demangle, shorten
 from gtop.core import layouts
 from gtop.core.hub import Entity
 from gtop.core.layouts import ApiClass, CopyKind

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from raw_records import record
 
-from gtop.analysis.records import Records
+from gtop.analysis.attribution.records import Records
 from gtop.core.layouts import ApiClass
 from gtop.cupti import records as rec
 from gtop.cupti.clock import ClockFit
@@ -280,7 +280,7 @@ def test_decode_never_raises_on_any_field_values(records):
 @given(st.lists(RECORD, min_size=1, max_size=40))
 def test_summaries_of_any_decoded_records_never_raise(records):
     """The kernel, copy and API tables take whatever the decoder gives them."""
-    from gtop.analysis.cuda_activity import api_summary, kernel_summary, memcpy_summary
+    from gtop.analysis.kernels.cuda_activity import api_summary, kernel_summary, memcpy_summary
 
     buf = b"".join(record(kind, **values) for kind, values in records)
     out = Decoder(3, NameTable()).decode(buf, CLOCK).batches

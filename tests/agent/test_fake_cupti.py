@@ -16,8 +16,8 @@ from agent_helpers import TARGETS, script, start_target
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.agent.runtime import STALE_S
-from gtop.analysis.agent_cost import cost_line, report_section
-from gtop.analysis.own_cost import charge, own_seconds
+from gtop.analysis.attribution.own_cost import charge, own_seconds
+from gtop.analysis.report.agent_cost import cost_line, report_section
 from gtop.core.hub import Entity
 from gtop.core.layouts import OVERHEAD, CopyKind
 

@@ -14,7 +14,7 @@ import pytest
 from agent_helpers import TARGETS, Target, script, start_target
 
 from gtop.agent.modes import graph_level, toggle_graph_nodes
-from gtop.analysis.cuda_activity import kernel_summary, names_from_entities
+from gtop.analysis.kernels.cuda_activity import kernel_summary, names_from_entities
 from gtop.collectors.agent.attach import AttachError, attach
 
 pytestmark = pytest.mark.gpu

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from agent_helpers import Received, Target, script, start_target
 
-from gtop.analysis.cuda_activity import names_from_entities
+from gtop.analysis.kernels.cuda_activity import names_from_entities
 
 pytestmark = pytest.mark.gpu
 COMPILE_S = 240  # one recompile of the model (Inductor + Triton, one compile thread)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.records import Records
+from gtop.analysis.attribution.records import Records
 from gtop.core import layouts
 from gtop.core.streams import StreamSpec
 

@@ -130,7 +130,7 @@ SHORT_JOB_SHARES += [0.89, 0.9, 0.83]
 
 
 def test_the_steady_state_of_a_short_job_is_its_training_not_the_wait_before() -> None:
-    from gtop.analysis.active_window import steady_span
+    from gtop.analysis.window.active_window import steady_span
 
     bin_ns = 120_000_000
     edges = np.arange(len(SHORT_JOB_SHARES) + 1, dtype=np.int64) * bin_ns
@@ -141,7 +141,7 @@ def test_the_steady_state_of_a_short_job_is_its_training_not_the_wait_before() -
 
 
 def test_work_without_a_steady_state_has_none() -> None:
-    from gtop.analysis.active_window import steady_span
+    from gtop.analysis.window.active_window import steady_span
 
     edges = np.arange(9, dtype=np.int64) * 100
     busy = np.asarray([90, 0, 0, 50, 0, 0, 20, 0], dtype=np.int64)  # no two bins alike

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtop.analysis.approximate import approximate
-from gtop.analysis.causes import LABELS
+from gtop.analysis.attribution.approximate import approximate
+from gtop.analysis.attribution.causes import LABELS
 from gtop.core import layouts
 from gtop.core.layouts import BlockReason, ThreadState
 from tests.analysis.build import records, rows, sample, state

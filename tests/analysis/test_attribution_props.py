@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.attribution import attribute, unit_mask
-from gtop.analysis.causes import Cause
-from gtop.analysis.host_window import LAUNCH_GAP_NS
-from gtop.analysis.range_blocks import attribute_range
-from gtop.analysis.records import OP_KERNEL, Records
-from gtop.analysis.sliding_window import AttributionEngine
+from gtop.analysis.attribution.causes import Cause
+from gtop.analysis.attribution.host_window import LAUNCH_GAP_NS
+from gtop.analysis.attribution.partition import attribute, unit_mask
+from gtop.analysis.attribution.range_blocks import attribute_range
+from gtop.analysis.attribution.records import OP_KERNEL, Records
+from gtop.analysis.attribution.sliding_window import AttributionEngine
 from tests.analysis.build import api, copy, kernel, records, state, wait
 
 T = 1000

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from gtop.analysis.attribution import Unit, attribute
-from gtop.analysis.causes import LABELS, Cause
-from gtop.analysis.records import Records, mark_comm
+from gtop.analysis.attribution.causes import LABELS, Cause
+from gtop.analysis.attribution.partition import Unit, attribute
+from gtop.analysis.attribution.records import Records, mark_comm
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, copy, kernel, records, state, wait
 

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from gtop.analysis.report_text import WIDTH
+from gtop.analysis.report.report_text import WIDTH
 
 from .recordings import RECORDINGS, ROOT
 from .test_report_schema import SCHEMA as REPORT_SCHEMA

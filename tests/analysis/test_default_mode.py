@@ -14,12 +14,12 @@ import functools
 import numpy as np
 import pytest
 
-from gtop.analysis.attribution import Unit
-from gtop.analysis.default_mode import api_less, inferred_calls
-from gtop.analysis.gpu_report import unit_summary
-from gtop.analysis.range_blocks import attribute_range
-from gtop.analysis.records import Records
-from gtop.analysis.report import ATTRIBUTION_STREAMS
+from gtop.analysis.attribution.default_mode import api_less, inferred_calls
+from gtop.analysis.attribution.partition import Unit
+from gtop.analysis.attribution.range_blocks import attribute_range
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS
+from gtop.analysis.report.gpu_report import unit_summary
 from gtop.core.layouts import ApiClass
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording

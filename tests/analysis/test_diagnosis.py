@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.gpu_report import gpu_report
-from gtop.analysis.ranks import comm_labels
-from gtop.analysis.records import Records, mark_comm
-from gtop.analysis.report import ATTRIBUTION_STREAMS, stack_frames
-from gtop.analysis.verdict import decide, from_entry
+from gtop.analysis.attribution.records import Records, mark_comm
+from gtop.analysis.diagnosis.verdict import decide, from_entry
+from gtop.analysis.distributed.ranks import comm_labels
+from gtop.analysis.kernels.cuda_activity import names_from_entities
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS, stack_frames
+from gtop.analysis.report.gpu_report import gpu_report
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
@@ -176,7 +176,7 @@ def test_collectives_are_not_called_gpu_bound() -> None:
     """Seconds per cause of rank 0 in a 2-H200 NCCL job whose rank 1 sleeps 20 ms a step
     (benchmarks/capture_ddp.py, RESULTS.md): NCCL kernels fill 86% of the window while the
     rank waits for its peer, which is not the GPU being the bottleneck."""
-    from gtop.analysis.verdict import decide
+    from gtop.analysis.diagnosis.verdict import decide
 
     seconds = {"G:COMP": 0.0097, "G:XFER": 0.0002, "G:COMM": 2.997, "H:CTRL": 0.173}
     verdict = decide(seconds, 3.50)

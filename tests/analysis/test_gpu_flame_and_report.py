@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from gtop.analysis import slices
-from gtop.analysis.attribution import Unit, attribute
-from gtop.analysis.causes import LABELS, Cause
-from gtop.analysis.gpu_flame import fold
-from gtop.analysis.gpu_report import gpu_report
+from gtop.analysis.attribution import slices
+from gtop.analysis.attribution.causes import LABELS, Cause
+from gtop.analysis.attribution.gpu_flame import fold
+from gtop.analysis.attribution.partition import Unit, attribute
+from gtop.analysis.report.gpu_report import gpu_report
 from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
 from tests.analysis.build import api, copy, kernel, records, sample, state
 
@@ -163,7 +163,7 @@ def test_occupancy_cuts_segments_at_slice_edges() -> None:
 def test_report_of_kernel_chunks_matches_report_of_kernel_rows(tmp_path, in_order: bool) -> None:
     """``read_report_data`` sums and projects the kernel table chunk by chunk; the report
     is the one made from the whole table (chunks out of time order: read as rows)."""
-    from gtop.analysis.report import build_report
+    from gtop.analysis.report.document import build_report
     from gtop.core import layouts
     from gtop.recordings.reader import Recording
     from gtop.recordings.report_data import read_report_data

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtop.analysis.range_blocks import blocks
-from gtop.analysis.records import Records
-from gtop.analysis.sliding_window import AttributionEngine
+from gtop.analysis.attribution.range_blocks import blocks
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.attribution.sliding_window import AttributionEngine
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from gtop.core.rows import take_rows
 from tests.analysis.build import api, kernel, records, state

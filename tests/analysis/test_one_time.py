@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtop.analysis.one_time import classify, find_phases, outside
+from gtop.analysis.window.one_time import classify, find_phases, outside
 from gtop.recordings.clipped import choose, one_time
 from gtop.recordings.reader import Recording
 from tests.analysis.recordings import RECORDINGS

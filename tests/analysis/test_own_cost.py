@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gtop.analysis.causes import LABELS, PHRASES, Cause
-from gtop.analysis.own_cost import charge, own_seconds
-from gtop.analysis.verdict import from_entry
+from gtop.analysis.attribution.causes import LABELS, PHRASES, Cause
+from gtop.analysis.attribution.own_cost import charge, own_seconds
+from gtop.analysis.diagnosis.verdict import from_entry
 from gtop.core.hub import Entity
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
@@ -87,7 +87,7 @@ def test_charge_takes_only_what_the_host_causes_hold() -> None:
 def test_flamegraphs_mark_gtops_own_frames() -> None:
     """The frames issue 23 saw on top of the target's stacks: the agent's private copy
     (``_gtop_<hex>``) and the C shim are marked; the program's frames are not."""
-    from gtop.analysis.host_window import frames_of
+    from gtop.analysis.attribution.host_window import frames_of
 
     stack = [
         "<module> (loop.py)",
@@ -120,7 +120,7 @@ def test_gpu_flamegraph_charges_gtop_as_the_breakdown_does() -> None:
 
 
 def test_charge_folded_takes_gtops_own_stacks_first() -> None:
-    from gtop.analysis.own_cost import charge_folded
+    from gtop.analysis.attribution.own_cost import charge_folded
 
     hook = "main (loop.py);[gtop] _enter (_gtop_0123456789abcdef/agent/x.py)"
     folded = {

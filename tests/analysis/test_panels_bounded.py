@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gtop.analysis.range_blocks import attribute_range
-from gtop.analysis.records import Records
-from gtop.analysis.report import ATTRIBUTION_STREAMS
+from gtop.analysis.attribution.range_blocks import attribute_range
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS
 from gtop.recordings.clipped import active
 from gtop.recordings.reader import Recording
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gtop.analysis.collectives import comm_name
-from gtop.analysis.roles import tree_order
+from gtop.analysis.distributed.collectives import comm_name
+from gtop.analysis.distributed.roles import tree_order
 from gtop.recordings.ranks_data import analyse_recording
 from gtop.recordings.reader import Recording
 
@@ -106,8 +106,8 @@ def test_truth_window_inside_recording() -> None:
 
 def test_report_has_a_ranks_section() -> None:
     """``gtop report`` (JSON and text) over the whole recording names rank 1."""
-    from gtop.analysis.report import build_report
-    from gtop.analysis.report_text import format_report
+    from gtop.analysis.report.document import build_report
+    from gtop.analysis.report.report_text import format_report
     from gtop.recordings.report_data import read_report_data
 
     with Recording(RECORDINGS / "ddp-straggler-cpu.gtop") as rec:
@@ -132,7 +132,7 @@ def test_step_overlap() -> None:
     """Communication [10,20) and [30,40); compute hides [15,20) and [30,40): the step
     ending at 25 had half its communication hidden, the next one all of it."""
     from gtop.analysis import intervals as iv
-    from gtop.analysis.ranks import measure_before, step_overlap
+    from gtop.analysis.distributed.ranks import measure_before, step_overlap
 
     comm = iv.Spans(np.array([10, 30]), np.array([20, 40]))
     hidden = iv.Spans(np.array([15, 30]), np.array([20, 40]))
@@ -166,8 +166,8 @@ def test_dataloader_workers_under_their_main(name: str, workers: int) -> None:
 def test_communication_under_compute_counts_as_overlap() -> None:
     """An NCCL kernel [0,100) on stream 8 with a compute kernel [20,60) beside it: 100 ns
     in the collective, 40% of it overlapped, 60 ns of G:COMM as attributed."""
-    from gtop.analysis.ranks import Job, analyse
-    from gtop.analysis.records import mark_comm
+    from gtop.analysis.attribution.records import mark_comm
+    from gtop.analysis.distributed.ranks import Job, analyse
 
     from .build import kernel, records
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
-from gtop.analysis.report_text import TOP, WIDTH, format_report
+from gtop.analysis.attribution.causes import EXPLANATIONS, LABELS, PHRASES, Cause
+from gtop.analysis.report.report_text import TOP, WIDTH, format_report
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 

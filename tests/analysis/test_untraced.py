@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from gtop.analysis import intervals as iv
-from gtop.analysis import untraced
-from gtop.analysis.attribution import attribute, stream_keys
-from gtop.analysis.causes import EXPLANATIONS, LABELS, ON_CAUSES, Cause
-from gtop.analysis.host_window import LAUNCH_GAP_NS
-from gtop.analysis.records import Records
-from gtop.analysis.report import ATTRIBUTION_STREAMS
-from gtop.analysis.report_text import format_report
-from gtop.analysis.sliding_window import AttributionEngine
+from gtop.analysis.attribution import untraced
+from gtop.analysis.attribution.causes import EXPLANATIONS, LABELS, ON_CAUSES, Cause
+from gtop.analysis.attribution.host_window import LAUNCH_GAP_NS
+from gtop.analysis.attribution.partition import attribute, stream_keys
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.attribution.sliding_window import AttributionEngine
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS
+from gtop.analysis.report.report_text import format_report
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from gtop.analysis.gains import measured, predict
-from gtop.analysis.what_if import Change, ChangeError, parse_change, replay
+from gtop.analysis.diagnosis.gains import measured, predict
+from gtop.analysis.diagnosis.what_if import Change, ChangeError, parse_change, replay
 from gtop.recordings.reader import Recording
 from gtop.recordings.timeline import read_timeline
 from tests.analysis.recordings import RECORDINGS

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from gtop.analysis.report_text import format_report
-from gtop.analysis.what_if import parse_change
+from gtop.analysis.diagnosis.what_if import parse_change
+from gtop.analysis.report.report_text import format_report
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 from tests.analysis.recordings import RECORDINGS, ROOT
@@ -57,15 +57,15 @@ def test_bad_what_if_is_one_error_line() -> None:
 
 def test_cli_help_names_every_change() -> None:
     from gtop import cli
-    from gtop.analysis import what_if
+    from gtop.analysis.diagnosis import what_if
 
     assert cli.WHAT_IF_HELP == what_if.HELP
 
 
 def test_v_box_lists_the_ranked_gains(decode: dict) -> None:
     """The ``v`` box words the verdict as the report does, then the ranked gains."""
-    from gtop.analysis.gains import Prediction
-    from gtop.analysis.verdict import Verdict
+    from gtop.analysis.diagnosis.gains import Prediction
+    from gtop.analysis.diagnosis.verdict import Verdict
     from gtop.views.screens.verdict import verdict_text
 
     v = decode["verdict"]

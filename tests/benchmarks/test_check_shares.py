@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from gtop.analysis.attribution import Unit
-from gtop.analysis.gpu_report import unit_summary
-from gtop.analysis.range_blocks import attribute_range
+from gtop.analysis.attribution.partition import Unit
+from gtop.analysis.attribution.range_blocks import attribute_range
+from gtop.analysis.report.gpu_report import unit_summary
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, kernel, records, state
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gtop.analysis.report import build_report
+from gtop.analysis.report.document import build_report
 from gtop.recordings.clipped import ClippedRecording
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_inputs, read_report, read_report_data

@@ -7,7 +7,7 @@ import csv
 from collections.abc import Callable
 from pathlib import Path
 
-from gtop.analysis.cuda_activity import api_name
+from gtop.analysis.kernels.cuda_activity import api_name
 from gtop.recordings.reader import Recording
 from tests.exporters.conftest import SLOW_LOADER
 

@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from gtop.analysis.cuda_activity import api_name
+from gtop.analysis.kernels.cuda_activity import api_name
 from gtop.cli import main
 from gtop.recordings.exporters import tracks
 from gtop.recordings.exporters.tracks import state_label

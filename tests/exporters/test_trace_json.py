@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gtop.analysis.cuda_activity import api_name
-from gtop.analysis.demangle import demangle
+from gtop.analysis.kernels.cuda_activity import api_name
+from gtop.analysis.kernels.demangle import demangle
 from gtop.recordings.exporters.window import report_window
 from gtop.recordings.reader import Recording
 from tests.exporters.conftest import SLOW_LOADER

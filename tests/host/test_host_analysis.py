@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gtop.analysis.thread_time import clip, fold, folded_text, thread_totals, threads_report
+from gtop.analysis.host.thread_time import clip, fold, folded_text, thread_totals, threads_report
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 STACKS = {0: {"frames": ["main", "sleep"], "kinds": "pp"}, 1: {"frames": ["read"], "kinds": "n"}}

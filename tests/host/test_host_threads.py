@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from host_harness import Run, collect, phases
 
-from gtop.analysis.thread_time import clip, threads_report
+from gtop.analysis.host.thread_time import clip, threads_report
 from gtop.collectors.threads.tiers import open_thread_collector
 from gtop.core.layouts import BlockReason, ThreadState
 

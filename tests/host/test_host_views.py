@@ -14,7 +14,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
-from gtop.analysis.thread_time import fold
+from gtop.analysis.host.thread_time import fold
 from gtop.core.layouts import BlockReason
 from gtop.views.widgets.flamegraph import FlameGraph, _Icicle, build_tree, layout
 from gtop.views.widgets.thread_bars import ThreadBars, bin_states

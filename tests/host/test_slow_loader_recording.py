@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtop.analysis.thread_time import carry_python
+from gtop.analysis.host.thread_time import carry_python
 from gtop.core.layouts import BlockReason, ThreadState
 from gtop.recordings.reader import Recording
 

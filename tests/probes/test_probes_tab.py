@@ -15,7 +15,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from gtop.analysis import probes as data
+from gtop.analysis.kernels import probes as data
 from gtop.core.hub import Entity, Update
 from gtop.core.model import Model
 from gtop.probes.engine.instrumentable import NO_PTX

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gtop.analysis import untraced
-from gtop.analysis.active_window import Window
+from gtop.analysis.attribution import untraced
+from gtop.analysis.window.active_window import Window
 from gtop.core.layouts import UNTRACED
 from gtop.recordings.clipped import ClippedRecording
 from gtop.recordings.reader import Recording

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.clock_align import MIN_PAIRS, Offset, initial, refine
-from gtop.analysis.roles import ranks
+from gtop.analysis.distributed.clock_align import MIN_PAIRS, Offset, initial, refine
+from gtop.analysis.distributed.roles import ranks
 from gtop.recordings.merge import DEVICE_STRIDE, ID_STRIDE, PID_STRIDE, merge
 from gtop.recordings.ranks_data import analyse_recording, inputs
 from gtop.recordings.reader import Recording
@@ -129,7 +129,7 @@ def test_refine_recovers_a_skew() -> None:
     about 2 ms after the other (measured in this recording), which bounds how well
     ends can align two hosts' clocks; nobody leaves before every rank entered, which
     bounds the offset from the other side."""
-    from gtop.analysis.ranks import rank_calls
+    from gtop.analysis.distributed.ranks import rank_calls
 
     with Recording(REC / "ddp-straggler-cpu.gtop") as rec:
         t0, t1 = rec.time_range()

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 
-from gtop.analysis.attribution import Unit, attribute
-from gtop.analysis.gpu_report import unit_summary
-from gtop.analysis.lanes import build_lanes
+from gtop.analysis.attribution.lanes import build_lanes
+from gtop.analysis.attribution.partition import Unit, attribute
+from gtop.analysis.report.gpu_report import unit_summary
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from gtop.views.widgets.gpu_ribbon import GpuRibbon
 from gtop.views.widgets.offgpu_bar import OffGpuBar

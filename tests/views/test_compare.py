@@ -3,7 +3,7 @@ graphs (recordings/decode-{eager,graphs}.gtop, H200)."""
 
 from __future__ import annotations
 
-from gtop.analysis.causes import Cause
+from gtop.analysis.attribution.causes import Cause
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp

@@ -7,7 +7,7 @@ import asyncio
 
 from textual.app import App, ComposeResult
 
-from gtop.analysis.cuda_activity import api_summary, kernel_summary
+from gtop.analysis.kernels.cuda_activity import api_summary, kernel_summary
 from gtop.core import layouts
 from gtop.core.layouts import ApiClass
 from gtop.views.widgets.api_table import ApiTable

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gtop.analysis.report import build_report
-from gtop.analysis.report_text import format_report
+from gtop.analysis.report.document import build_report
+from gtop.analysis.report.report_text import format_report
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report_data
 from tests.views.conftest import SIZE, AppFactory

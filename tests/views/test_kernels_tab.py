@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gtop.analysis import kernel_labels
-from gtop.analysis.cuda_activity import KernelStats, kernel_summary, names_from_entities
+from gtop.analysis.kernels import kernel_labels
+from gtop.analysis.kernels.cuda_activity import KernelStats, kernel_summary, names_from_entities
 from gtop.recordings.reader import Recording
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab

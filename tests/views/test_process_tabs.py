@@ -12,10 +12,10 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Tabs
 
-from gtop.analysis.attribution import attribute
-from gtop.analysis.causes import Cause
-from gtop.analysis.cuda_activity import KernelStats, names_from_entities
-from gtop.analysis.records import Records
+from gtop.analysis.attribution.causes import Cause
+from gtop.analysis.attribution.partition import attribute
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.kernels.cuda_activity import KernelStats, names_from_entities
 from gtop.core import layouts
 from gtop.core.hub import Update
 from gtop.core.model import Model

@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from gtop.analysis.compare import compare_reports
+from gtop.analysis.report.compare import compare_reports
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_pair
 from tests.views.test_terminal import EXIT_MARK, REPO, Terminal, quit_cleanly

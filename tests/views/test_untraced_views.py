@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from gtop.analysis import intervals as iv
-from gtop.analysis.causes import LABELS, Cause
-from gtop.analysis.report import ATTRIBUTION_STREAMS
+from gtop.analysis.attribution.causes import LABELS, Cause
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS
 from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.recordings.clipped import choose

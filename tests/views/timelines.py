@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from textual.app import App, ComposeResult
 
-from gtop.analysis.attribution import attribute
-from gtop.analysis.lanes import build_lanes
-from gtop.analysis.records import Records
+from gtop.analysis.attribution.lanes import build_lanes
+from gtop.analysis.attribution.partition import attribute
+from gtop.analysis.attribution.records import Records
 from gtop.core import layouts
 from gtop.views.tabs.swimlanes_tab import of_pids
 from gtop.views.widgets.gpu_ribbon import GpuRibbon

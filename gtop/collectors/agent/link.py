@@ -19,7 +19,7 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
   ``error``. ``sampling`` is ``{"duty", "rate"}`` while the agent traces in a duty cycle
   (:mod:`gtop.agent.sampling`), else None;
 * ``agent_cost`` (key: pid), about once a second while tracing: what the agent has cost
-  its process so far (:func:`gtop.analysis.agent_cost.cost_value`).
+  its process so far (:func:`gtop.analysis.report.agent_cost.cost_value`).
 
 And the ``untraced`` stream: each off phase of kernel sampling as a row ``(t_off, -1,
 pid)`` when it begins (open) and ``(t_off, t_on, pid)`` when it ends (closed, also when
@@ -423,7 +423,7 @@ class AgentLink:
                 )
         elif kind == wire.COST:
             st = conn.status
-            from gtop.analysis.agent_cost import cost_value
+            from gtop.analysis.report.agent_cost import cost_value
 
             value = cost_value(wire.decode_json(payload), st.records, st.records_by_kind)
             self._set(conn, replace(st, cost=value))

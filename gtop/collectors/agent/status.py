@@ -39,7 +39,7 @@ class AgentStatus:
     """CLOCK_MONOTONIC time the first records arrived."""
     records_by_kind: dict[int, int] = field(default_factory=dict)
     cost: dict[str, Any] | None = None
-    """The latest ``agent_cost`` value (:func:`gtop.analysis.agent_cost.cost_value`)."""
+    """The latest ``agent_cost`` value (:func:`gtop.analysis.report.agent_cost.cost_value`)."""
     sampling: dict[str, float] | None = None
     """``{"duty", "rate"}`` while the agent traces in a duty cycle (kernel sampling)."""
 
@@ -62,7 +62,7 @@ class AgentStatus:
         if self.incomplete:
             parts.append(f"{self.incomplete} incomplete")
         if self.cost is not None:
-            from gtop.analysis.agent_cost import cost_line  # numpy: not before a launch
+            from gtop.analysis.report.agent_cost import cost_line  # numpy: not before a launch
 
             parts.append(cost_line(self.cost))
         if self.message:

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from gtop.analysis.pystack_carry import carry
+from gtop.analysis.host.pystack_carry import carry
 from gtop.collectors.base import Periodic
 from gtop.collectors.threads import proctree, pystacks
 from gtop.collectors.threads.stacktable import KERNEL, NATIVE, PYTHON, StackTable
@@ -163,7 +163,8 @@ class ThreadCollector:
             self.hub.publish(stream, out)
 
     def _carry(self, rows: np.ndarray, py: np.ndarray) -> np.ndarray:
-        """Python frames for waits no sample landed in (:func:`gtop.analysis.pystack_carry.carry`).
+        """Python frames for waits no sample landed in
+        (:func:`gtop.analysis.host.pystack_carry.carry`).
 
         Waits only: blocked and runnable intervals, and on-CPU time inside a GPU call
         (``GPU_WAIT``); other on-CPU time moves between Python calls too fast to carry.

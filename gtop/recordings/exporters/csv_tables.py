@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.cuda_activity import api_name
-from gtop.analysis.demangle import demangle
+from gtop.analysis.kernels.cuda_activity import api_name
+from gtop.analysis.kernels.demangle import demangle
 from gtop.core.layouts import ApiClass, BlockReason, CopyKind, ThreadState
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.exporters.window import covered

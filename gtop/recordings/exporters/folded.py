@@ -11,7 +11,7 @@ so the summary line names it.
 
 from __future__ import annotations
 
-from gtop.analysis.thread_time import Folded, folded_text
+from gtop.analysis.host.thread_time import Folded, folded_text
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.exporters.profiles import STREAMS, profiles
 from gtop.recordings.exporters.window import report_window

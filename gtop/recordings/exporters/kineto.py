@@ -20,7 +20,7 @@ counts as busy the union of those events:
   their whole length as idle; so each off phase also gets one event on lane
   :data:`ESTIMATE_STREAM` of its GPU (``cat`` ``gtop_estimate``, name "not traced:
   estimated GPU busy"), as long as the GPU time the report estimates for it (the cause
-  mix of the traced time before it, :func:`gtop.analysis.attribution.untraced_estimates`),
+  mix of the traced time before it, :func:`gtop.analysis.attribution.partition.untraced_estimates`),
   starting where the phase starts. It is an estimate, not a kernel: its args say so and
   give the phase's length. With it HTA's idle time is the report's (1 - GAR).
 
@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.attribution import Partition, UnitResult, untraced_estimates
-from gtop.analysis.causes import ON_CAUSES, Cause
-from gtop.analysis.range_blocks import blocks
+from gtop.analysis.attribution.causes import ON_CAUSES, Cause
+from gtop.analysis.attribution.partition import Partition, UnitResult, untraced_estimates
+from gtop.analysis.attribution.range_blocks import blocks
 from gtop.core.layouts import UNTRACED
 from gtop.recordings.clipped import OP_STREAMS, ClippedRecording
 from gtop.recordings.exporters import trace_json
@@ -148,7 +148,7 @@ def _estimates(rec: ClippedRecording) -> Iterator[str]:
 
 def _busy_per_phase(results: list[UnitResult]) -> Iterator[tuple[UnitResult, np.ndarray]]:
     """Each block's off phases' estimated on-GPU ns, as the report sums blocks
-    (:meth:`~gtop.analysis.attribution.Summary.plus`): a block that traced nothing takes
+    (:meth:`~gtop.analysis.attribution.partition.Summary.plus`): a block that traced nothing takes
     the mix of the blocks before it, or of the next one when none before traced."""
     on = list(ON_CAUSES)
     so_far: np.ndarray | None = None  # the estimate summed over the blocks done

@@ -3,13 +3,13 @@ formats (each only lays them out differently).
 
 Views:
 
-* ``on-cpu`` and ``off-cpu``: per host thread, :func:`gtop.analysis.thread_time.fold`
+* ``on-cpu`` and ``off-cpu``: per host thread, :func:`gtop.analysis.host.thread_time.fold`
   (off-CPU: the reason, then the stack it blocked in; on-CPU: time spread over the stack
   samples, GPU waits on their own branch);
-* ``gpu``: per GPU, the GPU-centric flamegraph (:func:`gtop.analysis.gpu_flame.fold`):
+* ``gpu``: per GPU, the GPU-centric flamegraph (:func:`gtop.analysis.attribution.gpu_flame.fold`):
   ``ON_GPU;G:COMP;<kernel>`` and ``OFF_GPU;<cause>;<stack>``, summed block by block, with
   untraced time split as the report estimates it
-  (:func:`gtop.analysis.gpu_flame.with_estimates`): each cause's stacks weigh the
+  (:func:`gtop.analysis.attribution.gpu_flame.with_estimates`): each cause's stacks weigh the
   report's seconds of that cause.
 
 Every view covers one window: the one ``gtop report`` diagnoses (the steady state of the
@@ -26,17 +26,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from gtop.analysis import thread_time
-from gtop.analysis.attribution import Summary
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.demangle import demangle
-from gtop.analysis.gpu_flame import fold as gpu_fold
-from gtop.analysis.gpu_flame import with_estimates
-from gtop.analysis.own_cost import charge_folded, own_seconds
-from gtop.analysis.range_blocks import blocks
-from gtop.analysis.ranks import comm_labels
-from gtop.analysis.records import Records, mark_comm
-from gtop.analysis.report import ATTRIBUTION_STREAMS
+from gtop.analysis.attribution.gpu_flame import fold as gpu_fold
+from gtop.analysis.attribution.gpu_flame import with_estimates
+from gtop.analysis.attribution.own_cost import charge_folded, own_seconds
+from gtop.analysis.attribution.partition import Summary
+from gtop.analysis.attribution.range_blocks import blocks
+from gtop.analysis.attribution.records import Records, mark_comm
+from gtop.analysis.distributed.ranks import comm_labels
+from gtop.analysis.host import thread_time
+from gtop.analysis.kernels.cuda_activity import names_from_entities
+from gtop.analysis.kernels.demangle import demangle
+from gtop.analysis.report.document import ATTRIBUTION_STREAMS
 from gtop.core import layouts
 from gtop.recordings.clipped import ClippedRecording
 

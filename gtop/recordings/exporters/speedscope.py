@@ -18,7 +18,7 @@ from typing import TextIO
 import numpy as np
 
 from gtop import __version__
-from gtop.analysis.thread_time import clip
+from gtop.analysis.host.thread_time import clip
 from gtop.recordings.exporters import tracks as tk
 from gtop.recordings.exporters.output import Output
 from gtop.recordings.exporters.profiles import (

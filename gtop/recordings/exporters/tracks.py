@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gtop.analysis import untraced
-from gtop.analysis.causes import PHRASES, Cause
-from gtop.analysis.cuda_activity import api_name
-from gtop.analysis.demangle import demangle
+from gtop.analysis.attribution import untraced
+from gtop.analysis.attribution.causes import PHRASES, Cause
+from gtop.analysis.kernels.cuda_activity import api_name
+from gtop.analysis.kernels.demangle import demangle
 from gtop.core.layouts import BlockReason, CopyKind, ThreadState
 from gtop.recordings.reader import Recording
 
@@ -382,7 +382,7 @@ def state_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str,
 
 
 def untraced_slices(window: Window, tracks: Tracks, names: Names) -> list[dict[str, np.ndarray]]:
-    """Kernel sampling's off phases (:mod:`gtop.analysis.untraced`), on a track of each
+    """Kernel sampling's off phases (:mod:`gtop.analysis.attribution.untraced`), on a track of each
     process: time its GPU work was not traced, which a gap in its streams is not."""
     rows = window.get("untraced")
     if rows is None or not len(rows):

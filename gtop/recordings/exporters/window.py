@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gtop.analysis.active_window import Window
-from gtop.analysis.report import window_section
+from gtop.analysis.report.document import window_section
+from gtop.analysis.window.active_window import Window
 from gtop.recordings.clipped import ClippedRecording, choose
 from gtop.recordings.reader import Recording
 
@@ -32,7 +32,7 @@ class Covered:
 
     def label(self) -> str:
         """E.g. ``steady 3.96–8.84 s of 12.80 s``, seconds from the recording's start
-        (kinds: :data:`gtop.analysis.report_text.WINDOW_WORDS`)."""
+        (kinds: :data:`gtop.analysis.report.report_text.WINDOW_WORDS`)."""
         w = window_section(self.recorded, self.window)
         whole = (self.recorded[1] + 1 - self.recorded[0]) / 1e9
         kind = "whole recording" if w["kind"] == "recording" else w["kind"]

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from rich.text import Text
 
-from gtop.analysis import slices
+from gtop.analysis.attribution import slices
 from gtop.views.fmt.units import duration
 
 BARS = "▁▂▃▄▅▆▇█"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gtop.analysis.causes import LABELS, PHRASES, Cause
+from gtop.analysis.attribution.causes import LABELS, PHRASES, Cause
 
 Path = tuple[str, ...]
 ROOTS = {"ON_GPU": "GPU busy", "OFF_GPU": "GPU idle"}
-"""The roots :func:`gtop.analysis.gpu_flame.fold` writes, in plain words."""
+"""The roots :func:`gtop.analysis.attribution.gpu_flame.fold` writes, in plain words."""
 _CAUSES = {label: cause for cause, label in enumerate(LABELS)}
 
 

@@ -6,8 +6,8 @@ Every state has a distinct glyph, so the widgets stay readable with ``--no-color
 
 from __future__ import annotations
 
-from gtop.analysis.causes import Cause
-from gtop.analysis.lanes import Code
+from gtop.analysis.attribution.causes import Cause
+from gtop.analysis.attribution.lanes import Code
 
 CAUSE_GLYPH = {
     Cause.G_COMP: "█", Cause.G_XFER: "▓", Cause.H_CTRL: "c", Cause.H_APP: "a",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from gtop.analysis.report_text import short_command
+from gtop.analysis.report.report_text import short_command
 
 NA = "N/A"
 

@@ -1,7 +1,7 @@
 """Compare two recordings (``gtop replay A --compare B``): where each one's GPU time went,
 side by side, cause by cause, in plain words with the code beside.
 
-The comparison is ``gtop report A B``'s (:mod:`gtop.analysis.compare`: the same
+The comparison is ``gtop report A B``'s (:mod:`gtop.analysis.report.compare`: the same
 reports, window and lines), read on a worker thread; the screen shows "computing…"
 meanwhile and colours each cause as the timelines do. ``c`` or Esc goes back to the
 replay.
@@ -19,8 +19,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gtop.analysis.causes import Cause
-from gtop.analysis.compare import compare_lines, compare_reports
+from gtop.analysis.attribution.causes import Cause
+from gtop.analysis.report.compare import compare_lines, compare_reports
 from gtop.recordings.reader import Recording, RecordingError
 from gtop.recordings.report_data import read_pair
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from gtop.analysis.causes import EXPLANATIONS, LABELS, PHRASES, Cause
-from gtop.analysis.lanes import CODE_NAMES, Code
+from gtop.analysis.attribution.causes import EXPLANATIONS, LABELS, PHRASES, Cause
+from gtop.analysis.attribution.lanes import CODE_NAMES, Code
 from gtop.views.fmt.busy import BARS
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, LANE_GLYPH, LANE_STYLE
 from gtop.views.screens.text_box import TextBoxScreen

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.binding import Binding
 
-from gtop.analysis.gains import Prediction
-from gtop.analysis.verdict import Verdict
+from gtop.analysis.diagnosis.gains import Prediction
+from gtop.analysis.diagnosis.verdict import Verdict
 from gtop.views.screens.text_box import TextBoxScreen
 
 

@@ -6,9 +6,10 @@ report's window: that window, exactly as ``gtop report`` covers it; else the las
 first kernel, so startup is not counted), named in the tab's head: the on/off-GPU ribbon
 (busy-fraction cells across the whole window), the off-GPU breakdown bar
 with GAR and absolute times, and the GPU-centric flamegraph. Attribution runs on a worker
-thread over a snapshot of the session's :class:`~gtop.analysis.sliding_window.AttributionEngine`.
+thread over a snapshot of the session's
+:class:`~gtop.analysis.attribution.sliding_window.AttributionEngine`.
 Without CUPTI data for the process, the NVML approximation
-(:mod:`gtop.analysis.approximate`) is shown instead, labelled "approximate".
+(:mod:`gtop.analysis.attribution.approximate`) is shown instead, labelled "approximate".
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from typing import Any
 import numpy as np
 from textual.app import ComposeResult
 
-from gtop.analysis import gpu_flame
-from gtop.analysis.approximate import approximate
-from gtop.analysis.attribution import UnitResult, attribute, stream_keys
-from gtop.analysis.causes import Cause
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.gpu_report import unit_summary
-from gtop.analysis.own_cost import charge, charge_folded, own_seconds
-from gtop.analysis.records import Records
+from gtop.analysis.attribution import gpu_flame
+from gtop.analysis.attribution.approximate import approximate
+from gtop.analysis.attribution.causes import Cause
+from gtop.analysis.attribution.own_cost import charge, charge_folded, own_seconds
+from gtop.analysis.attribution.partition import UnitResult, attribute, stream_keys
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.kernels.cuda_activity import names_from_entities
+from gtop.analysis.report.gpu_report import unit_summary
 from gtop.core import layouts
 from gtop.core.hub import Entity
 from gtop.core.model import Model
@@ -190,7 +191,7 @@ def _cut_start(snap: _Snap, pid: int, t0: int, t1: int) -> int:
 
 def summary(snap: _Snap, res: UnitResult) -> dict[str, Any]:
     """The breakdown of ``res`` with gtop's own time in the snapshot's processes charged
-    to ``GTOP`` (:mod:`gtop.analysis.own_cost`), as the report does."""
+    to ``GTOP`` (:mod:`gtop.analysis.attribution.own_cost`), as the report does."""
     entry = unit_summary(res)
     own = own_seconds(snap.costs, res.t0, res.t1)
     return charge(entry, own) if own > 0 else entry

@@ -28,8 +28,9 @@ from textual.widgets import Static
 
 from gtop.agent.modes import graph_level, toggle_graph_nodes
 from gtop.analysis import intervals as iv
-from gtop.analysis import probes, untraced
-from gtop.analysis.cuda_activity import (
+from gtop.analysis.attribution import untraced
+from gtop.analysis.kernels import probes
+from gtop.analysis.kernels.cuda_activity import (
     ApiRow,
     KernelRow,
     KernelStats,

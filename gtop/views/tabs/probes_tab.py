@@ -25,7 +25,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, DataTable, Static
 
-from gtop.analysis import probes as data
+from gtop.analysis.kernels import probes as data
 from gtop.core.model import Model
 from gtop.probes.catalog import ENTRIES
 from gtop.probes.record_streams import ProbeLaunch

@@ -5,7 +5,7 @@ environment). Over the window of :func:`~gtop.views.tabs.session_data.tab_window
 verdict line's, named in the tab's head; the report's ranks over the same window): per rank its
 GAR, communication time (G:COMM), time in collectives, straggler wait (time it waited in
 collectives for a slower rank) and how often it entered last; then the slowest rank.
-The analysis (:mod:`gtop.analysis.ranks`) runs on a worker thread over a snapshot of the
+The analysis (:mod:`gtop.analysis.distributed.ranks`) runs on a worker thread over a snapshot of the
 session's attribution engine.
 """
 
@@ -19,10 +19,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from gtop.analysis.cuda_activity import names_from_entities
-from gtop.analysis.ranks import Job, analyse
-from gtop.analysis.records import Records
-from gtop.analysis.roles import ranks
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.distributed.ranks import Job, analyse
+from gtop.analysis.distributed.roles import ranks
+from gtop.analysis.kernels.cuda_activity import names_from_entities
 from gtop.core.model import Model
 from gtop.views.fmt import values as fmt
 from gtop.views.tabs.panels import register_process_panel
@@ -64,7 +64,7 @@ class RanksTab(WorkerPanel):
         self.table = Static("", id="ranks-table")
         self.verdict = Static("", id="ranks-verdict")
         self.result: dict[str, Any] | None = None
-        """The last analysis drawn (:func:`gtop.analysis.ranks.analyse`)."""
+        """The last analysis drawn (:func:`gtop.analysis.distributed.ranks.analyse`)."""
 
     def compose(self) -> ComposeResult:
         yield self.note

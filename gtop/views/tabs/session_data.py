@@ -7,9 +7,10 @@ seek starts it afresh. Live and replay feed it the same way: it only sees model 
 
 It holds:
 
-* per pid, a :class:`~gtop.analysis.cuda_activity.KernelStats` (the palette's kernel
+* per pid, a :class:`~gtop.analysis.kernels.cuda_activity.KernelStats` (the palette's kernel
   commands) and the span its kernels cover (where its GPU work begins and ends);
-* one :class:`~gtop.analysis.sliding_window.AttributionEngine` over every CUPTI and host stream it
+* one :class:`~gtop.analysis.attribution.sliding_window.AttributionEngine` over every CUPTI and
+host stream it
   reads (GPU time and swimlanes tabs), which keeps only its sliding window.
 
 When it is first made, it is seeded once from the model's current history, so a tab
@@ -26,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from gtop.analysis.active_window import Window
-from gtop.analysis.collectives import comm_name
-from gtop.analysis.cuda_activity import KernelStats
-from gtop.analysis.records import Records, mark_comm
-from gtop.analysis.sliding_window import AttributionEngine
+from gtop.analysis.attribution.records import Records, mark_comm
+from gtop.analysis.attribution.sliding_window import AttributionEngine
+from gtop.analysis.distributed.collectives import comm_name
+from gtop.analysis.kernels.cuda_activity import KernelStats
+from gtop.analysis.window.active_window import Window
 from gtop.core import layouts
 from gtop.core.hub import Update
 from gtop.core.model import Model

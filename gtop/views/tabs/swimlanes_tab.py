@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from textual.app import ComposeResult
 
-from gtop.analysis.lanes import Code, Lane, build_lanes
-from gtop.analysis.records import Records
+from gtop.analysis.attribution.lanes import Code, Lane, build_lanes
+from gtop.analysis.attribution.records import Records
 from gtop.core.model import Model
 from gtop.core.rows import take_rows
 from gtop.views.fmt import busy

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 
-from gtop.analysis import thread_time as threads
+from gtop.analysis.host import thread_time as threads
 from gtop.core import layouts
 from gtop.core.model import Model, Slice
 from gtop.views.tabs import absence

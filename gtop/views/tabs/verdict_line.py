@@ -3,7 +3,7 @@ was idle over the window of :func:`~gtop.views.tabs.session_data.tab_window` (in
 opened at the report's window, that window: the report's verdict), named at the line's
 start, in plain words, with its main evidence and the usual fix.
 
-The same rule as ``gtop report``'s verdict (:func:`gtop.analysis.verdict.from_entry`), on
+The same rule as ``gtop report``'s verdict (:func:`gtop.analysis.diagnosis.verdict.from_entry`), on
 the breakdown the GPU time tab computes (:func:`~gtop.views.tabs.gpu_time_tab.gpu_time`),
 so live, attached, launched and replayed sessions give the same answer for the same
 records. It recomputes at most every :data:`EVERY_S` seconds, on a worker thread.
@@ -19,10 +19,10 @@ from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
 
-from gtop.analysis.gains import Prediction, ranked, times
-from gtop.analysis.gpu_report import after_sync_ns, top_off_stacks
-from gtop.analysis.records import OP_KERNEL
-from gtop.analysis.verdict import Verdict, from_entry
+from gtop.analysis.attribution.records import OP_KERNEL
+from gtop.analysis.diagnosis.gains import Prediction, ranked, times
+from gtop.analysis.diagnosis.verdict import Verdict, from_entry
+from gtop.analysis.report.gpu_report import after_sync_ns, top_off_stacks
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of
@@ -55,7 +55,7 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
 
 
 def window_gains(snap: Any, result: Any) -> list[Prediction]:
-    """The usual fixes ranked by predicted gain (:func:`gtop.analysis.gains.ranked`) over
+    """The usual fixes ranked by predicted gain (:func:`gtop.analysis.diagnosis.gains.ranked`) over
     the verdict's window, from its exact CUPTI records; none from NVML alone."""
     res = result.result if result is not None else None
     if res is None or not res.exact:

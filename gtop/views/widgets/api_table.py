@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gtop.analysis.cuda_activity import ApiRow
+from gtop.analysis.kernels.cuda_activity import ApiRow
 from gtop.views.fmt import units
 from gtop.views.widgets.row_table import Column, RowTable
 

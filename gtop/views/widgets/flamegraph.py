@@ -1,7 +1,7 @@
 """An interactive icicle flamegraph: folded stacks in, width as time.
 
 Input is folded stacks (``{(outermost, ..., innermost): seconds}``, as made by
-:func:`gtop.analysis.thread_time.fold`), so the same widget shows off-CPU, on-CPU or GPU
+:func:`gtop.analysis.host.thread_time.fold`), so the same widget shows off-CPU, on-CPU or GPU
 flamegraphs, live or replayed. Roots are at the top. Keys: arrows move between frames,
 ``enter`` zooms into the selected frame, ``escape`` zooms out, ``/`` searches (matching
 frames are highlighted and their share of the total is shown). A click selects a frame; a
@@ -26,7 +26,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input
 
-from gtop.analysis.demangle import shorten
+from gtop.analysis.kernels.demangle import shorten
 
 Path = tuple[str, ...]
 

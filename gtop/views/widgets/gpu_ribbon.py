@@ -9,8 +9,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gtop.analysis.attribution import Partition
-from gtop.analysis.causes import ON_CAUSES, Cause
+from gtop.analysis.attribution.causes import ON_CAUSES, Cause
+from gtop.analysis.attribution.partition import Partition
 from gtop.views.fmt import busy
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, style
 
@@ -40,7 +40,8 @@ class GpuRibbon(Widget, can_focus=True):
     }
     """
     partition: reactive[Partition | None] = reactive(None, always_update=True)
-    """The unit's window, tiled by cause (:class:`~gtop.analysis.attribution.Partition`)."""
+    """The unit's window, tiled by cause
+    (:class:`~gtop.analysis.attribution.partition.Partition`)."""
     span: reactive[tuple[int, int, int]] = reactive((0, 1, 0))
     """``(t0, t1, lag_ns)``: the window, and how far its end lies before the newest data."""
     exact: reactive[bool] = reactive(True)

@@ -12,8 +12,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Input
 
-from gtop.analysis import kernel_labels
-from gtop.analysis.cuda_activity import KernelRow
+from gtop.analysis.kernels import kernel_labels
+from gtop.analysis.kernels.cuda_activity import KernelRow
 from gtop.views.fmt import units
 from gtop.views.widgets.row_table import Column as TableColumn
 from gtop.views.widgets.row_table import RowTable

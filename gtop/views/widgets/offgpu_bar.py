@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gtop.analysis.causes import LABELS, PHRASES, Cause
+from gtop.analysis.attribution.causes import LABELS, PHRASES, Cause
 from gtop.views.fmt.palette import CAUSE_GLYPH, CAUSE_STYLE, style
 
 COLUMN = 52
@@ -22,7 +22,8 @@ def _seconds(s: float) -> str:
 
 
 class OffGpuBar(Widget, can_focus=True):
-    """Breakdown of one unit's window (the entry :func:`gtop.analysis.gpu_report.unit_summary`
+    """Breakdown of one unit's window (the entry
+    :func:`gtop.analysis.report.gpu_report.unit_summary`
     returns: ``gar``, ``duration_s``, ``on``, ``off``, ``exact``)."""
 
     DEFAULT_CSS = """

@@ -11,8 +11,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gtop.analysis import intervals as iv
-from gtop.analysis import untraced
-from gtop.analysis.causes import Cause
+from gtop.analysis.attribution import untraced
+from gtop.analysis.attribution.causes import Cause
 from gtop.core import layouts
 from gtop.core.layouts import CopyKind
 from gtop.views.fmt import busy, units

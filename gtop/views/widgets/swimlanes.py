@@ -1,7 +1,8 @@
 """Swimlanes: GPU streams (kernels, copies, queueing and dependency gaps) aligned with
 host threads (on-CPU, in CUDA API, runnable, blocked by reason), each cell's height its
 busy share (a stream running work, a thread on a CPU), with zoom, pan and a readout of
-the cell under the cursor. Takes :class:`gtop.analysis.lanes.Lane` rows; collects nothing."""
+the cell under the cursor. Takes :class:`gtop.analysis.attribution.lanes.Lane` rows; collects
+nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gtop.analysis.lanes import CODE_NAMES, Code, Lane
+from gtop.analysis.attribution.lanes import CODE_NAMES, Code, Lane
 from gtop.views.fmt import busy
 from gtop.views.fmt.palette import LANE_GLYPH, LANE_STYLE
 

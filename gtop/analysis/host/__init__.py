@@ -1,0 +1,1 @@
+"""What the host threads did: time by state, folded stacks, stacks carried to unsampled waits."""
