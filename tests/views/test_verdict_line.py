@@ -25,7 +25,7 @@ async def verdict_at(replay_app: AppFactory, name: str, at_s: float, pid: int):
                 break
             await pilot.pause(0.05)
         line = screen.verdict
-        return line.verdict, str(line.text.render())
+        return line.verdict, line.line()  # (in full: the screen shows what fits)
 
 
 def middle_of_window(name: str) -> tuple[float, int, dict]:

@@ -7,8 +7,9 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from gtop.core.model import Model
-from gtop.views.processes import descendants, process_rows
+from gtop.views.processes import RECENT_S, descendants, process_rows
 from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.session_data import recent_label
 from gtop.views.widgets.process_table import ProcessTable
 
 NO_CHILDREN = (
@@ -18,8 +19,8 @@ NO_CHILDREN = (
 
 
 class ProcessChildren(Vertical):
-    """Every known descendant of ``pid``, sortable like the overview's table, or one
-    line saying there are none."""
+    """Every known descendant of ``pid``, sortable like the overview's table, under a line
+    naming the window of its numbers; or one line saying there are none."""
 
     DEFAULT_CSS = """
     ProcessChildren { height: 1fr; }
@@ -40,7 +41,8 @@ class ProcessChildren(Vertical):
     def show(self, model: Model) -> None:
         kids = {int(info["pid"]) for _, info in descendants(model, self.pid)}
         self.table.show_rows([r for r in process_rows(model, include=kids) if r.pid in kids])
-        self.note.display = not kids
+        label = recent_label(model, getattr(self.app, "source", None), RECENT_S)
+        self.note.update(f"children, {label} (the newest sample of each)" if kids else NO_CHILDREN)
         self.table.display = bool(kids)
 
 

@@ -117,6 +117,16 @@ def tab_window(model: Model, source: Any, pid: int | None = None) -> TabWindow:
     return TabWindow(t0, t1, lag, origin, after=after)
 
 
+def recent_label(model: Model, source: Any, seconds: float) -> str:
+    """The last ``seconds`` before the newest data, named as the tabs name a window
+    (``last 5 s, 8.8–13.8 s`` in a replay, ``last 5 s`` live): the NVML tables' window."""
+    last = f"last {seconds:g} s"
+    if bool(getattr(source, "live", True)):
+        return last
+    t0 = max(int(source.t_start), model.now_ns - int(seconds * 1e9))
+    return f"{last}, {Window(t0, model.now_ns, 'given').label(int(source.t_start))}"
+
+
 def _after_start(model: Model, pid: int | None, t0: int, t1: int) -> int:
     """``t0``, or the first GPU work of ``pid`` and its descendants when that lies
     inside ``[t0, t1)``."""

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import numpy as np
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
@@ -66,6 +67,27 @@ def window_gains(snap: Any, result: Any) -> list[Prediction]:
     )
 
 
+def short_headline(verdict: Verdict) -> str:
+    """The headline without its detail (where in the code, after which call): the kind
+    of verdict and its share, for a line too narrow for the whole headline."""
+    if verdict.kind in ("gpu-bound", "no-host-data"):
+        return verdict.headline
+    if verdict.kind == "communication-bound":
+        return verdict.headline.split(": ", 1)[0]
+    share = f"{verdict.share_of_window:.0%} of the time"
+    return f"GPU idle {1 - verdict.gar:.0%}: {verdict.kind}, {share}"
+
+
+def line_forms(label: str, verdict: Verdict, best: str) -> tuple[str, ...]:
+    """The verdict line, longest first: all of it, without the fix and prediction, and
+    with the short headline; the line shows the longest that fits (``v``: all of it)."""
+    return (
+        f"{label} · {verdict.line()}{best}",
+        f"{label} · {verdict.headline}",
+        f"{label} · {short_headline(verdict)}",
+    )
+
+
 class VerdictLine(WorkerPanel):
     """One line: the verdict for ``pid`` (or why there is none yet)."""
 
@@ -90,6 +112,8 @@ class VerdictLine(WorkerPanel):
         self.gains: list[Prediction] = []
         """The fixes ranked by predicted gain over the same window (``v`` lists them)."""
         self._line = ""
+        self._forms: tuple[str, ...] = ()
+        """The line's forms, longest first (:func:`line_forms`)."""
         self._last = float("-inf")
         self._seen: tuple[int, bool, int] = (-1, False, 0)
         """(session generation, any data yet, playhead) when the last computation started."""
@@ -132,21 +156,31 @@ class VerdictLine(WorkerPanel):
     def snapshot(self, model: Model) -> Any:
         return take_snapshot(model, self.pid, self.app.source, self.agent_error())
 
-    def compute(self, snap: Any) -> tuple[Verdict | None, str, list[Prediction]]:
+    def compute(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], list[Prediction]]:
         verdict = window_verdict(snap, self.pid)
         result = gpu_time(snap, self.pid)  # (the one computation, shared)
         label = snap.window.label() if result is None else result.label
         if verdict is not None:
             gains = window_gains(snap, result)
             best = f" · predicted: {gains[0].fix} {times(gains[0].speedup)}" if gains else ""
-            return verdict, f"{label} · {verdict.line()}{best}", gains
+            return verdict, line_forms(label, verdict, best), gains
         if len(snap.records.ops) and (snap.records.ops["pid"] == self.pid).any():
-            return None, f"{label} · no GPU work of this process in the window", []
-        return None, f"{label} · no verdict: {snap.agent_reason}", []
+            return None, (f"{label} · no GPU work of this process in the window",), []
+        return None, (f"{label} · no verdict: {snap.agent_reason}",), []
 
     def apply(self, result: Any) -> None:
-        self.verdict, self._line, self.gains = result
-        self.text.update(self._line)
+        self.verdict, self._forms, self.gains = result
+        self._line = self._forms[0]
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """Show the longest form of the line that fits (else the shortest, cut)."""
+        width = self.text.content_region.width or self.app.size.width - 2
+        fits = [form for form in self._forms if cell_len(form) <= width]
+        self.text.update(fits[0] if fits else self._forms[-1] if self._forms else "")
 
     def line(self) -> str:
         """The line as shown (its reason when there is no verdict)."""
