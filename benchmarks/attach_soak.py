@@ -5,15 +5,18 @@ GPU targets, a few at a time; counts what a user would not forgive.
         [--modes decode,loader,triton,cblock] [--target-seconds 24] [--per-target 4]
         [--duration 1] [--budget 480] [--json OUT.json]
 
+Without a GPU: ``--modes alloc,sleep,spin,tick`` (CPU-only targets; no kernel is recorded,
+the agent reports ``waiting_cuda``).
+
 Each target (``workloads/soak_target.py``: an ``.item()``-syncing decode, a DataLoader
 that forks, Triton compiling, a main thread in one long synchronise) runs for
 ``--target-seconds`` and is attached ``--per-target`` times at random moments from its
 first second (inside ``import torch`` and CUDA's start-up) to its end. Per attach: the
 command's wall time and exit status, the recording's span (against ``--duration``),
-seconds from the command's start to the first kernel recorded, and the agent's error, if
-any. Per target: *hung* (not exited 30 s after its end; killed), *harmed* (a non-zero
-exit, or its results changed: it checks them itself). Stops starting targets once
-``--budget`` seconds have passed.
+seconds from the command's start to the agent's first report and to the first kernel
+recorded, and the agent's error, if any. Per target: *hung* (not exited 30 s after its
+end; killed), *harmed* (a non-zero exit, or its results changed: it checks them itself).
+Stops starting targets once ``--budget`` seconds have passed.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Attach:
     rc: int
     span_s: float | None
     first_kernel_s: float | None  # from the command's start
+    agent_s: float | None  # the agent's first report, from the command's start
     agent_error: str | None
     last_line: str
     slow_dump: str  # py-spy dump of gtop when it ran SLOW_S past --duration
@@ -82,7 +86,7 @@ def record(pid: int, duration: float, out: Path, mode: str, at_s: float) -> Atta
             _, err = gtop.communicate()
     rc = gtop.returncode
     wall = (time.monotonic_ns() - t0_ns) / 1e9
-    span = first = agent_error = None
+    span = first = agent_error = agent_at = None
     try:
         with Recording(out) as rec:
             lo, hi = rec.time_range()
@@ -91,10 +95,13 @@ def record(pid: int, duration: float, out: Path, mode: str, at_s: float) -> Atta
             if len(kernels):
                 first = (int(kernels["t_ns"].min()) - t0_ns) / 1e9
             agent_error = rec.meta.get("agent_error")
+            reports = [e.t_ns for e in rec.entities("agent")]
+            if reports:
+                agent_at = (min(reports) - t0_ns) / 1e9
     except (RecordingError, OSError, KeyError, ValueError):
         pass
     last = (err.strip().splitlines() or [""])[-1][:300]
-    return Attach(mode, at_s, wall, rc, span, first, agent_error, last, slow_dump)
+    return Attach(mode, at_s, wall, rc, span, first, agent_at, agent_error, last, slow_dump)
 
 
 def where(pid: int) -> str:
@@ -166,6 +173,7 @@ def summarise(runs: list[TargetRun], duration: float) -> list[dict]:
         walls = [a.wall_s for a in attaches]
         spans = [abs(a.span_s - duration) for a in attaches if a.span_s is not None]
         firsts = [a.first_kernel_s for a in attaches if a.first_kernel_s is not None]
+        agents = [a.agent_s for a in attaches if a.agent_s is not None]
         rows.append(
             {
                 "mode": mode,
@@ -175,10 +183,13 @@ def summarise(runs: list[TargetRun], duration: float) -> list[dict]:
                 "harmed": sum((r.rc not in (0, None)) and not r.hung for r in mine),
                 "cmd_failed": sum(a.rc != 0 for a in attaches),
                 "wall_p50": pct(walls, 0.5),
+                "wall_p95": pct(walls, 0.95),
                 "wall_max": max(walls, default=None),
                 "over_d_plus_2": sum(w > duration + 2 for w in walls),
                 "span_err_p50": pct(spans, 0.5),
                 "span_err_max": max(spans, default=None),
+                "agent_p50": pct(agents, 0.5),
+                "with_agent": len(agents),
                 "first_kernel_p50": pct(firsts, 0.5),
                 "first_kernel_p90": pct(firsts, 0.9),
                 "with_kernels": len(firsts),
@@ -225,6 +236,7 @@ def main() -> None:
         for t in threads:
             t.join()
     rows = summarise(runs, args.duration)
+    print(f"load average (1 min) at the end: {os.getloadavg()[0]:.2f}")
     print(table(rows))
     bad = [r for r in runs if r.hung or r.rc not in (0, None)]
     for r in bad:

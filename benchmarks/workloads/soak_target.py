@@ -7,7 +7,14 @@ routing decision in every layer: the main thread syncs all the time), ``loader``
 DataLoader with 2 worker processes, its iterator made anew every 40 batches: forks all
 the time), ``triton`` (a new Triton kernel compiled every few steps), ``cblock`` (the main
 thread waits ~2 s at a time in one synchronise on a long GPU queue: one long C call).
-Every mode starts with ``import torch`` and CUDA's start-up, where an attach also lands.
+Every GPU mode starts with ``import torch`` (imported by the mode: the CPU ones need none)
+and CUDA's start-up, where an attach also lands.
+
+CPU-only modes (no torch, no GPU): ``alloc`` (the main thread builds and drops dicts and
+lists while a second thread allocates too: the heap's locks are busy all the time),
+``sleep`` (the main thread blocked in ``time.sleep(2)`` at a time: one long C call),
+``spin`` (a pure-Python loop, no allocation to speak of), ``tick`` (a light target: a
+little work every 5 ms, so that k targets at once leave the machine to k gtops).
 """
 
 from __future__ import annotations
@@ -154,6 +161,16 @@ def spin(seconds: float) -> tuple[int, float, float]:
     return steps, ref, again
 
 
+def tick(seconds: float) -> tuple[int, float, float]:
+    ref = _churn(100)
+    steps, end, again = 0, time.monotonic() + seconds, ref
+    while time.monotonic() < end and again == ref:
+        again = _churn(100)
+        time.sleep(0.005)
+        steps += 1
+    return steps, ref, again
+
+
 MODES = {
     "decode": decode,
     "loader": loader,
@@ -162,6 +179,7 @@ MODES = {
     "alloc": alloc,
     "sleep": sleep,
     "spin": spin,
+    "tick": tick,
 }
 
 
