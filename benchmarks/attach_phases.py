@@ -74,7 +74,7 @@ MOMENTS = (
     ("gtop.collectors.threads.pystacks:PyStackSampler.add", "first Python sample"),
 )
 """Functions whose first call is a moment worth naming."""
-CPU_MODES = ("alloc", "sleep", "spin")
+CPU_MODES = ("alloc", "sleep", "spin", "tick")
 
 
 # --- the child: gtop record, timed -----------------------------------------------------
