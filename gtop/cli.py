@@ -659,6 +659,7 @@ def _check_forced_tier_started(source, config: Config) -> None:
     start (the BPF object refused by the kernel, say) ends the recording with one line."""
     if config.host_tier in ("auto", "off"):
         return
+    source.wait_started()
     for status in source.statuses():
         if status.name == "threads" and not status.ok:
             source.stop()
@@ -951,7 +952,7 @@ def cmd_record(config: Config) -> int:
         if isinstance(exc, FileExistsError):
             raise UserError(f"{config.output} exists (use --force to overwrite)") from None
         raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
-    source.start()
+    source.start_in_background()  # the clock runs meanwhile (--duration)
     _check_forced_tier_started(source, config)
     interactive = sys.stderr.isatty()
     shown = -1

@@ -107,6 +107,8 @@ class LiveSource:
         self._attaching: threading.Thread | None = None
         """A background attach (:meth:`attach_agent_in_background`), if one was started."""
         self._stopped = False
+        self._starting: threading.Thread | None = None
+        self._start_error: BaseException | None = None
         self.stop_problems: list[str] = []
         """What :meth:`stop` gave up waiting for (one line each)."""
         self.process: subprocess.Popen | None = None
@@ -313,6 +315,28 @@ class LiveSource:
         self.collectors[:0] = ([nvml] if nvml is not None else []) + self._open(COLLECTORS)
         self._drop_held_sub()
 
+    def start_in_background(self) -> None:
+        """:meth:`start` on a thread of its own, so that a recording's clock
+        (``--duration``) runs while the host-thread tier loads (seconds on a busy machine);
+        :meth:`wait_started` and :meth:`stop` wait for it."""
+
+        def run() -> None:
+            try:
+                self.start()
+            except BaseException as exc:  # raised again by wait_started
+                self._start_error = exc
+
+        self._starting = threading.Thread(target=run, name="gtop-start", daemon=True)
+        self._starting.start()
+
+    def wait_started(self) -> None:
+        """Wait for :meth:`start_in_background`'s start, and raise what it raised."""
+        if self._starting is not None:
+            self._starting.join()
+        error, self._start_error = self._start_error, None
+        if error is not None:
+            raise error
+
     def stop(self, wait_s: float | None = None) -> None:
         """Stop collecting: the agent detaches (the target runs on), recording is finalised.
 
@@ -321,6 +345,10 @@ class LiveSource:
         :meth:`~gtop.collectors.threads.tier.ThreadCollector.stop`).
         """
         self._stopped = True
+        if self._starting is not None:
+            self._starting.join()  # what it started is stopped below
+        if self._start_error is not None:
+            self.stop_problems.append(f"collection failed to start: {self._start_error}")
         detaching = None
         if self.link is not None:
             detach_s = {} if wait_s is None else {"timeout": wait_s}
