@@ -4,6 +4,7 @@ recording started just after the launch holds."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,3 +43,26 @@ def test_a_targets_session_names_its_gpus_or_why_none_before_it_starts() -> None
         assert meta["nvml_error"] or meta["devices"]
     finally:
         source.stop()
+
+
+def test_a_recording_ends_where_its_stop_began(tmp_path: Path) -> None:
+    """What the collectors' last polls read after the stop began (switches, samples) is
+    left out: a ``--duration S`` recording covers S seconds, not S plus gtop's stop."""
+    busy = "import threading\nwhile True:\n    threading.Thread(target=sum, args=([1],)).start()"
+    target = subprocess.Popen([sys.executable, "-c", busy])
+    source = LiveSource(target.pid, 0.1, require_gpu=False)
+    try:
+        source.start_recording(tmp_path / "ends.gtop")
+        source.start()
+        time.sleep(1.5)
+        stop_ns = time.monotonic_ns()
+        source.stop()
+    finally:
+        target.kill()
+        target.wait()
+    with Recording(tmp_path / "ends.gtop") as rec:
+        rows = rec.read("thread_state")
+        assert len(rows)
+        _, hi = rec.time_range()
+    assert hi <= time.monotonic_ns() and stop_ns <= hi + 1_000_000_000  # data up to the stop
+    assert hi < stop_ns + 50_000_000, (hi - stop_ns) / 1e9  # the stop began ≤ 50 ms later

@@ -48,6 +48,8 @@ class Recorder:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gtop-recorder", daemon=True)
         self.error: str | None = None
+        self._until_ns: int | None = None
+        """Set by :meth:`stop`: rows stamped later are not written."""
 
     def start(self) -> Recorder:
         self._thread.start()
@@ -55,7 +57,12 @@ class Recorder:
 
     def _drain_once(self) -> None:
         update = self._sub.poll()
+        until = self._until_ns
         for name, batch in update.batches.items():
+            if until is not None and "t_ns" in (batch.dtype.names or ()):
+                batch = batch[batch["t_ns"] <= until]
+                if not len(batch):
+                    continue
             spec = streams.declared().get(name)
             self.writer.append(name, batch, spec.doc if spec else "")
         for entity in update.entities:
@@ -88,8 +95,14 @@ class Recorder:
             out[name] = out.get(name, 0) + n
         return out
 
-    def stop(self, final_meta: dict[str, Any] | None = None) -> Path:
-        """Stop, write what is queued, and finalise the file. Safe to call twice."""
+    def stop(self, final_meta: dict[str, Any] | None = None, until_ns: int | None = None) -> Path:
+        """Stop, write what is queued, and finalise the file. Safe to call twice.
+
+        ``until_ns``: the recording's end (CLOCK_MONOTONIC ns): rows stamped after it (read
+        by the collectors' last polls while gtop stopped) are left out, so that a
+        ``--duration S`` recording covers S seconds, not S plus the stop.
+        """
+        self._until_ns = until_ns
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()

@@ -345,6 +345,7 @@ class LiveSource:
         :meth:`~gtop.collectors.threads.tier.ThreadCollector.stop`).
         """
         self._stopped = True
+        until_ns = time.monotonic_ns()  # the recording ends here (see Recorder.stop)
         if self._starting is not None:
             self._starting.join()  # what it started is stopped below
         if self._start_error is not None:
@@ -370,7 +371,7 @@ class LiveSource:
         if detaching is not None:
             detaching.join()  # the agent's last buffers are in before the recording ends
         self._drop_held_sub()
-        self.stop_recording()
+        self.stop_recording(until_ns)
 
     def exit_status(self) -> int | None:
         """A launched command's exit status as a shell gives it (128+N when signal N
@@ -416,7 +417,9 @@ class LiveSource:
         self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite, sub=sub).start()
         return self.recorder
 
-    def stop_recording(self) -> Path | None:
+    def stop_recording(self, until_ns: int | None = None) -> Path | None:
+        """Finalise the recording (``until_ns``: its end, see
+        :meth:`~gtop.recordings.recorder.Recorder.stop`); its path, None without one."""
         if self.recorder is None:
             return None
         recorder, self.recorder = self.recorder, None
@@ -428,7 +431,7 @@ class LiveSource:
         status = self.exit_status()
         if status is not None and self.target is not None:
             final["target"] = {**self.target, "exit_status": status}
-        return recorder.stop(final)
+        return recorder.stop(final, until_ns)
 
 
 def default_recording_path(pid: int | None) -> Path:
