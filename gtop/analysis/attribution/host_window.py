@@ -131,7 +131,8 @@ class HostIndex:
         # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
         # its ends in its own byte of a packed counter, and the spans' starts also count
         # from bit 32 on (the total after the last event at a time is exact, so fields
-        # never mix); states add +-(index + 1).
+        # never mix); state records only cut pieces, and a piece's state is the
+        # (disjoint) record over its start.
         sets = (spans, in_api, in_sync, gaps)
         times = np.concatenate(
             [x for sp in sets for x in (sp.starts, sp.ends)] + [states["t"], s_end]
@@ -145,20 +146,16 @@ class HostIndex:
             ]
             + [np.zeros(2 * len(states), np.int64)]
         )
-        index = np.zeros(len(times), np.int64)
-        ns = len(states)
-        index[len(times) - 2 * ns : len(times) - ns] = np.arange(1, ns + 1)
-        index[len(times) - ns :] = -np.arange(1, ns + 1)
         packed[: len(spans)] += np.int64(1) << 32
         order = np.argsort(times, kind="stable")
         times = times[order]
         last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
         packed = np.cumsum(packed[order])[last[:-1]]
-        si = np.cumsum(index[order])[last[:-1]] - 1
+        inside = np.flatnonzero((packed & 0xFF) > 0)
+        packed = packed[inside]
+        p, q = times[last[inside]], times[last[inside + 1]]
+        si = iv.owner(iv.Spans(states["t"], s_end), p)
         span = (packed >> 32) - 1
-        p, q = times[last[:-1]], times[last[1:]]
-        inside = (packed & 0xFF) > 0
-        p, q, packed, si, span = p[inside], q[inside], packed[inside], si[inside], span[inside]
         return Activity(
             p,
             q,

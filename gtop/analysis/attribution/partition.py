@@ -304,6 +304,14 @@ def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
 
 def _stream_index(ops: np.ndarray) -> np.ndarray:
     """A dense int64 index per op's (pid, device, stream)."""
+    if not len(ops):
+        return np.zeros(0, np.int64)
+    pid, device = ops["pid"], ops["device"]
+    if pid.min() >= 0 and pid.max() < 1 << 23 and device.min() >= 0 and device.max() < 256:
+        # stream_keys order (pid, device, stream) as the general way does: a search of
+        # the few distinct keys instead of two sorts of every op
+        keys = stream_keys(ops)
+        return np.searchsorted(iv.unique_sorted(keys), keys).astype(np.int64)
     pd = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
     _, pd_index = iv.dense_index(pd)
     skey = (pd_index.astype(np.int64) << 32) | ops["stream"].astype(np.int64)
@@ -408,8 +416,10 @@ class _Prepared:
         wkey = (waits["pid"].astype(np.int64) << 32) | waits["stream"].astype(np.int64)
         for a, b in iv.runs(stream_index[by_stream]):
             idx = by_stream[a:b]
-            s = start[idx]
-            j = np.searchsorted(s, s, side="left") - 1  # last op starting strictly before
+            # the last op starting strictly before (a stream's starts are sorted: the op
+            # before the first of its run of equal starts)
+            heads = iv.run_heads(start[idx])
+            j = np.repeat(heads, np.diff(np.append(heads, len(idx)))) - 1
             has = j >= 0
             run_end = np.maximum.accumulate(self.end[idx])
             run_sub = np.maximum.accumulate(sub[idx])
