@@ -6,6 +6,8 @@ call restarts), or blocked in C for good (nothing runs; the attach gives up, one
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -16,6 +18,7 @@ from agent_helpers import script, start_target
 
 from gtop.collectors.agent.attach import AttachError, attach, queue_at_safe_point
 from gtop.collectors.agent.boot import BootDir
+from gtop.collectors.agent.safepoint import _exiting
 
 PYENV = Path.home() / ".pyenv" / "versions"
 DISTRO_PYTHON = Path("/usr/bin/python3.11")  # Debian's: stripped, static, non-PIE
@@ -139,3 +142,18 @@ def test_injected_code_adds_no_name_to_main(tmp_path):
     main_ns: dict = {"__name__": "__main__"}
     exec(boot.injection_code(str(tmp_path / "no-socket"), "default", {}), main_ns)
     assert set(main_ns) == {"__name__", "__builtins__"}
+
+
+def test_a_target_on_its_way_out_is_said_to_have_exited():
+    """ptrace refuses an exiting process with EPERM, which is not a permission problem:
+    a zombie (or a pid gone) reads as exiting, a live process does not."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while not _exiting(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until it is a zombie (not reaped yet)
+    try:
+        assert _exiting(child.pid)
+        assert not _exiting(os.getpid())
+    finally:
+        child.wait()
+    assert _exiting(child.pid)  # reaped: gone

@@ -231,6 +231,20 @@ def _traced_by(pid: int) -> int:
     return 0
 
 
+PF_EXITING = 0x4
+"""``/proc/PID/stat`` flags: the process is exiting (ptrace then refuses it with EPERM)."""
+
+
+def _exiting(pid: int) -> bool:
+    """``pid`` is gone, a zombie, or on its way out."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    return fields[0] in ("Z", "X") or bool(int(fields[6]) & PF_EXITING)
+
+
 def queue_code(pid: int, syms: Symbols, code: bytes) -> None:
     """Queue ``code`` (Python source) to run on ``pid``'s main thread at its next safe
     point (``syms``: from :func:`gtop.collectors.agent.procsyms.find_symbols`).
@@ -244,7 +258,7 @@ def queue_code(pid: int, syms: Symbols, code: bytes) -> None:
     try:
         tracee = Tracee(pid)
     except OSError as exc:
-        if exc.errno == errno.ESRCH:
+        if exc.errno == errno.ESRCH or (exc.errno == errno.EPERM and _exiting(pid)):
             raise InjectError(f"pid {pid} exited") from None
         if exc.errno == errno.EPERM and _traced_by(pid):
             raise InjectError(
