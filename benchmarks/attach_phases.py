@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 SPANS = (
-    "gtop.cli:parse_args",
+    "gtop.cli.parser:parse_args",
     "gtop.session.live:LiveSource.__init__",
     "gtop.session.live:LiveSource._open_nvml",
     "gtop.collectors.agent.link:AgentLink.__init__",

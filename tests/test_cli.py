@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gtop.cli import Config, parse_args
+from gtop.cli.parser import Config, parse_args
 from gtop.recordings.exporters import FORMATS
 from gtop.recordings.reader import Recording
 
@@ -51,7 +51,7 @@ def test_building_the_parser_imports_no_exporter_nor_numpy() -> None:
     """Every command builds the whole parser first (``gtop record`` before it launches its
     target): the exporters, the probe engine and numpy load only when a command runs."""
     code = (
-        "import sys; from gtop.cli import build_parser; build_parser(); "
+        "import sys; from gtop.cli.parser import build_parser; build_parser(); "
         "print(*(m for m in sys.modules if m == 'numpy' or m.startswith('gtop.')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -19,7 +19,7 @@ def test_cli_docs_match_the_parser() -> None:
 
 
 def test_cli_docs_name_every_subcommand_and_option() -> None:
-    from gtop.cli import build_parser
+    from gtop.cli.parser import build_parser
 
     text = gen_cli_docs.render()
     parser = build_parser()

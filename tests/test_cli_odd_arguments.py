@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gtop import cli
+from gtop.cli.live import PF_KTHREAD
+from gtop.cli.parser import parse_args
 from tests.conftest import RECORDINGS
 
 DEMO = RECORDINGS / "idle_busy_idle.gtop"
@@ -41,7 +42,7 @@ def one_line(out: subprocess.CompletedProcess[str]) -> str:
 def usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     """The message argparse gives for ``argv`` (exit status 2, no traceback)."""
     with pytest.raises(SystemExit) as exited:
-        cli.parse_args(argv)
+        parse_args(argv)
     assert exited.value.code == 2
     return capsys.readouterr().err.strip().splitlines()[-1]
 
@@ -174,7 +175,7 @@ def kernel_thread() -> int:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[6]) & cli.PF_KTHREAD:
+        if int(fields[6]) & PF_KTHREAD:
             return pid
     pytest.skip("no kernel thread visible (a PID namespace)")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gtop.cli import parse_args
+from gtop.cli.parser import parse_args
 from gtop.recordings.reader import Recording
 from tests.serve_metrics import scrape
 from tests.test_cli import gtop, one_line_error
@@ -100,7 +100,9 @@ def test_conventions_parse() -> None:
 
 
 def test_unknown_theme_lists_the_themes(idle_busy_idle: Path) -> None:
-    from gtop.cli import Config, UserError, cmd_replay
+    from gtop.cli.common import UserError
+    from gtop.cli.parser import Config
+    from gtop.cli.replay import cmd_replay
 
     with pytest.raises(UserError, match="nord"):
         cmd_replay(Config("replay", file=idle_busy_idle, theme="bogus"))

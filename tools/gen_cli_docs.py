@@ -17,7 +17,7 @@ OUT = REPO / "docs" / "cli.md"
 HEADER = """\
 # gtop command line
 
-Generated from the argparse definitions in `gtop/cli.py` by `python3 tools/gen_cli_docs.py`;
+Generated from the argparse definitions in `gtop/cli/parser.py` by `python3 tools/gen_cli_docs.py`;
 do not edit by hand (`tests/test_cli_docs.py` checks that it matches the code).
 """
 
@@ -84,7 +84,7 @@ def render_parser(parser: argparse.ArgumentParser, title: str) -> list[str]:
 
 def render() -> str:
     sys.path.insert(0, str(REPO))
-    from gtop.cli import build_parser
+    from gtop.cli.parser import build_parser
 
     body = render_parser(build_parser(), "gtop")
     return HEADER + "\n" + "\n".join(body).rstrip() + "\n"

@@ -1,6 +1,6 @@
 """``gtop probe list | instrument``: the probe engine offline.
 
-Wired into ``gtop/cli.py`` as the ``probe`` subcommand through
+Wired into ``gtop/cli/`` as the ``probe`` subcommand through
 :func:`gtop.probes.options.add_arguments` and :func:`run` (imported only to run). Errors
 print one line on stderr starting with ``gtop:`` and return 1 (argparse itself exits with
 2 on malformed command lines).

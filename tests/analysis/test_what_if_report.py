@@ -56,8 +56,8 @@ def test_bad_what_if_is_one_error_line() -> None:
 
 
 def test_cli_help_names_every_change() -> None:
-    from gtop import cli
     from gtop.analysis.diagnosis import what_if
+    from gtop.cli import parser as cli
 
     assert cli.WHAT_IF_HELP == what_if.HELP
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import IO, TypeVar
 
 from gtop import cli
+from gtop.cli.replay import demo_recording
 from gtop.recordings.exporters import FORMATS
 
 GIB = 1 << 30
@@ -93,7 +94,7 @@ def _child(
 @functools.cache
 def _warm_up() -> None:
     """Run report and every export once here, so that children inherit their imports."""
-    demo = cli.demo_recording()
+    demo = demo_recording()
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with tempfile.TemporaryDirectory() as out, quiet[0], quiet[1]:
         cli.main(["report", str(demo)])

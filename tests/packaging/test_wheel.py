@@ -44,7 +44,7 @@ SHIPPED = [
 """Files beside the code that gtop needs at run time."""
 UI_SMOKE = """
 import asyncio
-from gtop.cli import demo_recording
+from gtop.cli.replay import demo_recording
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp

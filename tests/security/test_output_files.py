@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from gtop import cli
+from gtop.cli.common import UserError
+from gtop.cli.live import target_output
+from gtop.cli.parser import parse_args
 
 
 def open_log(monkeypatch, cwd: Path, state: Path) -> None:
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    cli._target_output(cli.parse_args(["run", "--", "true"]))["stdout"].close()
+    target_output(parse_args(["run", "--", "true"]))["stdout"].close()
 
 
 def logs(folder: Path) -> list[Path]:
@@ -73,7 +75,7 @@ def test_a_state_folder_others_can_write_is_refused(monkeypatch, tmp_path, capsy
     state = tmp_path / "state"
     (state / "gtop").mkdir(parents=True)
     os.chmod(state / "gtop", 0o777)
-    with pytest.raises(cli.UserError, match="writable by others"):
+    with pytest.raises(UserError, match="writable by others"):
         open_log(monkeypatch, shared, state)
 
 

@@ -1,6 +1,6 @@
 """``gtop export FILE [--format F] -o OUT``: a recording in another tool's format.
 
-Wired into ``gtop/cli.py`` through :func:`gtop.recordings.options.add_export_arguments`
+Wired into ``gtop/cli/`` through :func:`gtop.recordings.options.add_export_arguments`
 and :func:`run` (this module is imported only to export). The format
 comes from ``--format`` or, when that is left out, from OUT's name (``.perfetto-trace``,
 ``.json``, ``.speedscope.json``, ``.folded``, ``.pb.gz`` …). Errors print one line on
