@@ -116,7 +116,8 @@ def own_calls(
     corr = ops["corr"][mask]
     key = (ops["pid"][mask].astype(np.int64) << 32) | corr.astype(np.int64)
     key = key[corr != 0]
-    if len(iv.unique_sorted(key)) < len(key):
+    increasing = bool(np.all(key[1:] > key[:-1]))  # ids in launch order: distinct, no sort
+    if not increasing and len(iv.unique_sorted(key)) < len(key):
         return None
     launched = mask & (ops["graph"] == 0)
     own = launched & (ops["corr"] != 0)

@@ -86,7 +86,8 @@ class HostIndex:
         end[:-1][same] = np.minimum(end[:-1][same], states["t"][1:][same])
         keep = end > states["t"]
         self.states, self.state_end = take_rows(states, keep), end[keep]
-        self.apis = _by_tid(take_rows(rec.apis, (rec.apis["end"] > t0) & (rec.apis["t"] < t1)))
+        apis = (rec.apis["end"] > t0) & (rec.apis["t"] < t1)
+        self.apis = _by_tid(rec.apis if bool(apis.all()) else take_rows(rec.apis, apis))
         samples = take_rows(rec.samples, (rec.samples["t"] >= t0) & (rec.samples["t"] < t1))
         self.samples = _by_tid(
             take_rows(samples, iv.canonical_order([samples["t"], samples["stack_id"]]))

@@ -529,9 +529,11 @@ def _attribute_unit(
     """Rules 1-4 for one unit (``idx``: its rows of ``prep.ops``; ``off``: its untraced
     spans)."""
     t0, t1 = prep.t0, prep.t1
-    ops = take_rows(prep.ops, idx)
-    start, end, sub, elig = prep.start[idx], prep.end[idx], prep.sub[idx], prep.elig[idx]
-    tid = prep.tid[idx]
+    # the only unit: idx is every row in order, so views instead of copies
+    rows: np.ndarray | slice = slice(None) if len(idx) == len(prep.ops) else idx
+    ops = take_rows(prep.ops, rows)
+    start, end, sub, elig = prep.start[rows], prep.end[rows], prep.sub[rows], prep.elig[rows]
+    tid = prep.tid[rows]
     kernel = ops["kind"] == OP_KERNEL
     talk = ops["kind"] == OP_COMM
     copy = ~kernel & ~talk

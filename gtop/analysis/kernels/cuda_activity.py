@@ -169,7 +169,8 @@ def _grid_varies(grid: list[np.ndarray], inverse: np.ndarray, n_groups: int) -> 
     at_last = last[inverse]
     differs = np.zeros(len(inverse), dtype=bool)
     for axis in grid:
-        differs |= axis != axis[at_last]
+        if axis.min() != axis.max():  # a constant axis differs nowhere
+            differs |= axis != axis[at_last]
     return np.bincount(inverse[differs], minlength=n_groups) > 0
 
 
