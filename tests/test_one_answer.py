@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import io
 import json
 import time
@@ -55,6 +56,7 @@ def _gtop(*argv: str) -> str:
     return out.getvalue()
 
 
+@functools.cache  # each place is held to it: one report per recording and worker
 def from_report(path: Path) -> Answer:
     report = json.loads(_gtop("report", str(path), "--json"))
     w, v = report["window"], report["verdict"]
