@@ -33,6 +33,7 @@ from gpu_workloads import Workload, load_probed, load_ptx, same, workloads
 from probes_npz_to_gtop import write_gtop
 
 from gtop.cupti.clock import fit
+from gtop.probes.catalog import get
 from gtop.probes.engine import globaltimer as clock
 from gtop.probes.engine.driver import ProbeBuffers
 from gtop.probes.engine.rewrite import read_header
@@ -49,7 +50,7 @@ def _probe_run(
     else:
         inst = w.instrument(probe, sample=sample)
         module = load_ptx(inst.text)
-        bufs = ProbeBuffers(module, read_header(inst.text), capacity)
+        bufs = ProbeBuffers(module, get(inst.probe), read_header(inst.text), capacity)
     bufs.reset()
     w.run(module)
     records, overflow = bufs.read()

@@ -300,7 +300,7 @@ def probe_capacity(w: Workload, inst: Instrumented, module: object) -> int:
         return 4 * w.warps if ring else w.warps
     header = read_header(inst.text)
     assert header is not None
-    counter = ProbeBuffers(module, header, 1)
+    counter = ProbeBuffers(module, get(inst.probe), header, 1)
     counter.reset()
     w.run(module)
     busiest = int(counter.claimed().max())
@@ -319,4 +319,8 @@ def load_probed(
     module = load_ptx(inst.text)
     header = read_header(inst.text)
     assert header is not None
-    return inst, module, ProbeBuffers(module, header, probe_capacity(w, inst, module))
+    return (
+        inst,
+        module,
+        ProbeBuffers(module, get(inst.probe), header, probe_capacity(w, inst, module)),
+    )

@@ -334,7 +334,10 @@ def measure(built: dict[str, dict], reps: int) -> dict[str, dict]:
         header = read_header(info["text"])
         # stride-32 variants address twice the 16-byte records' bytes
         records = WARPS * (2 if name.startswith(("store32", "store16_stride32")) else 1)
-        mods[name] = (module, ProbeBuffers(module, header, records) if header else None)
+        mods[name] = (
+            module,
+            ProbeBuffers(module, VARIANTS[name][0], header, records) if header else None,
+        )
     want = None  # the uninstrumented kernel's output (its fma rounds once)
     times: dict[str, list[float]] = {n: [] for n in mods}
     for rep in range(reps + 2):

@@ -23,8 +23,6 @@ from . import wire
 from .probe_budget import BUDGET, MOST_PER_S
 
 CLOCK_EVERY_S = 10.0
-MEM_TRACE_SAMPLE = 64
-"""Default 1-in-N sampling for mem_trace when the request names none."""
 
 
 def _triton_probes() -> Any:
@@ -70,12 +68,12 @@ class ProbeControl:
         on = bool(msg.get("on", True))
         reply = {"kernel": kernel, "probe": probe, "on": on, "ok": False}
         try:
-            from ..probes.catalog import get
+            from ..probes.catalog import entry
             from .triton_probes import Selection
 
-            get(probe)
+            defaults = entry(probe)
             every = max(0, int(msg.get("every", 0)))
-            sample = int(msg.get("sample", MEM_TRACE_SAMPLE if probe == "mem_trace" else 1))
+            sample = int(msg.get("sample", defaults.sample))
             if self._probes is None:
                 self._probes = self._factory()
             current = self._active.get(kernel)

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..probes import catalog
 from ..probes.catalog import get
 from ..probes.engine import copyback, ptx
 from ..probes.engine.probe import Level
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
 TMP_PREFIX = "gtop-triton-"
 """Compile caches of probed kernels: ``/tmp/gtop-triton-<pid>-*``, removed on close (and
 when stale, by the next one)."""
-DEFAULT_CAPACITY = {"block_sched": 1 << 18, "tensorop": 1 << 18, "mem_trace": 1 << 20}
 
 # The stages of the live path, in order, as counted in TritonProbes.trace[kernel].
 STAGES = (
@@ -89,10 +89,15 @@ class Selection:
     every: int = 0  # probe 1 launch in ``every``; 0: N kept within probe_budget.BUDGET
     sample: int = 1  # mem_trace: 1 in N accesses
     level: str | None = None
-    capacity: int = 0  # records per launch; 0: the probe's default
+    capacity: int = 0  # records per launch; 0: the probe's own (its catalog entry's)
 
     def matches(self, name: str) -> bool:
         return re.search(self.pattern, name) is not None
+
+    def records(self) -> int:
+        """Records per probed launch: :attr:`capacity`, else the probe's own (its catalog
+        entry's)."""
+        return self.capacity or catalog.entry(self.probe).capacity
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,7 @@ class Collected:
 
     def decoded(self) -> tuple[np.ndarray, int]:
         """(records, dropped): for gtop's process and tests; never called in the target."""
-        return copyback.decode(self.layout, self.data)
+        return copyback.decode(self.layout, self.data, get(self.probe))
 
 
 @dataclass
@@ -461,8 +466,7 @@ class TritonProbes:
             self._count(name, "header_found")
             from ..probes.engine.driver import ProbeBuffers
 
-            capacity = sel.capacity or DEFAULT_CAPACITY[sel.probe]
-            buffers = ProbeBuffers(int(module), header, capacity)
+            buffers = ProbeBuffers(int(module), get(sel.probe), header, sel.records())
             buffers.arm(0, False)
         except Exception as e:
             self.errors.append(f"{name}: cannot bind probe buffers: {type(e).__name__}: {e}")

@@ -1,9 +1,11 @@
 """What one file under ``gtop/probes/catalog/`` declares: the probe for the engine and
 everything the rest of gtop needs to record, analyse, toggle and show it.
 
-Adding a probe is one new file there that defines ``ENTRY = Entry(...)``; the catalog
-finds it, the recorder gets a stream for its records, the Kernels tab a key that toggles
-it and the Probes tab a key that shows it, drawn by the view it names.
+Adding a probe is one new file there, named after the probe, that defines
+``ENTRY = Entry(...)``; the catalog finds it, the agent sizes its buffer and samples it
+by the entry's defaults, the recorder gets a stream for its records, the Kernels tab a
+key that toggles it and the Probes tab a key that shows it, drawn by the view it names
+(``tests/test_extension_points.py`` adds a toy probe this way).
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class Entry:
     """The view's name in key hints and help, e.g. ``SM schedule``."""
     analyse: Callable[[np.ndarray | None, LaunchInfo | None], object]
     """What the view draws, from one launch's records (None, None: no launch of this probe)."""
+    capacity: int = 1 << 18
+    """Records per probed launch when the request names none (the live path's buffer)."""
+    sample: int = 1
+    """Records 1 event in N (a site's executions) when the request names no ``sample``."""
 
     @property
     def name(self) -> str:

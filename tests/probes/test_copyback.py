@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from gtop.probes import record_streams as streams
+from gtop.probes.catalog import get
 from gtop.probes.engine import copyback
 from gtop.recordings.reader import Recording
 
@@ -42,7 +43,7 @@ def test_block_sched_array_copy_round_trip() -> None:
     layout, host = packed_copy(records, warps, blocks, capacity=1 << 16)
     shipped = copyback.trim(layout, memoryview(host))
     assert len(shipped) == layout.head_bytes + len(records) * layout.record_bytes
-    got, dropped = copyback.decode(layout, shipped)
+    got, dropped = copyback.decode(layout, shipped, get(layout.probe))
     assert dropped == 0 and len(got) == len(records) == 2048
     keys = ("block", "warp")
     want, got = _sorted(records, keys), _sorted(got, keys)
@@ -55,7 +56,9 @@ def test_block_sched_records_past_the_capacity_are_drops() -> None:
     launch, records = _launch("attention_fwd_kernel", "block_sched")
     blocks = int(np.prod(launch.grid))
     layout, host = packed_copy(records, 8, blocks, capacity=1000)
-    got, dropped = copyback.decode(layout, copyback.trim(layout, memoryview(host)))
+    got, dropped = copyback.decode(
+        layout, copyback.trim(layout, memoryview(host)), get(layout.probe)
+    )
     assert len(got) == 1000 and dropped == len(records) - 1000
 
 
@@ -66,7 +69,7 @@ def test_ring_copy_ships_claimed_rows_and_counts_the_rest() -> None:
     layout, host = ring_copy(records, "mem_trace", stripes=4, per=3000)
     shipped = copyback.trim(layout, memoryview(host))
     assert len(shipped) == layout.head_bytes + 4 * 3000 * layout.record_bytes
-    got, dropped = copyback.decode(layout, shipped)
+    got, dropped = copyback.decode(layout, shipped, get(layout.probe))
     assert len(got) == 12_000 and dropped == len(records) - 12_000
     want = np.concatenate([records[i::4][:3000] for i in range(4)])
     assert np.array_equal(got, want)
@@ -77,7 +80,7 @@ def test_unpacked_array_copy_ships_up_to_the_last_written_row() -> None:
     layout, host = array_copy(records, "tensorop", capacity=1 << 14)
     shipped = copyback.trim(layout, memoryview(host))
     assert len(shipped) == layout.head_bytes + len(records) * layout.record_bytes
-    got, dropped = copyback.decode(layout, shipped)
+    got, dropped = copyback.decode(layout, shipped, get(layout.probe))
     assert dropped == 0 and np.array_equal(got, records)
 
 
@@ -86,9 +89,13 @@ def test_copies_that_do_not_fit_their_layout_are_refused() -> None:
     layout, host = ring_copy(records[:100], "mem_trace", stripes=2)
     shipped = copyback.trim(layout, memoryview(host))
     with pytest.raises(ValueError):
-        copyback.decode(layout, shipped[:-1])
+        copyback.decode(layout, shipped[:-1], get(layout.probe))
     with pytest.raises(ValueError):
-        copyback.decode(copyback.Layout("mem_trace", "ring", 2, layout.per, 16, False), shipped)
+        copyback.decode(
+            copyback.Layout("mem_trace", "ring", 2, layout.per, 16, False),
+            shipped,
+            get("mem_trace"),
+        )
     with pytest.raises(ValueError):
         copyback.Layout.from_value({**layout.value(), "map": "tree"})
 

@@ -160,7 +160,7 @@ def test_copy_back_without_blocking_the_stream(gw: ModuleType, loads: dict) -> N
     while not pending.ready():  # never blocks; the app's stream was not synchronised
         assert time.monotonic() < deadline, "copy-back never finished"
         time.sleep(0.001)
-    rec, overflow = copyback.decode(bufs.layout, pending.take())  # as gtop decodes it
+    rec, overflow = copyback.decode(bufs.layout, pending.take(), bufs.probe)  # as gtop decodes it
     assert overflow == 0 and len(rec) == w.warps
     again, _ = bufs.read()
     assert np.array_equal(

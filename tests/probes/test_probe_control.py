@@ -15,6 +15,7 @@ from gtop.agent.triton_probes import Collected, Selection
 from gtop.collectors.agent.link import AgentLink, _Conn
 from gtop.core.hub import Hub
 from gtop.cupti.decode import NameTable
+from gtop.probes.catalog import get
 from gtop.probes.engine import copyback
 from gtop.probes.engine.instrumentable import NO_PTX, refusal
 
@@ -113,7 +114,7 @@ def test_records_ship_as_probe_frames_with_clock_samples() -> None:
     assert info["budget"] == 0.05 and info["gt_samples"] == [[1, 2, 3]]
     layout = copyback.Layout.from_value(info["layout"])
     assert bytes(raw) == fake_data(records)  # shipped as taken: decoded by gtop
-    got, dropped = copyback.decode(layout, raw)
+    got, dropped = copyback.decode(layout, raw, get(layout.probe))
     assert dropped == 0 and np.array_equal(np.sort(got, order=["block", "warp"]), records)
     fake.results = [_collected(4, records)]
     (frame,) = ctl.poll()

@@ -41,7 +41,7 @@ class ProbedLaunches:
             layout = copyback.Layout.from_value(info.get("layout") or {})
             if layout.probe != probe:
                 raise ValueError(f"a {layout.probe} copy in a {probe} frame")
-            records, dropped = copyback.decode(layout, raw)
+            records, dropped = copyback.decode(layout, raw, PROBES[probe])
         except (ValueError, KeyError, TypeError) as e:
             raise wire.ProtocolError(f"{probe} probe frame: {e}") from None
         fit = self._fit(info.get("gt_samples") or [])

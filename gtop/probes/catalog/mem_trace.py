@@ -322,4 +322,4 @@ def _view(records: np.ndarray | None, launch: LaunchInfo | None) -> Accesses:
     return Accesses(records, dict(launch.pointers), notes(launch.header, launch.kernel, records))
 
 
-ENTRY = Entry(PROBE, "time_ns", "m", "m", "dmat", "DMAT", _view)
+ENTRY = Entry(PROBE, "time_ns", "m", "m", "dmat", "DMAT", _view, capacity=1 << 20, sample=64)

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+    from .probe import Probe
+
 HEAD_FIXED = 24
 """Bytes before the stripe counters: overflow, padding, ``gtop_launch``."""
 LAUNCH = struct.Struct("<4I")
@@ -88,18 +90,17 @@ def trim(layout: Layout, host: memoryview) -> bytes:
     return head + data + bytes(-len(data) % size)
 
 
-def decode(layout: Layout, data: bytes | memoryview) -> tuple[np.ndarray, int]:
-    """(records in the probe's own layout, records dropped) from a trimmed copy.
+def decode(layout: Layout, data: bytes | memoryview, probe: Probe) -> tuple[np.ndarray, int]:
+    """(records in ``probe``'s own layout, records dropped) from a trimmed copy of one of
+    its launches.
 
     Raises:
         ValueError: a copy that does not fit its layout.
     """
     import numpy as np
 
-    from ..catalog import get
     from . import maps
 
-    probe = get(layout.probe)
     kind = maps.MapKind(layout.map)
     record = probe.device_record(kind)
     if record.itemsize != layout.record_bytes:

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver
 
-from ..catalog import get
 from . import copyback, maps
 from .probe import MapKind, Probe
 
@@ -126,11 +125,14 @@ class Pending:
 class ProbeBuffers:
     """The device record buffer of one instrumented module, bound through its globals."""
 
-    def __init__(self, module: driver.CUmodule | int, header: dict, capacity: int) -> None:
-        """``header`` is the instrumented module's :func:`~.rewrite.read_header`; a ring's
-        ``capacity`` is rounded up to whole stripes (one per SM)."""
+    def __init__(
+        self, module: driver.CUmodule | int, probe: Probe, header: dict, capacity: int
+    ) -> None:
+        """``probe`` is the one ``module`` was instrumented with, ``header`` its
+        :func:`~.rewrite.read_header`; a ring's ``capacity`` is rounded up to whole
+        stripes (one per SM)."""
         self.module = module if isinstance(module, driver.CUmodule) else driver.CUmodule(module)
-        self.probe: Probe = get(header["probe"])
+        self.probe = probe
         self.ring = header["map"] == "ring"
         self.stripes = min(_sm_count(), maps.MAX_STRIPES) if self.ring else 1
         self.per = -(-capacity // self.stripes)
@@ -200,7 +202,9 @@ class ProbeBuffers:
         for offset, src, size in self._copies():
             if size:
                 check(driver.cuMemcpyDtoH(host[offset:].ctypes.data, driver.CUdeviceptr(src), size))
-        return copyback.decode(self.layout, copyback.trim(self.layout, memoryview(host)))
+        return copyback.decode(
+            self.layout, copyback.trim(self.layout, memoryview(host)), self.probe
+        )
 
     def claimed(self) -> np.ndarray:
         """Slots claimed per stripe since the last reset (synchronously): a pass with a
