@@ -26,23 +26,55 @@ seconds after the samples that name them: a replay 9 s into a DataLoader run had
 frames for its off-CPU time, and its verdict missed "waiting for input data".)"""
 
 
+EVENT_STREAMS = frozenset({"api", "cpu_sample"})
+"""Short events (API calls, a million a second on a launch-bound CUPTI recording; stack
+samples): a seek reads them only over the views' window (:attr:`ReplaySource.detail_ns`)."""
+DETAIL_S = 18.0
+"""How far before the views' end a seek reads :data:`EVENT_STREAMS` (beyond the report's
+window, when it is longer): the views' sliding window (10 s, 1 s lag), the attribution
+engine's 2 s for the calls of queued ops, and 5 s for calls that run long."""
+KEPT_SPANS = 2
+"""Seeks whose rows are kept (a seek back, or End after →, reads none again)."""
+BEYOND_WINDOW_NS = 7_000_000_000
+""":data:`EVENT_STREAMS` read before the report's window (the engine's 2 s, and 5 s)."""
+ACTIVITY_STREAMS = frozenset({"kernel", "memcpy", "memset", "sync", "thread_state", "overhead"})
+"""The GPU's records and long intervals (a thread blocked for a minute starts long before
+the window): a seek reads ``history_s`` of them, ending where the views' windows end."""
+
+
 class ReplaySource:
     """Plays ``recording`` from its start, in recorded time scaled by :attr:`speed`.
 
     The playhead moves only in :meth:`poll`; :meth:`seek` and :meth:`step` ask the
-    model to reset and refill the last ``history_s`` seconds before the new position.
+    model to reset and refill the history before the new position: the last
+    ``history_s`` seconds of the sampled streams (NVML, processes), and the per-event
+    streams up to where the views' windows end (:meth:`views_end`), from ``detail_s``
+    (:data:`EVENT_STREAMS`) or ``history_s`` (:data:`ACTIVITY_STREAMS`) before it. What a
+    seek read is :attr:`loaded`: equal after two seeks means equal per-event rows.
     """
 
     live = False
     controls = None
     """A replay takes no probe or recording requests."""
 
-    def __init__(self, recording: Recording, history_s: float = 120.0) -> None:
+    def __init__(
+        self, recording: Recording, history_s: float = 120.0, detail_s: float = DETAIL_S
+    ) -> None:
         self.recording = recording
         self.meta: dict[str, Any] = recording.meta
         self.title = f"replay {recording.path.name}"
         self.t_start, self.t_end = recording.time_range()
         self.history_ns = int(history_s * 1e9)
+        self.detail_ns = int(detail_s * 1e9)
+        """How far before :meth:`views_end` a seek reads :data:`EVENT_STREAMS` (and as
+        far beyond the report's window's length)."""
+        stat = recording.path.stat()
+        self._file = (str(recording.path.resolve()), stat.st_size, stat.st_mtime_ns)
+        self._kept: dict[str, dict[tuple[int, int], np.ndarray]] = {}
+        """Per stream, the spans the last :data:`KEPT_SPANS` seeks read, and their rows."""
+        self.loaded: tuple[object, ...] | None = None
+        """The last seek's per-event read: the file, the views' end, the detail and
+        history spans (equal in two sources: equal rows)."""
         self.speed = 1.0
         self.paused = False
         self.playhead = self.t_start
@@ -57,10 +89,10 @@ class ReplaySource:
 
         self._entities = sorted(recording.entities(), key=at)
         self._entity_times = np.array([at(e) for e in self._entities], dtype=np.int64)
-        self._reading = threading.Lock()
-        """Held while :meth:`poll` reads (on the UI's worker) and while :meth:`stop`
-        closes: closing the file under a read crashed the process (SIGSEGV in the
-        reader's decode, seen in CI when an app quit mid-poll)."""
+        self._reading = threading.RLock()
+        """Held while :meth:`poll` reads (on the UI's worker; it may find :attr:`active`
+        there) and while :meth:`stop` closes: closing the file under a read crashed the
+        process (SIGSEGV in the reader's decode, seen in CI when an app quit mid-poll)."""
         self._closed = False
 
     # --- the report's window ------------------------------------------------------------
@@ -90,6 +122,14 @@ class ReplaySource:
         """The playhead is at :attr:`window`'s end: the views cover that window (else
         the last seconds before the playhead)."""
         return self.playhead == self.window_end
+
+    def views_end(self) -> int:
+        """Where the views' windows end: the playhead, or, past the target's last GPU work
+        (END, after the job), that work's end (the views keep the last window with it)."""
+        active = self.active
+        if active.kind == "active" and self.playhead > active.t1 and not self.at_window:
+            return active.t1
+        return self.playhead
 
     def to_window(self) -> None:
         """Pause at :attr:`window`'s end."""
@@ -158,24 +198,54 @@ class ReplaySource:
         self._wall = wall
         if self._need_reset:
             self._need_reset = False
-            lo = max(self.t_start, self.playhead - self.history_ns)
-            update = self._between(lo, self.playhead, entities_from=None)
+            update = self._history()
             update.reset = True
         else:
+            span = (self._emitted_to + 1, self.playhead)
             update = self._between(
-                self._emitted_to + 1, self.playhead, entities_from=self._emitted_to + 1
+                dict.fromkeys(self.recording.streams, span), entities_from=self._emitted_to + 1
             )
         self._emitted_to = self.playhead
         return update
 
-    def _between(self, t0: int, t1: int, entities_from: int | None) -> Update:
+    def _history(self) -> Update:
+        """A seek's refill (class docstring): each stream over its own span."""
+        end = self.views_end()
+        detail = max(self.detail_ns, self.window.duration_ns + BEYOND_WINDOW_NS)
+        self.loaded = (self._file, end, detail, self.history_ns)
+        spans = {}
+        for name in self.recording.streams:
+            if name in EVENT_STREAMS:
+                spans[name] = (end - detail, end)
+            elif name in ACTIVITY_STREAMS:
+                spans[name] = (end - self.history_ns, end)
+            else:
+                spans[name] = (self.playhead - self.history_ns, self.playhead)
+        return self._between(spans, entities_from=None, reuse=True)
+
+    def _between(
+        self, spans: dict[str, tuple[int, int]], entities_from: int | None, reuse: bool = False
+    ) -> Update:
+        """The rows of each stream in its ``[t0, t1]`` of ``spans``, and the entities from
+        ``entities_from`` (None: all) to the playhead; ``reuse``: a seek's rows of a span
+        a recent seek read already are those (:data:`KEPT_SPANS`)."""
         batches = {}
-        if t1 >= t0:
-            for name in self.recording.streams:
+        for name, (t0, t1) in spans.items():
+            t0 = max(t0, self.t_start)
+            if t1 < t0:
+                continue
+            kept = self._kept.setdefault(name, {}) if reuse else {}
+            rows = kept.pop((t0, t1), None)
+            if rows is None:
                 rows = self.recording.read(name, t0, t1 + 1)
-                if len(rows):
-                    batches[name] = rows
-        hi = int(np.searchsorted(self._entity_times, t1, side="right"))
+                rows.flags.writeable = False  # (the model's history shares it)
+            if reuse:
+                kept[(t0, t1)] = rows
+                while len(kept) > KEPT_SPANS:
+                    del kept[next(iter(kept))]
+            if len(rows):
+                batches[name] = rows
+        hi = int(np.searchsorted(self._entity_times, self.playhead, side="right"))
         lo = (
             0
             if entities_from is None

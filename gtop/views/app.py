@@ -12,6 +12,7 @@ import contextlib
 import gc
 import os
 import sqlite3
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -197,27 +198,44 @@ class GtopApp(App[int]):
                 self._poll_replay()
             self._draw()
             return
-        self._apply(self.source.poll())
+        update = self.source.poll()
+        self._apply(update)
+        if update.reset and self.replay is not None:  # a replay's first load: what it read
+            data = session_of(self.model)
+            data.token = self._token(data.span_ns)
+
+    def _token(self, span_ns: int) -> Hashable | None:
+        """What a replay's last seek read, for aggregates holding ``span_ns``
+        (:attr:`~gtop.views.tabs.session_data.SessionData.token`)."""
+        loaded = getattr(self.source, "loaded", None)
+        return None if loaded is None else (loaded, span_ns)
 
     @work(thread=True, exit_on_error=False, group="poll")
     def _poll_replay(self) -> None:
         update: Update | None = None
         fresh: SessionData | None = None
+        token: Hashable | None = None
         try:
             update = self.source.poll()
             if update.reset:  # a seek: aggregate its history here, not on the UI thread
-                span = session_of(self.model).span_ns
-                fresh = aggregated(update, self.source.now_ns(), span)
+                data = session_of(self.model)
+                token = self._token(data.span_ns)
+                now = self.source.now_ns()  # (reusable: checked again when taken)
+                fresh = (
+                    data if data.reusable(token) else aggregated(update, now, data.span_ns, token)
+                )
         finally:  # a failed poll still frees the next one
             with contextlib.suppress(RuntimeError):  # the app is shutting down
-                self.call_from_thread(self._polled, update, fresh)
+                self.call_from_thread(self._polled, update, fresh, token)
 
-    def _polled(self, update: Update | None, fresh: SessionData | None) -> None:
+    def _polled(
+        self, update: Update | None, fresh: SessionData | None, token: Hashable | None
+    ) -> None:
         self.polling = False
         if update is None or update.reset:
             self.loading = False
         if update is not None:
-            with session_of(self.model).taking(fresh):
+            with session_of(self.model).taking(fresh, token):
                 self._apply(update)
 
     def _apply(self, update: Update) -> None:

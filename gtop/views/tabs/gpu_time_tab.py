@@ -14,7 +14,7 @@ Without CUPTI data for the process, the NVML approximation
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -52,6 +52,8 @@ from gtop.views.widgets.offgpu_bar import OffGpuBar
 
 SHORT = 30
 """A tab shorter than this many rows shows the breakdown's largest causes only."""
+GPU_BEFORE_NS = 5_000_000_000
+"""NVML samples taken before the window (its first sample's interval starts earlier)."""
 FLAME_SLICE_NS = 1_000_000
 """One flamegraph slice: each slice of the window emits one folded stack."""
 
@@ -76,6 +78,8 @@ class _Snap:
     """The process and its descendants (a launcher's GPU work is its ranks')."""
     costs: tuple[Entity, ...] = ()
     """The family's ``agent_cost`` entities: gtop's own time in them (``GTOP``)."""
+    token: Hashable | None = None
+    """What the records were built from (:attr:`SessionData.token`; None: unknown)."""
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,17 @@ def _has_ops(records: Records, pid: int) -> bool:
 _SHARED = SharedWork()
 
 
-def gpu_time(snap: _Snap, pid: int) -> _Result | None:
-    """Attribute the window for ``pid`` (exactly, else approximately); None: no data.
-    Workers asking for the same snapshot's window at once share one computation."""
+def shared(what: str, snap: _Snap, pid: int, compute: Callable[[], Any]) -> Any:
+    """``compute()``, done once for the same ``what`` over the same inputs: workers asking
+    at once share one computation, and a replay that comes back to a window it showed
+    (a seek back, End after the last GPU work, Enter again) finds it done."""
     gpu_end = int(snap.gpu["t_ns"][-1]) if len(snap.gpu) else 0
     rec = snap.records  # its arrays are the engine's own while no new rows arrive
+    rows = snap.token or tuple(id(getattr(rec, f.name)) for f in fields(rec))
     key = (
-        tuple(id(getattr(rec, f.name)) for f in fields(rec)),
-        snap.window,
+        what,
+        rows,
+        replace(snap.window, lag_ns=0),  # (how far before now it ends: not its rows)
         pid,
         snap.active_from,
         snap.active_to,
@@ -122,8 +129,19 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
         gpu_end,
         len(snap.kernel_names),
         len(snap.stacks),
+        tuple((e.key, e.t_ns) for e in snap.costs),
+        snap.agent_reason,
     )
-    return _SHARED.get(key, snap.records, lambda: _gpu_time(snap, pid))
+    return _SHARED.get(key, None if snap.token else snap.records, compute)
+
+
+def gpu_time(snap: _Snap, pid: int) -> _Result | None:
+    """Attribute the window for ``pid`` (exactly, else approximately); None: no data
+    (:func:`shared`)."""
+    result = shared("gpu time", snap, pid, lambda: _gpu_time(snap, pid))
+    if result is None:
+        return None
+    return replace(result, lag_ns=snap.window.lag_ns + snap.window.t1 - result.result.t1)
 
 
 def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
@@ -168,8 +186,7 @@ def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
     flame = gpu_flame.fold(res, rec, snap.kernel_names, snap.stacks, FLAME_SLICE_NS)
     flame = charge_folded(flame, round(own_seconds(snap.costs, res.t0, res.t1) * 1e9))
     folded = {tuple(k.split(";")): ns / 1e9 for k, ns in flame.items()}
-    lag = snap.window.lag_ns + snap.window.t1 - t1  # ended: before now
-    return _Result(res, lag, folded, f"{note} · {label}", label)
+    return _Result(res, 0, folded, f"{note} · {label}", label)  # (lag: gpu_time's)
 
 
 def _cut_start(snap: _Snap, pid: int, t0: int, t1: int) -> int:
@@ -203,8 +220,9 @@ def take_snapshot(model: Model, pid: int, source: Any, agent_error: str | None) 
     window = tab_window(model, source, pid)
     live = bool(getattr(source, "live", True))
     data = session_of(model)
-    span_ns = max(WINDOW_NS + LAG_NS, model.now_ns - window.t0)
-    gpu = model.window(layouts.GPU.name, span_ns / 1e9 + 5)
+    span_ns = max(WINDOW_NS + LAG_NS, window.t1 - window.t0)
+    samples = model.streams.get(layouts.GPU.name)  # (up to the window's end: its rows)
+    gpu = samples.window(window.t1 - span_ns - GPU_BEFORE_NS, window.t1) if samples else None
     processes = model.entity_values("process")
     exited = bool(processes.get(str(pid), {}).get("exited"))
     mine = family(processes, pid)
@@ -221,6 +239,7 @@ def take_snapshot(model: Model, pid: int, source: Any, agent_error: str | None) 
         agent_reason=absence.agent_reason(model, pid, agent_error, live),
         active_from=data.kernel_span.get(pid, (None, None))[0],
         active_to=data.kernel_span[pid][1] if exited and pid in data.kernel_span else None,
+        token=data.token,
     )
 
 

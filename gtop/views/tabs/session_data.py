@@ -20,7 +20,7 @@ opened late starts complete with what the model still holds.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -109,10 +109,10 @@ def tab_window(model: Model, source: Any, pid: int | None = None) -> TabWindow:
         window = source.window
         session_of(model).hold(window.duration_ns)
         return TabWindow(window.t0, window.t1, 0, origin, window.kind)
-    active = source.active
-    after = active.kind == "active" and t1 > active.t1  # after the GPU work: its last window
+    end = source.views_end()
+    after = end < t1  # after the GPU work: its last window
     if after:  # (it ends before the playhead: the axes do not call its end "now")
-        t1, lag = active.t1, model.now_ns - active.t1
+        t1, lag = end, model.now_ns - end
     t0 = _after_start(model, pid, max(origin, t1 - WINDOW_NS), t1)
     return TabWindow(t0, t1, lag, origin, after=after)
 
@@ -174,6 +174,13 @@ class SessionData:
         """Batches aggregated so far (a cheap change counter)."""
         self._comm: dict[int, bool] = {}
         """Kernel name id -> whether it names a communication (NCCL) kernel."""
+        self.token: Hashable | None = None
+        """What the aggregates were built from, when a replay's seek says so (its
+        ``loaded``: equal tokens, equal rows): results over them may be reused. None once
+        rows arrive batch by batch (live, a replay playing)."""
+        self._stash: tuple[Hashable, tuple[Any, ...]] | None = None
+        """The aggregates before the last seek, with their token (:meth:`reusable`)."""
+        self._want: Hashable | None = None
         self._fresh: SessionData | None = None
         """Aggregates of the next reset's batches, built off the UI thread (:meth:`taking`)."""
         self._taken = False
@@ -200,6 +207,7 @@ class SessionData:
                 seen.add(int(pids[0]))
         if name not in ENGINE_STREAMS or not len(batch):
             return
+        self.token = None
         self.batches += 1
         if name == layouts.KERNEL.name:
             pids = batch["pid"]
@@ -236,19 +244,48 @@ class SessionData:
         """Forget everything (a replay seek): the model refills its history next (or take
         the aggregates of that history, built already: :meth:`taking`)."""
         fresh, self._fresh = self._fresh, None
-        if fresh is not None:
-            self.kernels, self.kernel_span = fresh.kernels, fresh.kernel_span
-            self.pids_seen, self.engine = fresh.pids_seen, fresh.engine
-            self.span_ns = max(self.span_ns, fresh.span_ns)
+        if fresh is self and self._reuse():
+            self._taken = True
+            self.generation += 1
+            return
+        if self.token is not None:  # unchanged since built: a seek back may take them
+            self._stash = (self.token, self._parts())
+        if fresh is not None and fresh is not self:
             self._comm.update(fresh._comm)
             self.batches += fresh.batches
+            self._set(fresh.token, fresh._parts())
+            self.span_ns = max(self.span_ns, fresh.span_ns)
             self._taken = True
         else:
-            self.kernels.clear()
-            self.kernel_span.clear()
-            self.pids_seen.clear()
-            self.engine = AttributionEngine(self.span_ns)
+            self._set(None, ({}, {}, {}, AttributionEngine(self.span_ns)))
         self.generation += 1
+
+    def _parts(self) -> tuple[Any, ...]:
+        return self.kernels, self.kernel_span, self.pids_seen, self.engine
+
+    def _set(self, token: Hashable | None, parts: tuple[Any, ...]) -> None:
+        self.token = token
+        self.kernels, self.kernel_span, self.pids_seen, self.engine = parts
+
+    def reusable(self, token: Hashable | None) -> bool:
+        """A seek that read ``token`` finds its aggregates here already (those shown, or
+        the ones before the last seek, unchanged since)."""
+        stashed = self._stash[0] if self._stash is not None else None
+        return token is not None and token in (self.token, stashed)
+
+    def _reuse(self) -> bool:
+        """Take the aggregates :meth:`taking`'s token names (:meth:`reusable`)."""
+        want, self._want = self._want, None
+        if want is None:
+            return False
+        if want == self.token:
+            return True
+        if self._stash is not None and self._stash[0] == want:
+            current = (self.token, self._parts())
+            self._set(*self._stash)
+            self._stash = current if current[0] is not None else None
+            return True
+        return False
 
     def hold(self, span_ns: int) -> None:
         """Keep windows of ``span_ns`` (a replay's steady window may be longer than
@@ -256,6 +293,7 @@ class SessionData:
         if span_ns <= self.span_ns:
             return
         self.span_ns = span_ns
+        self.token = None if self.token is None else (self.token, span_ns)
         self.engine = AttributionEngine(span_ns)
         model = self._model()
         if model is not None:
@@ -266,14 +304,15 @@ class SessionData:
                     self._feed_engine(name, batch)
 
     @contextmanager
-    def taking(self, fresh: SessionData | None) -> Iterator[None]:
+    def taking(self, fresh: SessionData | None, token: Hashable | None = None) -> Iterator[None]:
         """While the model applies a reset update: take ``fresh`` (:func:`aggregated` of
-        that update) instead of aggregating its batches again on this thread."""
-        self._fresh = fresh
+        that update; itself: the aggregates of ``token``, :meth:`reusable`) instead of
+        aggregating its batches again on this thread."""
+        self._fresh, self._want = fresh, token
         try:
             yield
         finally:
-            self._fresh = None
+            self._fresh = self._want = None
             self._taken = False
 
     def snapshot(self) -> Records:
@@ -281,17 +320,24 @@ class SessionData:
         return self.engine.records()
 
 
-def aggregated(update: Update, now_ns: int, span_ns: int = WINDOW_NS + LAG_NS) -> SessionData:
+def aggregated(
+    update: Update,
+    now_ns: int,
+    span_ns: int = WINDOW_NS + LAG_NS,
+    token: Hashable | None = None,
+) -> SessionData:
     """Worker thread: the aggregates of a model that applied the reset ``update`` (a
     seek's history: ~0.2-0.4 s of work on a CUPTI recording, which held the UI thread),
     compacted, for :meth:`SessionData.taking`, holding windows of ``span_ns``
-    (:meth:`SessionData.hold`). Built on a model of its own."""
+    (:meth:`SessionData.hold`), with the replay's ``token`` for what it read. Built on a
+    model of its own."""
     model = Model()
     data = SessionData(model)
     data.hold(span_ns)
     model.listeners.append(data.on_batch)
     model.apply(update, now_ns)
     data.engine.records()
+    data.token = token
     return data
 
 

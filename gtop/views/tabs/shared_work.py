@@ -13,8 +13,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-KEPT = 4
-"""Results kept (the latest keys); older ones are computed again if asked for."""
+KEPT = 8
+"""Results kept (the latest keys; a window's GPU time and verdict are two); older ones
+are computed again if asked for."""
 
 
 class _Entry:

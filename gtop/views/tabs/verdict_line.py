@@ -25,7 +25,7 @@ from gtop.analysis.diagnosis.gains import Prediction, ranked, times
 from gtop.analysis.diagnosis.verdict import Verdict, from_entry
 from gtop.analysis.report.gpu_report import after_sync_ns, top_off_stacks
 from gtop.core.model import Model
-from gtop.views.tabs.gpu_time_tab import gpu_time, summary, take_snapshot
+from gtop.views.tabs.gpu_time_tab import gpu_time, shared, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of
 from gtop.views.tabs.worker_panel import WorkerPanel
 
@@ -157,6 +157,9 @@ class VerdictLine(WorkerPanel):
         return take_snapshot(model, self.pid, self.app.source, self.agent_error())
 
     def compute(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], list[Prediction]]:
+        return shared("verdict", snap, self.pid, lambda: self._verdict(snap))
+
+    def _verdict(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], list[Prediction]]:
         verdict = window_verdict(snap, self.pid)
         result = gpu_time(snap, self.pid)  # (the one computation, shared)
         label = snap.window.label() if result is None else result.label
