@@ -47,6 +47,7 @@ from gtop.views.screens.legend import LegendScreen
 from gtop.views.screens.overview import OverviewScreen
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.screens.verdict import VerdictScreen
+from gtop.views.tabs import gpu_time_tab
 from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,6 +150,7 @@ def _where(app: GtopApp) -> str:
 async def measure(path: Path, at_s: float | None, size: tuple[int, int], repeats: int) -> dict:
     timings: dict[tuple[str, str], Timing] = {}
     for _ in range(repeats):
+        gpu_time_tab.forget()  # each repeat starts as `gtop replay F` does: nothing computed
         source = ReplaySource(Recording(path))
         source.open_at_answer()
         if at_s is not None:

@@ -135,6 +135,11 @@ def shared(what: str, snap: _Snap, pid: int, compute: Callable[[], Any]) -> Any:
     return _SHARED.get(key, None if snap.token else snap.records, compute)
 
 
+def forget() -> None:
+    """Drop the results :func:`shared` keeps (what a new process starts with)."""
+    _SHARED.clear()
+
+
 def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     """Attribute the window for ``pid`` (exactly, else approximately); None: no data
     (:func:`shared`)."""

@@ -58,3 +58,8 @@ class SharedWork:
         if entry.error is not None:
             raise entry.error
         return entry.value
+
+    def clear(self) -> None:
+        """Forget every result (a new session, as a benchmark's next repeat)."""
+        with self._lock:
+            self._entries.clear()
