@@ -1,6 +1,7 @@
 """The agent's boot folder: what a launched or attached Python process imports the agent
-from (a private copy of the agent's code, a ``sitecustomize`` for launches, the built C
-shim), and the two ways in: the environment for a launch, the code for an injection.
+from (a private copy of the agent's code, with the bytecode gtop's interpreter compiled of
+it, a ``sitecustomize`` for launches, the built C shim), and the two ways in: the
+environment for a launch, the code for an injection.
 
 The copy's package has a random name (``_gtop_<16 hex>``), so a target that imports its
 own ``gtop`` gets its own, and the agent's modules (which import each other relatively)
@@ -13,6 +14,7 @@ code but can neither change it nor plant anything gtop would later write through
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -52,20 +54,51 @@ class BootDir:
         if platform.machine() == shim_blob.ARCH:
             self.shim = self._write("cupti_shim.so", shim_blob.shim_bytes(), 0o755)
 
-    def _write(self, name: str, data: bytes, mode: int = 0o644) -> Path:
+    def _write(
+        self, name: str, data: bytes, mode: int = 0o644, mtime_ns: int | None = None
+    ) -> Path:
         path = self.path / name
         with os.fdopen(create_new(path, mode), "wb") as f:
             f.write(data)
+            if mtime_ns is not None:
+                os.utime(f.fileno(), ns=(mtime_ns, mtime_ns))
         return path
 
     def _copy_agent(self, dest: Path) -> None:
+        """Copy the agent's sources, each with its modification time, and the bytecode
+        gtop's own interpreter compiled of them where there is some: a target of that
+        Python version imports the agent without compiling it (0.1-0.3 s of its GIL
+        on this VM, a third of the agent's start); another version compiles as before."""
         src = Path(gtop.__file__).resolve().parent
         for part in AGENT_CODE:
             files = [src / part] if part.endswith(".py") else sorted((src / part).rglob("*.py"))
             for file in files:
-                rel = file.relative_to(src)
-                (dest / rel.parent).mkdir(mode=0o755, parents=True, exist_ok=True)
-                self._write(str(dest.relative_to(self.path) / rel), file.read_bytes())
+                rel = dest.relative_to(self.path) / file.relative_to(src)
+                (self.path / rel.parent).mkdir(mode=0o755, parents=True, exist_ok=True)
+                data = file.read_bytes()
+                mtime_ns = file.stat().st_mtime_ns
+                self._write(str(rel), data, mtime_ns=mtime_ns)
+                self._copy_bytecode(file, rel, len(data), mtime_ns)
+
+    def _copy_bytecode(self, file: Path, rel: Path, size: int, mtime_ns: int) -> None:
+        """``file``'s compiled bytecode, next to its copy ``rel``, when it is there and
+        was compiled from exactly this source (its header's time and size)."""
+        try:
+            cached = Path(importlib.util.cache_from_source(str(file)))
+            data = cached.read_bytes()
+        except (OSError, NotImplementedError, ValueError):
+            return
+        header = int.from_bytes(data[4:8], "little"), data[8:12], data[12:16]
+        flags, stamp, length = header
+        if flags != 0 or data[:4] != importlib.util.MAGIC_NUMBER:
+            return  # hash-based or another interpreter's: the target compiles
+        if stamp != (mtime_ns // 1_000_000_000 & 0xFFFFFFFF).to_bytes(4, "little"):
+            return
+        if length != (size & 0xFFFFFFFF).to_bytes(4, "little"):
+            return
+        target = Path(importlib.util.cache_from_source(str(self.path / rel)))
+        target.parent.mkdir(mode=0o755, exist_ok=True)
+        self._write(str(target.relative_to(self.path)), data)
 
     def launch_env(
         self, base: dict[str, str] | None, socket_path: str, mode: str, options: dict[str, Any]
