@@ -183,3 +183,76 @@ def test_a_toy_probe_is_one_file(tmp_path: Path) -> None:
     assert got["kernels_keys"] == ["e", "E"]
     assert "e" in got["probes_keys"]
     assert got["drawn"].startswith("8 blocks on 2 SMs"), got["drawn"]
+
+
+TOY_COLLECTOR = '''"""toy_ticks: counts its polls (a toy collector that a live session opens by
+itself)."""
+
+from __future__ import annotations
+
+from gtop.collectors.base import PollingCollector, SessionSetup
+
+
+class Ticks(PollingCollector):
+    name = "toy_ticks"
+
+    @classmethod
+    def for_session(cls, setup: SessionSetup) -> Ticks:
+        return cls(setup.hub, setup.interval_s)
+
+    def poll(self) -> None:
+        self.status.ok = True
+
+
+COLLECTOR = Ticks
+'''
+
+SESSION = """
+import json, sys, threading, time
+
+import gtop.collectors
+
+gtop.collectors.__path__.append(sys.argv[1])
+
+from gtop.session.live import LiveSource
+
+source = LiveSource(int(sys.argv[2]), 0.05, require_gpu=False, host_tier="off")
+source.start()
+time.sleep(0.5)
+polls = next(s.polls for s in source.statuses() if s.name == "toy_ticks")
+source.stop()
+after = next(s.polls for s in source.statuses() if s.name == "toy_ticks")
+time.sleep(0.2)
+print(json.dumps({
+    "names": [c.name for c in source.collectors],
+    "polls": polls,
+    "stopped": after == next(s.polls for s in source.statuses() if s.name == "toy_ticks"),
+    "threads": [t.name for t in threading.enumerate() if t.name == "gtop-toy_ticks"],
+}))
+"""
+
+
+def test_a_toy_collector_is_one_file(tmp_path: Path) -> None:
+    """Started by a live session beside the collectors gtop ships, polled on its period,
+    listed in the session's statuses, and stopped with the session, with nothing but its
+    file."""
+    extra = tmp_path / "collectors"
+    extra.mkdir()
+    (extra / "toy_ticks.py").write_text(TOY_COLLECTOR)
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", SESSION, str(extra), str(target.pid)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        target.kill()
+        target.wait()
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert "host" in got["names"] and "toy_ticks" in got["names"], got["names"]
+    assert got["polls"] >= 2
+    assert got["stopped"] and not got["threads"]

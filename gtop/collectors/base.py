@@ -55,7 +55,8 @@ class SessionSetup:
 
 
 class SessionCollector(Collector, Protocol):
-    """A collector class a live session opens by itself (see ``session.live.COLLECTORS``)."""
+    """A collector class a live session opens by itself (declared as a module's ``COLLECTOR``:
+    :func:`gtop.collectors.session_collectors`)."""
 
     @classmethod
     def for_session(cls, setup: SessionSetup) -> Collector | None:

@@ -206,3 +206,7 @@ def _alive(proc: psutil.Process) -> bool:
         return False
     except psutil.AccessDenied:
         return True
+
+
+COLLECTOR = HostCollector
+"""Opened by every live session (:func:`gtop.collectors.session_collectors`)."""

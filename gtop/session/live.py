@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gtop.collectors import session_collectors
 from gtop.collectors.agent.attach import AttachError, attach, hold_with_agent
 from gtop.collectors.agent.link import AgentLink
 from gtop.collectors.base import Collector, SessionCollector, SessionSetup
-from gtop.collectors.host import HostCollector, check_pid, family
+from gtop.collectors.host import check_pid, family
 from gtop.collectors.threads.tier import publish_thread_name
 from gtop.collectors.threads.tiers import HostThreads
 from gtop.core.hub import Hub, Subscription, Update
@@ -26,13 +27,9 @@ if TYPE_CHECKING:
     from gtop.collectors.nvml import NvmlCollector
     from gtop.recordings.recorder import Recorder
 
-COLLECTORS: tuple[type[SessionCollector], ...] = (HostCollector, HostThreads)
-"""The collectors every live session opens at :meth:`LiveSource.start`, in this order: the
-one place a collector is registered. (NVML opens at construction, since it decides
-whether there is a GPU at all: on a thread of its own when the session has a target; the
-agent link opens when a target is launched or attached.)"""
 FROM_EXEC: tuple[type[SessionCollector], ...] = (HostThreads,)
-"""Those of :data:`COLLECTORS` that a launched command is held for before its ``exec``
+"""Those of the session's collectors (:func:`~gtop.collectors.session_collectors`, opened
+at :meth:`LiveSource.start`) that a launched command is held for before its ``exec``
 (:mod:`gtop.collectors.gate`): they follow its pid from its first instruction, since the
 report's startup phase needs the target's stacks from its first line. The others, and
 NVML, open beside or after the launch."""
@@ -312,7 +309,9 @@ class LiveSource:
         nvml = self._nvml_opened()
         if nvml is not None:
             nvml.start()
-        self.collectors[:0] = ([nvml] if nvml is not None else []) + self._open(COLLECTORS)
+        self.collectors[:0] = ([nvml] if nvml is not None else []) + self._open(
+            session_collectors()
+        )
         self._drop_held_sub()
 
     def start_in_background(self) -> None:
