@@ -256,3 +256,23 @@ def test_a_toy_collector_is_one_file(tmp_path: Path) -> None:
     assert "host" in got["names"] and "toy_ticks" in got["names"], got["names"]
     assert got["polls"] >= 2
     assert got["stopped"] and not got["threads"]
+
+
+def test_the_agent_loads_only_the_probe_it_runs() -> None:
+    """A probe request inside the target loads that probe's file, not the catalog's
+    others (nor their analyses)."""
+    code = (
+        "import sys\n"
+        "from gtop.agent.probe_control import ProbeControl\n"
+        "class Manager:\n"
+        "    def enable(self, selection): pass\n"
+        "control = ProbeControl(factory=Manager, clock_samples=list)\n"
+        "print(control.control({'op': 'probe', 'kernel': 'k', 'probe': 'tensorop'})['ok'])\n"
+        "print(*sorted(m for m in sys.modules if m.startswith('gtop.probes.catalog.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    ok, loaded = done.stdout.splitlines()
+    assert ok == "True"
+    assert loaded.split() == ["gtop.probes.catalog.tensorop"]
