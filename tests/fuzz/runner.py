@@ -2,7 +2,10 @@
 
 The parent imports gtop once (by running each command once, as gtop imports lazily);
 each child runs ``gtop.cli.main(argv)`` as the console
-script would (stdout and stderr to a file), under ``RLIMIT_AS`` and an alarm. Forking
+script would (stdout and stderr to a file), under ``RLIMIT_AS`` and ``RLIMIT_CPU``. A hang
+is judged by the CPU time the child burns, not by the clock: on a loaded machine a
+0.3 s report can take 30 s of wall time. An alarm at :data:`WALL_FACTOR` times the CPU
+limit still ends a child that blocks without computing. Forking
 costs milliseconds where a fresh interpreter costs half a second, so hundreds of
 variants fit in a test. A traceback is whatever escapes ``main``.
 """
@@ -30,6 +33,8 @@ from gtop.recordings.exporters import FORMATS
 GIB = 1 << 30
 T = TypeVar("T")
 TRACEBACK_EXIT = 70
+WALL_FACTOR = 10
+"""A child blocked (not computing) for this many times its CPU limit is killed."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class Outcome:
     output: str
     """What it printed on stderr."""
     wall_s: float
+    cpu_s: float
+    """User and system CPU seconds the child used (what a hang is judged by)."""
     max_rss_mib: float
 
     @property
@@ -77,8 +84,10 @@ def _child(
     sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
     room = _address_space() + limit_bytes  # over what the forked test process holds
     resource.setrlimit(resource.RLIMIT_AS, (room, room))
+    resource.setrlimit(resource.RLIMIT_CPU, (timeout_s, timeout_s + 1))  # SIGXCPU kills it
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # and leaves no core file
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(timeout_s)
+    signal.alarm(timeout_s * WALL_FACTOR)
     try:
         status = cli.main(argv)
     except SystemExit as exc:
@@ -120,12 +129,13 @@ class Child:
             texts.append(f.read().decode(errors="replace"))
             f.close()
         status = os.waitstatus_to_exitcode(wait_status)
-        return Outcome(status if status >= 0 else None, *texts, wall, usage.ru_maxrss / 1024)
+        cpu = usage.ru_utime + usage.ru_stime
+        return Outcome(status if status >= 0 else None, *texts, wall, cpu, usage.ru_maxrss / 1024)
 
 
 def spawn(argv: list[str], limit_bytes: int = GIB, timeout_s: int = 30) -> Child:
     """Start ``gtop ARGV`` in a forked child allowed ``limit_bytes`` of address space more
-    than it inherits."""
+    than it inherits and ``timeout_s`` seconds of CPU."""
     _warm_up()
     out = tempfile.TemporaryFile()  # noqa: SIM115 - Child.wait closes both
     err = tempfile.TemporaryFile()  # noqa: SIM115

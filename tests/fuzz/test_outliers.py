@@ -1,7 +1,7 @@
 """Semantic damage: one row's value set to an extreme in every numeric column of every
 stream (checksums valid, as a buggy or hostile writer leaves them), on small real
 recordings; ``report`` and ``replay --once`` each exit 0 or print one ``gtop:`` line,
-in forked children under 4 GiB and 30 s."""
+in forked children under 4 GiB and 30 CPU seconds."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from gtop.recordings.schema import dtype_from_json
 from tests.conftest import RECORDINGS
 from tests.fuzz.runner import GIB, run_all
 
-BASES = {RECORDINGS / "train_loop_nvml.gtop": True, RECORDINGS / "constructed-tiny.gtop": False}
-"""Small real recordings (NVML and host; CUPTI), and whether each takes every extreme and
-both commands (True) or the first extreme and ``report`` only (a 2-core machine's time)."""
+BASES = {RECORDINGS / "train_loop_nvml.gtop": True, RECORDINGS / "loader-1-worker.gtop": False}
+"""Small real recordings (NVML and host; CUPTI with API calls, kernels, memcpy, memset,
+stacks and thread states: every stream gtop records but probes'), and whether each takes
+every extreme and both commands (True) or the first extreme and ``report`` only (a
+2-core machine's time: its 114 columns at ~0.3 s a report)."""
 
 
 def extremes(kind: str, dtype: np.dtype) -> list[object]:
@@ -68,7 +70,6 @@ def outlier(base: Path, out: Path, stream: str, field: str, value: object) -> No
     db.close()
 
 
-@pytest.mark.timeout(900)
 @pytest.mark.parametrize("base", BASES, ids=lambda p: p.stem)
 def test_an_outlier_in_any_column_gives_a_report_or_one_line(tmp_path: Path, base: Path) -> None:
     every = BASES[base]
@@ -83,7 +84,7 @@ def test_an_outlier_in_any_column_gives_a_report_or_one_line(tmp_path: Path, bas
     assert len(jobs) > 40
     failures = []
     for what, outcome in run_all(jobs, parallel=2, limit_bytes=4 * GIB, timeout_s=30):
-        if not outcome.clean or outcome.wall_s > 30:
+        if not outcome.clean or outcome.cpu_s > 30:
             tail = " | ".join(outcome.output.strip().splitlines()[-3:])
             failures.append(f"{what}: exit {outcome.status}: {tail[:300]}")
     assert not failures, f"{len(failures)} of {len(jobs)}:\n" + "\n".join(failures[:20])
