@@ -26,6 +26,7 @@ class DmatView(ZoomPan):
     """Give it ``records`` (mem_trace records) and optionally ``pointers``
     (argument -> (address, bytes)). Keys: see :class:`ZoomPan`, plus ``a`` (alignment)."""
 
+    probe_view = "dmat"
     BINDINGS = [
         Binding("a", "toggle_align", "Time alignment"),
         Binding("left_curly_bracket", "page_zoom(0.5)", "Fewer pages/row"),

@@ -49,6 +49,7 @@ class SmSchedule(ZoomPan):
     """The per-SM block schedule; give it ``schedule`` (a :class:`Schedule`) to draw.
     Keys (see :class:`ZoomPan`): zoom/pan time, scroll SMs."""
 
+    probe_view = "schedule"
     BINDINGS = [Binding("g", "toggle_group", "Group SMs")]
 
     schedule: reactive[Schedule | None] = reactive(None, always_update=True)

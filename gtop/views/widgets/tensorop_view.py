@@ -17,6 +17,7 @@ class TensorOpView(ZoomPan):
     """Give it ``ops`` (the output of ``tensorop.analyse``). Keys (see :class:`ZoomPan`):
     zoom/pan time, scroll warps."""
 
+    probe_view = "tensorops"
     ops: reactive[TensorOps | None] = reactive(None, always_update=True)
     """What to draw; None shows a hint."""
 

@@ -46,6 +46,9 @@ class ZoomPan(Widget, can_focus=True):
     top: reactive[int] = reactive(0)
     """Index of the first row shown."""
 
+    probe_view: ClassVar[str] = ""
+    """The view id a probe's catalog entry names to be drawn by this widget
+    (:mod:`~gtop.views.widgets.probe_views` finds it); empty: none."""
     aligns: ClassVar[bool] = False
     """Whether the view has a second time alignment (``action_toggle_align``)."""
 
