@@ -21,6 +21,7 @@ def test_the_agents_bytecode_goes_along_and_is_used(tmp_path: Path) -> None:
     source = AGENT / "wire.py"
     py_compile.compile(str(source), doraise=True)  # as pip compiles a package it installs
     boot = BootDir(tmp_path / "boot")
+    boot.bytecode.join(30)
     copy = tmp_path / "boot" / boot.package / "agent" / "wire.py"
     assert (
         Path(cache_from_source(str(copy))).read_bytes()
@@ -45,6 +46,7 @@ def test_bytecode_of_another_source_stays_behind(tmp_path: Path) -> None:
         stamp = int.from_bytes(stale[8:12], "little") - 1
         cached.write_bytes(stale[:8] + stamp.to_bytes(4, "little") + stale[12:])
         boot = BootDir(tmp_path / "boot")
+        boot.bytecode.join(30)
         copy = tmp_path / "boot" / boot.package / "agent" / "modes.py"
         assert copy.exists() and not Path(cache_from_source(str(copy))).exists()
     finally:

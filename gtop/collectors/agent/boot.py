@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import secrets
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,11 @@ AGENT_CODE = (
 """The parts of the ``gtop`` package the agent imports (its import-linter contract)."""
 
 
+def _stamp(value: int) -> bytes:
+    """A bytecode header's 32-bit field (time or size), as CPython writes it."""
+    return (value & 0xFFFFFFFF).to_bytes(4, "little")
+
+
 class BootDir:
     """Creates ``path`` (which must not exist, 0700) and fills it."""
 
@@ -47,7 +53,14 @@ class BootDir:
         path.mkdir(mode=0o700)
         self.package = f"_gtop_{secrets.token_hex(8)}"
         """The agent's package name inside targets."""
+        self._compiled: list[tuple[Path, Path, int, int]] = []
         self._copy_agent(path / self.package)
+        self.bytecode = threading.Thread(
+            target=self._copy_bytecode, name="gtop-agent-bytecode", daemon=True
+        )
+        """Copies the agent's bytecode beside its sources (see :meth:`_copy_agent`): off
+        the attach's way (a file's creation took ~4 ms on a busy VM's /tmp)."""
+        self.bytecode.start()
         self._write("sitecustomize.py", bootstrap.sitecustomize(self.package).encode())
         self.shim: Path | None = None
         """The CUPTI callback shim, where this machine runs the built one."""
@@ -65,10 +78,11 @@ class BootDir:
         return path
 
     def _copy_agent(self, dest: Path) -> None:
-        """Copy the agent's sources, each with its modification time, and the bytecode
-        gtop's own interpreter compiled of them where there is some: a target of that
-        Python version imports the agent without compiling it (0.1-0.3 s of its GIL
-        on this VM, a third of the agent's start); another version compiles as before."""
+        """Copy the agent's sources, each with its modification time, so that the
+        bytecode gtop's own interpreter compiled of them, copied beside them after, is
+        valid for them: a target of that Python version imports the agent without
+        compiling it (0.1-0.3 s of its GIL on this VM, a third of the agent's start);
+        another version compiles as before."""
         src = Path(gtop.__file__).resolve().parent
         for part in AGENT_CODE:
             files = [src / part] if part.endswith(".py") else sorted((src / part).rglob("*.py"))
@@ -78,27 +92,31 @@ class BootDir:
                 data = file.read_bytes()
                 mtime_ns = file.stat().st_mtime_ns
                 self._write(str(rel), data, mtime_ns=mtime_ns)
-                self._copy_bytecode(file, rel, len(data), mtime_ns)
+                self._compiled.append((file, rel, len(data), mtime_ns))
 
-    def _copy_bytecode(self, file: Path, rel: Path, size: int, mtime_ns: int) -> None:
-        """``file``'s compiled bytecode, next to its copy ``rel``, when it is there and
-        was compiled from exactly this source (its header's time and size)."""
-        try:
-            cached = Path(importlib.util.cache_from_source(str(file)))
-            data = cached.read_bytes()
-        except (OSError, NotImplementedError, ValueError):
-            return
-        header = int.from_bytes(data[4:8], "little"), data[8:12], data[12:16]
-        flags, stamp, length = header
-        if flags != 0 or data[:4] != importlib.util.MAGIC_NUMBER:
-            return  # hash-based or another interpreter's: the target compiles
-        if stamp != (mtime_ns // 1_000_000_000 & 0xFFFFFFFF).to_bytes(4, "little"):
-            return
-        if length != (size & 0xFFFFFFFF).to_bytes(4, "little"):
-            return
-        target = Path(importlib.util.cache_from_source(str(self.path / rel)))
-        target.parent.mkdir(mode=0o755, exist_ok=True)
-        self._write(str(target.relative_to(self.path)), data)
+    def _copy_bytecode(self) -> None:
+        """Each copied source's compiled bytecode, when there is some compiled from
+        exactly that source (its header's time and size), written whole under a temporary
+        name and renamed into place (a target importing meanwhile sees all or nothing)."""
+        for file, rel, size, mtime_ns in self._compiled:
+            try:
+                cached = Path(importlib.util.cache_from_source(str(file)))
+                data = cached.read_bytes()
+            except (OSError, NotImplementedError, ValueError):
+                continue
+            if data[:4] != importlib.util.MAGIC_NUMBER or data[4:8] != bytes(4):
+                continue  # another interpreter's, or checked by hash: the target compiles
+            if data[8:16] != _stamp(mtime_ns // 1_000_000_000) + _stamp(size):
+                continue  # compiled from another version of the source
+            target = Path(importlib.util.cache_from_source(str(self.path / rel)))
+            try:
+                target.parent.mkdir(mode=0o755, exist_ok=True)
+                os.chmod(target.parent, 0o755)
+                tmp = target.with_name(f"{target.name}.{secrets.token_hex(4)}.tmp")
+                self._write(str(tmp.relative_to(self.path)), data)
+                os.rename(tmp, target)
+            except OSError:
+                return  # the folder went (the link stopped)
 
     def launch_env(
         self, base: dict[str, str] | None, socket_path: str, mode: str, options: dict[str, Any]

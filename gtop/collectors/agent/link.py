@@ -192,6 +192,7 @@ class AgentLink:
             os.close(self._wake_r)
         if first:
             os.close(self._wake_w)
+        self.boot.bytecode.join()  # nothing is written into the folder once it goes
         shutil.rmtree(self.dir, ignore_errors=True)
 
     @property
