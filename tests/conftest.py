@@ -40,3 +40,12 @@ def processes() -> Iterator[list[subprocess.Popen]]:
         if p.poll() is None:
             p.kill()
         p.wait(10)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_reports(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One folder for :mod:`tests.reports` per session, shared by its xdist workers."""
+    from tests.reports import share_in  # gtop imported when the tests start, not before
+
+    base = tmp_path_factory.getbasetemp()
+    share_in((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "reports")

@@ -12,7 +12,7 @@ import pytest
 
 from gtop.recordings.clipped import active, choose
 from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report
+from tests.reports import report_of
 
 from .recordings import RECORDINGS, ROOT
 
@@ -56,8 +56,7 @@ def test_window_is_the_workloads_own(name: str) -> None:
 def test_no_unknown_inside_the_window(name: str) -> None:
     """With CUPTI and host data, UNKNOWN stays under 1% of the window; without them the
     verdict says in one line that there is no host data."""
-    with Recording(RECORDINGS / name) as rec:
-        report = read_report(rec)
+    report = report_of(RECORDINGS / name)
     phases = report["phases"]
     assert sum(p["seconds"] for p in phases) == pytest.approx(report["duration_s"], abs=0.01)
     if not report["gpu"]:  # a CPU-only recording: nothing on a GPU to attribute
@@ -72,8 +71,7 @@ def test_no_unknown_inside_the_window(name: str) -> None:
 
 
 def test_startup_is_a_labelled_phase_with_its_stacks() -> None:
-    with Recording(RECORDINGS / "constructed-io.gtop") as rec:
-        report = read_report(rec)
+    report = report_of(RECORDINGS / "constructed-io.gtop")
     startup = report["phases"][0]
     assert startup["name"] == "startup" and startup["seconds"] > 3
     assert startup["thread"] == report["target"]["pid"]

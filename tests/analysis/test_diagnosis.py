@@ -10,7 +10,6 @@ named below for the rest.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -24,7 +23,7 @@ from gtop.analysis.report.document import ATTRIBUTION_STREAMS, stack_frames
 from gtop.analysis.report.gpu_report import gpu_report
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report
+from tests.reports import report_of
 
 from .recordings import RECORDINGS
 
@@ -91,10 +90,8 @@ NAMES = sorted(
 in the default mode)."""
 
 
-@functools.cache
 def report(name: str) -> dict[str, Any]:
-    with Recording(RECORDINGS / f"{name}.gtop") as rec:
-        return read_report(rec)
+    return report_of(RECORDINGS / f"{name}.gtop")
 
 
 def check(kind: str, cause: str | None, verdict: dict[str, Any] | Any) -> None:

@@ -3,25 +3,21 @@ cause's phrase, the tables that explain it, all in 100 columns."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pytest
 
 from gtop.analysis.attribution.causes import EXPLANATIONS, LABELS, PHRASES, Cause
 from gtop.analysis.report.report_text import TOP, WIDTH, format_report
-from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report
+from tests.reports import report_of
 
 from .recordings import RECORDINGS
 
 ALL = sorted(p.name for p in RECORDINGS.glob("*.gtop"))
 
 
-@functools.cache
 def report(name: str) -> dict[str, Any]:
-    with Recording(RECORDINGS / name) as rec:
-        return read_report(rec)
+    return report_of(RECORDINGS / name)
 
 
 @pytest.mark.parametrize(

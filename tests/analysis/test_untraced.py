@@ -30,6 +30,7 @@ from gtop.analysis.report.report_text import format_report
 from gtop.recordings.clipped import choose
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
+from tests.reports import report_of
 from tests.serve_metrics import scrape
 
 from .recordings import RECORDINGS, ROOT
@@ -216,11 +217,8 @@ def sampled_file(name: str, folder: Path) -> Path:
 
 def reports(name: str, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """``gtop report``'s document of the recording and of its sampled version."""
-    docs = []
-    for path in (RECORDINGS / f"{name}.gtop", sampled_file(name, folder)):
-        with Recording(path) as rec:
-            docs.append(read_report(rec))
-    return docs[0], docs[1]
+    with Recording(sampled_file(name, folder)) as rec:
+        return report_of(RECORDINGS / f"{name}.gtop"), read_report(rec)
 
 
 @pytest.fixture(scope="module")
@@ -374,10 +372,8 @@ calls and ``t_on`` after the enable calls, and work launched before an off switc
 on past it (measured on both recordings: at most 0.14 ms)."""
 
 
-@functools.cache
 def agent_report(name: str) -> dict[str, Any]:
-    with Recording(RECORDINGS / f"{name}.gtop") as rec:
-        return read_report(rec)
+    return report_of(RECORDINGS / f"{name}.gtop")
 
 
 @pytest.mark.parametrize("name", AGENT_SAMPLED)

@@ -31,10 +31,9 @@ from types import ModuleType
 import pytest
 
 from gtop.cli import main
-from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report
 from tests.conftest import RECORDINGS
 from tests.exporters.conftest import compile_profile_proto
+from tests.reports import report_of
 
 ALL = sorted(str(p.relative_to(RECORDINGS)) for p in RECORDINGS.rglob("*.gtop"))
 US = 1e-6
@@ -142,8 +141,7 @@ def reports() -> Callable[[str], dict[str, dict]]:
 
     def get(name: str) -> dict[str, dict]:
         if name not in made:
-            with Recording(RECORDINGS / name) as rec:
-                gpu = read_report(rec)["gpu"]
+            gpu = report_of(RECORDINGS / name)["gpu"]
             made[name] = {f"GPU {d}": e for d, e in gpu.items() if e["exact"]}
         return made[name]
 
