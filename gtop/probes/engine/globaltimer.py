@@ -15,8 +15,6 @@ import time
 
 import numpy as np
 
-from ...cupti.clock import ClockFit, fit
-
 PTX = """\
 .version 7.0
 .target sm_70
@@ -64,8 +62,3 @@ def samples(n: int = 64) -> list[tuple[int, int, int]]:
         check(driver.cuStreamDestroy(stream))
         check(driver.cuModuleUnload(module))
     return [(b, int(g), a) for (b, a), g in zip(brackets, host, strict=True)]
-
-
-def fit_globaltimer(n: int = 64) -> ClockFit:
-    """The %globaltimer -> CLOCK_MONOTONIC fit of the current device."""
-    return fit(samples(n))
