@@ -1,9 +1,11 @@
 """The live collectors.
 
-A collector that every live session opens at its start is one module (or package)
-directly in this folder that names its class ``COLLECTOR`` (a
+A collector that a live session opens by itself is one module (or package) directly in
+this folder that names its class ``COLLECTOR`` (a
 :class:`~gtop.collectors.base.SessionCollector`); :func:`session_collectors` finds them,
-as the probe catalog finds its probes, and nothing else registers one.
+as the probe catalog finds its probes, and nothing else registers one. The class's
+``opens`` says when: ``"start"`` (the default) when the session starts, ``"agent"``
+once the session has an agent link.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ if TYPE_CHECKING:
     from gtop.collectors.base import SessionCollector
 
 
-def session_collectors() -> tuple[type[SessionCollector], ...]:
-    """Every ``COLLECTOR`` declared directly in this package, ordered by module name."""
+def session_collectors(opens: str = "start") -> tuple[type[SessionCollector], ...]:
+    """Every ``COLLECTOR`` declared directly in this package that opens at ``opens``,
+    ordered by module name."""
     found = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         cls = getattr(importlib.import_module(f"{__name__}.{info.name}"), "COLLECTOR", None)
-        if cls is not None:
+        if cls is not None and getattr(cls, "opens", "start") == opens:
             found.append(cls)
     return tuple(found)

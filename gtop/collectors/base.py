@@ -7,12 +7,15 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gtop.core.hub import Hub
 from gtop.core.status import Status
+
+if TYPE_CHECKING:
+    from gtop.collectors.agent.link import AgentLink
 
 JITTER = 0.05
 """Each period is stretched or shrunk by up to 5% so samples do not alias with the target."""
@@ -52,6 +55,10 @@ class SessionSetup:
     """Python stack samples per second per thread (``--rate``)."""
     py_idle: bool = True
     """Keep Python samples of threads that were not running (``--idle``, the default)."""
+    agent: AgentLink | None = None
+    """The session's agent link, for the collectors that open with it (``opens = "agent"``)."""
+    gpu_pids: Callable[[], Iterable[int]] | None = None
+    """The processes on a GPU now (NVML's), or None without NVML."""
 
 
 class SessionCollector(Collector, Protocol):

@@ -232,16 +232,8 @@ class LiveSource:
 
     def _follow(self, link: AgentLink) -> None:
         """Send the agent into the target's descendants that use CUDA, as they appear."""
-        from gtop.collectors.agent.follow import DescendantFollower
-
-        nvml = self._nvml_opened()
-        if nvml is None or self.pid is None:
-            return  # no GPU: nothing to follow
-        follower = DescendantFollower(
-            self.hub, max(self.interval_s, 1.0), self.pid, link, lambda: nvml.pids
-        )
-        follower.start()
-        self.collectors.append(follower)
+        self._nvml_opened()  # no GPU: nothing to follow
+        self.collectors += self._open(session_collectors("agent"), agent=link)
 
     def target_alive(self) -> bool:
         """Whether the focused process still runs (True when there is none)."""
@@ -276,8 +268,11 @@ class LiveSource:
             meta.update(self.nvml.system)
         return meta
 
-    def _open(self, classes: Iterable[type[SessionCollector]]) -> list[Collector]:
+    def _open(
+        self, classes: Iterable[type[SessionCollector]], agent: AgentLink | None = None
+    ) -> list[Collector]:
         """Start those of ``classes`` not started yet that have something to watch here."""
+        nvml = self.nvml
         setup = SessionSetup(
             self.hub,
             self.interval_s,
@@ -286,6 +281,8 @@ class LiveSource:
             self._watched_pids,
             self.py_rate_hz,
             self.py_idle,
+            agent,
+            (lambda: nvml.pids) if nvml is not None else None,
         )
         opened: list[Collector] = []
         for cls in classes:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 from gtop.collectors.agent.attach import AttachError, attach
 from gtop.collectors.agent.link import AgentLink
-from gtop.collectors.base import PollingCollector
+from gtop.collectors.base import PollingCollector, SessionSetup
 from gtop.collectors.host import family
 from gtop.core.hub import Hub
 
@@ -26,6 +26,14 @@ class DescendantFollower(PollingCollector):
     ``gpu_pids()`` that have not reported to ``link`` and were not tried before."""
 
     name = "follow"
+    opens = "agent"
+
+    @classmethod
+    def for_session(cls, setup: SessionSetup) -> DescendantFollower | None:
+        """Follows a session's target once it has an agent link and a GPU (NVML)."""
+        if setup.agent is None or setup.pid is None or setup.gpu_pids is None:
+            return None
+        return cls(setup.hub, max(setup.interval_s, 1.0), setup.pid, setup.agent, setup.gpu_pids)
 
     def __init__(
         self,
