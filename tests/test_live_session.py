@@ -66,3 +66,26 @@ def test_a_recording_ends_where_its_stop_began(tmp_path: Path) -> None:
         _, hi = rec.time_range()
     assert hi <= time.monotonic_ns() and stop_ns <= hi + 1_000_000_000  # data up to the stop
     assert hi < stop_ns + 50_000_000, (hi - stop_ns) / 1e9  # the stop began ≤ 50 ms later
+
+
+def test_a_recording_ends_where_its_stop_began_while_collection_still_starts(
+    tmp_path: Path,
+) -> None:
+    """Stopped while the collectors start (the host tier's BPF load): the host collector
+    polls meanwhile, and what the recorder drains while the stop waits is cut too."""
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    source = LiveSource(target.pid, 0.1, require_gpu=False)
+    try:
+        source.start_recording(tmp_path / "early.gtop")
+        source.start_in_background()
+        time.sleep(0.2)
+        stop_ns = time.monotonic_ns()
+        source.stop()
+        stopped_ns = time.monotonic_ns()
+    finally:
+        target.kill()
+        target.wait()
+    with Recording(tmp_path / "early.gtop") as rec:
+        _, hi = rec.time_range()
+    assert stopped_ns - stop_ns > 300_000_000  # the stop waited for the start
+    assert hi < stop_ns + 50_000_000, (hi - stop_ns) / 1e9

@@ -48,8 +48,10 @@ class Recorder:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gtop-recorder", daemon=True)
         self.error: str | None = None
-        self._until_ns: int | None = None
-        """Set by :meth:`stop`: rows stamped later are not written."""
+        self.until_ns: int | None = None
+        """The recording's end (CLOCK_MONOTONIC ns), once known: rows stamped later (read
+        by the collectors' last polls while gtop stops) are not written, so that a
+        ``--duration S`` recording covers S seconds, not S plus the stop."""
 
     def start(self) -> Recorder:
         self._thread.start()
@@ -57,7 +59,7 @@ class Recorder:
 
     def _drain_once(self) -> None:
         update = self._sub.poll()
-        until = self._until_ns
+        until = self.until_ns
         for name, batch in update.batches.items():
             if until is not None and "t_ns" in (batch.dtype.names or ()):
                 batch = batch[batch["t_ns"] <= until]
@@ -98,11 +100,10 @@ class Recorder:
     def stop(self, final_meta: dict[str, Any] | None = None, until_ns: int | None = None) -> Path:
         """Stop, write what is queued, and finalise the file. Safe to call twice.
 
-        ``until_ns``: the recording's end (CLOCK_MONOTONIC ns): rows stamped after it (read
-        by the collectors' last polls while gtop stopped) are left out, so that a
-        ``--duration S`` recording covers S seconds, not S plus the stop.
+        ``until_ns``: the recording's end, if not set already (:attr:`until_ns`).
         """
-        self._until_ns = until_ns
+        if until_ns is not None and self.until_ns is None:
+            self.until_ns = until_ns
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()

@@ -341,7 +341,9 @@ class LiveSource:
         :meth:`~gtop.collectors.threads.tier.ThreadCollector.stop`).
         """
         self._stopped = True
-        until_ns = time.monotonic_ns()  # the recording ends here (see Recorder.stop)
+        until_ns = time.monotonic_ns()  # the recording ends here (see Recorder.until_ns)
+        if self.recorder is not None:
+            self.recorder.until_ns = until_ns  # also for what it drains while we stop
         if self._starting is not None:
             self._starting.join()  # what it started is stopped below
         if self._start_error is not None:
