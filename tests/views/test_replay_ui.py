@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
-from gtop.core.model import Model
+from gtop.views import tabs
 from gtop.views.processes import COLUMN_KEYS
 from gtop.views.screens.help import HelpScreen
 from gtop.views.screens.overview import OverviewScreen
@@ -269,9 +269,15 @@ async def test_drops_are_always_shown(replay_app: AppFactory, tmp_path: Path) ->
         assert app.screen.table.visible_pids == []
 
 
-class PidEcho(Static):
-    """A panel a later feature might register: it shows the generation it was given."""
+ECHO_TAB = '''"""A tab a later feature might add: it shows the generation it was given."""
 
+from textual.widgets import Static
+
+from gtop.core.model import Model
+from gtop.views.tabs.panels import PanelSpec
+
+
+class PidEcho(Static):
     def __init__(self, pid: int) -> None:
         super().__init__()
         self.pid = pid
@@ -282,16 +288,22 @@ class PidEcho(Static):
         self.update(f"echo {self.pid} at {model.generation}")
 
 
-async def test_registered_panel_becomes_a_tab(
-    replay_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+PANEL = PanelSpec("Echo", PidEcho, order=15)
+'''
+
+
+async def test_a_tab_is_one_file(
+    replay_app: AppFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(panels, "_PANELS", dict(panels._PANELS))
-    panels.register_process_panel("Echo", PidEcho, order=15)
+    """A module that names a PANEL, in the tabs' folder (here one added to its path),
+    becomes a tab of the process screen."""
+    (tmp_path / "echo_tab.py").write_text(ECHO_TAB)
+    monkeypatch.setattr(tabs, "__path__", [*tabs.__path__, str(tmp_path)])
     assert [p.title for p in panels.process_panels()][:3] == ["GPUs", "Echo", "Children"]
     app = replay_app(HOST_FAMILY, at_s=3.0, start_pid=PARENT)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        echo = app.screen.query_one(PidEcho)
+        echo = app.screen.query_one("PidEcho")
         assert echo.seen == -1  # hidden tabs are not drawn
         await pilot.press("right_square_bracket")
         await pilot.pause()

@@ -35,7 +35,7 @@ from gtop.core.model import Model
 from gtop.views.fmt.busy import Cells
 from gtop.views.fmt.cause_frames import plain_frames
 from gtop.views.tabs import absence
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import (
     LAG_NS,
     WINDOW_NS,
@@ -311,7 +311,7 @@ class GpuTimeTab(WorkerPanel):
         self.flame.border_title = "GPU-centric flamegraph"
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "GPU time",
     GpuTimeTab,
     order=60,

@@ -44,7 +44,7 @@ from gtop.cupti.decode import GRAPH_NAME
 from gtop.probes.catalog import ENTRIES
 from gtop.probes.engine.instrumentable import refusal
 from gtop.views.tabs import absence
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import TabWindow, session_of, tab_window
 from gtop.views.tabs.worker_panel import WorkerPanel
 from gtop.views.widgets.api_table import ApiTable
@@ -365,7 +365,7 @@ class KernelsTab(WorkerPanel):
         )
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Kernels",
     KernelsTab,
     order=30,

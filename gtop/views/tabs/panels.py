@@ -5,15 +5,15 @@ method; the process screen calls ``show`` on the visible panel whenever the mode
 changed (and when the tab is opened), on the UI thread. ``show`` must only read the
 model — slow analysis belongs in a worker or in a model listener.
 
-To add a tab, register the panel in its own module and name that module in
-:data:`PANEL_MODULES`::
+To add a tab, write the panel in its own module of this folder and name its spec
+``PANEL`` there (:func:`process_panels` finds it; nothing else registers a tab)::
 
     # gtop/views/tabs/kernels_tab.py
     class KernelsTab(WorkerPanel):
         def __init__(self, pid: int) -> None: ...
         def show(self, model: Model) -> None: ...
 
-    register_process_panel("Kernels", KernelsTab, order=30, about="What the tab shows.")
+    PANEL = PanelSpec("Kernels", KernelsTab, order=30, about="What the tab shows.")
 
 Tabs appear in ``order`` (then title); the first is opened by default.
 """
@@ -21,6 +21,7 @@ Tabs appear in ``order`` (then title); the first is opened by default.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,19 +29,6 @@ from typing import Protocol
 from textual.widget import Widget
 
 from gtop.core.model import Model
-
-PANEL_MODULES: tuple[str, ...] = (
-    "gtop.views.tabs.process_gpus",
-    "gtop.views.tabs.process_children",
-    "gtop.views.tabs.kernels_tab",
-    "gtop.views.tabs.streams_tab",
-    "gtop.views.tabs.threads_tab",
-    "gtop.views.tabs.gpu_time_tab",
-    "gtop.views.tabs.swimlanes_tab",
-    "gtop.views.tabs.probes_tab",
-    "gtop.views.tabs.ranks_tab",
-)
-"""Modules that register process panels when imported."""
 
 
 class ModelView(Protocol):
@@ -62,24 +50,14 @@ class PanelSpec:
     """The tab is shown only while ``when(model, pid)`` holds (None: always)."""
 
 
-_PANELS: dict[str, PanelSpec] = {}
-
-
-def register_process_panel(
-    title: str,
-    factory: Callable[[int], Widget],
-    order: int = 100,
-    about: str = "",
-    when: Callable[[Model, int], bool] | None = None,
-) -> None:
-    """Add (or replace) the tab ``title``; ``factory(pid)`` builds a widget with ``show``;
-    ``about`` explains the tab on the ``?`` screen; ``when(model, pid)``, if given, says
-    whether the tab is shown now."""
-    _PANELS[title] = PanelSpec(title, factory, order, about, when)
-
-
 def process_panels() -> list[PanelSpec]:
-    """Every registered panel, in tab order (importing :data:`PANEL_MODULES` first)."""
-    for name in PANEL_MODULES:
-        importlib.import_module(name)
-    return sorted(_PANELS.values(), key=lambda p: (p.order, p.title))
+    """Every tab, in tab order: the ``PANEL`` of each module in this folder (a later
+    one of the same title replaces an earlier one)."""
+    from gtop.views import tabs
+
+    found: dict[str, PanelSpec] = {}
+    for info in sorted(pkgutil.iter_modules(tabs.__path__), key=lambda m: m.name):
+        spec = getattr(importlib.import_module(f"{tabs.__name__}.{info.name}"), "PANEL", None)
+        if isinstance(spec, PanelSpec):
+            found[spec.title] = spec
+    return sorted(found.values(), key=lambda p: (p.order, p.title))

@@ -29,7 +29,7 @@ from gtop.analysis.kernels import probes as data
 from gtop.core.model import Model
 from gtop.probes.catalog import ENTRIES
 from gtop.probes.record_streams import ProbeLaunch
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.widgets.probe_views import PROBE_VIEWS
 from gtop.views.widgets.zoom_pan import ZoomPan
 
@@ -254,7 +254,7 @@ class ProbesTab(Vertical):
         return text
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Probes",
     ProbesTab,
     order=80,

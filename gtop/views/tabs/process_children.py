@@ -8,7 +8,7 @@ from textual.widgets import Static
 
 from gtop.core.model import Model
 from gtop.views.processes import RECENT_S, descendants, process_rows
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import recent_label
 from gtop.views.widgets.process_table import ProcessTable
 
@@ -46,7 +46,7 @@ class ProcessChildren(Vertical):
         self.table.display = bool(kids)
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Children",
     ProcessChildren,
     order=20,

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from gtop.core.model import Model
 from gtop.views.fmt import values as fmt
 from gtop.views.processes import RECENT_S, newest
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import recent_label
 from gtop.views.widgets.row_table import Column, RowTable
 
@@ -69,7 +69,7 @@ class ProcessGpus(Vertical):
         self.table.display = True
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "GPUs",
     ProcessGpus,
     order=10,

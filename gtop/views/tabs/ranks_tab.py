@@ -25,7 +25,7 @@ from gtop.analysis.distributed.roles import ranks
 from gtop.analysis.kernels.cuda_activity import names_from_entities
 from gtop.core.model import Model
 from gtop.views.fmt import values as fmt
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import session_of, tab_window
 from gtop.views.tabs.worker_panel import WorkerPanel
 
@@ -153,7 +153,7 @@ def verdict(result: dict[str, Any]) -> Text:
     )
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Ranks",
     RanksTab,
     order=75,

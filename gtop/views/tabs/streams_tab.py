@@ -11,7 +11,7 @@ from textual.widgets import Static
 from gtop.core import layouts
 from gtop.core.model import Model
 from gtop.views.tabs import absence
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import LAG_NS, tab_window
 from gtop.views.tabs.worker_panel import agent_error_of, is_live
 from gtop.views.widgets.stream_timeline import StreamTimeline
@@ -78,7 +78,7 @@ class StreamsTab(Vertical):
             self.show(self._model)
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Streams",
     StreamsTab,
     order=40,

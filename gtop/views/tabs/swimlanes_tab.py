@@ -20,7 +20,7 @@ from gtop.core.model import Model
 from gtop.core.rows import take_rows
 from gtop.views.fmt import busy
 from gtop.views.tabs import absence
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import family, session_of, tab_window
 from gtop.views.tabs.thread_filter import busy_tids, gtop_tids
 from gtop.views.tabs.worker_panel import WorkerPanel
@@ -144,7 +144,7 @@ class SwimlanesTab(WorkerPanel):
         self.lanes.show(lanes, t0, t1, cells)
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Swimlanes",
     SwimlanesTab,
     order=70,

@@ -19,7 +19,7 @@ from gtop.analysis.host import thread_time as threads
 from gtop.core import layouts
 from gtop.core.model import Model, Slice
 from gtop.views.tabs import absence
-from gtop.views.tabs.panels import register_process_panel
+from gtop.views.tabs.panels import PanelSpec
 from gtop.views.tabs.session_data import tab_window
 from gtop.views.tabs.thread_filter import threads_that_matter
 from gtop.views.tabs.worker_panel import WorkerPanel
@@ -154,7 +154,7 @@ class ThreadsTab(WorkerPanel):
         self.watch_mode()
 
 
-register_process_panel(
+PANEL = PanelSpec(
     "Threads",
     ThreadsTab,
     order=50,
