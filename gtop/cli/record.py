@@ -98,7 +98,6 @@ def cmd_record(config: Config) -> int:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
-    started = time.monotonic()
     # first, before the recording's file: the agent waits for the target's safe point
     attaching = _attach_while_recording(source, config)
     try:
@@ -108,7 +107,8 @@ def cmd_record(config: Config) -> int:
         if isinstance(exc, FileExistsError):
             raise UserError(f"{config.output} exists (use --force to overwrite)") from None
         raise UserError(f"cannot create {config.output}: {exc.strerror or exc}") from None
-    source.start_in_background()  # the clock runs meanwhile (--duration)
+    started = time.monotonic()  # --duration counts from the recording's start
+    source.start_in_background()  # the clock runs meanwhile
     _check_forced_tier_started(source, config)
     interactive = sys.stderr.isatty()
     shown = -1
