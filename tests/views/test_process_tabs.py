@@ -382,7 +382,9 @@ def test_session_data_is_incremental_and_chunking_does_not_matter() -> None:
 
 
 def test_a_frame_stays_cheap_at_100k_kernels_per_second() -> None:
-    """One second of 100k kernel records, in 10 batches: aggregating costs < 0.3 s."""
+    """One second of 100k kernel records, in 10 batches: aggregating costs < 0.3 s of
+    this thread's CPU time (not the clock's: a loaded machine stretches wall time, not
+    the work)."""
     base = recorded(CONSTRUCTED_IO, "kernel", 20.0)
     model = Model()
     data = session_of(model)
@@ -391,18 +393,19 @@ def test_a_frame_stays_cheap_at_100k_kernels_per_second() -> None:
     rows["t_ns"] = np.arange(n, dtype=np.int64) * 10_000
     rows["end_ns"] = rows["t_ns"] + 5_000
     rows["name_id"] = np.arange(n) % 50
-    start = time.perf_counter()
+    start = time.thread_time()
     for part in np.array_split(rows, 10):
         model.apply(Update(batches={layouts.KERNEL.name: part}), int(part["t_ns"][-1]))
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert data.kernels[IO_PID].rows({})[0].count == n // 50
     assert elapsed < 0.3, elapsed
 
 
 def test_frame_benchmark_cupti_case_is_cheap() -> None:
     """benchmarks/ui_frame_time.py's CUPTI case: every step of a frame stays well under a
-    10 fps frame budget at 100k kernel records/s (generous bounds for a busy CI VM)."""
-    costs = load_frame_benchmark().cupti_frame_cost(seconds=3)
+    10 fps frame budget at 100k kernel records/s, in the UI thread's CPU time (a loaded
+    machine stretches the wall clock, not the work)."""
+    costs = load_frame_benchmark().cupti_frame_cost(seconds=3, clock=time.thread_time)
     for step, ms in costs.items():
         assert float(np.median(ms)) < 50, (step, ms)
 
