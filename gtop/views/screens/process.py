@@ -69,15 +69,16 @@ class ProcessScreen(GtopScreen):
                 self._panels[f"panel-{i}"] = panel
                 self._specs[f"panel-{i}"] = spec
                 with TabPane(spec.title, id=f"panel-{i}"):
-                    yield panel
+                    if i == 0:  # the others are mounted when first opened (Enter's frame
+                        yield panel  # mounted all eight tabs' widgets: 0.5-1.4 s)
 
     def show(self, model: Model) -> None:
         self.summary.show(model)
         self.verdict.show(model)
         self._show_tabs(model)
-        active = self.tabs.active
-        if active in self._panels:
-            self._panels[active].show(model)
+        panel = self._panels.get(self.tabs.active)
+        if panel is not None and _mounted(panel):
+            panel.show(model)
 
     def _show_tabs(self, model: Model) -> None:
         """Show or hide the tabs that are shown only while something holds."""
@@ -123,9 +124,11 @@ class ProcessScreen(GtopScreen):
         full = self.size.height >= TALL or spec is None or spec.title in SUMMARY_TABS
         self.summary.styles.height = 5 if full else 2
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self._fit_summary()
         panel = self._panels.get(event.pane.id or "")
+        if isinstance(panel, Widget) and panel.parent is None:  # opened for the first time
+            await event.pane.mount(panel)
         if panel is not None:
             panel.show(self.model)
             self.call_after_refresh(self._focus_in, panel)
@@ -172,6 +175,11 @@ class ProcessScreen(GtopScreen):
             bar.action_next_tab()
         else:
             bar.action_previous_tab()
+
+
+def _mounted(panel: ModelView) -> bool:
+    """``panel`` is mounted (a tab's panel is, from the first time the tab opens)."""
+    return not isinstance(panel, Widget) or panel.is_mounted
 
 
 def _displayed(widget: Widget, top: Widget) -> bool:
