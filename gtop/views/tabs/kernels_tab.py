@@ -253,7 +253,8 @@ class KernelsTab(WorkerPanel):
         once the table has the kernel: the tab may have just been opened)."""
         self.show_api = False
         self._wanted = name
-        self._select_wanted()
+        if self.is_mounted:  # (else its first result selects it: the tab opens now)
+            self._select_wanted()
 
     def _select_wanted(self) -> None:
         if self._wanted is None:
