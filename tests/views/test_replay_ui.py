@@ -303,10 +303,10 @@ async def test_a_tab_is_one_file(
     app = replay_app(HOST_FAMILY, at_s=3.0, start_pid=PARENT)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        echo = app.screen.query_one("PidEcho")
-        assert echo.seen == -1  # hidden tabs are not drawn
+        assert not app.screen.query("PidEcho")  # a tab not opened yet: not mounted nor drawn
         await pilot.press("right_square_bracket")
         await pilot.pause()
+        echo = app.screen.query_one("PidEcho")
         assert echo.seen == app.model.generation and echo.pid == PARENT
 
 

@@ -169,7 +169,11 @@ class VerdictLine(WorkerPanel):
             return verdict, line_forms(label, verdict, best), gains
         if len(snap.records.ops) and (snap.records.ops["pid"] == self.pid).any():
             return None, (f"{label} · no GPU work of this process in the window",), []
-        return None, (f"{label} · no verdict: {snap.agent_reason}",), []
+        return (
+            None,
+            (f"{label} · no verdict: {snap.agent_reason}", f"{label} · no verdict (v: why)"),
+            [],
+        )
 
     def apply(self, result: Any) -> None:
         self.verdict, self._forms, self.gains = result
