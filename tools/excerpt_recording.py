@@ -1,7 +1,7 @@
 """Copy a window of a recording into a new one
 (``python3 tools/excerpt_recording.py SRC DST --from S --to S``).
 
-Seconds count from the recording's first record. Rows overlapping the window are copied
+Seconds count from the recording's first record. Rows that lie in the window are copied
 whole, entities valid before its end kept, and the copy's metadata says it is an
 excerpt (:func:`gtop.recordings.excerpt.excerpt`). How the committed recordings that are
 excerpts were cut is in README's recordings table.

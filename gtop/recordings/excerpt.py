@@ -1,12 +1,12 @@
 """A window of a recording copied into a new one (``tools/excerpt_recording.py``).
 
-Every row that overlaps the window (starts before its end, and starts or, for an
-interval, ends at or after its start) is copied whole and unchanged, chunk by chunk in
-the recorded order; every entity valid from before the window's end is kept (a stack or
-a process named earlier still describes rows in the window); the metadata is the
-source's, its time range and row counts those of the copy, plus ``excerpt`` (the window
-and the source's span, in seconds from the source's first record). Nothing is made up:
-each row of the copy is a row of the source, bit for bit.
+Every row that lies in the window (starts in it and, for an interval, ends in it: what
+a recorder stopped at the window's end had written of it) is copied whole and unchanged,
+chunk by chunk in the recorded order; every entity valid from before the window's end
+is kept (a stack or a process named earlier still describes rows in the window); the
+metadata is the source's, its time range and row counts those of the copy, plus
+``excerpt`` (the window and the source's span, in seconds from the source's first
+record). Nothing is made up: each row of the copy is a row of the source, bit for bit.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ RECOMPUTED = ("t_start_ns", "t_end_ns", "rows")
 """Metadata the writer works out from the rows it holds."""
 
 
-def overlapping(rows: np.ndarray, t0: int, t1: int) -> np.ndarray:
-    """The rows that overlap ``[t0, t1)``: start before ``t1``, and start or end at or
-    after ``t0``."""
+def inside(rows: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    """The rows that lie in ``[t0, t1)``: start at or after ``t0`` and end (or, without
+    an end, start) before ``t1``."""
     names = rows.dtype.names or ()
     last = rows["end_ns"] if "end_ns" in names else rows["t_ns"]
-    return rows[(rows["t_ns"] < t1) & (np.maximum(rows["t_ns"], last) >= t0)]
+    return rows[(rows["t_ns"] >= t0) & (np.maximum(rows["t_ns"], last) < t1)]
 
 
 def excerpt(
@@ -62,7 +62,7 @@ def excerpt(
         try:
             for stream in rec.streams:
                 for rows in rec.iter_chunks(stream):
-                    kept = overlapping(rows, t0, t1)
+                    kept = inside(rows, t0, t1)
                     if len(kept):
                         writer.append(stream, kept, docs.get(stream, ""))
                         writer.flush([stream])

@@ -1,4 +1,4 @@
-"""An excerpt of a real recording holds exactly the source's rows that overlap its
+"""An excerpt of a real recording holds exactly the source's rows that lie in its
 window, bit for bit, and the entities valid before its end; the tool says in one line
 when the window holds nothing."""
 
@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gtop.recordings.excerpt import excerpt, overlapping
+from gtop.recordings.excerpt import excerpt, inside
 from gtop.recordings.reader import Recording
 
 ROOT = Path(__file__).parents[2]
 SOURCE = ROOT / "recordings" / "fixes" / "preprocess-host.gtop"
 
 
-def test_an_excerpt_holds_the_rows_that_overlap_its_window(tmp_path: Path) -> None:
+def test_an_excerpt_holds_the_rows_that_lie_in_its_window(tmp_path: Path) -> None:
     out = tmp_path / "x.gtop"
     copied = excerpt(SOURCE, out, 1.0, 3.0)
     with Recording(SOURCE) as src, Recording(out) as x:
@@ -24,12 +24,12 @@ def test_an_excerpt_holds_the_rows_that_overlap_its_window(tmp_path: Path) -> No
         assert x.problems == [] and x.meta["excerpt"]["to_s"] == 3.0
         assert x.meta["host"] == src.meta["host"] and x.meta["rows"] == copied
         for stream in src.streams:
-            want = overlapping(src.read(stream), t0, t1)
+            want = inside(src.read(stream), t0, t1)
             assert x.read(stream).tobytes() == want.tobytes(), stream
             assert copied.get(stream, 0) == len(want)
         assert sum(copied.values()) < sum(len(src.read(s)) for s in src.streams)
         assert x.entities() == [e for e in src.entities() if e.t_ns < t1]
-        assert t0 <= x.time_range()[1] and x.time_range()[0] < t1
+        assert t0 <= x.time_range()[0] < x.time_range()[1] < t1
 
 
 def test_an_empty_window_is_one_line(tmp_path: Path) -> None:
