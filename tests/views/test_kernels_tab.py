@@ -26,7 +26,7 @@ def header(table: RowTable) -> list[str]:
 
 
 async def test_kernel_table_at_80_columns(replay_app: AppFactory) -> None:
-    app = replay_app(TRAIN, at_s=11.5, start_pid=TRAIN_PID)
+    app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
     async with app.run_test(size=SIZE) as pilot:
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)
@@ -66,7 +66,7 @@ async def test_cursor_stays_on_its_kernel_during_playback(replay_app: AppFactory
 
 
 async def test_palette_opens_tabs_and_kernels(replay_app: AppFactory) -> None:
-    app = replay_app(TRAIN, at_s=11.5, start_pid=TRAIN_PID)
+    app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
     async with app.run_test(size=SIZE) as pilot:
         await open_tab(pilot, "GPUs")
         screen = app.screen
@@ -120,7 +120,7 @@ async def test_columns_show_whole_or_not_at_all(replay_app: AppFactory) -> None:
     way to more numbers only down to NAME_FLOOR."""
     shown = {}
     for width in (80, 100, 120, 200):
-        app = replay_app(TRAIN, at_s=11.5, start_pid=TRAIN_PID)
+        app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
         async with app.run_test(size=(width, 24)) as pilot:
             tab = await open_tab(pilot, "Kernels")
             assert isinstance(tab, KernelsTab)

@@ -13,7 +13,7 @@ MAIN, AUTOGRAD, AGENT = 2011, 2093, 2015
 
 
 async def test_threads_that_matter_first_and_top_functions(replay_app: AppFactory) -> None:
-    app = replay_app(TRAIN, at_s=11.0, start_pid=MAIN)
+    app = replay_app(TRAIN, at_s=12.0, start_pid=MAIN)
     async with app.run_test(size=SIZE) as pilot:
         tab = await open_tab(pilot, "Threads")
         assert isinstance(tab, ThreadsTab)
