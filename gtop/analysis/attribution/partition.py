@@ -226,11 +226,12 @@ class UnitResult(Summary):
 
 def stream_keys(ops: np.ndarray) -> np.ndarray:
     """One int64 per op naming its (pid, device, stream); devices must be < 256."""
-    return (
-        (ops["pid"].astype(np.int64) << 40)
-        | ((ops["device"].astype(np.int64) & 0xFF) << 32)
-        | ops["stream"].astype(np.int64)
-    )
+    key = ops["pid"].astype(np.int64)  # built in place: no temporary per operator
+    key <<= 8
+    key |= ops["device"] & 0xFF
+    key <<= 32
+    key |= ops["stream"]
+    return key
 
 
 def _unit_of(key: int, level: str) -> Unit:
