@@ -27,7 +27,7 @@ from gtop.analysis.report.gpu_report import after_sync_ns, top_off_stacks
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, shared, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of
-from gtop.views.tabs.worker_panel import WorkerPanel
+from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
 EVERY_S = 2.0
 """Seconds between two computations (the breakdown of a busy window takes a while)."""
@@ -126,6 +126,10 @@ class VerdictLine(WorkerPanel):
         yield self.text
 
     def show(self, model: Model) -> None:
+        if not model.generation:  # nothing read yet: "no verdict" would be untrue
+            self.set_note(COMPUTING)
+            self._marked = True
+            return
         now = time.monotonic()
         data = session_of(model)
         seen = (data.generation, data.batches > 0, model.now_ns)
