@@ -20,6 +20,7 @@ from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
 
+from gtop.analysis.attribution.causes import LABELS, PHRASES
 from gtop.analysis.attribution.records import OP_KERNEL
 from gtop.analysis.diagnosis.gains import Prediction, ranked, times
 from gtop.analysis.diagnosis.verdict import Verdict, from_entry
@@ -75,7 +76,17 @@ def short_headline(verdict: Verdict) -> str:
     if verdict.kind == "communication-bound":
         return verdict.headline.split(": ", 1)[0]
     share = f"{verdict.share_of_window:.0%} of the time"
-    return f"GPU idle {1 - verdict.gar:.0%}: {verdict.kind}, {share}"
+    what = SHORT_WHAT.get(verdict.kind) or PHRASES[LABELS.index(verdict.cause)]
+    return f"GPU idle {1 - verdict.gar:.0%}: {what}, {share}"
+
+
+SHORT_WHAT = {
+    "launch-bound": "launch-bound",
+    "input-bound": "waiting for input data",
+    "sync-bound": "waiting in synchronising calls",
+}
+"""The short headline's words for the verdicts a cause's plain words do not name (the
+others: :data:`~gtop.analysis.attribution.causes.PHRASES`)."""
 
 
 def line_forms(label: str, verdict: Verdict, best: str) -> tuple[str, ...]:
