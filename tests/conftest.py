@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDINGS = REPO / "recordings"
@@ -13,6 +14,11 @@ RECORDINGS = REPO / "recordings"
 # Every subprocess a test starts (gtop itself, target programs) imports the tree under
 # test, not whichever gtop happens to be installed.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+
+# Property tests judge what the code returns, never how fast an example ran: the clock
+# checks (a per-example deadline, slow input generation) fail on a loaded machine only.
+settings.register_profile("gtop", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gtop")
 
 
 @pytest.fixture
