@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from gtop.recordings.reader import Recording
 from gtop.recordings.writer import RecordingWriter
@@ -33,24 +36,42 @@ def convert(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> list[st
         FileExistsError: ``dst`` exists.
     """
     with Recording(src) as rec:
-        docs = stream_docs(rec.path)
         meta = {**rec.meta, "converted_from": rec.meta.get("format_version")}
-        writer = RecordingWriter(dst, meta, archive=True)
-        try:
-            for stream in rec.streams:
-                for rows in rec.iter_chunks(stream):
-                    writer.append(stream, rows, docs.get(stream, ""))
-                    writer.flush([stream])
-            for entity in rec.entities():
-                writer.add_entity(entity)
-        except BaseException:
-            writer.abandon()
-            Path(dst).unlink(missing_ok=True)
-            raise
-        writer.close(meta)
+        copy_into(rec, dst, meta)
         problems = list(rec.problems)
     vacuum(dst, PAGE_SIZE)
     return problems
+
+
+def copy_into(
+    rec: Recording,
+    dst: str | os.PathLike[str],
+    meta: dict,
+    keep: Callable[[np.ndarray], np.ndarray] | None = None,
+    t1: int | None = None,
+) -> dict[str, int]:
+    """Write ``rec``'s chunks (each filtered by ``keep``, when given) and its entities
+    (those from before ``t1``, when given) to the new file ``dst`` with ``meta``,
+    compressed for keeping; a failure leaves no ``dst``. Returns the rows written per
+    stream (the file is not vacuumed yet: :func:`vacuum`)."""
+    docs = stream_docs(rec.path)
+    writer = RecordingWriter(dst, meta, archive=True)
+    try:
+        for stream in rec.streams:
+            for rows in rec.iter_chunks(stream):
+                kept = rows if keep is None else keep(rows)
+                if len(kept):
+                    writer.append(stream, kept, docs.get(stream, ""))
+                    writer.flush([stream])
+        for entity in rec.entities():
+            if t1 is None or entity.t_ns < t1:
+                writer.add_entity(entity)
+    except BaseException:
+        writer.abandon()
+        Path(dst).unlink(missing_ok=True)
+        raise
+    writer.close(meta)
+    return dict(writer.rows_written)
 
 
 def vacuum(path: str | os.PathLike[str], page_size: int) -> None:

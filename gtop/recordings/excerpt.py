@@ -12,13 +12,11 @@ record). Nothing is made up: each row of the copy is a row of the source, bit fo
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
-from gtop.recordings.convert import PAGE_SIZE, stream_docs, vacuum
+from gtop.recordings.convert import PAGE_SIZE, copy_into, vacuum
 from gtop.recordings.reader import Recording
-from gtop.recordings.writer import RecordingWriter
 
 RECOMPUTED = ("t_start_ns", "t_end_ns", "rows")
 """Metadata the writer works out from the rows it holds."""
@@ -54,26 +52,9 @@ def excerpt(
         t0, t1 = first + round(from_s * 1e9), first + round(to_s * 1e9)
         if not t0 < t1 or t1 <= first or t0 > last:
             raise ValueError(f"no data in {from_s}-{to_s} s of {src}")
-        docs = stream_docs(rec.path)
         window = {"from_s": from_s, "to_s": to_s, "source_s": (last - first) / 1e9}
         meta = {k: v for k, v in rec.meta.items() if k not in RECOMPUTED}
         meta["excerpt"] = window
-        writer = RecordingWriter(dst, meta, archive=True)
-        try:
-            for stream in rec.streams:
-                for rows in rec.iter_chunks(stream):
-                    kept = inside(rows, t0, t1)
-                    if len(kept):
-                        writer.append(stream, kept, docs.get(stream, ""))
-                        writer.flush([stream])
-            for entity in rec.entities():
-                if entity.t_ns < t1:
-                    writer.add_entity(entity)
-        except BaseException:
-            writer.abandon()
-            Path(dst).unlink(missing_ok=True)
-            raise
-        writer.close(meta)
-        copied = dict(writer.rows_written)
+        copied = copy_into(rec, dst, meta, lambda rows: inside(rows, t0, t1), t1)
     vacuum(dst, PAGE_SIZE)
     return copied
