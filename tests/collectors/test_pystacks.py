@@ -102,3 +102,21 @@ def test_doctor_says_what_failed_when_the_sampler_cannot_read(monkeypatch, tmp_p
     works, detail = probe(timeout_s=3.0)
     assert not works
     assert "permission denied" in detail and "austin" in detail, detail
+
+
+def test_a_torn_read_never_names_an_interval_a_whole_stack_can() -> None:
+    """Austin reads a running thread without stopping it; a generator that yields meanwhile
+    leaves its frame alone (these frames are what Austin read of py_lines.py's pure-Python
+    phase). An interval whose only sample inside is torn takes the whole stack read 8 ms
+    away; of samples inside, a whole one wins over the middle one; with nothing whole near,
+    the torn stack still beats no stack."""
+    whole = ("<module> (py_lines.py:129)", "main (py_lines.py:117)", "python_work (py_lines.py:37)")
+    torn = ("python_work.<locals>.<genexpr> (py_lines.py:37)",)
+    ms = 1_000_000
+    sampler = pystacks.PyStackSampler(1)
+    for at, frames in [(0, whole), (10, whole), (18, torn), (26, whole), (100, torn)]:
+        sampler.add(7, True, at * ms, at * ms + 100_000, frames)
+    lo = np.array([15, 9, 90]) * ms
+    hi = np.array([25, 27, 110]) * ms
+    got = sampler.match(np.full(3, 7), lo, hi, np.ones(3, dtype=bool))
+    assert [sampler.stacks[i] for i in got] == [whole, whole, torn]

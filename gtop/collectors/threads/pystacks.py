@@ -17,7 +17,7 @@ import shutil
 import sys
 import sysconfig
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,9 +79,13 @@ class PyStackSampler:
         self.errors = 0
         self.last_error = ""
         self._index: dict[tuple[str, ...], int] = {}
-        # per (tid, running?): sample windows [lo, hi] and stack indices, in time order
+        # per (tid, running?): sample windows [lo, hi], stack indices and the id of each
+        # stack's outermost function, in time order
         self._times: dict[tuple[int, bool], list[tuple[int, int]]] = defaultdict(list)
         self._ids: dict[tuple[int, bool], list[int]] = defaultdict(list)
+        self._roots: dict[tuple[int, bool], list[int]] = defaultdict(list)
+        self._root_ids: dict[str, int] = {}
+        self._root_counts: dict[int, Counter[int]] = defaultdict(Counter)
         self._lock = threading.Lock()
 
     def start(self, collector: ThreadCollector) -> None:
@@ -105,12 +109,15 @@ class PyStackSampler:
             idx = self._index.setdefault(frames, len(self._index))
             if idx == len(self.stacks):
                 self.stacks.append(frames)
+            root = self._root_ids.setdefault(_function(frames[0]), len(self._root_ids))
+            self._root_counts[tid][root] += 1
             key = (tid, running)
             times = self._times[key]
             times.append((lo, hi))
             self._ids[key].append(idx)
+            self._roots[key].append(root)
             if times[0][1] < hi - KEEP_NS:
-                del times[0], self._ids[key][0]
+                del times[0], self._ids[key][0], self._roots[key][0]
 
     def match(
         self, tids: np.ndarray, t0: np.ndarray, t1: np.ndarray, running: np.ndarray
@@ -125,6 +132,13 @@ class PyStackSampler:
         on-CPU sample's instant) takes the nearest running sample up to
         :attr:`sample_join_ns` away: the thread's Python stack does not change while it
         waits for a CPU, and blocked time on either side has samples of its own.
+
+        Samples of a whole stack (one that starts at the thread's usual outermost
+        function) come first, inside the interval or near it, before a torn one inside:
+        the sampler reads a running thread's frames without stopping it, and a generator
+        that yields meanwhile leaves a stack cut to its own frame (``<genexpr>`` alone,
+        no caller; or Austin's ``INVALID``), which would otherwise name a long on-CPU
+        interval by one torn read.
         """
         out = np.full(len(tids), -1, dtype=np.int64)
         keys = np.stack([tids.astype(np.int64), running.astype(np.int64)], axis=1)
@@ -136,14 +150,19 @@ class PyStackSampler:
                 sel = np.flatnonzero((keys[:, 0] == tid) & (keys[:, 1] == run))
                 tarr = np.asarray(times)
                 ids = np.asarray(self._ids[(tid, bool(run))])
-                a, b = t0[sel], t1[sel]
-                first = np.searchsorted(tarr[:, 0], a, side="left")
-                last = np.searchsorted(tarr[:, 1], b, side="right") - 1
-                ok = first <= last
-                out[sel[ok]] = ids[((first + last) // 2)[ok]]
-                if run:
-                    rest = np.flatnonzero(~ok)
-                    out[sel[rest]] = _nearest(tarr, ids, a[rest], b[rest], self.sample_join_ns)
+                usual = self._root_counts[tid].most_common(1)[0][0]
+                whole = np.asarray(self._roots[(tid, bool(run))]) == usual
+                first = np.searchsorted(tarr[:, 0], t0[sel], side="left")
+                last = np.searchsorted(tarr[:, 1], t1[sel], side="right") - 1
+                found = np.full(len(sel), -1, dtype=np.int64)
+                for kept in (whole, np.ones_like(whole)):
+                    need = found < 0
+                    found[need] = _middle(ids, kept, first[need], last[need])
+                    if run:
+                        need = np.flatnonzero(found < 0)
+                        a, b = t0[sel[need]], t1[sel[need]]
+                        found[need] = _nearest(tarr[kept], ids[kept], a, b, self.sample_join_ns)
+                out[sel] = found
         return out
 
     def pending_ns(self) -> int:
@@ -179,13 +198,30 @@ def sampler(pid: int, rate_hz: float = DEFAULT_RATE_HZ, idle: bool = True) -> Py
     return cls(pid, rate_hz, path, idle)
 
 
+def _function(frame: str) -> str:
+    """A frame's function and file without its line: ``f (a.py:12)`` -> ``f (a.py``."""
+    return frame.rsplit(":", 1)[0]
+
+
+def _middle(ids: np.ndarray, kept: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """For each range ``[first, last]`` of samples: the id of the middle one of those
+    ``kept``, or -1 where none is."""
+    at = np.flatnonzero(kept)
+    lo = np.searchsorted(at, first, side="left")
+    n = np.searchsorted(at, last, side="right") - lo
+    has = n > 0
+    out = np.full(len(first), -1, dtype=np.int64)
+    out[has] = ids[at[lo[has] + (n[has] - 1) // 2]]
+    return out
+
+
 def _nearest(
     windows: np.ndarray, ids: np.ndarray, t0: np.ndarray, t1: np.ndarray, near: int
 ) -> np.ndarray:
     """For each ``[t0, t1]``: the id of the window (``[lo, hi]`` rows, in time order)
     nearest to it, when at most ``near`` away (0 when they overlap); else -1."""
-    if not len(t0):
-        return np.empty(0, dtype=np.int64)
+    if not len(windows):
+        return np.full(len(t0), -1, dtype=np.int64)
     centre = (windows[:, 0] + windows[:, 1]) // 2
     pos = np.searchsorted(centre, (t0 + t1) // 2)
     best = np.full(len(t0), -1, dtype=np.int64)

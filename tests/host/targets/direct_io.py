@@ -5,9 +5,11 @@ dropped and the pages touched, so the thread blocks in page faults, outside any 
 
 ``ARGV[2] == "cached" ARGV[3] == COUNTERS`` reads it from the page cache (never blocking
 on the disk) for 20 ms, then runs Python for 20 ms, in a loop; after each round it
-stores two float64 in the file COUNTERS (created by the caller, 16 bytes): the seconds
-spent inside ``os.preadv`` and the seconds of the whole loop so far, both by
-``perf_counter``.
+stores two float64 in the file COUNTERS (created by the caller, 16 bytes): the CPU
+seconds the thread spent inside ``os.preadv`` and its CPU seconds in the whole loop so
+far, both by ``time.thread_time`` (CPU time, as the collector's on-CPU intervals: a
+wall clock would count the time the thread waited for a CPU, unevenly between the two
+halves on a loaded machine).
 
 O_DIRECT where the filesystem allows it (CPython's ``os.preadv`` is the ``preadv2``
 syscall, whose blocked time sits in ``io_schedule``), else a page-cache drop
@@ -48,17 +50,18 @@ def cached_loop(fd: int, counters: str) -> None:
     with open(counters, "r+b") as f:
         out = mmap.mmap(f.fileno(), 16)
     print("READY " + json.dumps({"pid": os.getpid(), "tid": threading.get_native_id()}), flush=True)
-    in_read, start, offset = 0.0, time.perf_counter(), 0
+    in_read, start, offset = 0.0, time.thread_time(), 0
     while True:
         end = time.perf_counter() + 0.02
-        while (t := time.perf_counter()) < end:
+        while time.perf_counter() < end:
+            t = time.thread_time()
             os.preadv(fd, [buf], offset)
-            in_read += time.perf_counter() - t
+            in_read += time.thread_time() - t
             offset = (offset + CHUNK) % SIZE
         end = time.perf_counter() + 0.02
         while time.perf_counter() < end:
             pass
-        struct.pack_into("<dd", out, 0, in_read, time.perf_counter() - start)
+        struct.pack_into("<dd", out, 0, in_read, time.thread_time() - start)
 
 
 def main() -> None:
