@@ -512,7 +512,7 @@ class GtopApp(App[int]):
         for row in process_rows(self.model):
             cmds.append(
                 Command(
-                    f"Go to process {row.pid} {row.command[:50]}",
+                    f"Go to process {row.pid} {row.short_command[:50]}",
                     row.user,
                     lambda p=row.pid: self.open_process(p),
                 )

@@ -71,6 +71,15 @@ def test_process_commands_stay_distinguishable() -> None:
     assert all("cpu_bound_loader.py" in line for line in procs)
 
 
+def test_a_launched_targets_script_comes_first() -> None:
+    """``python3 -m torch.distributed.run --standalone --nproc-per-node 2 ddp_straggler.py``
+    cut at 80 columns lost the script: the report names it first, then the launcher."""
+    text = format_report(report("ddp-straggler-gpu.gtop"), width=80)
+    target = next(line for line in text.splitlines() if line.startswith("target: "))
+    assert target.startswith("target: pid 2771 ddp_straggler.py --out ")
+    assert len(target) <= 80
+
+
 def test_no_record_advice_on_a_recording_with_cupti_data() -> None:
     """``gtop record -- CMD`` gave an exact breakdown: no advice to run it again."""
     rep = report("decode-eager.gtop")

@@ -9,7 +9,9 @@ from gtop.core.hub import Update
 from gtop.core.model import Model
 from gtop.recordings.reader import Recording
 from gtop.views.processes import grouped, process_rows, sort_rows
+from gtop.views.screens.process import ProcessScreen
 from gtop.views.widgets.process_table import ProcessTable, _command
+from tests.views.conftest import SIZE, AppFactory
 
 RECORDING = Path(__file__).parents[2] / "recordings" / "ddp-straggler-cpu.gtop"
 
@@ -35,7 +37,25 @@ def test_ranks_under_their_launcher() -> None:
     launcher = placed[0][1]
     assert all(row.ppid == launcher.pid for depth, row in placed if depth == 1)
     assert _command(placed[1][1], 1).startswith("└ [rank ")
-    assert _command(launcher, 0).startswith("[launcher] ")
+    # the script it runs first (80 columns had cut "python3 -m torch.distributed.run
+    # --standalone --nproc-per-node 2" before it), then the launcher
+    assert _command(launcher, 0).startswith("[launcher] ddp_straggler.py --out ")
+    assert "· via torch.distributed.run --standalone --nproc-per-node 2" in launcher.short_command
+
+
+async def test_launchers_screen_names_its_script_at_80_columns(replay_app: AppFactory) -> None:
+    with Recording(RECORDING) as rec:
+        pid = rec.meta["target"]["pid"]
+    app = replay_app(RECORDING, at_s=5.0, start_pid=pid)
+    async with app.run_test(size=SIZE) as pilot:
+        while not (isinstance(app.screen, ProcessScreen) and app.screen.summary.history):
+            await pilot.pause(0.05)
+        await pilot.pause()
+        summary = app.screen.summary
+        assert summary.content_size.width <= SIZE[0]
+        lines = summary.render().plain.splitlines()
+        cmd = next(line for line in lines if line.startswith("cmd "))
+        assert cmd[: summary.content_size.width].startswith("cmd ddp_straggler.py --out ")
 
 
 async def test_t_toggles_flat() -> None:

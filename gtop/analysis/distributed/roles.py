@@ -5,7 +5,8 @@ its environment)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,24 @@ DATALOADER_NAME = "pt_data_worker"
 COMPILE_WORKER = "torch/_inductor/compile_worker"
 """Path of the module torch.compile's worker pool runs."""
 LAUNCHERS = ("torch.distributed.run", "torchrun", "torch.distributed.launch")
+SCRIPT_LAUNCHERS = (*LAUNCHERS, "accelerate", "deepspeed")
+"""Programs (or ``-m`` modules) that run a Python script given after their own options."""
+
+
+def launched_script(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
+    """A launcher's command line split into the script it runs with the script's
+    arguments, and the launcher with its own options (from its name, without the
+    interpreter before it): ``torchrun --nproc-per-node 2 train.py --bs 8``
+    gives ``(["train.py", "--bs", "8"], ["torchrun", "--nproc-per-node", "2"])``. None when
+    ``argv`` is no launcher's, or names no ``.py`` script after it."""
+    names = [os.path.basename(a) for a in argv]
+    start = next((i for i, name in enumerate(names) if name in SCRIPT_LAUNCHERS), None)
+    if start is None:
+        return None
+    for i in range(start + 1, len(argv)):
+        if argv[i].endswith(".py") and not argv[i].startswith("-"):
+            return list(argv[i:]), list(argv[start:i])
+    return None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from gtop.analysis.attribution.causes import LABELS, PHRASES
 from gtop.analysis.diagnosis.verdict import stack_frames, syscall, top_frames
+from gtop.analysis.distributed.roles import launched_script
 from gtop.analysis.kernels import kernel_labels
 from gtop.analysis.report.agent_cost import cost_line
 from gtop.core.safe_text import shown_tree
@@ -55,7 +56,18 @@ def exit_words(status: int) -> str:
 
 def short_command(argv: list[str]) -> str:
     """A command line with each path argument shortened to its last component, so that
-    commands differing past a long common prefix stay distinguishable."""
+    commands differing past a long common prefix stay distinguishable; a launcher's
+    (``torchrun``, ``python -m torch.distributed.run``) with the script it runs and the
+    script's arguments first, then ``· via`` the launcher and its options: a line cut at
+    80 columns keeps the part a user recognises."""
+    launched = launched_script(argv)
+    if launched is None:
+        return _short_paths(argv)
+    script, launcher = launched
+    return f"{_short_paths(script)} · via {_short_paths(launcher)}"
+
+
+def _short_paths(argv: list[str]) -> str:
     return " ".join(os.path.basename(a) if "/" in a and " " not in a else a for a in argv)
 
 
