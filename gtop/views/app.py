@@ -199,10 +199,7 @@ class GtopApp(App[int]):
             self._draw()
             return
         update = self.source.poll()
-        self._apply(update)
-        if update.reset and self.replay is not None:  # a replay's first load: what it read
-            data = session_of(self.model)
-            data.token = self._token(data.span_ns)
+        self._apply(update, first_load=update.reset and self.replay is not None)
 
     def _token(self, span_ns: int) -> Hashable | None:
         """What a replay's last seek read, for aggregates holding ``span_ns``
@@ -238,7 +235,10 @@ class GtopApp(App[int]):
             with session_of(self.model).taking(fresh, token):
                 self._apply(update)
 
-    def _apply(self, update: Update) -> None:
+    def _apply(self, update: Update, first_load: bool = False) -> None:
+        """Apply ``update`` to the model and draw; ``first_load``: a replay's first read,
+        whose token is set before the draw (the verdict line's first computation, keyed
+        by it, is then found again by GPU time and by a seek back)."""
         if update.reset or update.batches or update.entities:
             first = self.model.generation == 0
             self.model.apply(update, self.source.now_ns())
@@ -246,6 +246,9 @@ class GtopApp(App[int]):
                 # What exists now (Textual, the screens, the first data) lives as long as
                 # the app: a full collection that walks it all took 60-80 ms of a frame.
                 gc.freeze()
+        if first_load:
+            data = session_of(self.model)
+            data.token = self._token(data.span_ns)
         self._draw()
 
     def _draw(self) -> None:
