@@ -117,8 +117,11 @@ def busiest_pid(path: Path) -> int:
 
 
 def _computing(app: GtopApp) -> bool:
-    """A seek's history is being read, or a worker of the screen is still running."""
+    """A seek's history is being read, a worker of the screen is still running, or the
+    ``v`` screen's predicted gains are being computed."""
     screen = app.screen
+    if isinstance(screen, VerdictScreen):
+        return app.loading or screen.pending
     return app.loading or (isinstance(screen, ProcessScreen) and not screen.ready())
 
 

@@ -15,9 +15,15 @@ from tests.views.conftest import REPO, SIZE, AppFactory
 RECORDINGS = REPO / "recordings"
 
 
-async def verdict_at(replay_app: AppFactory, name: str, at_s: float, pid: int):
+WIDE = (400, 30)
+"""Wide enough for the whole line and its prediction (computed only where it fits)."""
+
+
+async def verdict_at(
+    replay_app: AppFactory, name: str, at_s: float, pid: int, size: tuple[int, int] = SIZE
+):
     app = replay_app(RECORDINGS / name, at_s=at_s, start_pid=pid)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             screen = app.screen
@@ -25,6 +31,8 @@ async def verdict_at(replay_app: AppFactory, name: str, at_s: float, pid: int):
                 break
             await pilot.pause(0.05)
         line = screen.verdict
+        shown = str(line.text.render())
+        assert shown in (line.line(), *line._forms), shown  # (no "computing…" left)
         return line.verdict, line.line()  # (in full: the screen shows what fits)
 
 
@@ -45,7 +53,7 @@ async def test_replayed_verdict_names_the_reports_cause(replay_app: AppFactory) 
         "fixes/item-every-step.gtop",
     ):
         at_s, pid, expected = middle_of_window(name)
-        verdict, text = await verdict_at(replay_app, name, at_s, pid)
+        verdict, text = await verdict_at(replay_app, name, at_s, pid, WIDE)
         assert verdict is not None, name
         assert (verdict.kind, verdict.cause) == (expected["kind"], expected["cause"]), name
         line = f" · {verdict.headline} · fix: {verdict.fix}"
@@ -73,9 +81,16 @@ async def test_v_shows_the_verdict_in_full(replay_app: AppFactory) -> None:
             await pilot.pause(0.05)
         verdict = app.screen.verdict.verdict
         assert verdict is not None and verdict.kind == expected["kind"] == "launch-bound"
+        # the predicted gains are computed when first shown, marked until then
+        assert app.screen.verdict.gains is None
         await pilot.press("v")
         await pilot.pause()
         assert isinstance(app.screen, VerdictScreen)
+        pending = app.screen.text.plain.endswith("Predicted gains: computing…\n")
+        assert pending == app.screen.pending  # (said while computed: never left out)
+        while app.screen.pending:
+            assert time.monotonic() < deadline, "no predicted gains"
+            await pilot.pause(0.05)
         text = app.screen.text.plain
         assert text.startswith(verdict.headline)
         assert all(item in text for item in verdict.evidence)

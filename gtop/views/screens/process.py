@@ -93,7 +93,10 @@ class ProcessScreen(GtopScreen):
     def action_verdict(self) -> None:
         """The verdict line in full: evidence and the usual fix (cut at 80 columns)."""
         line = self.verdict
-        self.app.push_screen(VerdictScreen(line.verdict, line.line(), line.gains))
+        screen = VerdictScreen(line.verdict, line.line(), line.gains)
+        self.app.push_screen(screen)
+        if screen.pending:  # (the gains of the verdict it shows, even if a newer comes)
+            line.want_gains(screen.show_gains)
 
     def about(self) -> str:
         spec = self._specs.get(self.tabs.active)

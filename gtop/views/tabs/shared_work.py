@@ -13,9 +13,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-KEPT = 8
-"""Results kept (the latest keys; a window's GPU time and verdict are two); older ones
-are computed again if asked for."""
+KEPT = 12
+"""Results kept (the latest keys; a window's GPU time, verdict and predicted gains are
+three); older ones are computed again if asked for."""
 
 
 class _Entry:

@@ -11,23 +11,27 @@ records. It recomputes at most every :data:`EVERY_S` seconds, on a worker thread
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from rich.cells import cell_len
+from textual import work
 from textual.app import ComposeResult
 from textual.timer import Timer
 from textual.widgets import Static
 
 from gtop.analysis.attribution.causes import LABELS, PHRASES
 from gtop.analysis.attribution.records import OP_KERNEL
-from gtop.analysis.diagnosis.gains import Prediction, ranked, times
+from gtop.analysis.diagnosis.gains import Prediction
 from gtop.analysis.diagnosis.verdict import Verdict, from_entry
 from gtop.analysis.report.gpu_report import after_sync_ns, top_off_stacks
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, shared, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of
+from gtop.views.tabs.verdict_gains import PENDING, GainsJob, best
 from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
 EVERY_S = 2.0
@@ -56,18 +60,6 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
     return from_entry(entry, len(mine), int((mine["end"] - mine["t"]).sum()))
 
 
-def window_gains(snap: Any, result: Any) -> list[Prediction]:
-    """The usual fixes ranked by predicted gain (:func:`gtop.analysis.diagnosis.gains.ranked`) over
-    the verdict's window, from its exact CUPTI records; none from NVML alone."""
-    res = result.result if result is not None else None
-    if res is None or not res.exact:
-        return []
-    entry = summary(snap, res)
-    return ranked(
-        snap.records, res.t0, res.t1, res.unit.device, entry, snap.kernel_names, snap.stacks
-    )
-
-
 def short_headline(verdict: Verdict) -> str:
     """The headline without its detail (where in the code, after which call): the kind
     of verdict and its share, for a line too narrow for the whole headline."""
@@ -89,11 +81,12 @@ SHORT_WHAT = {
 others: :data:`~gtop.analysis.attribution.causes.PHRASES`)."""
 
 
-def line_forms(label: str, verdict: Verdict, best: str) -> tuple[str, ...]:
-    """The verdict line, longest first: all of it, without the fix and prediction, and
-    with the short headline; the line shows the longest that fits (``v``: all of it)."""
+def line_forms(label: str, verdict: Verdict) -> tuple[str, ...]:
+    """The verdict line, longest first: all of it (to which the predicted gain is added
+    where it fits), without the fix, and with the short headline; the line shows the
+    longest that fits (``v``: all of it)."""
     return (
-        f"{label} · {verdict.line()}{best}",
+        f"{label} · {verdict.line()}",
         f"{label} · {verdict.headline}",
         f"{label} · {short_headline(verdict)}",
     )
@@ -120,11 +113,16 @@ class VerdictLine(WorkerPanel):
         self.text = Static("", classes="verdict")
         self.verdict: Verdict | None = None
         """The latest verdict shown (None: none yet)."""
-        self.gains: list[Prediction] = []
-        """The fixes ranked by predicted gain over the same window (``v`` lists them)."""
-        self._line = ""
+        self.gains: list[Prediction] | None = []
+        """The fixes ranked by predicted gain over the same window (``v`` lists them);
+        None while not computed (:meth:`want_gains`)."""
+        self._job: GainsJob | None = None
+        """What the gains of the verdict shown are computed from."""
+        self._gains_busy: GainsJob | None = None
+        """The latest gains computation running."""
+        self._waiting: list[tuple[GainsJob, Callable[[list[Prediction]], None]]] = []
         self._forms: tuple[str, ...] = ()
-        """The line's forms, longest first (:func:`line_forms`)."""
+        """The line's forms, longest first (:func:`line_forms`), without a prediction."""
         self._last = float("-inf")
         self._seen: tuple[int, bool, int] = (-1, False, 0)
         """(session generation, any data yet, playhead) when the last computation started."""
@@ -160,7 +158,7 @@ class VerdictLine(WorkerPanel):
         super().show(model)
 
     def settled(self) -> bool:
-        return super().settled() and self._pending is None
+        return super().settled() and self._pending is None and self._gains_busy is None
 
     def _serve_pending(self) -> None:
         self._trailing = None
@@ -171,39 +169,85 @@ class VerdictLine(WorkerPanel):
     def snapshot(self, model: Model) -> Any:
         return take_snapshot(model, self.pid, self.app.source, self.agent_error())
 
-    def compute(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], list[Prediction]]:
+    def compute(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], GainsJob | None]:
         return shared("verdict", snap, self.pid, lambda: self._verdict(snap))
 
-    def _verdict(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], list[Prediction]]:
+    def _verdict(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], GainsJob | None]:
         verdict = window_verdict(snap, self.pid)
         result = gpu_time(snap, self.pid)  # (the one computation, shared)
         label = snap.window.label() if result is None else result.label
         if verdict is not None:
-            gains = window_gains(snap, result)
-            best = f" · predicted: {gains[0].fix} {times(gains[0].speedup)}" if gains else ""
-            return verdict, line_forms(label, verdict, best), gains
+            return verdict, line_forms(label, verdict), GainsJob(snap, self.pid, result)
         if len(snap.records.ops) and (snap.records.ops["pid"] == self.pid).any():
-            return None, (f"{label} · no GPU work of this process in the window",), []
+            return None, (f"{label} · no GPU work of this process in the window",), None
         return (
             None,
             (f"{label} · no verdict: {snap.agent_reason}", f"{label} · no verdict (v: why)"),
-            [],
+            None,
         )
 
     def apply(self, result: Any) -> None:
-        self.verdict, self._forms, self.gains = result
-        self._line = self._forms[0]
+        self.verdict, self._forms, self._job = result
+        self.gains = None if self._job is not None else []
         self._fit()
 
     def on_resize(self) -> None:
         self._fit()
 
     def _fit(self) -> None:
-        """Show the longest form of the line that fits (else the shortest, cut)."""
+        """Show the longest form of the line that fits (else the shortest, cut); the
+        predicted gain where the whole line and it fit (computed then, marked meanwhile)."""
         width = self.text.content_region.width or self.app.size.width - 2
-        fits = [form for form in self._forms if cell_len(form) <= width]
-        self.text.update(fits[0] if fits else self._forms[-1] if self._forms else "")
+        forms = self._forms
+        if self.gains is None and forms and cell_len(forms[0] + PENDING) <= width:
+            self.want_gains()
+            forms = (forms[0] + PENDING, *forms)
+        elif self.gains:
+            forms = (self.line(), *forms)
+        fits = [form for form in forms if cell_len(form) <= width]
+        self.text.update(fits[0] if fits else forms[-1] if forms else "")
 
     def line(self) -> str:
-        """The line as shown (its reason when there is no verdict)."""
-        return self._line
+        """The whole line, with its prediction once computed (its reason when there is
+        no verdict)."""
+        return (self._forms[0] if self._forms else "") + best(self.gains or [])
+
+    # --- predicted gains, on demand -------------------------------------------------------
+    def want_gains(self, then: Callable[[list[Prediction]], None] | None = None) -> None:
+        """Compute the gains of the verdict shown, if not done; ``then(gains)`` once known
+        (the gains of that verdict, even if a newer one is shown by then)."""
+        job = self._job
+        if job is None or self.gains is not None:
+            if then is not None:
+                then(self.gains or [])
+            return
+        if then is not None:
+            self._waiting.append((job, then))
+        if self._gains_busy is not job:
+            self._gains_busy = job
+            self.call_after_refresh(self._compute_gains, job)
+
+    @work(thread=True, exit_on_error=False, group="gains", description="predicted gains")
+    def _compute_gains(self, job: GainsJob) -> None:
+        try:
+            result: list[Prediction] | Exception = job.compute()
+        except Exception as exc:  # said in the note, never raised into the UI
+            result = exc
+        with contextlib.suppress(RuntimeError):  # the app is shutting down
+            self.app.call_from_thread(self._gains_done, job, result)
+
+    def _gains_done(self, job: GainsJob, result: list[Prediction] | Exception) -> None:
+        if self._gains_busy is job:
+            self._gains_busy = None
+        gains = [] if isinstance(result, Exception) else result
+        if isinstance(result, Exception):
+            self.set_note(f"predicted gains failed: {type(result).__name__}: {result}")
+        waiting, self._waiting = self._waiting, []
+        for pending, then in waiting:
+            if pending is job:
+                then(gains)
+            else:
+                self._waiting.append((pending, then))
+        if job is self._job and self.is_mounted:
+            self.gains = gains
+            self._fit()
