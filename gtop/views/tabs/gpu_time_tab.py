@@ -123,7 +123,7 @@ def shared(what: str, snap: _Snap, pid: int, compute: Callable[[], Any]) -> Any:
         replace(snap.window, lag_ns=0),  # (how far before now it ends: not its rows)
         pid,
         snap.active_from,
-        snap.active_to,
+        _exit_end(snap),  # (the process's exit changes nothing ending after its window)
         snap.device,
         len(snap.gpu),
         gpu_end,
@@ -149,14 +149,20 @@ def gpu_time(snap: _Snap, pid: int) -> _Result | None:
     return replace(result, lag_ns=snap.window.lag_ns + snap.window.t1 - result.result.t1)
 
 
+def _exit_end(snap: _Snap) -> int | None:
+    """Where a sliding window ends instead when the process exited before its end: its
+    last GPU work's end (the report's window ends there already); else None."""
+    end = snap.active_to
+    return end if snap.window.kind is None and end is not None and end < snap.window.t1 else None
+
+
 def _gpu_time(snap: _Snap, pid: int) -> _Result | None:
     rec = snap.records
     t0, t1 = snap.window.t0, snap.window.t1
-    ended = (
-        snap.window.kind is None and snap.active_to is not None and snap.active_to < t1
-    )  # (the report's window ends at the last GPU work already)
-    if ended:
-        t1 = snap.active_to
+    exit_end = _exit_end(snap)
+    ended = exit_end is not None
+    if exit_end is not None:
+        t1 = exit_end
         t0 = t1 - WINDOW_NS
     if snap.window.kind is None:
         t0 = _cut_start(snap, pid, t0, t1)
