@@ -10,6 +10,8 @@ from gtop.recordings.report_data import read_report
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.screens.verdict import VerdictScreen
 from gtop.views.tabs.gpu_time_tab import GpuTimeTab
+from gtop.views.tabs.session_data import session_of
+from gtop.views.tabs.worker_panel import COMPUTING
 from tests.views.conftest import REPO, SIZE, AppFactory
 
 RECORDINGS = REPO / "recordings"
@@ -141,3 +143,32 @@ async def test_mid_run_verdict_has_the_stacks_the_report_has(replay_app: AppFact
     verdict, _ = await verdict_at(replay_app, "sampling/loader-1-worker.gtop", 9.0, 1002)
     assert verdict is not None and verdict.kind == "input-bound"
     assert any("_MultiProcessingDataLoaderIter._try_get_data" in e for e in verdict.evidence)
+
+
+async def test_after_a_seek_the_line_says_its_verdict_is_being_computed(
+    replay_app: AppFactory,
+) -> None:
+    # one row (a second would shift the tabs): from the seek's first frame until the new
+    # window's verdict is drawn, the line names that window and says "computing…"; it
+    # never shows the old window's verdict beside a playhead it is not of
+    app = replay_app(RECORDINGS / "train_loop_cupti.gtop", at_s=11.4, start_pid=2011)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 60
+        while not (isinstance(app.screen, ProcessScreen) and app.screen.verdict.settled()):
+            assert time.monotonic() < deadline, "no verdict"
+            await pilot.pause(0.05)
+        line = app.screen.verdict
+        old, before = line.line(), session_of(app.model).generation
+        assert line.verdict is not None and COMPUTING not in old
+        await pilot.press("right")
+        shown: list[str] = []
+        while not (session_of(app.model).generation != before and line.settled()):
+            assert time.monotonic() < deadline, "no verdict after the seek"
+            if session_of(app.model).generation != before:
+                shown.append(str(line.text.render()))
+            await pilot.pause(0.01)
+        new = line.line()
+        final = str(line.text.render())
+        assert line.verdict is not None and new != old and final != old
+        assert all(text in (f"{new.split(' · ')[0]} · {COMPUTING}", final) for text in shown)
+        assert shown[0].endswith(COMPUTING)  # (the seek's first frame says it)

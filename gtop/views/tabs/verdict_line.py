@@ -30,7 +30,7 @@ from gtop.analysis.diagnosis.verdict import Verdict, from_entry
 from gtop.analysis.report.gpu_report import after_sync_ns, top_off_stacks
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, shared, summary, take_snapshot
-from gtop.views.tabs.session_data import session_of
+from gtop.views.tabs.session_data import session_of, tab_window
 from gtop.views.tabs.verdict_gains import PENDING, GainsJob, best
 from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
@@ -95,7 +95,7 @@ def line_forms(label: str, verdict: Verdict) -> tuple[str, ...]:
 class VerdictLine(WorkerPanel):
     """One line: the verdict for ``pid`` (or why there is none yet)."""
 
-    MARK_STALE = False  # a second line under the verdict on every seek would shift the tabs
+    MARK_STALE = False  # a second line would shift the tabs: the line itself says it
 
     DEFAULT_CSS = """
     VerdictLine { height: auto; }
@@ -123,6 +123,10 @@ class VerdictLine(WorkerPanel):
         self._waiting: list[tuple[GainsJob, Callable[[list[Prediction]], None]]] = []
         self._forms: tuple[str, ...] = ()
         """The line's forms, longest first (:func:`line_forms`), without a prediction."""
+        self._drawn = -1
+        """The session generation of the verdict drawn."""
+        self._marked_for = -1
+        """The session generation the line last said it computes for."""
         self._last = float("-inf")
         self._seen: tuple[int, bool, int] = (-1, False, 0)
         """(session generation, any data yet, playhead) when the last computation started."""
@@ -141,6 +145,9 @@ class VerdictLine(WorkerPanel):
             return
         now = time.monotonic()
         data = session_of(model)
+        if self._forms and data.generation not in (self._drawn, self._marked_for):
+            self._mark_pending(model)
+            self._marked_for = data.generation
         seen = (data.generation, data.batches > 0, model.now_ns)
         if self.computed and seen == self._seen:
             return  # nothing new since the last computation
@@ -169,6 +176,14 @@ class VerdictLine(WorkerPanel):
     def snapshot(self, model: Model) -> Any:
         return take_snapshot(model, self.pid, self.app.source, self.agent_error())
 
+    def _mark_pending(self, model: Model) -> None:
+        """After a seek the verdict shown is another window's: say this one's is being
+        computed, in the line itself (until :meth:`apply` draws it)."""
+        label = tab_window(model, self.app.source, self.pid).label()
+        self.verdict, self._job, self.gains = None, None, []
+        self._forms = (f"{label} · {COMPUTING}",)
+        self._fit()
+
     def compute(self, snap: Any) -> tuple[Verdict | None, tuple[str, ...], GainsJob | None]:
         return shared("verdict", snap, self.pid, lambda: self._verdict(snap))
 
@@ -188,6 +203,7 @@ class VerdictLine(WorkerPanel):
 
     def apply(self, result: Any) -> None:
         self.verdict, self._forms, self._job = result
+        self._drawn = self._generation
         self.gains = None if self._job is not None else []
         self._fit()
 
