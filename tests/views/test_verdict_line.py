@@ -172,3 +172,38 @@ async def test_after_a_seek_the_line_says_its_verdict_is_being_computed(
         assert line.verdict is not None and new != old and final != old
         assert all(text in (f"{new.split(' · ')[0]} · {COMPUTING}", final) for text in shown)
         assert shown[0].endswith(COMPUTING)  # (the seek's first frame says it)
+
+
+async def settled_verdict(app, pilot, deadline: float):
+    """The verdict line once it has drawn the verdict of what the screen shows."""
+    while not (
+        isinstance(app.screen, ProcessScreen)
+        and not app.loading
+        and app.screen.verdict.settled()
+        and app.screen.verdict._drawn == session_of(app.model).generation
+    ):
+        assert time.monotonic() < deadline, "no verdict"
+        await pilot.pause(0.05)
+    return app.screen.verdict.verdict
+
+
+async def test_a_window_shown_before_is_not_computed_again(replay_app: AppFactory) -> None:
+    # the verdict of a window is computed once: a seek back, and End where → was, find
+    # it done (the same object comes back). End, past the process's exit, was keyed
+    # apart from → where the exit had not come yet, though both end at its last GPU work
+    for name, at_s, keys in (
+        ("train_loop_cupti.gtop", 11.4, ("right", "left")),
+        ("decode-eager.gtop", 6.0, ("right", "end")),
+    ):
+        with Recording(RECORDINGS / name) as rec:
+            pid = rec.meta["target"]["pid"]
+        app = replay_app(RECORDINGS / name, at_s=at_s, start_pid=pid)
+        async with app.run_test(size=SIZE) as pilot:
+            deadline = time.monotonic() + 120
+            first = await settled_verdict(app, pilot, deadline)
+            await pilot.press(keys[0])
+            second = await settled_verdict(app, pilot, deadline)
+            await pilot.press(keys[1])
+            third = await settled_verdict(app, pilot, deadline)
+            assert first is not None and second is not first, name
+            assert third is (first if keys[1] == "left" else second), name
