@@ -207,3 +207,25 @@ async def test_a_window_shown_before_is_not_computed_again(replay_app: AppFactor
             third = await settled_verdict(app, pilot, deadline)
             assert first is not None and second is not first, name
             assert third is (first if keys[1] == "left" else second), name
+
+
+async def test_a_replays_first_draw_knows_what_it_read(replay_app: AppFactory) -> None:
+    # the tabs key what they compute by what the replay read (its token): a first draw
+    # without it keyed the verdict line's first computation apart, and GPU time over the
+    # same window attributed it again
+    app = replay_app(RECORDINGS / "train_loop_cupti.gtop", at_s=11.4, start_pid=2011)
+    tokens = []
+    draw = app._draw
+
+    def spy() -> None:
+        if app.model.generation:
+            tokens.append(session_of(app.model).token)
+        draw()
+
+    app._draw = spy  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 60
+        while not tokens:
+            assert time.monotonic() < deadline, "never drawn"
+            await pilot.pause(0.05)
+    assert tokens[0] is not None
