@@ -325,9 +325,12 @@ class _Prepared:
 
     def __init__(self, rec: Records, t0: int, t1: int, launch_gap_ns: int) -> None:
         self.t0, self.t1 = t0, t1
-        ops = rec.ops
-        start = ops["t"]
-        end = np.maximum(ops["end"], start)
+        # canonical order first: the launch marks inferred below then come in time order
+        # (their thread lookups and unions need no sort), and the rows kept stay in it
+        start = rec.ops["t"]
+        end = np.maximum(rec.ops["end"], start)
+        order = _op_order(rec.ops, start, end)
+        ops, start, end = take_rows(rec.ops, order), start[order], end[order]
         inferred = default_mode.api_less(ops, rec.apis)
         # default agent mode: calls inferred (gtop.analysis.attribution.default_mode)
         if inferred.any():
@@ -346,12 +349,10 @@ class _Prepared:
             sub = np.where(inferred & (by_graph >= 0), by_graph, sub)
         sub = np.minimum(sub, start)
         keep = (end > t0) & (sub < t1)
-        ops, start, end = take_rows(ops, keep), start[keep], end[keep]
-        sub, api_tid = sub[keep], api_tid[keep]
-        order = _op_order(ops, start, end)
-        self.ops = take_rows(ops, order)
-        self.start, self.end, self.sub = start[order], end[order], sub[order]
-        self.tid = api_tid[order]
+        if not keep.all():
+            ops, start, end = take_rows(ops, keep), start[keep], end[keep]
+            sub, api_tid = sub[keep], api_tid[keep]
+        self.ops, self.start, self.end, self.sub, self.tid = ops, start, end, sub, api_tid
         self.stream_index, self.elig = self._eligible(rec.waits)
         self.host = HostIndex(rec, t0, t1, launch_gap_ns)
 
