@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -207,23 +208,30 @@ def dense_index(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return k[heads], inverse
 
 
-def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_inverse=True)`` for a 2-D integer array (inverse
-    flat, int64), without numpy's sort of whole rows: each column is densely indexed and
-    a row's indices are packed into one int64 (numpy's way when they do not fit)."""
-    columns = [dense_index(np.ascontiguousarray(c)) for c in rows.T]
-    radix = [len(values) for values, _ in columns]
-    if not len(rows) or math.prod(radix) >= 2**63:
+def unique_columns(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of integer ``columns`` (equal lengths) sorted, as a 2-D int64
+    array, and each row's index among them (int64), without numpy's sort of whole rows
+    nor a stacked copy: each column is densely indexed and a row's indices are packed
+    into one int64 (numpy's way when they do not fit)."""
+    if not len(columns[0]):
+        return np.empty((0, len(columns)), np.int64), np.empty(0, np.int64)
+    # a column of one value (one process, one API domain) is its own index: no lookup
+    indexed = [(c[:1], None) if c.min() == c.max() else dense_index(np.asarray(c)) for c in columns]
+    radix = [len(values) for values, _ in indexed]
+    if math.prod(radix) >= 2**63:
+        rows = np.stack([np.asarray(c, np.int64) for c in columns], axis=1)
         distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
         return distinct, inverse.reshape(-1).astype(np.int64)
-    key = np.zeros(len(rows), np.int64)
-    for (_, index), r in zip(columns, radix, strict=True):
-        key = key * r + index
+    key = np.zeros(len(columns[0]), np.int64)
+    for (_, index), r in zip(indexed, radix, strict=True):
+        if index is not None:
+            key *= r
+            key += index
     packed, inverse = dense_index(key)
-    out = np.empty((len(packed), len(columns)), rows.dtype)
+    out = np.empty((len(packed), len(columns)), np.int64)
     for k in reversed(range(len(columns))):
         packed, index = np.divmod(packed, radix[k])
-        out[:, k] = columns[k][0][index]
+        out[:, k] = indexed[k][0][index]
     return out, inverse
 
 

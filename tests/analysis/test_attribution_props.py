@@ -212,3 +212,26 @@ def test_pair_ranks_search_like_the_pairs(
     assert bool(np.all(codes[1:] >= codes[:-1]))
     expected = np.searchsorted(pairs, asked, side="right")
     assert np.searchsorted(codes, qcodes, side="right").tolist() == expected.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 3), st.just(7), st.integers(0, 2**40), st.integers(0, 70_000)),
+        max_size=40,
+    )
+)
+def test_unique_columns_is_numpys_unique_rows(rows: list[tuple[int, int, int, int]]) -> None:
+    """Distinct rows and inverse as ``np.unique(axis=0)`` gives them, for columns of one
+    value, negative, wide and small ids, of mixed dtypes."""
+    table = np.array(rows, np.int64).reshape(-1, 4)
+    columns = [
+        table[:, 0].astype(np.int32),
+        table[:, 1].astype(np.uint8),
+        table[:, 2],
+        table[:, 3].astype(np.uint32),
+    ]
+    distinct, inverse = iv.unique_columns(columns)
+    expected, where = np.unique(table, axis=0, return_inverse=True)
+    assert distinct.tolist() == expected.reshape(-1, 4).tolist()
+    assert inverse.tolist() == where.reshape(-1).tolist()

@@ -83,8 +83,9 @@ def fold(
     if off_cpu:
         off = intervals[intervals["state"] != ThreadState.ON_CPU]
         dur = (off["end_ns"] - off["t_ns"]) / NS
-        keys = np.stack([off["tid"], off["state"], off["reason"], off["stack_id"]], axis=1)
-        uniq, inverse = iv.unique_rows(keys.astype(np.int64))
+        uniq, inverse = iv.unique_columns(
+            [off["tid"], off["state"], off["reason"], off["stack_id"]]
+        )
         weights = np.bincount(inverse, weights=dur, minlength=len(uniq))
         for (tid, state, reason, sid), w in zip(uniq.tolist(), weights.tolist(), strict=True):
             why = "runnable" if state == ThreadState.RUNNABLE else _reason_name(reason)

@@ -16,6 +16,7 @@ from gtop.analysis import intervals as iv
 from gtop.analysis.kernels.demangle import demangle, shorten
 from gtop.core.hub import Entity
 from gtop.core.layouts import ApiClass, CopyKind
+from gtop.core.rows import take_rows
 from gtop.cupti.decode import current_classes
 from gtop.cupti.tables import DRIVER_CBIDS, RUNTIME_CBIDS
 
@@ -271,7 +272,8 @@ def api_summary(
             left each process untraced in it (``off``: its spans per pid,
             :func:`gtop.analysis.attribution.untraced.spans_by_pid`).
     """
-    done = api[(api["end_ns"] >= api["t_ns"]) & (api["t_ns"] >= 0)]
+    complete = (api["end_ns"] >= api["t_ns"]) & (api["t_ns"] >= 0)
+    done = api if bool(complete.all()) else take_rows(api, complete)
     if not len(done):
         return []
     lo, hi = int(done["t_ns"].min()), int(done["end_ns"].max())
@@ -280,10 +282,7 @@ def api_summary(
         span_ns = hi - lo
     span_ns = max(span_ns, 1)
     dur = done["end_ns"] - done["t_ns"]
-    keys = np.stack([done["pid"], done["tid"], done["domain"], done["cbid"]], axis=1).astype(
-        np.int64
-    )
-    uniq, inverse = iv.unique_rows(keys)
+    uniq, inverse = iv.unique_columns([done["pid"], done["tid"], done["domain"], done["cbid"]])
     calls = np.bincount(inverse)
     totals = np.bincount(inverse, weights=dur)
     maxes = np.zeros(len(uniq), dtype=np.int64)
