@@ -14,6 +14,7 @@ import numpy as np
 from gtop.analysis import intervals as iv
 from gtop.analysis.host.pystack_carry import carry
 from gtop.core.layouts import BlockReason, ThreadState
+from gtop.core.rows import take_rows
 from gtop.core.safe_text import shown
 
 NS = 1e9
@@ -23,12 +24,12 @@ Folded = dict[tuple[str, ...], float]
 
 def clip(intervals: np.ndarray, t0: int | None = None, t1: int | None = None) -> np.ndarray:
     """Intervals cut to ``[t0, t1)``; empty ones dropped. ``None`` means unbounded."""
-    out = intervals.copy()
-    if t0 is not None:
-        out["t_ns"] = np.maximum(out["t_ns"], t0)
-    if t1 is not None:
-        out["end_ns"] = np.minimum(out["end_ns"], t1)
-    return out[out["end_ns"] > out["t_ns"]]
+    start = intervals["t_ns"] if t0 is None else np.maximum(intervals["t_ns"], t0)
+    end = intervals["end_ns"] if t1 is None else np.minimum(intervals["end_ns"], t1)
+    keep = end > start
+    out = take_rows(intervals, keep)  # one copy, of the rows kept only
+    out["t_ns"], out["end_ns"] = start[keep], end[keep]
+    return out
 
 
 def _reason_name(reason: int) -> str:
