@@ -298,6 +298,11 @@ class Recording:
         """One chunk's records (read-only, cached), or None when it is damaged."""
         return self._chunk(info)
 
+    def drop_cache(self) -> None:
+        """Forget the decoded chunks kept for reuse (their memory); a later read of
+        them decodes again."""
+        self._cache.clear()
+
     def _chunk(self, info: ChunkInfo) -> np.ndarray | None:
         cached = self._cache.get(info.id)
         if cached is not None:

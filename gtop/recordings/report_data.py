@@ -73,6 +73,7 @@ def read_inputs(rec: Recording, start: str | None = None, end: str | None = None
     data, kernels = gpu.report_data(window)
     first = min(act.t0, window.t0)
     startup = _read_streams(rec, window, data, WHOLE_RECORDING, first, samples)
+    rec.drop_cache()  # every stream is read: the chunks it kept are copies of `data`'s rows
     return ReportInputs(act, window, data, kernels, startup)
 
 
