@@ -12,14 +12,14 @@ from gtop.analysis.attribution.own_cost import charge, own_seconds
 from gtop.analysis.diagnosis.verdict import from_entry
 from gtop.core.hub import Entity
 from gtop.recordings.reader import Recording
-from gtop.recordings.report_data import read_report
+from tests.reports import report_of
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
 
 def _report(name: str) -> tuple[dict, list[Entity]]:
+    report = report_of(RECORDINGS / name)
     with Recording(RECORDINGS / name) as rec:
-        report = read_report(rec)
         report["t0_ns"] = rec.time_range()[0]
         return report, rec.entities("agent_cost")
 

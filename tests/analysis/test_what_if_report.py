@@ -12,6 +12,7 @@ from gtop.analysis.report.report_text import format_report
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 from tests.analysis.recordings import RECORDINGS, ROOT
+from tests.reports import report_of
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +82,7 @@ def test_an_input_bound_verdict_ranks_the_dataloader_fix_first() -> None:
     code), its Python-framed ones are DataLoader waits, so the verdict says "waiting for
     input data"; the what-if counts the same waits as the DataLoader's, and ranks that
     fix first, not a separate "remove the blocking waits" (one rule, one story)."""
-    with Recording(ROOT / "gtop" / "demo" / "loader-1-worker.gtop") as rec:
-        report = read_report(rec)
+    report = report_of(ROOT / "gtop" / "demo" / "loader-1-worker.gtop")
     assert report["verdict"]["kind"] == "input-bound"
     fixes = [g["fix"] for g in report["verdict"]["gains"]]
     assert fixes[0] == "a DataLoader that keeps up", fixes
