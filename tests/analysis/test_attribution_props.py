@@ -235,3 +235,32 @@ def test_unique_columns_is_numpys_unique_rows(rows: list[tuple[int, int, int, in
     expected, where = np.unique(table, axis=0, return_inverse=True)
     assert distinct.tolist() == expected.reshape(-1, 4).tolist()
     assert inverse.tolist() == where.reshape(-1).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 9), st.integers(0, 3)), min_size=1, max_size=30),
+    st.integers(1, 7),
+    st.integers(0, 20),
+)
+def test_occupancy_sums_each_slice(
+    segments: list[tuple[int, int]], slice_ns: int, extra: int
+) -> None:
+    """Each slice's ns per code is what the segments cover of it, for slices of one
+    length (by division) and for uneven edges (by a search) alike."""
+    from gtop.analysis.attribution import slices
+
+    lengths = np.array([n for n, _ in segments], np.int64)
+    ends = 100 + np.cumsum(lengths)
+    starts, codes = ends - lengths, np.array([c for _, c in segments])
+    t0, t1 = int(starts[0]) + extra % 5, int(ends[-1]) - extra // 5
+    if t1 <= t0:
+        return
+    even = slices.edges(t0, t1, slice_ns)
+    uneven = np.unique(np.append(even, (even[:-1] + even[1:]) // 2))
+    for edges in (even, uneven):
+        got = slices.occupancy_of(starts, ends, codes, 4, edges)
+        for k in range(len(edges) - 1):
+            lo, hi = edges[k], edges[k + 1]
+            cover = np.clip(np.minimum(ends, hi) - np.maximum(starts, lo), 0, None)
+            assert got[k].tolist() == np.bincount(codes, weights=cover, minlength=4).tolist()

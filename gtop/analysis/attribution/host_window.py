@@ -5,6 +5,7 @@ indexed by thread id, and the host-cause rule (rule 3 of
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -180,38 +181,12 @@ class HostIndex:
             the span of ``host`` each piece lies in.
         """
         a = self.activity(tid, host)
-        blocked = np.select(
-            [a.reason == BlockReason.IO, a.reason == BlockReason.GPU_WAIT],
-            [Cause.H_IO, Cause.H_WAIT_GPU],
-            Cause.OFF_CPU,
-        )
-        # Collectors mark on-CPU or runnable time spent inside a CUDA synchronising call
-        # (uprobes on libcudart/libcuda) with reason GPU_WAIT: spinning in a sync.
-        spinning = (a.state != ThreadState.BLOCKED) & (a.reason == BlockReason.GPU_WAIT)
-        # ... and on-CPU time inside an I/O syscall (the kernel's own work for a read or
-        # a write: copying, submitting, completing) with reason IO: I/O, like the time
-        # blocked in the same call, in or out of an API call or launch gap.
-        in_io = (a.state == ThreadState.ON_CPU) & (a.reason == BlockReason.IO)
-        cause = np.select(
-            [
-                a.in_sync | spinning,
-                a.state == ThreadState.BLOCKED,
-                a.state == ThreadState.RUNNABLE,
-                in_io,
-                a.in_api,
-                a.state == ThreadState.ON_CPU,
-            ],
-            [
-                Cause.H_WAIT_GPU,
-                blocked,
-                Cause.OFF_CPU,
-                Cause.H_IO,
-                Cause.H_CTRL,
-                np.where(a.in_launch_gap, Cause.H_CTRL, Cause.H_APP),
-            ],
-            Cause.UNKNOWN,
-        ).astype(np.uint8)
-        return a.starts, a.ends, cause, a.span
+        code = a.state.astype(np.int32) << 11
+        code |= a.reason.astype(np.int32) << 3
+        code |= a.in_api.astype(np.int32) << 2
+        code |= a.in_sync.astype(np.int32) << 1
+        code |= a.in_launch_gap
+        return a.starts, a.ends, _cause_table()[code], a.span
 
     def thread_panels(self, tids: np.ndarray) -> tuple[int, int, int]:
         """(blocked, runnable, on-CPU) ns of the threads ``tids`` in the window: blocked
@@ -254,6 +229,62 @@ class HostIndex:
             state_stack,
             np.where(sample_stack >= 0, sample_stack, state_stack),
         )
+
+
+@functools.cache
+def _cause_table() -> np.ndarray:
+    """:func:`_host_cause` of every (state, reason, in API call, in sync call, in launch
+    gap), indexed by ``state << 11 | reason << 3 | in_api << 2 | in_sync << 1 | gap``:
+    a piece's cause is one lookup, not a selection over every piece per rule."""
+    code = np.arange(1 << 19)
+    return _host_cause(
+        (code >> 11).astype(np.uint8),
+        ((code >> 3) & 0xFF).astype(np.uint8),
+        (code >> 2) & 1 == 1,
+        (code >> 1) & 1 == 1,
+        code & 1 == 1,
+    )
+
+
+def _host_cause(
+    state: np.ndarray,
+    reason: np.ndarray,
+    in_api: np.ndarray,
+    in_sync: np.ndarray,
+    in_launch_gap: np.ndarray,
+) -> np.ndarray:
+    """Rule 3's cause of a piece of a thread's time (see :meth:`HostIndex.host_causes`)."""
+    blocked = np.select(
+        [reason == BlockReason.IO, reason == BlockReason.GPU_WAIT],
+        [Cause.H_IO, Cause.H_WAIT_GPU],
+        Cause.OFF_CPU,
+    )
+    # Collectors mark on-CPU or runnable time spent inside a CUDA synchronising call
+    # (uprobes on libcudart/libcuda) with reason GPU_WAIT: spinning in a sync.
+    spinning = (state != ThreadState.BLOCKED) & (reason == BlockReason.GPU_WAIT)
+    # ... and on-CPU time inside an I/O syscall (the kernel's own work for a read or
+    # a write: copying, submitting, completing) with reason IO: I/O, like the time
+    # blocked in the same call, in or out of an API call or launch gap.
+    in_io = (state == ThreadState.ON_CPU) & (reason == BlockReason.IO)
+    return np.select(
+        [
+            in_sync | spinning,
+            state == ThreadState.BLOCKED,
+            state == ThreadState.RUNNABLE,
+            in_io,
+            in_api,
+            state == ThreadState.ON_CPU,
+        ],
+        [
+            Cause.H_WAIT_GPU,
+            blocked,
+            Cause.OFF_CPU,
+            Cause.H_IO,
+            Cause.H_CTRL,
+            np.where(in_launch_gap, Cause.H_CTRL, Cause.H_APP),
+        ],
+        Cause.UNKNOWN,
+    ).astype(np.uint8)
 
 
 def _overlapping(

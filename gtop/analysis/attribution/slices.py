@@ -46,8 +46,7 @@ def occupancy_of(
     if not keep.all():
         s, e, c = s[keep], e[keep], c[keep]
     c = c.astype(np.int64)
-    first = iv.last_at_or_before(slice_edges, s)
-    last = iv.last_at_or_before(slice_edges, e - 1)
+    first, last = _slice_of(slice_edges, s), _slice_of(slice_edges, e - 1)
     # Whole segments into the slice they start in, then move what crosses edges.
     flat = np.bincount(first * n_codes + c, weights=e - s, minlength=n * n_codes)
     cross = np.flatnonzero(last > first)
@@ -63,6 +62,17 @@ def occupancy_of(
             minlength=n * n_codes,
         )
     return np.rint(flat).astype(np.int64).reshape(n, n_codes)
+
+
+def _slice_of(slice_edges: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The slice each time of ``t`` (inside the edges) lies in: by division when the
+    slices are of one length (as :func:`edges` makes them, the last one maybe shorter),
+    else by a search."""
+    step = slice_edges[1] - slice_edges[0] if len(slice_edges) > 1 else 0
+    inner = slice_edges[:-1]
+    if step > 0 and bool(np.all(inner == slice_edges[0] + step * np.arange(len(inner)))):
+        return np.minimum((t - slice_edges[0]) // step, len(inner) - 1)
+    return iv.last_at_or_before(slice_edges, t)
 
 
 def dominant(occ: np.ndarray) -> np.ndarray:

@@ -51,6 +51,8 @@ class AttributionEngine:
         self._pending: list[Records] = []
         self._pending_rows = 0
         self._compact_rows = compact_rows
+        self._trimmed_to: int | None = None
+        """The horizon the rows kept were last cut to (None: rows added since)."""
         self.watermark: int | None = None
         """The latest time seen in any row fed so far, or the latest ``now`` given."""
 
@@ -83,8 +85,10 @@ class AttributionEngine:
             self._kept = Records.concat([self._kept, *self._pending])
             self._pending.clear()
             self._pending_rows = 0
-        if self.horizon is not None:
+            self._trimmed_to = None
+        if self.horizon is not None and self.horizon != self._trimmed_to:
             self._kept = self._kept.keep_after(self.horizon)
+            self._trimmed_to = self.horizon
 
     def records(self) -> Records:
         """The rows kept now (compacted)."""
