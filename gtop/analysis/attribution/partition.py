@@ -374,9 +374,17 @@ class _Prepared:
         akey = (apis["pid"].astype(np.int64) << 32) | apis["corr"].astype(np.int64)
         okey = (ops["pid"].astype(np.int64) << 32) | ops["corr"].astype(np.int64)
         order = iv.canonical_order([akey, apis["t"], -apis["end"], apis["tid"]])
-        calls, asked = iv.pair_ranks(akey[order], apis["t"][order], okey, ops["t"])
+        ordered = akey[order]
+        if not len(iv.run_heads(ordered)) < len(ordered):
+            # no key repeats: an op's call is the one with its key, whenever it started
+            k = np.minimum(np.searchsorted(ordered, okey), len(ordered) - 1)
+            found = (ordered[k] == okey) & (ops["corr"] != 0)
+            pick = order[k[found]]
+            api_end[found], api_tid[found] = apis["end"][pick], apis["tid"][pick]
+            return api_end, api_tid
+        calls, asked = iv.pair_ranks(ordered, apis["t"][order], okey, ops["t"])
         j = np.searchsorted(calls, asked, side="right") - 1  # the latest (key, t) <= op's
-        before = (j >= 0) & (akey[order][np.maximum(j, 0)] == okey)
+        before = (j >= 0) & (ordered[np.maximum(j, 0)] == okey)
         pick = order[np.maximum(j, 0)]
         first = iv.canonical_order([akey, apis["end"], apis["tid"], apis["t"]])
         heads = first[iv.run_heads(akey[first])]  # per key: the call that ended first
