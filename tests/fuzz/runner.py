@@ -102,11 +102,13 @@ def _child(
 
 @functools.cache
 def _warm_up() -> None:
-    """Run report and every export once here, so that children inherit their imports."""
+    """Run report, ``replay --once`` and every export once here, so that children inherit
+    their imports (a replay child importing its own took 0.2 s CPU, its frame 0.03 s)."""
     demo = demo_recording()
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with tempfile.TemporaryDirectory() as out, quiet[0], quiet[1]:
         cli.main(["report", str(demo)])
+        cli.main(["replay", str(demo), "--once"])
         for fmt in FORMATS:
             cli.main(["export", str(demo), "--format", fmt, "-o", f"{out}/{fmt}"])
 
