@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import io
 import json
 import time
@@ -27,6 +26,7 @@ from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
 from gtop.views.screens.process import ProcessScreen
+from tests.reports import report_of
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = sorted(
@@ -56,9 +56,10 @@ def _gtop(*argv: str) -> str:
     return out.getvalue()
 
 
-@functools.cache  # each place is held to it: one report per recording and worker
 def from_report(path: Path) -> Answer:
-    report = json.loads(_gtop("report", str(path), "--json"))
+    """``gtop report --json``'s answer: the session's shared ``read_report`` document
+    (:mod:`tests.reports`, what the command prints), computed once, not once a worker."""
+    report = json.loads(json.dumps(report_of(path)))  # as --json writes it
     w, v = report["window"], report["verdict"]
     return Answer(
         w["from_s"],
