@@ -2,15 +2,25 @@
 
 The toy probe is written to a folder of its own, added to the catalog's package path in
 a child interpreter (the catalog's own discovery then finds it, as it finds a file in
-``gtop/probes/catalog/``); nothing else in gtop is told about it.
+``gtop/probes/catalog/``); nothing else in gtop is told about it. A collector is one
+file too, and every collector gtop ships is registered that way but the two the session
+is built on (``gtop.collectors``' docstring says why).
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+
+import gtop.collectors
+from gtop.collectors import session_collectors
+from gtop.collectors.agent.link import AgentLink
+from gtop.collectors.nvml import NvmlCollector
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "corpus" / "ptx"
@@ -276,3 +286,30 @@ def test_the_agent_loads_only_the_probe_it_runs() -> None:
     ok, loaded = done.stdout.splitlines()
     assert ok == "True"
     assert loaded.split() == ["gtop.probes.catalog.tensorop"]
+
+
+def collector_classes() -> set[type]:
+    """Every class in ``gtop.collectors`` shaped as a live
+    :class:`~gtop.collectors.base.Collector` (start, stop, statuses), but the protocols
+    and the polling base of ``base``."""
+    found = set()
+    for info in pkgutil.walk_packages(gtop.collectors.__path__, "gtop.collectors."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if (
+                inspect.isclass(obj)
+                and obj.__module__ == module.__name__ != "gtop.collectors.base"
+                and all(callable(getattr(obj, a, None)) for a in ("start", "stop", "statuses"))
+            ):
+                found.add(obj)
+    return found
+
+
+def test_every_collector_is_registered_or_says_why_not() -> None:
+    """One registry: each collector a session can run is a ``COLLECTOR``, but the two the
+    registry's docstring names, with the reason, as the ones the session is built on."""
+    registered = {*session_collectors("start"), *session_collectors("agent")}
+    by_hand = collector_classes() - registered
+    assert by_hand == {NvmlCollector, AgentLink}
+    for cls in by_hand:
+        assert f"{cls.__name__}`" in (gtop.collectors.__doc__ or ""), cls

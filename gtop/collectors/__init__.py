@@ -6,6 +6,19 @@ this folder that names its class ``COLLECTOR`` (a
 as the probe catalog finds its probes, and nothing else registers one. The class's
 ``opens`` says when: ``"start"`` (the default) when the session starts, ``"agent"``
 once the session has an agent link.
+
+Two collectors are not in this registry, because the session itself is built on them
+(:class:`gtop.session.live.LiveSource` opens them by hand):
+
+- :class:`~gtop.collectors.nvml.NvmlCollector` opens when the session is made, before
+  it starts and beside a launch (``nvmlInit`` is slow on some machines), and the others
+  are set up from it: :class:`~gtop.collectors.base.SessionSetup`'s ``gpu_pids`` and
+  ``watched_pids`` are its GPU processes, a recording's metadata its devices, and
+  ``require_gpu`` makes its failure the session's.
+- :class:`~gtop.collectors.agent.link.AgentLink` opens only on a launch or an attach,
+  in the agent mode asked for, and must listen before the launched command starts (the
+  command's environment names its socket: :meth:`~.agent.link.AgentLink.launch_env`);
+  it is what the ``"agent"`` collectors open with.
 """
 
 from __future__ import annotations
