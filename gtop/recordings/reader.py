@@ -100,11 +100,15 @@ class Recording:
         """Chunks decoded so far, by stream (a report decodes each chunk once)."""
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._cache_chunks = cache_chunks
+        self._opened: dict[int, np.ndarray] = {}
+        """The chunks decoded to confirm the time range, kept for their first read (by then
+        the cache may have dropped them: a report decodes each chunk once)."""
         self.streams = self._read_streams()
         plausible = validate.plausible_chunks(self._read_index(), self._data_bounds)
         for problem in plausible.problems:
             self._problem(problem)
         self._time_range = plausible.time_range
+        self._opened = dict(self._cache)
         self._index: dict[str, list[ChunkInfo]] = {}
         for info in plausible.chunks:
             self._index.setdefault(info.stream, []).append(info)
@@ -256,7 +260,7 @@ class Recording:
         out = np.empty(sum(info.n for info in chunks), dtype)
         filled = parts = 0
         for info in chunks:
-            cached = self._cache.get(info.id)
+            cached = self._kept(info)
             if cached is not None:  # placed already: its rows, and no more
                 out[filled : filled + len(cached)] = cached
                 filled += len(cached)
@@ -286,7 +290,7 @@ class Recording:
             return
         buffer = np.empty(max(info.n for info in chunks) if reuse else 0, self.streams[stream])
         for info in chunks:
-            if reuse and info.id not in self._cache:
+            if reuse and info.id not in self._cache and info.id not in self._opened:
                 rows = self._decode(info, buffer[: info.n])
                 rows = None if rows is None else _placed(stream, rows)
             else:
@@ -302,18 +306,24 @@ class Recording:
         """Forget the decoded chunks kept for reuse (their memory); a later read of
         them decodes again."""
         self._cache.clear()
+        self._opened.clear()
+
+    def _kept(self, info: ChunkInfo) -> np.ndarray | None:
+        """The chunk's records if decoded already: cached, or decoded at open."""
+        opened = self._opened.pop(info.id, None)
+        cached = self._cache.get(info.id)
+        return opened if cached is None else cached
 
     def _chunk(self, info: ChunkInfo) -> np.ndarray | None:
-        cached = self._cache.get(info.id)
-        if cached is not None:
-            self._cache.move_to_end(info.id)
-            return cached
-        records = self._decode(info)
+        records = self._kept(info)
         if records is None:
-            return None
-        records = _placed(info.stream, records)
-        records.flags.writeable = False
+            records = self._decode(info)
+            if records is None:
+                return None
+            records = _placed(info.stream, records)
+            records.flags.writeable = False
         self._cache[info.id] = records
+        self._cache.move_to_end(info.id)
         if len(self._cache) > self._cache_chunks:
             self._cache.popitem(last=False)
         return records
