@@ -52,7 +52,7 @@ from gtop.views.tabs.worker_panel import COMPUTING, WorkerPanel
 
 REPO = Path(__file__).resolve().parent.parent
 RECORDINGS = ("train_loop_cupti", "decode-eager", "slow_loader", "constructed-io")
-AT_S = {"train_loop_cupti": 12.0, "decode-eager": 6.0, "slow_loader": 10.0, "constructed-io": 8.0}
+AT_S = {"train_loop_cupti": 11.0, "decode-eager": 5.5, "slow_loader": 10.0, "constructed-io": 8.0}
 SETTLED_MEDIAN_MS, SETTLED_P95_MS = 300.0, 1000.0
 
 STEPS: tuple[tuple[str, str], ...] = (

@@ -53,3 +53,17 @@ def test_every_file_the_docs_name_exists() -> None:
         if not any(c in path for c in "*{") and not (REPO / path.rstrip(".")).exists()
     ]
     assert not missing, "\n".join(missing)
+
+
+def test_the_recordings_stay_under_15_mb() -> None:
+    """The tracked recordings (with ``gtop/demo/``, which the wheel packages) weigh at
+    most 15 MB (issue 27): the busiest CUPTI recordings are excerpts (README's table)."""
+    names = subprocess.run(
+        ["git", "ls-files", "recordings", "gtop/demo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    size = sum((REPO / name).lstat().st_size for name in names)
+    assert len(names) > 50 and size <= 15_000_000, (len(names), size)

@@ -29,10 +29,10 @@ async def test_compare_shows_both_breakdowns_side_by_side() -> None:
         assert lines[0].startswith("A: decode-eager.gtop")
         assert lines[1].startswith("B: decode-graphs.gtop")
         gar = next(line for line in lines if "GPU busy (GAR)" in line).split()
-        assert gar[-4:] == ["5.8%", "76.0%", "+70.2", "pt"]  # GPU busy, eager vs graphs
+        assert gar[-4:] == ["7.4%", "76.0%", "+68.5", "pt"]  # GPU busy, eager vs graphs
         launch = next(line for line in lines if "launching kernels" in line)
-        assert launch.startswith("c ") and "H:CTRL" in launch and "63.1%" in launch
-        assert launch.endswith("-63.0 pt")
+        assert launch.startswith("c ") and "H:CTRL" in launch and "82.3%" in launch
+        assert launch.endswith("-82.3 pt")
         assert max(len(line) for line in lines) <= SIZE[0] - CHROME  # laid out for 80 columns
         assert "launch-bound" in text and "Top kernels" in text
         # each cause's glyph in its timeline colour

@@ -1,6 +1,7 @@
 """The Kernels tab's launches/s under kernel sampling: counted over traced time only.
 
-A real CUPTI recording of a launch-bound decode, and the same recording as kernel
+A real CUPTI recording of a launch-bound decode (the 8 s eager decode traced in full,
+``recordings/sampling/eager-decode-every-kernel.gtop``), and the same recording as kernel
 sampling would have recorded it (tests/analysis/sampled.py: the records launched in each
 off phase dropped, the ``untraced`` rows added): per traced second, each kernel's rate
 stays that of the full recording; per second of the whole span it would fall by the
@@ -21,9 +22,10 @@ from gtop.views.tabs.kernels_tab import _Kernels, _KernelSnap, window_kernels
 from gtop.views.tabs.session_data import TabWindow
 from tests.analysis.sampled import DutyCycle, sample
 
-DECODE = Path(__file__).resolve().parents[2] / "recordings" / "decode-eager.gtop"
-PID = 2257
-"""The decoding process of recordings/decode-eager.gtop."""
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
+DECODE = RECORDINGS / "sampling" / "eager-decode-every-kernel.gtop"
+PID = 698
+"""The decoding process of the recording."""
 
 
 def kernels(batches: dict[str, np.ndarray], t0: int, t1: int) -> _Kernels:
