@@ -198,9 +198,9 @@ async def test_a_window_shown_before_is_not_computed_again(replay_app: AppFactor
     # the verdict of a window is computed once: a seek back, and End where → was, find
     # it done (the same object comes back). End, past the process's exit, was keyed
     # apart from → where the exit had not come yet, though both end at its last GPU work
-    for name, at_s, keys in (
-        ("train_loop_cupti.gtop", 11.4, ("right", "left")),
-        ("decode-eager.gtop", 6.0, ("right", "end")),
+    for name, at_s, keys, again in (
+        ("train_loop_cupti.gtop", 11.4, ("left", "right"), 0),  # back where it was
+        ("fixes/decode-eager.gtop", 6.3, ("right", "end"), 1),  # End: where → was
     ):
         with Recording(RECORDINGS / name) as rec:
             pid = rec.meta["target"]["pid"]
@@ -213,7 +213,7 @@ async def test_a_window_shown_before_is_not_computed_again(replay_app: AppFactor
             await pilot.press(keys[1])
             third = await settled_verdict(app, pilot, deadline)
             assert first is not None and second is not first, name
-            assert third is (first if keys[1] == "left" else second), name
+            assert third is (first, second)[again], name
 
 
 async def test_a_replays_first_draw_knows_what_it_read(replay_app: AppFactory) -> None:
