@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from gtop.analysis.attribution.causes import LABELS, PHRASES
@@ -224,41 +225,48 @@ def _kernels(report: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _api(report: dict[str, Any], width: int) -> list[str]:
-    api = report.get("api") or []
-    if not api:
+def _top(
+    rows: list[dict[str, Any]],
+    by: str,
+    heading: list[str],
+    line: Callable[[dict[str, Any]], str],
+    width: int,
+) -> list[str]:
+    """A table section: a blank line, ``heading``, then the :data:`TOP` rows largest in
+    ``by``, one line each, cut to ``width``; nothing without rows."""
+    if not rows:
         return []
-    lines = ["", "Top CUDA API calls (by time)"]
-    for a in sorted(api, key=lambda a: -a["total_ns"])[:TOP]:
-        lines.append(
-            fit(
-                f"  {a['total_ns'] / 1e9:8.3f} s {a['calls']:>9,} calls "
-                f"{a['calls_per_s']:>10,.0f}/s  {a['name']} ({a['api_class']}, tid {a['tid']})",
-                width,
-            )
-        )
-    return lines
+    top = sorted(rows, key=lambda r: -r[by])[:TOP]
+    return ["", *heading, *(fit(line(r), width) for r in top)]
+
+
+def _api(report: dict[str, Any], width: int) -> list[str]:
+    return _top(
+        report.get("api") or [],
+        "total_ns",
+        ["Top CUDA API calls (by time)"],
+        lambda a: (
+            f"  {a['total_ns'] / 1e9:8.3f} s {a['calls']:>9,} calls "
+            f"{a['calls_per_s']:>10,.0f}/s  {a['name']} ({a['api_class']}, tid {a['tid']})"
+        ),
+        width,
+    )
 
 
 def _threads(report: dict[str, Any], width: int) -> list[str]:
-    threads = report.get("threads") or []
-    if not threads:
-        return []
-    lines = [
-        "",
-        "Busiest host threads (seconds on-CPU, runnable, blocked)",
-        f"  {'tid':>7} {'name':<16} {'on-CPU':>8} {'runnable':>8} {'blocked':>8} {'pid':>8}",
-    ]
-    for t in sorted(threads, key=lambda t: -t["on_cpu_s"])[:TOP]:
-        blocked = sum(t["blocked_s"].values())
-        lines.append(
-            fit(
-                f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} {t['on_cpu_s']:8.2f} "
-                f"{t['runnable_s']:8.2f} {blocked:8.2f} {t['pid']:>8}",
-                width,
-            )
-        )
-    return lines
+    return _top(
+        report.get("threads") or [],
+        "on_cpu_s",
+        [
+            "Busiest host threads (seconds on-CPU, runnable, blocked)",
+            f"  {'tid':>7} {'name':<16} {'on-CPU':>8} {'runnable':>8} {'blocked':>8} {'pid':>8}",
+        ],
+        lambda t: (
+            f"  {t['tid']:>7} {fit(t.get('name') or '?', 16):<16} {t['on_cpu_s']:8.2f} "
+            f"{t['runnable_s']:8.2f} {sum(t['blocked_s'].values()):8.2f} {t['pid']:>8}"
+        ),
+        width,
+    )
 
 
 def _stacks(report: dict[str, Any], width: int) -> list[str]:
