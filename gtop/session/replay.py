@@ -257,9 +257,11 @@ class ReplaySource:
     def drops(self) -> dict[str, int]:
         """Rows the recorder lost (the report's ``Drops``); the file's problems are
         :meth:`statuses`' (the report's ``Problem`` lines), not drops: most lose nothing
-        (a chunk whose index disagrees with its data is read from its data)."""
+        (a chunk whose index disagrees with its data is read from its data). An excerpt's
+        were counted over its whole source (drops carry no time)."""
         recorded = self.meta.get("drops") or {}
-        return {f"{k} (recorded)": v for k, v in recorded.items() if v}
+        when = "recorded over the whole source" if self.meta.get("excerpt") else "recorded"
+        return {f"{k} ({when})": v for k, v in recorded.items() if v}
 
     def statuses(self) -> list[Status]:
         problems = self.recording.problems

@@ -41,3 +41,21 @@ def test_an_empty_window_is_one_line(tmp_path: Path) -> None:
     )
     assert out.returncode == 1 and out.stderr.startswith("gtop: no data in 999.0-1000.0 s")
     assert len(out.stderr.splitlines()) == 1 and not (tmp_path / "x.gtop").exists()
+
+
+def test_an_excerpts_drops_are_said_to_cover_its_whole_source() -> None:
+    """Drops carry no time, so an excerpt keeps its source's totals: the report, its JSON
+    and the replay's status say they were counted over the whole source, not the excerpt
+    (decode-eager.gtop: 0-5.5 s of a 21.5 s decode whose CUPTI buffers dropped 634k)."""
+    from gtop.analysis.report.report_text import format_report
+    from gtop.session.replay import ReplaySource
+    from tests.reports import report_of
+
+    path = Path(__file__).resolve().parents[2] / "recordings" / "decode-eager.gtop"
+    report = report_of(path)
+    assert report["excerpt"] == {"from_s": 0.0, "to_s": 5.5, "source_s": 21.538536128}
+    text = " ".join(format_report(report, 100).split())
+    assert "Drops: cupti 633829 (counted over the whole source recording, 0-21.5 s;" in text
+    assert "this file is its excerpt 0-5.5 s)" in text
+    with Recording(path) as rec:
+        assert ReplaySource(rec).drops() == {"cupti (recorded over the whole source)": 633829}

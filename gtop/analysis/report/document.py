@@ -540,6 +540,7 @@ def build_report(
             latest_entities(entities, "process"),
         ),
         "drops": drops,
+        **({"excerpt": meta["excerpt"]} if meta.get("excerpt") else {}),
         **activity,
         "gpu": {dev: with_units(entry) for dev, entry in gpu.items()},
         "verdict": verdict,

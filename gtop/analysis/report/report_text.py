@@ -371,6 +371,20 @@ def _ranks(report: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
+def _drops_line(report: dict) -> str:
+    """``Drops: ...``; an excerpt's drops were counted over its whole source recording
+    (drops carry no time), and the line says so."""
+    drops = {k: v for k, v in report["drops"].items() if v}
+    line = "Drops: " + (", ".join(f"{k} {v}" for k, v in drops.items()) if drops else "none")
+    cut = report.get("excerpt")
+    if drops and cut:
+        line += (
+            f" (counted over the whole source recording, 0-{cut['source_s']:.1f} s;"
+            f" this file is its excerpt {cut['from_s']:g}-{cut['to_s']:g} s)"
+        )
+    return line
+
+
 def _cost(report: dict[str, Any], width: int) -> list[str]:
     """gtop's own cost to the traced processes, as its agents measured it."""
     cost = report.get("agent_cost")
@@ -405,9 +419,8 @@ def format_report(report: dict[str, Any], width: int = WIDTH) -> str:
     lines += _kernels(report, width) + _api(report, width) + _threads(report, width)
     lines += _python_sampler(report, width)
     lines += _stacks(report, width) + _gpus(report, width) + _processes(report, width)
-    drops = {k: v for k, v in report["drops"].items() if v}
     lines.append("")
-    lines.append("Drops: " + (", ".join(f"{k} {v}" for k, v in drops.items()) if drops else "none"))
+    lines += _wrap(_drops_line(report), width, "", "  ")
     lines += _cost(report, width)
     for problem in report.get("problems", []):
         lines += _wrap(f"Problem: {problem}", width, "", "  ")
