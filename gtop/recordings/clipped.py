@@ -81,6 +81,10 @@ class ClippedRecording:
 
     def keep(self, rows: np.ndarray, stream: str) -> np.ndarray:
         """Those of ``stream``'s ``rows`` (read from the whole recording) in the window."""
+        return take_rows(rows, self._in_window(rows, stream))
+
+    def _in_window(self, rows: np.ndarray, stream: str) -> np.ndarray:
+        """Which of ``stream``'s ``rows`` :meth:`keep` keeps."""
         t0, t1 = self.window.t0, self.window.t1
         if "end_ns" in (rows.dtype.names or ()):
             reaches = rows["end_ns"] > t0
@@ -88,8 +92,8 @@ class ClippedRecording:
                 keys = zip(rows["pid"].tolist(), rows["t_ns"].tolist(), strict=True)
                 closed = np.fromiter((k in self._closed_untraced for k in keys), bool, len(rows))
                 reaches |= (rows["end_ns"] < 0) & ~closed
-            return take_rows(rows, (rows["t_ns"] < t1) & reaches)
-        return take_rows(rows, (rows["t_ns"] >= t0) & (rows["t_ns"] < t1))
+            return (rows["t_ns"] < t1) & reaches
+        return (rows["t_ns"] >= t0) & (rows["t_ns"] < t1)
 
     def iter_chunks(self, stream: str, reuse: bool = False) -> Iterator[np.ndarray]:
         for rows in self.rec.iter_chunks(stream, reuse):
@@ -103,7 +107,9 @@ class ClippedRecording:
         # only rows starting before the window's end can be in it: read no further (and,
         # given t0, from there: an exporter reads a long stream window by window)
         end = self.window.t1 if t1 is None else min(t1, self.window.t1)
-        return self.keep(self.rec.read(stream, t0, end), stream)
+        rows = self.rec.read(stream, t0, end)  # a fresh array: kept whole when it all is
+        inside = self._in_window(rows, stream)
+        return rows if bool(inside.all()) else take_rows(rows, inside)
 
 
 def _last_rows(rec: Recording, stream: str) -> np.ndarray:

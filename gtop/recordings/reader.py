@@ -246,7 +246,8 @@ class Recording:
                 keep &= times >= t0
             if t1 is not None:
                 keep &= times < t1
-            parts.append(take_rows(records, keep))
+            # a chunk wholly kept joins as it is: the rows are copied once, by the concat
+            parts.append(records if bool(keep.all()) else take_rows(records, keep))
         if not parts:
             return np.empty(0, dtype=dtype)
         return by_time(concat_rows(parts), len(parts))
