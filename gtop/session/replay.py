@@ -162,6 +162,12 @@ class ReplaySource:
         self.seek(self.playhead + int(seconds * 1e9))
 
     @property
+    def seek_pending(self) -> bool:
+        """A seek came since the last :meth:`poll` began: the next one reads anew (what
+        a poll under way reads is of a position no longer asked for)."""
+        return self._need_reset
+
+    @property
     def position_s(self) -> float:
         return (self.playhead - self.t_start) / 1e9
 

@@ -78,6 +78,8 @@ class Replayable(Protocol):
     @property
     def active(self) -> Window: ...
     def to_window(self) -> None: ...
+    @property
+    def seek_pending(self) -> bool: ...
 
 
 REPLAY_ACTIONS = frozenset(
@@ -214,7 +216,8 @@ class GtopApp(App[int]):
         token: Hashable | None = None
         try:
             update = self.source.poll()
-            if update.reset:  # a seek: aggregate its history here, not on the UI thread
+            if update.reset and not self._obsolete(update):
+                # a seek: aggregate its history here, not on the UI thread
                 data = session_of(self.model)
                 token = self._token(data.span_ns)
                 now = self.source.now_ns()  # (reusable: checked again when taken)
@@ -229,11 +232,18 @@ class GtopApp(App[int]):
         self, update: Update | None, fresh: SessionData | None, token: Hashable | None
     ) -> None:
         self.polling = False
+        if update is not None and self._obsolete(update):
+            return  # (still loading: the next tick reads where the newest seek went)
         if update is None or update.reset:
             self.loading = False
         if update is not None:
             with session_of(self.model).taking(fresh, token):
                 self._apply(update)
+
+    def _obsolete(self, update: Update) -> bool:
+        """``update`` is a seek's read, and another seek came since: neither aggregated
+        nor shown (→ → → read and analysed the first two windows before the third)."""
+        return update.reset and self.replay is not None and self.replay.seek_pending
 
     def _apply(self, update: Update, first_load: bool = False) -> None:
         """Apply ``update`` to the model and draw; ``first_load``: a replay's first read,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from gtop.recordings.reader import Recording
+from gtop.views.app import SEEK_S
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.screens.verdict import VerdictScreen
 from gtop.views.tabs.gpu_time_tab import GpuTimeTab
@@ -236,3 +237,32 @@ async def test_a_replays_first_draw_knows_what_it_read(replay_app: AppFactory) -
             assert time.monotonic() < deadline, "never drawn"
             await pilot.pause(0.05)
     assert tokens[0] is not None
+
+
+async def test_seeks_during_a_seeks_read_skip_to_the_last(replay_app: AppFactory) -> None:
+    # → → → while the first →'s history is being read: that read is neither aggregated
+    # nor shown (nor analysed: the verdict line computed its window before the third's),
+    # the replay goes straight to where the last seek went, still saying it loads
+    name = "fixes/decode-eager.gtop"  # (21.7 s: three seeks from 3 s stay inside)
+    with Recording(RECORDINGS / name) as rec:
+        pid = rec.meta["target"]["pid"]
+    app = replay_app(RECORDINGS / name, at_s=3.0, start_pid=pid)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 120
+        await settled_verdict(app, pilot, deadline)
+        before, start = session_of(app.model).generation, app.source.playhead
+        app.action_seek(1)
+        while not (app.polling and not app.source.seek_pending):  # its read began
+            assert time.monotonic() < deadline, "the seek was never read"
+            await pilot.pause(0.001)
+        app.action_seek(1)  # (no await between: the read under way cannot land first)
+        app.action_seek(1)
+        shown = []
+        while app.loading or app.polling:
+            assert time.monotonic() < deadline, "never loaded"
+            shown.append(session_of(app.model).generation)
+            await pilot.pause(0.01)
+        await settled_verdict(app, pilot, deadline)
+        assert app.source.playhead == start + 3 * int(SEEK_S * 1e9)
+        assert set(shown) == {before}  # (the first read's data never shown)
+        assert session_of(app.model).generation == before + 1
