@@ -12,13 +12,14 @@ event being posted until the app has handled it (every message it caused process
 and painted the next frame: what the user sees answer. It does not wait for the
 process to go idle (Textual's ``pilot.press`` does: that would count a worker
 thread's whole computation as key latency). Work a key hands to a worker (a tab's
-analysis, a seek's reload of the recording) shows in that frame as a "computing…"
-mark; the time until its result is painted is reported as "data ms" for the keys that
-start such work, and "no mark" counts the frames that showed neither the answer nor the
-mark while the open tab's worker ran (it should be 0). Each key waits for the previous
-one's data. "settled ms" is, for every press, the time until the final data is
-painted (the data time when the key started work, else the frame time): the summary
-gives its median and p95 per key and over all presses, against 300 ms / 1 s.
+analysis, a seek's reload of the recording, the predicted gains ``v`` shows) shows in
+that frame as a "computing…" mark; the time until its result is painted is reported as
+"data ms" for the keys that start such work, and "no mark" counts the frames that showed
+neither the answer nor the mark while the open tab's worker ran (it should be 0). Each
+key waits for the previous one's data. "settled ms" is, for every press, the time until
+the final data is painted (the data time when the key started work, else the frame
+time): the summary gives its median and p95 per key and over all presses, against
+300 ms / 1 s.
 
 Each run opens the replay as ``gtop replay F`` does (paused at the end of the report's
 window, on the target's screen; ``--at-s`` from the table when given for a recording).
