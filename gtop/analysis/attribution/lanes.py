@@ -83,9 +83,11 @@ class Lane(NamedTuple):
         return int(self.codes[i]) if i >= 0 else -1
 
 
-def build_lanes(records: Records, t0: int, t1: int, max_threads: int = 16) -> list[Lane]:
+def build_lanes(
+    records: Records, t0: int, t1: int, max_threads: int = 16, tids: np.ndarray | None = None
+) -> list[Lane]:
     """Stream lanes (by device, pid, stream) then thread lanes (by tid, at most
-    ``max_threads``, those with CUDA API calls first)."""
+    ``max_threads``, those with CUDA API calls first; only ``tids`` when given)."""
     lanes = []
     units = sorted(attribute(records, t0, t1, "stream").items())
     pids = len({unit.pid for unit, _ in units})
@@ -98,7 +100,10 @@ def build_lanes(records: Records, t0: int, t1: int, max_threads: int = 16) -> li
     api_tids = iv.unique_sorted(host.apis["tid"].astype(np.int64))
     state_tids = np.setdiff1d(iv.unique_sorted(host.states["tid"].astype(np.int64)), api_tids)
     window = iv.Spans(np.array([t0], np.int64), np.array([t1], np.int64))
-    for tid in np.concatenate((api_tids, state_tids))[:max_threads].tolist():
+    order = np.concatenate((api_tids, state_tids))
+    if tids is not None:
+        order = order[np.isin(order, tids)]
+    for tid in order[:max_threads].tolist():
         a = host.activity(tid, window)
         code = np.select(
             [
