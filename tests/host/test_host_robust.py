@@ -36,6 +36,29 @@ def _run(tier: str, pid: int, seconds: float, **kw):
     return col, _intervals(sub)
 
 
+def _run_until(tier: str, pid: int, enough, limit_s: float = 20.0):
+    """Run the tier's collector until what it published satisfies ``enough(rows)`` (read
+    every 0.1 s), or ``limit_s``: the test waits for the state it checks, not a window
+    that a quiet machine fills."""
+    hub = Hub()
+    sub = hub.subscribe()
+    col = open_thread_collector(hub, pid, tier=tier)
+    got = [THREAD_STATE.empty()]
+    try:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and not enough(np.concatenate(got)):
+            time.sleep(0.1)
+            got.append(_intervals(sub))
+    finally:
+        col.stop()
+    return col, np.concatenate([*got, _intervals(sub)])
+
+
+def _on_cpu_ns(rows: np.ndarray, mine: np.ndarray) -> int:
+    on = rows[mine & (rows["state"] == ThreadState.ON_CPU)]
+    return int((on["end_ns"] - on["t_ns"]).sum())
+
+
 def _next_ready(proc, timeout: float = 20.0) -> dict:
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     line = proc.stdout.readline().decode() if ready else ""
@@ -55,15 +78,23 @@ def test_target_exits_while_sampled(tier):
 
 @pytest.mark.parametrize("tier", TIERS)
 def test_threads_come_and_go(tier):
-    with phases("--churn") as (_proc, info):
-        col, rows = _run(tier, info["pid"], 2.0)
-    assert not col.status.errors, col.status.last_error
-    known = {*info["workers"], info["stuck"], info["pid"]}
-    new = set(rows["tid"].tolist()) - known
     # churn starts a thread every ~70 ms; short lives are caught by events, often by /proc
-    assert len(new) >= (2 if tier == "proc" else 10), new
-    on = rows[np.isin(rows["tid"], list(new)) & (rows["state"] == ThreadState.ON_CPU)]
-    assert (on["end_ns"] - on["t_ns"]).sum() > 0
+    need = 2 if tier == "proc" else 10
+    with phases("--churn") as (_proc, info):
+        known = {*info["workers"], info["stuck"], info["pid"]}
+
+        def churned(rows: np.ndarray) -> set[int]:
+            return set(rows["tid"].tolist()) - known
+
+        def enough(rows: np.ndarray) -> bool:
+            new = churned(rows)
+            return len(new) >= need and _on_cpu_ns(rows, np.isin(rows["tid"], list(new))) > 0
+
+        col, rows = _run_until(tier, info["pid"], enough)
+    assert not col.status.errors, col.status.last_error
+    new = churned(rows)
+    assert len(new) >= need, new
+    assert _on_cpu_ns(rows, np.isin(rows["tid"], list(new))) > 0
 
 
 def test_bpf_exited_threads_are_not_reported_blocked():
@@ -113,11 +144,12 @@ def test_target_execs(tier):
 @pytest.mark.parametrize("tier", TIERS)
 def test_child_processes_are_followed(tier):
     with phases("--children", "1") as (_proc, info):
-        _col, rows = _run(tier, info["pid"], 1.5)
-    child = info["children"][0]
+        child = info["children"][0]
+        _col, rows = _run_until(
+            tier, info["pid"], lambda rows: _on_cpu_ns(rows, rows["pid"] == child) > 0.1e9
+        )
     assert child in set(rows["pid"].tolist())
-    on = rows[(rows["pid"] == child) & (rows["state"] == ThreadState.ON_CPU)]
-    assert (on["end_ns"] - on["t_ns"]).sum() > 0.1e9
+    assert _on_cpu_ns(rows, rows["pid"] == child) > 0.1e9
 
 
 def test_bpf_stack_map_fill_is_counted():
