@@ -119,15 +119,23 @@ class ReplaySource:
 
     @property
     def at_window(self) -> bool:
-        """The playhead is at :attr:`window`'s end: the views cover that window (else
-        the last seconds before the playhead)."""
-        return self.playhead == self.window_end
+        """The playhead is at :attr:`window`'s end, or past it with no GPU work after it
+        (END of a job whose steady state ran to its last GPU work: the views would end
+        there anyway): the views cover that window, as ``gtop report`` does (else the
+        last seconds before the playhead)."""
+        if self.playhead == self.window_end:
+            return True
+        active = self.active
+        return active.kind == "active" and self.playhead > self.window_end >= active.t1
 
     def views_end(self) -> int:
-        """Where the views' windows end: the playhead, or, past the target's last GPU work
-        (END, after the job), that work's end (the views keep the last window with it)."""
+        """Where the views' windows end: the playhead; :attr:`window`'s end where the
+        views cover it (:attr:`at_window`); or, past the target's last GPU work, that
+        work's end (the views keep the last window with it)."""
+        if self.at_window:
+            return self.window_end
         active = self.active
-        if active.kind == "active" and self.playhead > active.t1 and not self.at_window:
+        if active.kind == "active" and self.playhead > active.t1:
             return active.t1
         return self.playhead
 

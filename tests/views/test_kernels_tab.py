@@ -33,7 +33,8 @@ async def test_kernel_table_at_80_columns(replay_app: AppFactory) -> None:
         await settle_panel(pilot, tab)
         table = tab.kernels.query_one(RowTable)
         labels = [tab.kernels.label(r) for r in tab.kernels.shown]
-        assert len(labels) == len(set(labels)) == 56
+        # END: the report's window (steady 9.7-11.5 s, the last GPU work), 55 kernels
+        assert len(labels) == len(set(labels)) == 55
         assert "native::vectorized_elementwise_kernel<FillFunctor<float>>" in labels
         assert header(table)[:5] == ["Kernel", "%GPU", "Count", "Total ▼", "Mean"]
         shares = [float(table.cells(i)[1]) for i in range(table.row_count)]

@@ -91,24 +91,25 @@ class TabWindow:
 
 def tab_window(model: Model, source: Any, pid: int | None = None) -> TabWindow:
     """The one window rule of the process screen (verdict line, GPU time, Swimlanes,
-    Ranks): a replay standing at the end of the report's window
-    (:attr:`~gtop.session.replay.ReplaySource.at_window`, where it opens) covers that
-    window, as ``gtop report`` does; elsewhere the last :data:`WINDOW_NS` before the
-    playhead, or, past the target's last GPU work (END), before that work's end (the
-    tabs keep the last window that had it); live, the last :data:`WINDOW_NS` ending
-    :data:`LAG_NS` before now. A last-seconds window of process ``pid`` starts no
-    earlier than the first GPU work of it or its descendants (its startup is not idle
-    GPU). The report's window comes from :func:`gtop.recordings.clipped.choose`, the one
-    place that chooses it."""
+    Ranks): a replay standing at the end of the report's window, or past it with no GPU
+    work after it (:attr:`~gtop.session.replay.ReplaySource.at_window`: where it opens,
+    and END) covers that window, as ``gtop report`` does; elsewhere the last
+    :data:`WINDOW_NS` before the playhead, or, past the target's last GPU work, before
+    that work's end (the tabs keep the last window that had it); live, the last
+    :data:`WINDOW_NS` ending :data:`LAG_NS` before now. A last-seconds window of process
+    ``pid`` starts no earlier than the first GPU work of it or its descendants (its
+    startup is not idle GPU). The report's window comes from
+    :func:`gtop.recordings.clipped.choose`, the one place that chooses it."""
     live = bool(getattr(source, "live", True))
     t1, lag = window_end(model, live)
     if live:
         return TabWindow(_after_start(model, pid, t1 - WINDOW_NS, t1), t1, lag, None)
     origin = int(source.t_start)
-    if source.at_window:
+    if source.at_window:  # (past the GPU work too: the report's window ends at its end)
         window = source.window
         session_of(model).hold(window.duration_ns)
-        return TabWindow(window.t0, window.t1, 0, origin, window.kind)
+        lag = max(model.now_ns - window.t1, 0)
+        return TabWindow(window.t0, window.t1, lag, origin, window.kind)
     end = source.views_end()
     after = end < t1  # after the GPU work: its last window
     if after:  # (it ends before the playhead: the axes do not call its end "now")
