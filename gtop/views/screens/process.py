@@ -79,6 +79,8 @@ class ProcessScreen(GtopScreen):
         panel = self._panels.get(self.tabs.active)
         if panel is not None and _mounted(panel):
             panel.show(model)
+            if self.focused is None:  # its table may have appeared with its first data
+                self.call_after_refresh(self._focus_in, panel)
 
     def _show_tabs(self, model: Model) -> None:
         """Show or hide the tabs that are shown only while something holds."""
