@@ -3,8 +3,10 @@ replayed through the UI: it names the same cause as ``gtop report`` does."""
 
 from __future__ import annotations
 
+import threading
 import time
 
+from gtop.core.hub import Update
 from gtop.recordings.reader import Recording
 from gtop.views.app import SEEK_S
 from gtop.views.screens.process import ProcessScreen
@@ -251,12 +253,25 @@ async def test_seeks_during_a_seeks_read_skip_to_the_last(replay_app: AppFactory
         deadline = time.monotonic() + 120
         await settled_verdict(app, pilot, deadline)
         before, start = session_of(app.model).generation, app.source.playhead
+        read, release = threading.Event(), threading.Event()
+        poll = app.source.poll
+
+        def held_poll() -> Update:  # the first seek's read, held until the others came
+            seek = app.source.seek_pending
+            update = poll()
+            if seek and not read.is_set():
+                read.set()
+                release.wait(60)
+            return update
+
+        app.source.poll = held_poll
         app.action_seek(1)
-        while not (app.polling and not app.source.seek_pending):  # its read began
+        while not read.is_set():  # its read is done, not yet delivered
             assert time.monotonic() < deadline, "the seek was never read"
-            await pilot.pause(0.001)
-        app.action_seek(1)  # (no await between: the read under way cannot land first)
+            await pilot.pause(0.01)
         app.action_seek(1)
+        app.action_seek(1)
+        release.set()
         shown = []
         while app.loading or app.polling:
             assert time.monotonic() < deadline, "never loaded"
@@ -266,3 +281,29 @@ async def test_seeks_during_a_seeks_read_skip_to_the_last(replay_app: AppFactory
         assert app.source.playhead == start + 3 * int(SEEK_S * 1e9)
         assert set(shown) == {before}  # (the first read's data never shown)
         assert session_of(app.model).generation == before + 1
+
+
+async def test_end_of_a_job_whose_steady_state_ran_to_its_end_shows_the_reports_window(
+    replay_app: AppFactory,
+) -> None:
+    """train_loop_cupti's steady state runs to its last GPU work, the recording's end:
+    the replay opens there (`w`) on the report's window, and End, the same instant on the
+    seek bar, keeps that window and verdict. It had switched to the last 4 s, reaching
+    back into start-up, and said "Python/CPU work" where the report says launch-bound."""
+    name = "train_loop_cupti.gtop"
+    with Recording(RECORDINGS / name) as rec:
+        pid = rec.meta["target"]["pid"]
+    app = replay_app(RECORDINGS / name, at_s=5.0, start_pid=pid)
+    async with app.run_test(size=SIZE) as pilot:
+        deadline = time.monotonic() + 120
+        await settled_verdict(app, pilot, deadline)
+        await pilot.press("w")
+        at_window = await settled_verdict(app, pilot, deadline)
+        line = app.screen.verdict.line()
+        await pilot.press("end")
+        assert app.source.at_end and app.source.at_window
+        assert await settled_verdict(app, pilot, deadline) is at_window
+        assert app.screen.verdict.line() == line
+        report = report_of(RECORDINGS / name)
+        assert line.startswith(report["window"]["label"] + " · "), (line, report["window"])
+        assert at_window.cause == report["verdict"]["cause"]
