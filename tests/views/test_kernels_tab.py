@@ -4,6 +4,8 @@ them sharing a short name with another): told-apart names, the columns that matt
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gtop.analysis.kernels import kernel_labels
@@ -12,6 +14,7 @@ from gtop.recordings.reader import Recording
 from gtop.views.screens.process import ProcessScreen
 from gtop.views.tabs.kernels_tab import KernelsTab
 from gtop.views.tabs.session_data import session_of
+from gtop.views.tabs.worker_panel import COMPUTING
 from gtop.views.widgets.kernel_table import NAME_FLOOR, NUMBERS
 from gtop.views.widgets.row_table import RowTable
 from tests.views.conftest import REPO, SIZE, AppFactory
@@ -200,3 +203,35 @@ async def test_a_cut_name_keeps_what_tells_it_apart(replay_app: AppFactory) -> N
                 assert cell.endswith(tail), (label, cell)
                 told += 1
         assert told >= 3
+
+
+async def test_a_mode_asked_while_a_computation_runs_is_marked_at_once(
+    replay_app: AppFactory,
+) -> None:
+    """`a` (the CUDA API table) pressed while the tab's worker still computes the kernel
+    table: the very next frame says "computing…" (it showed the kernel table unmarked
+    until the running computation ended), then the API table, unmarked."""
+    app = replay_app(TRAIN, at_s=14.0, start_pid=TRAIN_PID)
+    async with app.run_test(size=SIZE) as pilot:
+        tab = await open_tab(pilot, "Kernels")
+        assert isinstance(tab, KernelsTab)
+        await settle_panel(pilot, tab)
+        running, release = threading.Event(), threading.Event()
+        compute = tab.compute
+
+        def held(snap):  # a computation under way, held until the key came
+            running.set()
+            release.wait(60)
+            return compute(snap)
+
+        tab.compute = held
+        tab.show(app.model)  # a refresh's computation: it shows no mark
+        while not running.is_set():
+            await pilot.pause(0.01)
+        assert str(tab.note.render()) != COMPUTING
+        await pilot.press("a")
+        assert str(tab.note.render()) == COMPUTING
+        tab.compute = compute
+        release.set()
+        await settle_panel(pilot, tab)
+        assert tab.show_api and str(tab.note.render()) != COMPUTING

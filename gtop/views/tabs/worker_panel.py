@@ -131,6 +131,9 @@ class WorkerPanel(Vertical):
             self.set_empty(False)
         if self.busy:
             self._again = True
+            if self._asked and not self._marked:  # (the running one is of what was shown)
+                self.set_note(COMPUTING)
+                self._marked = True
             return
         self.busy = True
         generation = session_of(model).generation
