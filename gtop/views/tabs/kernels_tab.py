@@ -284,10 +284,7 @@ class KernelsTab(WorkerPanel):
 
     def watch_show_api(self, show_api: bool) -> None:
         self._layout()
-        if show_api:  # the API table is summed on the worker
-            self.recompute()
-        elif self._model is not None:
-            self.show(self._model)
+        self.recompute()  # (each table is summed on the worker, marked until drawn)
 
     def action_toggle_api(self) -> None:
         self.show_api = not self.show_api
