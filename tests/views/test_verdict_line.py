@@ -80,9 +80,7 @@ async def test_v_shows_the_verdict_in_full(replay_app: AppFactory) -> None:
     app = replay_app(RECORDINGS / "fixes/decode-eager.gtop", at_s=at_s, start_pid=pid)
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 60
-        while not (isinstance(app.screen, ProcessScreen) and app.screen.verdict.settled()):
-            assert time.monotonic() < deadline, "no verdict"
-            await pilot.pause(0.05)
+        await settled_verdict(app, pilot, deadline)
         verdict = app.screen.verdict.verdict
         assert verdict is not None and verdict.kind == expected["kind"] == "launch-bound"
         # the predicted gains are computed when first shown, marked until then
@@ -117,9 +115,7 @@ async def test_a_paused_replay_shows_the_verdict_of_the_playhead(
     app = replay_app(RECORDINGS / "train_loop_cupti.gtop", at_s=11.4, start_pid=2011)
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 60
-        while not (isinstance(app.screen, ProcessScreen) and app.screen.verdict.settled()):
-            assert time.monotonic() < deadline, "no verdict"
-            await pilot.pause(0.05)
+        await settled_verdict(app, pilot, deadline)
         screen = app.screen
         for _ in range(5):  # to GPU time
             await pilot.press("right_square_bracket")
@@ -156,9 +152,7 @@ async def test_after_a_seek_the_line_says_its_verdict_is_being_computed(
     app = replay_app(RECORDINGS / "train_loop_cupti.gtop", at_s=11.4, start_pid=2011)
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 60
-        while not (isinstance(app.screen, ProcessScreen) and app.screen.verdict.settled()):
-            assert time.monotonic() < deadline, "no verdict"
-            await pilot.pause(0.05)
+        await settled_verdict(app, pilot, deadline)
         line = app.screen.verdict
         old, before = line.line(), session_of(app.model).generation
         assert line.verdict is not None and COMPUTING not in old
