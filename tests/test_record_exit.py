@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from gtop.recordings.reader import Recording
+
 GTOP = [sys.executable, "-m", "gtop"]
 SLEEPER = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(60)"
 """A target that Ctrl-C ends as it ends a C program: quietly."""
@@ -53,6 +55,11 @@ def test_record_exits_with_the_commands_status(
     assert doc["complete"] is True
     assert doc["target"]["exit_status"] == status
     assert words in text
+    with Recording(out) as rec:  # the replay's summary says "✝ exited" at the end
+        pid = str(rec.meta["target"]["pid"])
+        seen = [e.value for e in rec.entities() if e.kind == "process" and e.key == pid]
+    if "sleep" in code:  # (seen before it exits; "pass" may end before the first look)
+        assert seen and seen[-1].get("exited"), seen
 
 
 def test_ctrl_c_finalises_the_recording_and_exits_130(tmp_path: Path) -> None:

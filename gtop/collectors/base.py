@@ -143,12 +143,17 @@ class PollingCollector:
     """
 
     name = "collector"
+    final_poll = False
+    """Poll once more after :meth:`stop` (what changed since the last poll is kept)."""
 
     def __init__(self, hub: Hub, interval_s: float) -> None:
         self.hub = hub
         self.interval_s = interval_s
         self.status = Status(self.name)
-        self._loop = Periodic(self.name, interval_s, lambda final: self.poll(), self.status)
+        self._loop = Periodic(
+            self.name, interval_s, lambda final: self.poll(), self.status,
+            final_step=self.final_poll,
+        )  # fmt: skip
 
     def poll(self) -> None:
         raise NotImplementedError

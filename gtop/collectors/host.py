@@ -94,6 +94,7 @@ class HostCollector(PollingCollector):
     """
 
     name = "host"
+    final_poll = True  # a launched command's exit ends the session before a next poll
 
     def __init__(self, hub: Hub, interval_s: float, pids_fn: Callable[[], Iterable[int]]) -> None:
         super().__init__(hub, interval_s)
