@@ -1,12 +1,13 @@
 """What gtop costs one launch-bound process, paired in time: attach, detach, compare.
 
     PYTHONPATH=$PWD python3 benchmarks/attach_paired.py [--rounds 6] [--traced 9]
-        [--gap 6] [--variants default,no-agent,host-off] [--json OUT.json]
+        [--gap 6] [--variants default,no-agent,host-off] [--graphs] [--json OUT.json]
 
 Fresh processes of the eager decode differ by ~35% on the GPU machine, and even one
 process jumps between rate regimes for seconds at a time, so run-against-run ratios
 cannot resolve 5%. Here one process (``workloads/decode_windows.py``) decodes for the
-whole benchmark and reports its rate per window; gtop attaches to it (``gtop record
+whole benchmark (``--graphs``: replaying its step as a CUDA Graph) and reports its rate
+per window; gtop attaches to it (``gtop record
 --pid P --duration S``: the agent injected, CUPTI, host-thread tracing, NVML, exactly a
 user's attach), records, detaches; the next variant attaches after a gap, and so on in
 rounds whose order alternates. Each attach's rate (median of the windows from
@@ -101,6 +102,7 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=3.0, help="s after gtop starts, skipped")
     ap.add_argument("--margin", type=float, default=1.5, help="s after gtop exits, skipped")
     ap.add_argument("--variants", default="default,no-agent,host-off")
+    ap.add_argument("--graphs", action="store_true", help="the decode as a CUDA Graph replay")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     variants = args.variants.split(",")
@@ -115,7 +117,10 @@ def main() -> int:
         "PYTHONPATH": os.pathsep.join([str(HERE / "workloads"), os.environ.get("PYTHONPATH", "")]),
     }
     proc = subprocess.Popen(
-        [*workload, "--seconds", str(total)], stdout=subprocess.PIPE, text=True, env=env
+        [*workload, "--seconds", str(total), *(["--graphs"] if args.graphs else [])],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     windows = Windows(proc)
     while not windows.rows and proc.poll() is None:

@@ -8,7 +8,9 @@
 # runs under a time limit (timeout(1)), so no step can hang the session.
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
 # startup-compile launch-time attach-paired
-# Attach (issue 23): attach-soak attach-ablation
+# Attach (issue 23): attach-soak attach-ablation attach-phases probe-attach-cost
+# attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
+# issue 25: what-if-recordings; last: pack (all of $OUT in one tar)
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -162,8 +164,8 @@ for step in $steps; do
                              --modes untraced,gtop --rounds 9 --pin 2-5 --json "$OUT/pinned_eager-decode.json" ;;
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
     # gtop attached to / detached from one launch-bound process, paired in time
-    attach-soak) limit 330 python3 benchmarks/attach_soak.py --attaches 200 --concurrency 4 \
-                   --target-seconds 20 --per-target 5 --budget 240 --json "$OUT/attach_soak.json" ;;
+    attach-soak) limit 340 python3 benchmarks/attach_soak.py --attaches 220 --concurrency 4 \
+                   --target-seconds 20 --per-target 5 --budget 290 --json "$OUT/attach_soak.json" ;;
     attach-ablation) limit 220 python3 benchmarks/attach_paired.py --rounds 2 --traced 8 --gap 5 \
                        --variants default,no-agent,host-off,nvml-only --json "$OUT/attach_ablation.json" ;;
     attach-paired) limit 560 python3 benchmarks/attach_paired.py --rounds 5 --traced 9 --gap 6 \
@@ -231,6 +233,41 @@ for step in $steps; do
                      | tee "$OUT/corr/correlation_ids.md" ;;
     overhead-matrix-sampling) limit 235 python3 benchmarks/overhead_matrix.py --workloads eager-decode \
                                 --modes untraced,gtop,gtop-every-kernel --json "$OUT/sampling_eager-decode.json" ;;
+    # issue 23's done-when, one step each: --duration 1's wall time (CPU targets, one and
+    # four gtops at once), the probe's cost to a Triton loop, the paired decode ratios
+    attach-phases) limit 150 python3 benchmarks/attach_phases.py --runs 8 --concurrency 1 --mode tick \
+                     --json "$OUT/attach_phases_k1.json"
+                   limit 150 python3 benchmarks/attach_phases.py --runs 12 --concurrency 4 --mode tick \
+                     --json "$OUT/attach_phases_k4.json" ;;
+    probe-attach-cost) limit 150 python3 benchmarks/probe_attach_cost.py --check \
+                         -o "$OUT/probe_attach_cost.json" ;;
+    attach-paired-eager) limit 290 python3 benchmarks/attach_paired.py --rounds 6 --traced 8 --gap 5 \
+                           --variants default --json "$OUT/attach_paired_eager.json" ;;
+    attach-paired-graphs) limit 290 python3 benchmarks/attach_paired.py --rounds 6 --traced 8 --gap 5 \
+                            --variants default --graphs --json "$OUT/attach_paired_graphs.json" ;;
+    # issue 26: the .item() line on the GPU, and the sampler's cost on a quiet many-core host
+    python-lines) limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
+                    tests/host/test_host_python_lines.py >"$OUT/python_lines.txt" 2>&1
+                  tail -15 "$OUT/python_lines.txt" ;;
+    sampler-cost) limit 100 python3 benchmarks/python_sampler_cost.py --rounds 16 --window 2 --rate 100
+                  limit 100 python3 benchmarks/python_sampler_cost.py --rounds 16 --window 2 --rate 100 \
+                    --control ;;
+    # issue 25: the torch.compile job and the TF32 kernel-speedup pairs (recordings/fixes)
+    what-if-recordings) mkdir -p "$OUT/whatif"
+          limit 150 python3 -m gtop record -o "$OUT/whatif/compile-mlp.gtop" \
+            -- python3 benchmarks/workloads/compile_mlp.py >"$OUT/whatif/compile-mlp.json"
+          limit 40 python3 -m gtop report "$OUT/whatif/compile-mlp.gtop" | head -40
+          for bound in gpu host; do for tf in fp32 tf32; do
+            limit 60 python3 -m gtop record -o "$OUT/whatif/kernel-$bound-$tf.gtop" \
+              -- python3 benchmarks/workloads/kernel_speedup.py --bound $bound \
+              --tf32 $([ $tf = tf32 ] && echo on || echo off) >"$OUT/whatif/kernel-$bound-$tf.json"
+          done; done
+          limit 60 python3 benchmarks/workloads/kernel_speedup.py --measure-kernels \
+            >"$OUT/whatif/kernel-speedup.json"
+          tar -cf "$OUT/whatif.tar" -C "$OUT" whatif && rm -rf "$OUT/whatif" ;;
+    # everything under $OUT in one tar (the device tool returns at most 8 files)
+    pack) (cd "$OUT" && tar -cf /tmp/results.tar --exclude results.tar . && rm -rf ./* \
+             && mv /tmp/results.tar results.tar) ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
 done

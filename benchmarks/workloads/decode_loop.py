@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 
 import torch
 from _common import emit, now_ns
@@ -84,6 +85,20 @@ def build(args: argparse.Namespace) -> tuple[TinyDecoder, torch.Tensor, torch.Te
     return model, tok, pos
 
 
+def graph_step(model: TinyDecoder, tok: torch.Tensor, pos: torch.Tensor) -> Callable[[], None]:
+    """The decode step captured once in a CUDA Graph: its replay (one launch per token)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the default stream, as capture needs
+        for _ in range(3):
+            model.step(tok, pos)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model.step(tok, pos)
+    return graph.replay
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graphs", action="store_true", help="replay the step as a CUDA Graph")
@@ -92,19 +107,7 @@ def main() -> None:
     args = ap.parse_args()
 
     model, tok, pos = build(args)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the default stream, as capture needs
-        for _ in range(3):
-            model.step(tok, pos)
-    torch.cuda.current_stream().wait_stream(side)
-    if args.graphs:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            model.step(tok, pos)
-        step = graph.replay
-    else:
-        step = lambda: model.step(tok, pos)  # noqa: E731
+    step = graph_step(model, tok, pos) if args.graphs else lambda: model.step(tok, pos)
 
     per_sequence = args.max_len - 1
     tokens = 0
