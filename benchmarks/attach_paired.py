@@ -57,6 +57,7 @@ class Attach:
     t0: int
     t1: int
     rc: int
+    stderr: str = ""
     traced: list[float] = field(default_factory=list)
     ratio: float | None = None
 
@@ -91,7 +92,7 @@ def attach(pid: int, variant: str, seconds: float, out: Path) -> Attach:
     t1 = time.monotonic_ns()
     if proc.returncode:
         print(f"{variant}: gtop exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
-    return Attach(variant, t0, t1, proc.returncode)
+    return Attach(variant, t0, t1, proc.returncode, proc.stderr.strip()[-2000:])
 
 
 def main() -> int:
@@ -111,14 +112,16 @@ def main() -> int:
         ap.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
     per_round = len(variants) * (args.traced + args.gap + 4)
     total = args.rounds * per_round + args.gap + 60
-    workload = [sys.executable, str(HERE / "workloads" / "decode_windows.py")]
+    workload = [sys.executable, "-X", "faulthandler", str(HERE / "workloads" / "decode_windows.py")]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(HERE / "workloads"), os.environ.get("PYTHONPATH", "")]),
     }
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (read at the end)
     proc = subprocess.Popen(
         [*workload, "--seconds", str(total), *(["--graphs"] if args.graphs else [])],
         stdout=subprocess.PIPE,
+        stderr=errors,
         text=True,
         env=env,
     )
@@ -131,12 +134,19 @@ def main() -> int:
         for r in range(args.rounds):
             order = variants if r % 2 == 0 else variants[::-1]
             for variant in order:
+                if proc.poll() is not None:
+                    break
                 attaches.append(attach(proc.pid, variant, args.traced, Path(tmp) / "a.gtop"))
                 time.sleep(args.gap)
                 print(f"round {r} {variant}: {len(windows.rows)} windows so far", flush=True)
+    early = proc.poll()
+    if early is not None:  # the workload was to outlive every attach: gtop harmed it?
+        errors.seek(0)
+        tail = errors.read().decode(errors="replace")[-3000:]
+        print(f"HARMED: the workload exited early with status {early}; its stderr:\n{tail}")
     proc.terminate()
     proc.wait(timeout=30)
-    return report(windows, attaches, args)
+    return report(windows, attaches, args) or int(early is not None)
 
 
 def report(windows: Windows, attaches: list[Attach], args: argparse.Namespace) -> int:

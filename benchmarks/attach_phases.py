@@ -189,7 +189,7 @@ def one_run(args: argparse.Namespace, folder: Path, i: int, checkout: Path) -> d
         rec = folder / f"{i}.gtop"
         cmd = ["record", "--pid", str(target.pid), "--duration", str(args.duration),
                "-o", str(rec), *args.extra]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        env = {**os.environ, "PYTHONPATH": python_path(checkout)}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not each run
         t0 = time.time()
         res = subprocess.run(
@@ -259,6 +259,14 @@ def table(runs: list[dict[str, Any]]) -> str:
         f"{pct(spans_s, 0.5) if spans_s else float('nan'):.2f} s"
     )
     return "\n".join(lines)
+
+
+def python_path(checkout: Path) -> str:
+    """``checkout`` first, then the caller's PYTHONPATH without any gtop checkout (where
+    carried packages may lie: the GPU machine's /tmp/site)."""
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    rest = [p for p in rest if not (Path(p) / "gtop" / "__init__.py").exists()]
+    return os.pathsep.join([str(checkout), *rest])
 
 
 def main() -> None:

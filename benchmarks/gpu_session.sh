@@ -241,9 +241,9 @@ for step in $steps; do
                      --json "$OUT/attach_phases_k4.json" ;;
     probe-attach-cost) limit 150 python3 benchmarks/probe_attach_cost.py --check \
                          -o "$OUT/probe_attach_cost.json" ;;
-    attach-paired-eager) limit 290 python3 benchmarks/attach_paired.py --rounds 6 --traced 8 --gap 5 \
+    attach-paired-eager) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
                            --variants default --json "$OUT/attach_paired_eager.json" ;;
-    attach-paired-graphs) limit 290 python3 benchmarks/attach_paired.py --rounds 6 --traced 8 --gap 5 \
+    attach-paired-graphs) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
                             --variants default --graphs --json "$OUT/attach_paired_graphs.json" ;;
     # issue 26: the .item() line on the GPU, and the sampler's cost on a quiet many-core host
     python-lines) limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
