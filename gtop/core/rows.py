@@ -19,6 +19,19 @@ def take_rows(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
     return table.view(_raw(table.dtype))[index].view(table.dtype)
 
 
+def kept_rows(table: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``table[keep]`` for a boolean ``keep``: ``table`` itself when every row is kept,
+    a view when the kept rows are one run holding at least half of them (a clipped read
+    of a long stream drops a few rows at its edges: no copy of the rest), else a copy
+    (:func:`take_rows`). The result may share ``table``'s memory: for fresh tables."""
+    at = np.flatnonzero(keep)
+    if len(at) == len(table):
+        return table
+    if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at) and 2 * len(at) >= len(table):
+        return table[int(at[0]) : int(at[-1]) + 1]
+    return take_rows(table, at)
+
+
 def concat_rows(tables: list[np.ndarray]) -> np.ndarray:
     """Tables of one structured dtype, end to end (as raw records)."""
     dtype = tables[0].dtype

@@ -34,7 +34,7 @@ from gtop.analysis.window.active_window import (
 from gtop.analysis.window.one_time import Phase, find_phases, outside
 from gtop.core.hub import Entity
 from gtop.core.layouts import UNTRACED
-from gtop.core.rows import take_rows
+from gtop.core.rows import kept_rows, take_rows
 from gtop.recordings.reader import ChunkInfo, Recording
 
 OP_STREAMS = ("kernel", "memcpy", "memset")
@@ -107,9 +107,8 @@ class ClippedRecording:
         # only rows starting before the window's end can be in it: read no further (and,
         # given t0, from there: an exporter reads a long stream window by window)
         end = self.window.t1 if t1 is None else min(t1, self.window.t1)
-        rows = self.rec.read(stream, t0, end)  # a fresh array: kept whole when it all is
-        inside = self._in_window(rows, stream)
-        return rows if bool(inside.all()) else take_rows(rows, inside)
+        rows = self.rec.read(stream, t0, end)  # a fresh array: kept whole, or a view of it
+        return kept_rows(rows, self._in_window(rows, stream))
 
 
 def _last_rows(rec: Recording, stream: str) -> np.ndarray:

@@ -451,14 +451,29 @@ def ranks_section(
     recording holds two ranks or more."""
     from gtop.analysis.attribution.records import Records, mark_comm
     from gtop.analysis.distributed.ranks import Job, analyse, comm_labels
+    from gtop.analysis.distributed.roles import ranks as rank_pids
     from gtop.analysis.kernels.cuda_activity import names_from_entities
+    from gtop.core import layouts
 
     processes = {
         int(k): {"host": meta.get("host"), **v}
         for k, v in latest_entities(entities, "process").items()
     }
+    if len(rank_pids(processes)) < 2:
+        return None  # analyse's answer, without a second projection of every stream
     names = names_from_entities(entities)
-    records = Records.from_streams({k: v for k, v in data.items() if len(v)}, ops)
+    # the ranks read the ops, the thread states and the untraced spans
+    wanted = {
+        s.name
+        for s in (
+            layouts.KERNEL,
+            layouts.MEMCPY,
+            layouts.MEMSET,
+            layouts.THREAD_STATE,
+            layouts.UNTRACED,
+        )
+    }
+    records = Records.from_streams({k: v for k, v in data.items() if len(v) and k in wanted}, ops)
     mark_comm(records.ops, comm_labels(names))
     stacks = {int(e.key): e.value for e in entities if e.kind == "stack"}
     t0, t1 = time_range
