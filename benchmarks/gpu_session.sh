@@ -245,6 +245,9 @@ for step in $steps; do
                            --variants default --json "$OUT/attach_paired_eager.json" ;;
     attach-paired-graphs) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
                             --variants default --graphs --json "$OUT/attach_paired_graphs.json" ;;
+    # targets attached again and again, one variant each, all at once: which part harms
+    attach-harm) limit 280 python3 benchmarks/attach_harm.py --json "$OUT/attach_harm.json" \
+                   --cases "${HARM_CASES:-graphs:default,graphs:default,graphs:no-agent,graphs:every-kernel,graphs:graph-nodes,graphs:no-graph-kind,eager:default,eager:every-kernel}" ;;
     # issue 26: the .item() line on the GPU, and the sampler's cost on a quiet many-core host
     python-lines) limit 200 python3 -m pytest -m gpu -q -p no:cacheprovider \
                     tests/host/test_host_python_lines.py >"$OUT/python_lines.txt" 2>&1
