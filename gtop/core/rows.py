@@ -15,8 +15,18 @@ def _raw(dtype: np.dtype) -> np.dtype:
 
 
 def take_rows(table: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
-    """``table[index]`` for a structured table, copied as whole raw records."""
+    """``table[index]`` for a structured table, copied as whole raw records (a view
+    when ``index`` is a slice)."""
     return table.view(_raw(table.dtype))[index].view(table.dtype)
+
+
+def kept(keep: np.ndarray) -> slice | np.ndarray:
+    """Where boolean ``keep`` is true: a slice when that is one run (indexing with it
+    gives views, not copies), else the positions."""
+    at = np.flatnonzero(keep)
+    if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at):
+        return slice(int(at[0]), int(at[-1]) + 1)
+    return at
 
 
 def kept_rows(table: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -24,12 +34,12 @@ def kept_rows(table: np.ndarray, keep: np.ndarray) -> np.ndarray:
     a view when the kept rows are one run holding at least half of them (a clipped read
     of a long stream drops a few rows at its edges: no copy of the rest), else a copy
     (:func:`take_rows`). The result may share ``table``'s memory: for fresh tables."""
-    at = np.flatnonzero(keep)
-    if len(at) == len(table):
+    rows = kept(keep)
+    if not isinstance(rows, slice):
+        return take_rows(table, rows)
+    if rows.stop - rows.start == len(table):
         return table
-    if len(at) and int(at[-1]) - int(at[0]) + 1 == len(at) and 2 * len(at) >= len(table):
-        return table[int(at[0]) : int(at[-1]) + 1]
-    return take_rows(table, at)
+    return table[rows] if 2 * (rows.stop - rows.start) >= len(table) else table[rows].copy()
 
 
 def concat_rows(tables: list[np.ndarray]) -> np.ndarray:

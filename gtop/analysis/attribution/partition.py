@@ -79,7 +79,7 @@ from gtop.analysis.attribution import default_mode, untraced
 from gtop.analysis.attribution.causes import PANELS, Cause
 from gtop.analysis.attribution.host_window import LAUNCH_GAP_NS, HostIndex
 from gtop.analysis.attribution.records import OP_COMM, OP_KERNEL, Records
-from gtop.core.rows import concat_rows, take_rows
+from gtop.core.rows import concat_rows, kept, take_rows
 
 NEVER = np.int64(-(2**62))
 """A time before every real time."""
@@ -349,9 +349,10 @@ class _Prepared:
             sub = np.where(inferred & (by_graph >= 0), by_graph, sub)
         sub = np.minimum(sub, start)
         keep = (end > t0) & (sub < t1)
-        if not keep.all():
-            ops, start, end = take_rows(ops, keep), start[keep], end[keep]
-            sub, api_tid = sub[keep], api_tid[keep]
+        if not keep.all():  # the ops fed for the next window, mostly: views of the rest
+            rows = kept(keep)
+            ops, start, end = take_rows(ops, rows), start[rows], end[rows]
+            sub, api_tid = sub[rows], api_tid[rows]
         self.ops, self.start, self.end, self.sub, self.tid = ops, start, end, sub, api_tid
         self.stream_index, self.elig = self._eligible(rec.waits)
         self.host = HostIndex(rec, t0, t1, launch_gap_ns)
