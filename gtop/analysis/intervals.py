@@ -110,13 +110,19 @@ def owner(spans: Spans, points: np.ndarray) -> np.ndarray:
 
 
 def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """``searchsorted(sorted_keys, points, "right") - 1``; when ``points`` are sorted too,
-    by one search per key and a running count, which is much cheaper for many points."""
-    if len(points) > 2 * len(sorted_keys) and bool(np.all(points[1:] >= points[:-1])):
+    """``searchsorted(sorted_keys, points, "right") - 1``; when ``points`` are sorted too
+    and at least as many as the keys, without a search per point: for many more points,
+    by one search per key and a running count; else by merging the two sorted arrays
+    (a stable sort of two runs puts each point after the keys at or before it)."""
+    n = len(sorted_keys)
+    if len(points) < max(n, 1) or not bool(np.all(points[1:] >= points[:-1])):
+        return np.searchsorted(sorted_keys, points, side="right") - 1
+    if len(points) > 8 * n:
         first_point = np.searchsorted(points, sorted_keys, side="left")
         counts = np.bincount(first_point, minlength=len(points) + 1)[: len(points)]
         return np.cumsum(counts) - 1
-    return np.searchsorted(sorted_keys, points, side="right") - 1
+    merged = np.argsort(np.concatenate((sorted_keys, points)), kind="stable")
+    return np.flatnonzero(merged >= n) - np.arange(len(points)) - 1
 
 
 def pair_ranks(

@@ -214,6 +214,21 @@ def test_pair_ranks_search_like_the_pairs(
     assert np.searchsorted(codes, qcodes, side="right").tolist() == expected.tolist()
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-5, 40), max_size=30),
+    st.lists(st.integers(-8, 45), max_size=300),
+    st.booleans(),
+)
+def test_last_at_or_before_is_a_search(keys: list[int], points: list[int], ordered: bool) -> None:
+    """Each way it takes (few points, many more points, about as many, unsorted points)
+    finds what ``searchsorted(keys, points, "right") - 1`` does."""
+    k = np.sort(np.array(keys, np.int64))
+    p = np.array(sorted(points) if ordered else points, np.int64)
+    expected = np.searchsorted(k, p, side="right") - 1
+    assert iv.last_at_or_before(k, p).tolist() == expected.tolist()
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(

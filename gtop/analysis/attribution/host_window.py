@@ -293,7 +293,7 @@ def _overlapping(
     """The rows (and their ends) whose ``[t, end)`` overlaps normal ``spans``."""
     if not len(spans):
         return rows[:0], ends[:0]
-    j = np.searchsorted(spans.ends, rows["t"], side="right")
+    j = iv.last_at_or_before(spans.ends, rows["t"]) + 1
     ok = j < len(spans)
     ok[ok] = spans.starts[j[ok]] < ends[ok]
     return take_rows(rows, ok), ends[ok]

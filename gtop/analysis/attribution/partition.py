@@ -561,10 +561,10 @@ def _attribute_unit(
     host = iv.subtract(gaps, iv.clip(iv.union(sub, start), t0, t1))
 
     # Rule 3: one charged thread per gap.
-    nxt = np.searchsorted(start, gaps.ends, side="left")
+    nxt = iv.last_at_or_before(start, gaps.ends - 1) + 1  # the first starting at or after
     nxt[nxt >= len(ops)] = -1
     by_end = _op_order(ops, end, start)
-    prv = iv.take(by_end, np.searchsorted(end[by_end], gaps.starts, side="right") - 1, -1)
+    prv = iv.take(by_end, iv.last_at_or_before(end[by_end], gaps.starts), -1)
     next_tid = iv.take(tid, nxt, -1)
     prev_tid = iv.take(tid, prv, -1)
     gap_tid = np.where(next_tid >= 0, next_tid, np.where(prev_tid >= 0, prev_tid, main))
