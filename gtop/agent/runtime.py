@@ -75,6 +75,16 @@ _cupti: Cupti | None = None
 _pool: ShimPool | BufferPool | None = None
 
 
+LATE_GRAPH = (
+    "graph: left off, every CUDA graph node traced as a kernel instead: gtop attached "
+    "after CUDA started, and turning on graph-level tracing then (CUPTI's GRAPH_TRACE) "
+    "crashed the process at its next launch of a graph made before (H200, CUDA 13.0)"
+)
+"""Why a session that began after CUDA's start never traces graphs one record per launch
+(``benchmarks/attach_harm.py``: 4 of 4 graph decodes died with SIGSEGV in
+``cudaGraphLaunch`` at the first attach with it on; 6 of 6 attaches without it, as per node
+tracing, left them running)."""
+
 OTHER_TOOL = (
     "another CUPTI tool (torch.profiler, Nsight, DCGM profiling) holds this process; "
     "stop it and attach again"
@@ -163,6 +173,9 @@ class Session(threading.Thread):
         self.enabled: list[int] = []
         self.refused = ""
         """Kinds CUPTI would not enable, and why."""
+        self.late = False
+        """CUDA was initialised before this session began tracing (an attach): graphs
+        may already be instantiated, so graph-level tracing stays off (:data:`LATE_GRAPH`)."""
         self.reader = wire.FrameReader()
         self.drained = False
         """gtop has answered the DRAIN frame (every name it needs is resolved)."""
@@ -221,7 +234,8 @@ class Session(threading.Thread):
         )
 
     def _trace(self) -> None:
-        if not cuda_initialised():
+        self.late = cuda_initialised()
+        if not self.late:
             self._report("waiting_cuda", "waiting for the process to initialise CUDA")
             while not cuda_initialised():
                 if self.stop_requested.is_set():
@@ -345,6 +359,8 @@ class Session(threading.Thread):
         Kinds are enabled in :data:`~gtop.agent.modes.KINDS` order: graph-level tracing
         before the kernel records it keeps graph nodes out of.
         """
+        late = self.late and "graph" in names
+        names = tuple(n for n in names if not (late and n == "graph"))
         wanted = {KIND_BY_NAME[n]: n for n in sorted(names, key=KINDS.index)}
         for kind in [k for k in self.enabled if k not in wanted]:
             _quietly(self.cupti.disable, kind)
@@ -359,7 +375,7 @@ class Session(threading.Thread):
             except CuptiError as exc:
                 refused.append(f"{name}: {exc}")
         self.kinds = tuple(n for k, n in wanted.items() if k in self.enabled)
-        self.refused = "; ".join(refused)
+        self.refused = "; ".join([LATE_GRAPH] * late + refused)
 
     def _stop_tracing(self) -> None:
         """Disable everything and give every buffer back; each step may fail alone."""

@@ -189,3 +189,31 @@ def test_python_version_read_without_map_files(processes, monkeypatch, python):
     monkeypatch.setattr(subprocess, "run", None)  # running anything would fail loudly
     maps = Path(f"/proc/{target.pid}/maps").read_text()
     assert pyversion.python_version(target.pid, maps) == tuple(map(int, version.split()))
+
+
+def test_attach_after_cuda_started_leaves_graph_level_tracing_off(
+    processes, fake_libs, link_factory
+):
+    """CUDA graphs made before an attach crashed at their next launch once CUPTI's
+    GRAPH_TRACE was turned on (H200, CUDA 13.0): an agent that starts after CUDA traces
+    graph nodes as kernels, says why, and keeps it so when asked for graph level."""
+    from gtop.agent.cupti import CONCURRENT_KERNEL, GRAPH_TRACE
+
+    target = start_target(processes, script("fake_gpu.py"), fake_libs)
+    assert target.ask("init") == "ok"  # CUDA up before gtop comes
+    link, _ = link_factory(mode="default")
+    status = attach(target.pid, link)
+    if status.state != "tracing":
+        status = link.wait(target.pid, ("tracing",), 10)
+    assert status is not None and "graph" not in status.kinds and "kernel" in status.kinds
+    assert status.message.startswith("graph: left off")
+    mask = int(target.ask("mask").split()[1])
+    assert mask & (1 << CONCURRENT_KERNEL) and not mask & (1 << GRAPH_TRACE)
+    link.set_kinds(["graph", "kernel"], target.pid)  # the Kernels tab's g key
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and link.status()[target.pid].kinds != ("kernel",):
+        time.sleep(0.05)
+    assert link.status()[target.pid].kinds == ("kernel",)
+    assert not int(target.ask("mask").split()[1]) & (1 << GRAPH_TRACE)
+    link.stop()
+    assert target.ask("launch 10 k").startswith("launched")
