@@ -22,6 +22,13 @@ ENV_SOCKET = "GTOP_AGENT_SOCKET"
 ENV_MODE = "GTOP_AGENT_MODE"
 ENV_OPTIONS = "GTOP_AGENT_OPTIONS"
 
+_KEPT: list[object] = []
+"""The code of both ``sitecustomize`` modules, kept alive for the life of the process.
+Austin caches a file name by the address of its string object: a module's code freed
+after it ran lets a later file's name take that address, and every frame of that file
+was then named after the freed one (on the H200, the workload's own script showed as
+``sitecustomize.py`` in every stack)."""
+
 
 def sitecustomize(package: str) -> str:
     """The ``sitecustomize.py`` that starts the agent from ``package`` (its private name)."""
@@ -50,6 +57,7 @@ def boot(boot_dir: str) -> None:
 
     Errors in the shadowed ``sitecustomize`` propagate as they would without gtop.
     """
+    _KEPT.append(sys._getframe(1).f_code)  # the sitecustomize gtop wrote (see _KEPT)
     try:
         path = os.environ.get(ENV_SOCKET)
         if path:
@@ -69,4 +77,10 @@ def _run_shadowed(boot_dir: str) -> None:
         return
     module = importlib.util.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
+    get_code = getattr(spec.loader, "get_code", None)
+    code = get_code("sitecustomize") if get_code is not None else None
+    if code is None:  # not a source or bytecode file: as the import system would
+        spec.loader.exec_module(module)
+        return
+    _KEPT.append(code)
+    exec(code, module.__dict__)

@@ -29,6 +29,11 @@ def test_user_sitecustomize_still_runs(processes, link_factory):
     target = start_target(processes, [sys.executable, "-m", "modpkg"], env, link)
     assert target.ask("custom?") == "custom True"
     assert target.ask("agent?") == "agent True"
+    # Austin names files by their string's address: neither module's name may be freed
+    # for a later file's to take its place (gtop's boot folder, then the user's)
+    kept = target.ask("kept?").split()
+    assert kept[0] == "kept" and len(kept) == 3 and kept[2] == "usersite", kept
+    assert kept[1] != "usersite", kept  # the boot folder gtop wrote
 
 
 def test_script_path_and_output_untouched(processes, link_factory):

@@ -12,6 +12,10 @@ for line in stdin_lines.lines():
         print("agent", agent and "gtop" not in sys.modules, flush=True)
     elif line.strip() == "path?":
         print("path", any("gtop-agent-" in p for p in sys.path), flush=True)
+    elif line.strip() == "kept?":  # the code of both sitecustomize modules, still alive
+        boot = next(m for n, m in sys.modules.items() if n.endswith(".agent.bootstrap"))
+        names = sorted(c.co_filename.rpartition("/")[0].rpartition("/")[2] for c in boot._KEPT)
+        print("kept", *names, flush=True)
     elif line.strip() == "custom?":
         print("custom", getattr(sys, "user_sitecustomize_ran", False), flush=True)
     elif line.strip() == "exit":
