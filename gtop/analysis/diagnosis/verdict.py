@@ -130,6 +130,16 @@ def _line(frame: str) -> str | None:
     return f"{parsed.file}:{parsed.line} ({parsed.func})" if parsed and parsed.line else None
 
 
+def _sync_line(sync_stacks: Sequence[tuple[str, float]]) -> str | None:
+    """``file.py:88 (func)`` of the widest synchronising call's innermost Python frame."""
+    for stack, _seconds in sync_stacks:
+        py = [f for f in top_frames(stack.split(";")) if is_python(f)]
+        line = _line(py[-1]) if py else None
+        if line:
+            return line
+    return None
+
+
 def syscall(frames: Sequence[str]) -> str | None:
     """The system call a stack is in: the user frame just before the kernel's entry."""
     if SYSCALL_ENTRY in frames:
@@ -176,17 +186,26 @@ def decide(
     after_sync_s: float = 0.0,
     host_functions: int = 0,
     untraced_s: float = 0.0,
+    sync_stacks: Sequence[tuple[str, float]] = (),
 ) -> Verdict | None:
     """The verdict over a window of ``duration_s`` given seconds per cause label (on and
     off), the widest folded off-GPU stacks with their seconds, kernel rates (over the
     traced time), the host-caused idle time in gaps a synchronisation opened, the number
     of host functions launched on streams (``cuLaunchHostFunc``) and the seconds kernel
     sampling left untraced (their causes estimated in ``seconds``; said in the
-    evidence); None when nothing was traced."""
+    evidence), and the synchronising calls' stacks (``;``-joined frames, outermost first)
+    with the idle time after them; None when nothing was traced."""
     if duration_s <= 0 or untraced_s >= duration_s:
         return None
     verdict = _decide(
-        seconds, duration_s, stacks, launches_per_s, mean_kernel_us, after_sync_s, host_functions
+        seconds,
+        duration_s,
+        stacks,
+        launches_per_s,
+        mean_kernel_us,
+        after_sync_s,
+        host_functions,
+        sync_stacks,
     )
     if untraced_s > 0:
         traced = 1 - untraced_s / duration_s
@@ -206,6 +225,7 @@ def _decide(
     mean_kernel_us: float | None,
     after_sync_s: float,
     host_functions: int,
+    sync_stacks: Sequence[tuple[str, float]],
 ) -> Verdict:
     """:func:`decide` (``duration_s`` > 0)."""
     on = sum(seconds.get(LABELS[c], 0.0) for c in ON_CAUSES)
@@ -310,15 +330,17 @@ def _decide(
             headline = headline.replace("(sync-bound)", "(a stream blocked on a host function)")
             fix = FIXES["host-function"]
     if cause in HOST_CAUSES and host > 0 and after_sync_s >= AFTER_SYNC_SHARE * host:
+        sync_line = _sync_line(sync_stacks)
+        at = f" at {sync_line}" if sync_line else ""
         if kind in ("host-compute", "launch-bound"):
             headline += ", after each synchronising call"
         evidence.append(
             f"{after_sync_s / host:.0%} of the host-caused idle time follows a synchronising "
-            "call (.item(), .cpu(), synchronize): the host waits for the GPU to drain, "
+            f"call (.item(), .cpu(), synchronize){at}: the host waits for the GPU to drain, "
             "then leaves it idle"
         )
         if kind in ("host-compute", "launch-bound"):
-            fix += "; or move the synchronising call so this work overlaps the GPU's"
+            fix += f"; or move the synchronising call{at} so this work overlaps the GPU's"
     return Verdict(
         kind=kind,
         cause=label,
@@ -355,4 +377,5 @@ def from_entry(
         after_sync_s=entry.get("after_sync_s", 0.0),
         host_functions=host_functions,
         untraced_s=entry.get("untraced_s", 0.0),
+        sync_stacks=[(s["stack"], s["seconds"]) for s in entry.get("sync_stacks", [])],
     )

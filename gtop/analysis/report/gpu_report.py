@@ -15,7 +15,8 @@ Shape, keyed by device index as a string::
            "inflation": {"cpu": {"qif": ..., "dif": ...}, "gpu": {...}},
            "threads": [tid, ...],
            "top_off_gpu_stacks": [{"stack": "OFF_GPU;H:IO;...", "seconds": 1.2}, ...],
-           "after_sync_s": 0.8}}
+           "after_sync_s": 0.8,
+           "sync_stacks": [{"stack": "main (train.py:12);...", "seconds": 0.7}]}}
 
 All times in seconds. ``on`` and ``off`` come from the exact partition and sum to
 ``duration_s``, the window (``window_s``, the same; ``UNKNOWN`` holds off-GPU time without
@@ -26,10 +27,11 @@ seconds are then given out in the cause mix of the traced time just before it
 (:func:`~gtop.analysis.attribution.partition.estimated`). ``gar`` and every share are of
 ``duration_s``; ``gar`` is null when nothing was traced.
 ``after_sync_s``: host-caused off-GPU time in gaps opened by a synchronisation
-(:func:`after_sync_ns`). Panels are resource-wide waits (the time some thread or op
-waited that way, never more than the duration); a panel is null when it cannot be known
-(the NVML approximation has no GPU queue or dependency data). Inflation factors are
-null when the resource did no work.
+(:func:`opened_by_syncs`); ``sync_stacks``: the synchronising calls' stacks (the waits in
+them) by that time (:func:`sync_wait_stacks`). Panels are resource-wide waits (the time
+some thread or op waited that way, never more than the duration); a panel is null when
+it cannot be known (the NVML approximation has no GPU queue or dependency data).
+Inflation factors are null when the resource did no work.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from gtop.analysis.attribution.host_window import LAUNCH_GAP_NS
 from gtop.analysis.attribution.partition import Partition, Summary, Unit
 from gtop.analysis.attribution.range_blocks import BLOCK_NS, blocks
 from gtop.analysis.attribution.records import STREAM_WAIT_EVENT, Records
+from gtop.core.layouts import BlockReason
 
 NS = 1e-9
 
@@ -82,29 +85,73 @@ HOST = np.array(
 """Causes that are the host's: the H:* causes and OFF_CPU."""
 
 
-def after_sync_ns(partition: Partition, syncs: np.ndarray) -> int:
-    """Host-caused off-GPU time (:data:`HOST`) in gaps that open as a synchronisation (CUPTI
-    SYNCHRONIZATION record: stream, event or context synchronise) ends, within
-    :data:`AFTER_SYNC_NS`: the host waited for the GPU to drain, then left it idle while
-    it did this work."""
+def opened_by_syncs(partition: Partition, syncs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The off-GPU gaps that open as a synchronisation (CUPTI SYNCHRONIZATION record:
+    stream, event or context synchronise) ends, within :data:`AFTER_SYNC_NS`: per gap,
+    that synchronisation's end and the host-caused (:data:`HOST`) ns in the gap (the host
+    waited for the GPU to drain, then left it idle while it did this work)."""
+    none = np.empty(0, np.int64)
     syncs = syncs[syncs["type"] != STREAM_WAIT_EVENT]
     if not len(partition) or not len(syncs):
-        return 0
+        return none, none
     starts, ends = partition.starts, partition.ends
     off = ~np.isin(partition.causes, ON_CAUSES)
     joined = np.concatenate(([False], ~off[:-1] | (starts[1:] != ends[:-1])))
     first = off & (joined | (np.arange(len(off)) == 0))
     if not first.any():  # no off-GPU gap (one kernel ending at the end of time, say)
-        return 0
+        return none, none
     gap = np.cumsum(first) - 1  # the gap each segment belongs to (meaningful where off)
     opens = starts[first]
     done = np.sort(syncs["end"])
     i = np.searchsorted(done, opens)
     before, after = done[np.maximum(i - 1, 0)], done[np.minimum(i, len(done) - 1)]
-    near = np.minimum(np.abs(opens - before), np.abs(after - opens))
-    by_sync = near <= AFTER_SYNC_NS
+    nearest = np.where(np.abs(opens - before) <= np.abs(after - opens), before, after)
+    by_sync = np.abs(opens - nearest) <= AFTER_SYNC_NS
     mine = off & np.isin(partition.causes, HOST) & by_sync[np.maximum(gap, 0)]
-    return int((ends[mine] - starts[mine]).sum())
+    host = np.bincount(gap[mine], weights=ends[mine] - starts[mine], minlength=len(opens))
+    keep = by_sync & (host > 0)
+    return nearest[keep], host[keep].astype(np.int64)
+
+
+SYNC_WAIT_NS = 200_000
+"""A thread's wait in a synchronising call (a state row with reason GPU_WAIT) ends at most
+this far from the synchronisation's end CUPTI recorded."""
+
+
+def sync_wait_stacks(states: np.ndarray, sync_ends: np.ndarray, host_ns: np.ndarray) -> Counter:
+    """Host-caused idle ns per stack id of the synchronising call that opened each gap
+    (:func:`opened_by_syncs`): the stack of the wait (reason GPU_WAIT, marked by the host
+    tier's uprobes) that ends nearest the synchronisation's end: where in the program
+    the ``.item()`` or ``synchronize()`` is."""
+    waits = states[(states["reason"] == BlockReason.GPU_WAIT) & (states["stack_id"] >= 0)]
+    if not len(waits) or not len(sync_ends):
+        return Counter()
+    order = np.argsort(waits["end"], kind="stable")
+    wait_ends, wait_stacks = waits["end"][order], waits["stack_id"][order]
+    j = np.searchsorted(wait_ends, sync_ends)
+    lo, hi = np.maximum(j - 1, 0), np.minimum(j, len(wait_ends) - 1)
+    best = np.where(np.abs(wait_ends[lo] - sync_ends) <= np.abs(wait_ends[hi] - sync_ends), lo, hi)
+    near = np.abs(wait_ends[best] - sync_ends) <= SYNC_WAIT_NS
+    ids, inverse = np.unique(wait_stacks[best[near]], return_inverse=True)
+    sums = np.bincount(inverse, weights=host_ns[near], minlength=len(ids)).astype(np.int64)
+    return Counter(dict(zip(ids.tolist(), sums.tolist(), strict=True)))
+
+
+SYNC_STACKS = 3
+
+
+def top_sync_stacks(
+    weights: Mapping[int, int], stacks: Mapping[int, Sequence[str]] | None, top: int = SYNC_STACKS
+) -> list[dict[str, Any]]:
+    """The ``top`` stacks of synchronising calls by the idle time after them
+    (:func:`sync_wait_stacks`), frames outermost first joined by ``;`` (ties by name)."""
+    folded: Counter[str] = Counter()
+    for stack_id, ns in weights.items():
+        frames = (stacks or {}).get(stack_id)
+        if frames:
+            folded[";".join(frames)] += ns
+    ranked = sorted((-ns, s) for s, ns in folded.items())[:top]
+    return [{"stack": s, "seconds": -ns * NS} for ns, s in ranked]
 
 
 def top_off_stacks(folded: Mapping[str, int], top: int) -> list[dict[str, Any]]:
@@ -135,10 +182,15 @@ def gpu_report(
     sums: dict[Unit, Summary] = {}
     folded: dict[Unit, Counter[str]] = {}
     after_sync: Counter[Unit] = Counter()
+    sync_stacks: dict[Unit, Counter[int]] = {}
     for result, rows in blocks(records, t0, t1, "device", block_ns, launch_gap_ns=launch_gap_ns):
         for unit, res in result.items():
             sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
-            after_sync[unit] += after_sync_ns(res.partition, rows.syncs)
+            sync_ends, host_ns = opened_by_syncs(res.partition, rows.syncs)
+            after_sync[unit] += int(host_ns.sum())
+            sync_stacks.setdefault(unit, Counter()).update(
+                sync_wait_stacks(rows.states, sync_ends, host_ns)
+            )
             folded.setdefault(unit, Counter()).update(
                 fold(res, rows, kernel_names, stacks, slice_ns, on_gpu_leaves=False)
             )
@@ -147,5 +199,6 @@ def gpu_report(
         entry = unit_summary(sums[unit])
         entry["top_off_gpu_stacks"] = top_off_stacks(folded[unit], top)
         entry["after_sync_s"] = after_sync[unit] * NS
+        entry["sync_stacks"] = top_sync_stacks(sync_stacks[unit], stacks)
         out[str(unit.device)] = entry
     return out

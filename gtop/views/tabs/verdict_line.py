@@ -27,7 +27,12 @@ from gtop.analysis.attribution.causes import LABELS, PHRASES
 from gtop.analysis.attribution.records import OP_KERNEL
 from gtop.analysis.diagnosis.gains import Prediction
 from gtop.analysis.diagnosis.verdict import Verdict, from_entry
-from gtop.analysis.report.gpu_report import after_sync_ns, top_off_stacks
+from gtop.analysis.report.gpu_report import (
+    opened_by_syncs,
+    sync_wait_stacks,
+    top_off_stacks,
+    top_sync_stacks,
+)
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, shared, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of, tab_window
@@ -53,7 +58,10 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
     entry = summary(snap, res)  # gtop's own time charged to GTOP, never the verdict
     folded = {";".join(path): round(s * 1e9) for path, s in result.folded.items()}
     entry["top_off_gpu_stacks"] = top_off_stacks(folded, STACKS)
-    entry["after_sync_s"] = after_sync_ns(res.partition, snap.records.syncs) / 1e9
+    sync_ends, host_ns = opened_by_syncs(res.partition, snap.records.syncs)
+    entry["after_sync_s"] = int(host_ns.sum()) / 1e9
+    waits = sync_wait_stacks(snap.records.states, sync_ends, host_ns)
+    entry["sync_stacks"] = top_sync_stacks(waits, snap.stacks)
     ops = snap.records.ops
     mine = ops[np.isin(ops["pid"], list(snap.family | {pid})) & (ops["kind"] == OP_KERNEL)]
     mine = mine[(mine["t"] >= res.t0) & (mine["t"] < res.t1)]
