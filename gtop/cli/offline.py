@@ -9,6 +9,7 @@ import sys
 
 from gtop.cli.common import UserError, open_recording
 from gtop.cli.parser import Config
+from gtop.core.pages import small_pages
 from gtop.core.stdout import emit
 
 
@@ -18,6 +19,7 @@ def cmd_report(config: Config) -> int:
 
     if len(config.files) > 2:
         raise UserError(f"report takes one recording, or two to compare; got {len(config.files)}")
+    small_pages()  # a report fills its big tables once: no huge page compaction for them
     if len(config.files) == 2:
         if config.what_if:
             raise UserError("--what-if takes one recording (the one to replay)")
