@@ -37,11 +37,13 @@ def pythons() -> list[str]:
 
 
 def mark(tag: str) -> str:
-    """Queued code that prints whether it ran on the main thread."""
+    """Queued code that prints whether it ran on the main thread (and says it ran: an
+    allocating target stops a second later)."""
     return (
-        "import os, threading\n"
+        "import os, sys, threading\n"
         f"os.write(1, b'ran {tag} %d\\n' % (threading.current_thread() is "
         "threading.main_thread()))\n"
+        "sys.gtop_ran = True\n"
     )
 
 
@@ -67,7 +69,7 @@ def lines_until(target, last: str, timeout: float = 15.0) -> list[str]:
 
 @pytest.mark.parametrize("python", pythons())
 def test_code_runs_on_the_main_thread_of_an_allocating_target(processes, python):
-    target = start_target(processes, [*script("stuck_points.py", python), "alloc", "3"])
+    target = start_target(processes, [*script("stuck_points.py", python), "alloc", "30"])
     time.sleep(0.3)
     assert queue_at_safe_point(target.pid, mark("alloc")) is None
     assert lines_until(target, "done") == ["ran alloc 1", "done"]
@@ -117,7 +119,7 @@ def test_many_attaches_at_random_moments_harm_no_target(processes):
     results: list[tuple[int, str | None, list[str]]] = []
 
     def one(i: int) -> None:
-        target = start_target(processes, [*script("stuck_points.py"), "alloc", "6"])
+        target = start_target(processes, [*script("stuck_points.py"), "alloc", "30"])
         time.sleep(0.05 * (i % 7))
         error = queue_at_safe_point(target.pid, mark(str(i)))
         out = lines_until(target, "done", timeout=20)
