@@ -266,7 +266,7 @@ def attribute(
     if level not in ("device", "process", "stream"):
         raise ValueError(f"unknown level {level!r}")
     prep = _Prepared(records, t0, t1, launch_gap_ns)
-    streams = stream_keys(prep.ops)
+    streams = prep.keys
     everything = np.concatenate((streams, known if known is not None else streams[:0]))
     units: dict[Unit, int] = {}
     pids: dict[Unit, list[int]] = {}
@@ -303,15 +303,16 @@ def unit_mask(ops: np.ndarray, unit: Unit) -> np.ndarray:
     return mask
 
 
-def _stream_index(ops: np.ndarray) -> np.ndarray:
-    """A dense int64 index per op's (pid, device, stream)."""
+def _stream_index(ops: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
+    """A dense int64 index per op's (pid, device, stream) (``keys``: their
+    :func:`stream_keys`, when made already)."""
     if not len(ops):
         return np.zeros(0, np.int64)
     pid, device = ops["pid"], ops["device"]
     if pid.min() >= 0 and pid.max() < 1 << 23 and device.min() >= 0 and device.max() < 256:
         # stream_keys order (pid, device, stream) as the general way does: a search of
         # the few distinct keys instead of two sorts of every op
-        keys = stream_keys(ops)
+        keys = stream_keys(ops) if keys is None else keys
         return np.searchsorted(iv.unique_sorted(keys), keys).astype(np.int64)
     pd = (ops["pid"].astype(np.int64) << 16) | ops["device"].astype(np.int64)
     _, pd_index = iv.dense_index(pd)
@@ -354,6 +355,8 @@ class _Prepared:
             ops, start, end = take_rows(ops, rows), start[rows], end[rows]
             sub, api_tid = sub[rows], api_tid[rows]
         self.ops, self.start, self.end, self.sub, self.tid = ops, start, end, sub, api_tid
+        self.keys = stream_keys(ops)
+        """Each op's :func:`stream_keys` (its unit, and its stream for rule 2)."""
         self.stream_index, self.elig = self._eligible(rec.waits)
         self.host = HostIndex(rec, t0, t1, launch_gap_ns)
 
@@ -419,7 +422,7 @@ class _Prepared:
         n = len(ops)
         if not n:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        stream_index = _stream_index(ops)
+        stream_index = _stream_index(ops, self.keys)
         prev_end = np.full(n, NEVER, np.int64)
         prev_sub = np.full(n, NEVER, np.int64)
         gated = np.zeros(n, bool)
