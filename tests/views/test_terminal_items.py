@@ -55,8 +55,11 @@ def open_process(term: Terminal, recording: str, at: str, pid: str) -> str:
 
 
 def open_tab(term: Terminal, title: str, shows: Callable[[str], bool]) -> str:
-    """From the process screen's first tab, ``]`` to the tab called ``title``."""
-    names = re.split(r"\s{2,}", term.screen().splitlines()[line_of(term.screen(), TAB_BAR)].strip())
+    """From the process screen's first tab, ``]`` to the tab called ``title``. The tab bar
+    is read from one capture that shows it (two captures, a line found in the second and
+    read in the first, read another line when the screen redrew between them)."""
+    screen = term.wait_for(lambda s: TAB_BAR in s)
+    names = re.split(r"\s{2,}", screen.splitlines()[line_of(screen, TAB_BAR)].strip())
     term.keys(*["]"] * names.index(title))
     return term.wait_for(lambda s: shows(s) and "PAUSE" in s, timeout=40)  # a whole frame
 
