@@ -61,6 +61,8 @@ def expected_kind(name: str) -> tuple[str, str | None]:
 def known(expected: dict[str, Any]) -> tuple[str, str | None]:
     if str(expected.get("cause", "")).startswith("GPU-bound"):
         return "gpu-bound", "G:COMP"
+    if expected.get("bound") == "host":  # kernel_speedup.py --bound host: bookkeeping
+        return "host-compute", "H:APP"
     if "straggler" in expected:  # NCCL ranks waiting for a slower one
         return "communication-bound", "G:COMM"
     if "dominant" in expected:

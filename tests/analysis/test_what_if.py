@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gtop.analysis.diagnosis.gains import measured, predict
+from gtop.analysis.diagnosis.gains import kernel_change, measured, predict, top_kernel
 from gtop.analysis.diagnosis.what_if import Change, ChangeError, parse_change, replay
 from gtop.recordings.reader import Recording
 from gtop.recordings.timeline import read_timeline
@@ -89,14 +89,23 @@ def test_faster_kernel_on_host_bound_buys_nothing() -> None:
     assert p.speedup == pytest.approx(1.0, abs=0.02)
 
 
-def test_faster_kernel_on_gpu_bound_buys_its_share() -> None:
-    """item-never is GPU-bound (GAR ~1) on one matmul kernel with 4 ms of host work per
-    ~9.6 ms step: at twice the kernel's speed the step takes max(GPU/2, host) — the
-    Amdahl share until the host is the bottleneck, so between ×1.3 and ×2."""
-    tl = timeline("item-never")
-    p = predict(tl, [parse_change("kernel:nvjet*=0.5")])
-    assert 1.3 < p.speedup < 2.0
-    assert p.dominant_after == "H:APP"
+@pytest.mark.parametrize("bound", ["gpu", "host"])
+def test_a_faster_kernel_buys_what_tf32_measured(bound: str) -> None:
+    """kernel_speedup.py's pairs (H200): the same steps with the matmul in FP32, then in
+    TF32 (``kernel-speedup.json``: 0.13 of its FP32 time). Its FP32 recording replayed
+    with the matmul at that speed predicts the TF32 run's steps/s within 25%: ×3.65
+    measured GPU-bound, and nothing host-bound, where the step waits for the host."""
+    before = f"kernel-{bound}-fp32"
+    tl = timeline(before)
+    ratio = json.loads((FIXES / "kernel-speedup.json").read_text())["tf32_over_fp32"]
+    p = predict(tl, [kernel_change(top_kernel(tl), ratio)])
+    measured_speedup = rate(f"kernel-{bound}-tf32") / rate(before)
+    assert p.speedup == pytest.approx(measured_speedup, rel=0.25)
+    if bound == "host":
+        assert p.speedup == pytest.approx(1.0, abs=0.05)
+        assert p.dominant_after == "H:APP"
+    else:
+        assert measured_speedup > 3
 
 
 def test_removing_a_cause_that_is_absent_buys_nothing() -> None:
