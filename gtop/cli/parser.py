@@ -328,7 +328,8 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         metavar="MODE",
         help="what CUPTI traces in the target: default (kernels, copies, memsets, "
-        "synchronisation; a CUDA graph launch as one record), graph-nodes (the same with "
+        "synchronisation; a CUDA graph launch as one record, or every node when attached "
+        "to a process whose CUDA had started), graph-nodes (the same with "
         "every node of every graph launch; key g in the Kernels tab switches live), full "
         "(graph nodes, runtime/driver API calls, NVTX, CUPTI overhead), or a comma list of "
         "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead)",
