@@ -75,6 +75,12 @@ class ProcessTable(DataTable):
     def on_resize(self) -> None:
         self._rebuild()
 
+    def watch_show_vertical_scrollbar(self) -> None:
+        """The scrollbar came or went without a resize: the command column takes the
+        width now left (laid out before it came, the table scrolled sideways, and a
+        snapshot under load caught it so)."""
+        self._rebuild()
+
     def show_rows(self, rows: list[ProcessRow]) -> None:
         """Replace the data; the cursor stays on the same pid."""
         self._rows = rows
