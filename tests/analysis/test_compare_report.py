@@ -1,6 +1,6 @@
 """``gtop report A B``: two real recordings side by side, each workload before and after
-its fix (recordings/fixes/, H100, default agent mode), as text in 100 columns and as JSON
-that follows docs/compare.schema.json; errors in one ``gtop:`` line."""
+its fix (recordings/fixes/, H100 and H200, default agent mode), as text in 100 columns and
+as JSON that follows docs/compare.schema.json; errors in one ``gtop:`` line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gtop's own cost and graph-level CUDA graphs, on a real H100 recording.
+"""gtop's own cost and graph-level CUDA graphs, on a real H200 recording.
 
 ``recordings/fixes/decode-graphs.gtop`` is batch-1 decode replayed as a CUDA graph,
 recorded in the default agent mode: each replay is one ``CUDA graph N`` kernel row (no

@@ -92,13 +92,13 @@ async def test_palette_opens_tabs_and_kernels(replay_app: AppFactory) -> None:
 
 
 DECODE = REPO / "recordings" / "fixes" / "decode-eager.gtop"
-DECODE_PID = 506
+DECODE_PID = 637
 """The decoding process: two ``gemvx::kernel<…>`` kernels, one of them launched with grids
 128 and 384 in turn, told apart by a template argument (7 or 6), not by a grid."""
 
 
 async def test_labels_stay_put_while_the_replay_plays_and_seeks(replay_app: AppFactory) -> None:
-    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    app = replay_app(DECODE, at_s=8.5, start_pid=DECODE_PID)
     async with app.run_test(size=SIZE) as pilot:
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)
@@ -166,7 +166,7 @@ def test_a_kernel_launched_with_several_grids_says_so() -> None:
 
 
 async def test_the_grid_column_says_varies(replay_app: AppFactory) -> None:
-    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    app = replay_app(DECODE, at_s=8.5, start_pid=DECODE_PID)
     async with app.run_test(size=(120, 24)) as pilot:
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)
@@ -185,7 +185,7 @@ async def test_a_cut_name_keeps_what_tells_it_apart(replay_app: AppFactory) -> N
     scope and the end of its name, not the functor or words that tell it from its
     namesakes (three ``native::vectorized_elementwise_kernel<…>`` read ``<C…``, ``<G…``,
     ``<B…`` when cut at the end)."""
-    app = replay_app(DECODE, at_s=9.9, start_pid=DECODE_PID)
+    app = replay_app(DECODE, at_s=8.5, start_pid=DECODE_PID)
     async with app.run_test(size=SIZE) as pilot:
         tab = await open_tab(pilot, "Kernels")
         assert isinstance(tab, KernelsTab)

@@ -20,6 +20,8 @@ BARS = set("▁▂▃▄▅▆▇█")
 TAB_BAR = "GPUs  Children  Kernels"
 EAGER = "recordings/fixes/decode-eager.gtop"
 GRAPHS = "recordings/fixes/decode-graphs.gtop"
+LONG_EAGER = "recordings/sampling/eager-decode-every-kernel.gtop"
+"""An eager decode with 8.8 s of kernels (``EAGER`` has 3.9 s: no room for a 5 s seek)."""
 
 
 def gtop(*args: str) -> list[str]:
@@ -88,7 +90,7 @@ def test_overview_is_a_process_tree_with_a_tall_history(terminal: Terminal) -> N
 def test_replay_keys_work_on_the_kernels_tab(terminal: Terminal) -> None:
     """Paused on Kernels, → seeks 5 s and + doubles the speed; no tab takes them. A
     replay offers no R Record (a live gtop does, in its footer and in ?)."""
-    screen = open_process(terminal, EAGER, "8", "506")
+    screen = open_process(terminal, LONG_EAGER, "6", "698")  # → stays inside its 14.2 s
     assert "Record" not in screen.splitlines()[-1]
     terminal.keys("?")
     help_box = terminal.wait_for(lambda s: "gtop help" in s and "Forward 5 s" in s)
@@ -110,14 +112,14 @@ def test_replay_keys_work_on_the_kernels_tab(terminal: Terminal) -> None:
 
 
 def test_the_verdict_sits_above_the_tabs(terminal: Terminal) -> None:
-    """The launch-bound eager decode (H100): the verdict line names its window and
+    """The launch-bound eager decode (H200): the verdict line names its window and
     the verdict, uncut at 80 columns, on the line above the tab bar; the status line keeps
     gtop's cost to the items that fit."""
-    open_process(terminal, EAGER, "8", "506")
+    open_process(terminal, EAGER, "8", "637")
     screen = terminal.wait_for(lambda s: "GPU idle" in s)  # computed off the UI thread
     verdict = line_of(screen, "GPU idle")
     line = screen.splitlines()[verdict]
-    assert re.match(r"6\.0–\d+\.\d s · GPU idle", line.strip()), line  # from its first kernel
+    assert re.match(r"4\.7–\d+\.\d s · GPU idle", line.strip()), line  # from its first kernel
     assert "launch-bound" in line and "…" not in line
     assert verdict == line_of(screen, TAB_BAR) - 1
     screen = terminal.wait_for(lambda s: "gtop cost:" in s)
@@ -139,7 +141,7 @@ def test_a_sampled_recording_says_so(terminal: Terminal) -> None:
 
 
 def test_compare_shows_both_breakdowns_in_80_columns(terminal: Terminal) -> None:
-    """Eager vs CUDA-graph decode (H100): both GARs and each cause in plain words, A and B
+    """Eager vs CUDA-graph decode (H200): both GARs and each cause in plain words, A and B
     side by side with the difference, every line whole; ``c`` goes back to the replay."""
     with Recording(REPO / EAGER) as a, Recording(REPO / GRAPHS) as b:
         doc = compare_reports(("a", "b"), read_pair((a, b)))
@@ -189,7 +191,7 @@ def test_report_fits_the_terminal(terminal: Terminal) -> None:
     assert any(line.startswith("  Usual fix: capture the step in a CUDA graph") for line in lines)
     assert any(line.startswith("Top kernels") for line in lines)
     threads = next(i for i, line in enumerate(lines) if line.startswith("Busiest host threads"))
-    assert lines[threads + 2].split() == ["506", "python3", "4.61", "0.00", "0.12", "506"]
+    assert lines[threads + 2].split() == ["637", "python3", "4.04", "0.00", "0.14", "637"]
     assert lines[-1].startswith("  ")  # gtop's cost, wrapped
 
 

@@ -2,9 +2,10 @@
 ribbon and the Swimlanes stream lane draw them as not traced (the hatch glyph), never as
 idle, and draw the traced time as they drew it unsampled.
 
-``fixes/decode-eager.gtop`` (H100, default agent mode): a launch-bound eager decode at
-~29k kernels/s, and the same run as the agent's duty cycle would have recorded it
-(:mod:`tests.analysis.sampled`: 0.4 s traced of every second).
+``sampling/eager-decode-every-kernel.gtop`` (H200, default agent mode with every kernel
+traced): a launch-bound eager decode at ~31k kernels/s, and the same run as the agent's
+duty cycle would have recorded it (:mod:`tests.analysis.sampled`: 0.4 s traced of every
+second). (``fixes/decode-eager.gtop`` is sampled by the agent itself: no unsampled run.)
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ from tests.serve_metrics import scrape
 from tests.views.conftest import REPO
 from tests.views.timelines import Timelines
 
-RECORDING = REPO / "recordings" / "fixes" / "decode-eager.gtop"
+RECORDING = REPO / "recordings" / "sampling" / "eager-decode-every-kernel.gtop"
 CELLS = 60
 SPAN_NS = 3_000_000_000
 HATCH = CAUSE_GLYPH[Cause.NOT_TRACED]
-PID = 506
-"""The decoding process of fixes/decode-eager.gtop."""
+PID = 698
+"""The decoding process of sampling/eager-decode-every-kernel.gtop."""
 
 
 def load() -> tuple[dict[str, np.ndarray], DutyCycle, int]:
@@ -81,7 +82,7 @@ def test_serve_exports_the_untraced_seconds(tmp_path: Path) -> None:
     launches/s per traced second (so about the unsampled rate, not 40% of it)."""
     path = tmp_path / "sampled.gtop"
     write_sampled(RECORDING, path)
-    full, families = scrape(RECORDING, 11), scrape(path, 11)  # the decode ran 6-10.7 s
+    full, families = scrape(RECORDING, 14), scrape(path, 14)  # the decode ran 5-13.8 s
     (gar,) = families["gtop_gpu_active_ratio"].samples
     off = sum(s.value for s in families["gtop_off_gpu_seconds"].samples)
     (window,) = families["gtop_attribution_window_seconds"].samples
@@ -103,7 +104,7 @@ def test_gpu_time_tab_says_sampled(tmp_path: Path) -> None:
     def tab_result(path: Path) -> Any:
         source = ReplaySource(Recording(path))
         source.paused = True
-        source.seek(source.t_start + 11_000_000_000)  # the decode ran from 6 s to 10.7 s
+        source.seek(source.t_start + 14_000_000_000)  # the decode ran from 5 s to 13.8 s
         model = Model()
         model.apply(source.poll(), source.now_ns())
         try:

@@ -197,7 +197,8 @@ async def test_a_window_shown_before_is_not_computed_again(replay_app: AppFactor
     # apart from → where the exit had not come yet, though both end at its last GPU work
     for name, at_s, keys, again in (
         ("train_loop_cupti.gtop", 11.4, ("left", "right"), 0),  # back where it was
-        ("fixes/decode-eager.gtop", 6.3, ("right", "end"), 1),  # End: where → was
+        # End where → was: → to 12.1 s, after the last GPU work (11.8 s), before the exit
+        ("constructed-app.gtop", 7.1, ("right", "end"), 1),
     ):
         with Recording(RECORDINGS / name) as rec:
             pid = rec.meta["target"]["pid"]
@@ -239,7 +240,7 @@ async def test_seeks_during_a_seeks_read_skip_to_the_last(replay_app: AppFactory
     # → → → while the first →'s history is being read: that read is neither aggregated
     # nor shown (nor analysed: the verdict line computed its window before the third's),
     # the replay goes straight to where the last seek went, still saying it loads
-    name = "fixes/decode-eager.gtop"  # (21.7 s: three seeks from 3 s stay inside)
+    name = "default-mode/constructed-app.gtop"  # (20.2 s: three seeks from 3 s stay inside)
     with Recording(RECORDINGS / name) as rec:
         pid = rec.meta["target"]["pid"]
     app = replay_app(RECORDINGS / name, at_s=3.0, start_pid=pid)
