@@ -31,7 +31,7 @@ from tests.analysis.sampled import agent_cycle, sample
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 NAMES = (
-    "fixes/decode-eager",
+    "sampling/eager-decode-every-kernel",  # (fixes/decode-eager: sampled by the agent)
     "decode-eager",
     "train_loop_cupti",
     "fixes/item-every-step",
