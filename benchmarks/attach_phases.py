@@ -1,17 +1,18 @@
 """Where the wall time of ``gtop record --pid P --duration D -o F`` goes, phase by phase,
-against CPU-only Python targets (no GPU needed), k commands at a time.
+against Python targets (CPU-only ones need no GPU), k commands at a time.
 
     PYTHONPATH=$PWD python3 benchmarks/attach_phases.py [--runs 8] [--concurrency 1]
-        [--duration 1] [--mode alloc] [--gtop CHECKOUT ...] [--json OUT.json]
+        [--duration 1] [--mode alloc] [--settle 1] [--gtop CHECKOUT ...] [--json OUT.json]
 
-Each run starts a fresh target (``workloads/soak_target.py MODE``, a CPU mode), waits a
-second, then runs gtop's ``record`` in a child interpreter that times its phases: the
-import of ``gtop.cli``, then the functions named in :data:`SPANS` (wrapped where they are
-defined and wherever a module imported them by name), plus three moments: the agent's
-first status, Austin's first sample and the child's exit. The table gives, per phase, the
-median start and the median and largest duration (seconds from the command's start),
-and the wall times' p50/p95/max. ``--gtop`` names checkouts to compare (this one by
-default): their runs alternate, so that a busy machine's load falls on each alike, and
+Each run starts a fresh target (``workloads/soak_target.py MODE``: a CPU mode, or on a
+GPU machine a torch one, :data:`GPU_MODES`), waits ``--settle`` seconds, then runs gtop's
+``record`` in a child interpreter that times its phases: the import of ``gtop.cli``, then
+the functions named in :data:`SPANS` (wrapped where they are defined and wherever a
+module imported them by name), plus three moments: the agent's first status, Austin's
+first sample and the child's exit. The table gives, per phase, the median start and the
+median and largest duration (seconds from the command's start), and the wall times'
+p50/p95/max. ``--gtop`` names checkouts to compare (this one by default): their runs
+alternate, so that a busy machine's load falls on each alike, and
 each gets its table.
 """
 
@@ -75,6 +76,9 @@ MOMENTS = (
 )
 """Functions whose first call is a moment worth naming."""
 CPU_MODES = ("alloc", "sleep", "spin", "tick")
+GPU_MODES = ("decode", "loader", "triton", "cblock")
+"""torch targets (a GPU machine; ``--settle`` past their start-up, ~8 s): where the soak's
+``--duration 1`` takes ~2 s longer than on a CPU target."""
 
 
 # --- the child: gtop record, timed -----------------------------------------------------
@@ -180,7 +184,7 @@ def child(argv: list[str], t0: float, out: Path) -> None:
 def one_run(args: argparse.Namespace, folder: Path, i: int, checkout: Path) -> dict[str, Any]:
     target = subprocess.Popen(
         [sys.executable, str(HERE / "workloads" / "soak_target.py"), args.mode,
-         "--seconds", str(args.duration + 20)],
+         "--seconds", str(args.settle + args.duration + 20)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -276,7 +280,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--duration", type=float, default=1.0)
-    ap.add_argument("--mode", choices=CPU_MODES, default="alloc")
+    ap.add_argument("--mode", choices=CPU_MODES + GPU_MODES, default="alloc")
     ap.add_argument("--settle", type=float, default=1.0, help="target's age at the attach")
     ap.add_argument("--gtop", type=Path, nargs="+", default=[REPO], help="checkouts to compare")
     ap.add_argument("--json", type=Path)

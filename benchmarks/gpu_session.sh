@@ -9,7 +9,7 @@
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
 # startup-compile launch-time attach-paired
 # Attach (issue 23): attach-soak attach-ablation attach-phases probe-attach-cost
-# attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
+# attach-phases-gpu attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
 # issue 25: what-if-recordings; last: pack (all of $OUT in one tar)
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
@@ -239,6 +239,12 @@ for step in $steps; do
                      --json "$OUT/attach_phases_k1.json"
                    limit 150 python3 benchmarks/attach_phases.py --runs 12 --concurrency 4 --mode tick \
                      --json "$OUT/attach_phases_k4.json" ;;
+    # the same phases against torch targets (decode: .item() in every layer), where the
+    # soak's --duration 1 took 3.2 s at p50 against 1.4 s on CPU targets
+    attach-phases-gpu) limit 200 python3 benchmarks/attach_phases.py --runs 6 --concurrency 1 \
+                         --mode decode --settle 8 --json "$OUT/attach_phases_gpu_k1.json"
+                       limit 200 python3 benchmarks/attach_phases.py --runs 8 --concurrency 4 \
+                         --mode decode --settle 8 --json "$OUT/attach_phases_gpu_k4.json" ;;
     probe-attach-cost) limit 150 python3 benchmarks/probe_attach_cost.py --check \
                          -o "$OUT/probe_attach_cost.json" ;;
     attach-paired-eager) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
