@@ -2,11 +2,13 @@
 
 A pure-Python loop reports its iterations every 0.2 s, with its own CPU time; the sampler
 (``gtop.collectors.threads.pystacks.sampler``: Austin where installed) is started and
-stopped in alternating ``--window`` second windows, so on and off share the machine's
-load. Cost = 1 - (median rate on / median rate off), per second of the loop's own CPU
-time (the target's slowdown: what reading its memory takes from it) and per wall second
-(also any CPU the sampler takes from it on a machine with a free core or none). Also: the
-sampler's own CPU (its children's), as % of one core, and its samples per second.
+stopped in alternating ``--window`` second windows, off-on then on-off (ABBA), so on and
+off share the machine's load and a drift of the loop's rate over the run cancels (with
+off always first, a control run read a 10% "cost" on the quiet H200 host). Cost = 1 -
+(median rate on / median rate off), per second of the loop's own CPU time (the target's
+slowdown: what reading its memory takes from it) and per wall second (also any CPU the
+sampler takes from it on a machine with a free core or none). Also: the sampler's own CPU
+(its children's), as % of one core, and its samples per second.
 
     PYTHONPATH=. python3 benchmarks/python_sampler_cost.py --rounds 10 --rate 100
 """
@@ -68,8 +70,8 @@ def main() -> None:
     sampler_cpu = samples = on_s = 0.0
     name = ""
     try:
-        for _ in range(args.rounds):
-            for on in (False, True):
+        for r in range(args.rounds):
+            for on in (False, True) if r % 2 == 0 else (True, False):  # ABBA: drift cancels
                 live = on and not args.control
                 sampler = pystacks.sampler(target.pid, args.rate) if live else None
                 t0 = time.monotonic_ns()
