@@ -49,6 +49,13 @@ def middle_of_window(name: str) -> tuple[float, int, dict]:
     return w["to_s"], report["target"]["pid"], report["verdict"]
 
 
+def target_app(replay_app: AppFactory, name: str, at_s: float):
+    """A replay of ``name`` at ``at_s`` seconds, opened on its target process."""
+    with Recording(RECORDINGS / name) as rec:
+        pid = rec.meta["target"]["pid"]
+    return replay_app(RECORDINGS / name, at_s=at_s, start_pid=pid)
+
+
 async def test_replayed_verdict_names_the_reports_cause(replay_app: AppFactory) -> None:
     for name in (
         "decode-eager.gtop",  # full agent mode
@@ -200,9 +207,7 @@ async def test_a_window_shown_before_is_not_computed_again(replay_app: AppFactor
         # End where → was: → to 12.1 s, after the last GPU work (11.8 s), before the exit
         ("constructed-app.gtop", 7.1, ("right", "end"), 1),
     ):
-        with Recording(RECORDINGS / name) as rec:
-            pid = rec.meta["target"]["pid"]
-        app = replay_app(RECORDINGS / name, at_s=at_s, start_pid=pid)
+        app = target_app(replay_app, name, at_s)
         async with app.run_test(size=SIZE) as pilot:
             deadline = time.monotonic() + 120
             first = await settled_verdict(app, pilot, deadline)
@@ -241,9 +246,7 @@ async def test_seeks_during_a_seeks_read_skip_to_the_last(replay_app: AppFactory
     # nor shown (nor analysed: the verdict line computed its window before the third's),
     # the replay goes straight to where the last seek went, still saying it loads
     name = "default-mode/constructed-app.gtop"  # (20.2 s: three seeks from 3 s stay inside)
-    with Recording(RECORDINGS / name) as rec:
-        pid = rec.meta["target"]["pid"]
-    app = replay_app(RECORDINGS / name, at_s=3.0, start_pid=pid)
+    app = target_app(replay_app, name, 3.0)
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 120
         await settled_verdict(app, pilot, deadline)
@@ -287,9 +290,7 @@ async def test_end_of_a_job_whose_steady_state_ran_to_its_end_shows_the_reports_
     seek bar, keeps that window and verdict. It had switched to the last 4 s, reaching
     back into start-up, and said "Python/CPU work" where the report says launch-bound."""
     name = "train_loop_cupti.gtop"
-    with Recording(RECORDINGS / name) as rec:
-        pid = rec.meta["target"]["pid"]
-    app = replay_app(RECORDINGS / name, at_s=5.0, start_pid=pid)
+    app = target_app(replay_app, name, 5.0)
     async with app.run_test(size=SIZE) as pilot:
         deadline = time.monotonic() + 120
         await settled_verdict(app, pilot, deadline)
