@@ -137,6 +137,14 @@ def sync_wait_stacks(states: np.ndarray, sync_ends: np.ndarray, host_ns: np.ndar
     return Counter(dict(zip(ids.tolist(), sums.tolist(), strict=True)))
 
 
+def after_syncs(partition: Partition, syncs: np.ndarray, states: np.ndarray) -> tuple[int, Counter]:
+    """Host-caused idle ns in gaps a synchronisation opened, and those ns per stack id of
+    the synchronising call (:func:`opened_by_syncs`, :func:`sync_wait_stacks`): what the
+    report adds up block by block and the verdict line takes over its window."""
+    sync_ends, host_ns = opened_by_syncs(partition, syncs)
+    return int(host_ns.sum()), sync_wait_stacks(states, sync_ends, host_ns)
+
+
 SYNC_STACKS = 3
 
 
@@ -186,11 +194,9 @@ def gpu_report(
     for result, rows in blocks(records, t0, t1, "device", block_ns, launch_gap_ns=launch_gap_ns):
         for unit, res in result.items():
             sums[unit] = sums[unit].plus(res) if unit in sums else res.summary()
-            sync_ends, host_ns = opened_by_syncs(res.partition, rows.syncs)
-            after_sync[unit] += int(host_ns.sum())
-            sync_stacks.setdefault(unit, Counter()).update(
-                sync_wait_stacks(rows.states, sync_ends, host_ns)
-            )
+            host_ns, waits = after_syncs(res.partition, rows.syncs, rows.states)
+            after_sync[unit] += host_ns
+            sync_stacks.setdefault(unit, Counter()).update(waits)
             folded.setdefault(unit, Counter()).update(
                 fold(res, rows, kernel_names, stacks, slice_ns, on_gpu_leaves=False)
             )

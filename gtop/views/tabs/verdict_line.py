@@ -27,12 +27,7 @@ from gtop.analysis.attribution.causes import LABELS, PHRASES
 from gtop.analysis.attribution.records import OP_KERNEL
 from gtop.analysis.diagnosis.gains import Prediction
 from gtop.analysis.diagnosis.verdict import Verdict, from_entry
-from gtop.analysis.report.gpu_report import (
-    opened_by_syncs,
-    sync_wait_stacks,
-    top_off_stacks,
-    top_sync_stacks,
-)
+from gtop.analysis.report.gpu_report import after_syncs, top_off_stacks, top_sync_stacks
 from gtop.core.model import Model
 from gtop.views.tabs.gpu_time_tab import gpu_time, shared, summary, take_snapshot
 from gtop.views.tabs.session_data import session_of, tab_window
@@ -58,9 +53,8 @@ def window_verdict(snap: Any, pid: int) -> Verdict | None:
     entry = summary(snap, res)  # gtop's own time charged to GTOP, never the verdict
     folded = {";".join(path): round(s * 1e9) for path, s in result.folded.items()}
     entry["top_off_gpu_stacks"] = top_off_stacks(folded, STACKS)
-    sync_ends, host_ns = opened_by_syncs(res.partition, snap.records.syncs)
-    entry["after_sync_s"] = int(host_ns.sum()) / 1e9
-    waits = sync_wait_stacks(snap.records.states, sync_ends, host_ns)
+    host_ns, waits = after_syncs(res.partition, snap.records.syncs, snap.records.states)
+    entry["after_sync_s"] = host_ns / 1e9
     entry["sync_stacks"] = top_sync_stacks(waits, snap.stacks)
     ops = snap.records.ops
     mine = ops[np.isin(ops["pid"], list(snap.family | {pid})) & (ops["kind"] == OP_KERNEL)]
