@@ -9,8 +9,8 @@
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
 # startup-compile launch-time attach-paired
 # Attach (issue 23): attach-soak attach-ablation attach-phases probe-attach-cost
-# attach-phases-gpu attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
-# issue 25: what-if-recordings; last: pack (all of $OUT in one tar)
+# attach-phases-gpu attach-phases-gpu-hostoff attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
+# issue 25: what-if-recordings compile-recording; last: pack (all of $OUT in one tar)
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -245,6 +245,10 @@ for step in $steps; do
                          --mode decode --settle 8 --json "$OUT/attach_phases_gpu_k1.json"
                        limit 200 python3 benchmarks/attach_phases.py --runs 8 --concurrency 4 \
                          --mode decode --settle 8 --json "$OUT/attach_phases_gpu_k4.json" ;;
+    # the same with the host tier off: is the extra time the GPU-wait uprobes on libcuda?
+    attach-phases-gpu-hostoff) limit 200 python3 benchmarks/attach_phases.py --runs 8 --concurrency 4 \
+                                 --mode decode --settle 8 --json "$OUT/attach_phases_gpu_k4_hostoff.json" \
+                                 -- --host-tier off ;;
     probe-attach-cost) limit 150 python3 benchmarks/probe_attach_cost.py --check \
                          -o "$OUT/probe_attach_cost.json" ;;
     attach-paired-eager) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
@@ -274,6 +278,15 @@ for step in $steps; do
           limit 60 python3 benchmarks/workloads/kernel_speedup.py --measure-kernels \
             >"$OUT/whatif/kernel-speedup.json"
           tar -cf "$OUT/whatif.tar" -C "$OUT" whatif && rm -rf "$OUT/whatif" ;;
+    # issue 25 item 3: the torch.compile job alone (default compile mode), its report,
+    # and the GPU test that records it again and checks the one-time phase
+    compile-recording) mkdir -p "$OUT/compile"
+          limit 200 python3 -m gtop record -o "$OUT/compile/compile-mlp.gtop" \
+            -- python3 benchmarks/workloads/compile_mlp.py >"$OUT/compile/compile-mlp.json"
+          limit 60 python3 -m gtop report "$OUT/compile/compile-mlp.gtop" | head -45
+          ls -la "$OUT/compile"
+          limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
+            tests/gpu/test_compile_phase_gpu.py 2>&1 | tail -15 ;;
     # everything under $OUT in one tar (the device tool returns at most 8 files)
     pack) (cd "$OUT" && tar -cf /tmp/results.tar --exclude results.tar . && rm -rf ./* \
              && mv /tmp/results.tar results.tar) ;;
