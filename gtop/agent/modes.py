@@ -21,15 +21,19 @@ KINDS = ("graph", "kernel", "memcpy", "memset", "sync", "runtime", "driver", "ma
 NODE_KINDS = ("kernel", "memcpy", "memset", "sync")
 
 MODES: dict[str, tuple[str, ...]] = {
-    "default": ("graph", *NODE_KINDS),
-    "graph-nodes": NODE_KINDS,
+    "default": ("graph", *NODE_KINDS, "marker"),
+    "graph-nodes": (*NODE_KINDS, "marker"),
     "full": KINDS[1:],
 }
 
 
 SAMPLED_KINDS = frozenset(("graph", *NODE_KINDS))
 """Kinds kernel sampling may switch off (:mod:`gtop.agent.sampling`); asking for any
-other (API calls, NVTX, CUPTI overhead: ``full`` or a kind list) traces every launch."""
+other than these and :data:`KEPT_ON` (API calls, CUPTI overhead: ``full`` or a kind
+list) traces every launch."""
+KEPT_ON = frozenset(("marker",))
+"""Kinds kernel sampling leaves on in its off phases: NVTX ranges come at the loop's
+own pace (a step, not a kernel), and a step cut by an off phase would be lost."""
 
 
 def graph_level(kinds: tuple[str, ...] | list[str]) -> bool:

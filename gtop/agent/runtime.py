@@ -35,12 +35,14 @@ from .cupti import (
     CuptiError,
     load,
 )
-from .modes import KINDS, SAMPLED_KINDS, kinds_for
+from .modes import KEPT_ON, KINDS, SAMPLED_KINDS, kinds_for
 from .native import cuda_initialised, read_cstring
 from .owned import FdLost, OwnedSocket
 from .probe_control import ProbeControl
 from .sampling import KERNEL_RECORD_BYTES, SAMPLE_ABOVE, SamplingPolicy
 
+_KEPT_ON = frozenset(KIND_BY_NAME[n] for n in KEPT_ON)
+"""CUPTI kinds that stay enabled through kernel sampling's off phases."""
 FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
 """How often to look whether the process has initialised CUDA yet."""
@@ -307,8 +309,9 @@ class Session(threading.Thread):
     def _sample(self) -> None:
         """Switch tracing off or on when kernel sampling says so, and tell gtop.
 
-        Off: every enabled kind is disabled (``t_ns`` read before); on: the wanted kinds
-        are enabled (``t_ns`` read after), so the microseconds between count as untraced.
+        Off: every enabled kind but NVTX ranges (:data:`~gtop.agent.modes.KEPT_ON`) is
+        disabled (``t_ns`` read before); on: the wanted kinds are enabled (``t_ns`` read
+        after), so the microseconds between count as untraced.
         """
         policy = self.sampling
         switch = policy.step(time.monotonic_ns()) if policy is not None else None
@@ -317,9 +320,9 @@ class Session(threading.Thread):
         t0 = time.perf_counter_ns()
         if not switch.on:
             t_ns = time.monotonic_ns()
-            for kind in self.enabled:
+            for kind in [k for k in self.enabled if k not in _KEPT_ON]:
                 _quietly(self.cupti.disable, kind)
-            self.enabled.clear()
+                self.enabled.remove(kind)
         else:
             if not policy.on:
                 self._set_kinds(self.wanted)
@@ -599,7 +602,7 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
         options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
             ``sample_above`` (records/s above which kernels are traced in a duty cycle,
             :mod:`gtop.agent.sampling`; 0: trace every kernel, as ``full`` mode and any
-            kind list with API calls, NVTX or CUPTI overhead always do).
+            kind list with API calls or CUPTI overhead always do).
 
     Returns:
         False when an agent session is already running in this process.
@@ -607,7 +610,7 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
     global _session
     try:
         kinds = kinds_for(mode)
-        if not SAMPLED_KINDS.issuperset(kinds):  # API calls asked for: every one
+        if not (SAMPLED_KINDS | KEPT_ON).issuperset(kinds):  # API calls asked for: every one
             options = {**options, "sample_above": 0}
         with _lock:
             if _session is not None and _session.is_alive():

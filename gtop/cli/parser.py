@@ -328,11 +328,13 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         default="default",
         metavar="MODE",
         help="what CUPTI traces in the target: default (kernels, copies, memsets, "
-        "synchronisation; a CUDA graph launch as one record, or every node when attached "
-        "to a process whose CUDA had started), graph-nodes (the same with "
+        "synchronisation, NVTX ranges; a CUDA graph launch as one record, or every node "
+        "when attached to a process whose CUDA had started), graph-nodes (the same with "
         "every node of every graph launch; key g in the Kernels tab switches live), full "
-        "(graph nodes, runtime/driver API calls, NVTX, CUPTI overhead), or a comma list of "
-        "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead)",
+        "(graph nodes, runtime/driver API calls, CUPTI overhead), or a comma list of "
+        "kinds (graph,kernel,memcpy,memset,sync,runtime,driver,marker,overhead). NVTX "
+        "ranges come only from a command gtop starts: it sets NVTX_INJECTION64_PATH to "
+        "the agent's libcupti (unless set); NVTX reads it once, so --pid cannot",
     )
     parser.add_argument(
         "--trace-every-kernel",

@@ -6,6 +6,10 @@
  * launch (and a memcpy record every tenth) into buffers obtained through the registered
  * buffer-requested callback, drops and counts records when no buffer is given, and hands
  * full buffers back through the buffer-completed callback, as CUPTI does.
+ * fake_range_push()/fake_range_pop() play NVTX: they write CUpti_ActivityMarker2 start and
+ * end records, only once NVTX has loaded this library as its injection
+ * (InitializeInjectionNvtx2, what NVTX calls in the library NVTX_INJECTION64_PATH names)
+ * and only while the marker kind is enabled, as CUPTI does.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -25,6 +29,7 @@ typedef void (*comp_fn)(void *, uint32_t, uint8_t *, size_t, size_t);
 
 #define KERNEL_SIZE 216
 #define MEMCPY_SIZE 96
+#define MARKER_SIZE 56
 #define CLOCK_OFFSET 1000000000ull
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -137,6 +142,47 @@ void fake_launch(int n, const char *name) {
         PUT(m, 44, uint32_t, ++correlation);
       }
     }
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+static int nvtx_injected;
+static uint32_t marker_ids[64];
+static int marker_depth;
+static uint32_t marker_next;
+
+/* What NVTX calls in its injection library at the process's first NVTX call. */
+int InitializeInjectionNvtx2(void *get_export_table) { (void)get_export_table; nvtx_injected = 1; return 1; }
+
+static void marker(int flags, uint32_t id, const char *name) {
+  uint8_t *m = reserve(MARKER_SIZE);
+  if (!m) return;
+  memset(m, 0, MARKER_SIZE);
+  PUT(m, 0, uint32_t, 12);
+  PUT(m, 4, int32_t, flags);               /* 2 start, 4 end */
+  PUT(m, 8, uint64_t, now());
+  PUT(m, 16, uint32_t, id);
+  PUT(m, 20, int32_t, 2);                  /* CUPTI_ACTIVITY_OBJECT_THREAD */
+  PUT(m, 24, uint32_t, (uint32_t)getpid());
+  PUT(m, 28, uint32_t, (uint32_t)gettid());
+  PUT(m, 40, const char *, name);
+}
+
+/* nvtxRangePushA(name) as CUPTI records it; nothing before NVTX injected this library. */
+void fake_range_push(const char *name) {
+  pthread_mutex_lock(&lock);
+  uint32_t id = ++marker_next;
+  if (marker_depth < 64) marker_ids[marker_depth++] = id;
+  if (nvtx_injected && ((enabled_mask >> 12) & 1)) marker(2, id, name);
+  pthread_mutex_unlock(&lock);
+}
+
+/* nvtxRangePop(). */
+void fake_range_pop(void) {
+  pthread_mutex_lock(&lock);
+  if (marker_depth > 0) {
+    uint32_t id = marker_ids[--marker_depth];
+    if (nvtx_injected && ((enabled_mask >> 12) & 1)) marker(4, id, NULL);
   }
   pthread_mutex_unlock(&lock);
 }

@@ -25,7 +25,7 @@ from agent_helpers import (
     wait_for,
 )
 
-from gtop.agent.cupti import MEMCPY
+from gtop.agent.cupti import MARKER, MEMCPY
 from gtop.agent.sampling import duty_for
 from gtop.recordings.reader import Recording
 
@@ -103,11 +103,12 @@ def test_a_kinds_change_in_an_off_phase_applies_at_the_next_on_phase(
     target.ask(f"start {RATE} {NAME}")
     wait_for(lambda: len(spans(got)[1]) >= 1 and open_now(got), timeout=20)
     link.set_kinds(["memcpy"])
-    assert target.ask("mask") == "mask 0"  # still off: nothing enabled
+    off = f"mask {1 << MARKER}"
+    assert target.ask("mask") == off  # still off: nothing enabled but NVTX ranges
     n_closed = len(spans(got)[1])
     wait_for(lambda: len(spans(got)[1]) > n_closed)
     t_on = spans(got)[1]["end_ns"][-1]
-    wait_for(lambda: target.ask("mask") != "mask 0")
+    wait_for(lambda: target.ask("mask") != off)
     assert target.ask("mask") == f"mask {1 << MEMCPY}"
     wait_for(lambda: (got.wait("memcpy", 1, timeout=0)["t_ns"] > t_on).any(), timeout=10)
     target.ask("stop")

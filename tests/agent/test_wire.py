@@ -40,8 +40,8 @@ def test_peer_check_allows_same_user_and_root_only():
 def test_modes_and_kinds():
     from gtop.agent.modes import graph_level, kinds_for, toggle_graph_nodes
 
-    assert kinds_for("default") == ("graph", "kernel", "memcpy", "memset", "sync")
-    assert kinds_for("graph-nodes") == ("kernel", "memcpy", "memset", "sync")
+    assert kinds_for("default") == ("graph", "kernel", "memcpy", "memset", "sync", "marker")
+    assert kinds_for("graph-nodes") == ("kernel", "memcpy", "memset", "sync", "marker")
     assert graph_level(kinds_for("default")) and not graph_level(kinds_for("full"))
     assert toggle_graph_nodes(kinds_for("default")) == kinds_for("graph-nodes")
     assert toggle_graph_nodes(kinds_for("graph-nodes")) == kinds_for("default")

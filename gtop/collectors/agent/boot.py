@@ -25,6 +25,8 @@ from typing import Any
 
 import gtop
 from gtop.agent import bootstrap, shim_blob
+from gtop.agent.modes import kinds_for
+from gtop.collectors.agent.nvtx import with_nvtx
 from gtop.core.files import create_new
 
 AGENT_CODE = (
@@ -122,8 +124,11 @@ class BootDir:
         self, base: dict[str, str] | None, socket_path: str, mode: str, options: dict[str, Any]
     ) -> dict[str, str]:
         """``base`` (default: this environment) with the agent's settings, the boot folder
-        first on ``PYTHONPATH``."""
+        first on ``PYTHONPATH``, and NVTX handed to the agent's libcupti when the mode
+        traces NVTX ranges (:mod:`gtop.collectors.agent.nvtx`)."""
         env = dict(os.environ if base is None else base)
+        if "marker" in kinds_for(mode):
+            env = with_nvtx(env)
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(self.path) + (os.pathsep + old if old else "")
         env[bootstrap.ENV_SOCKET] = socket_path

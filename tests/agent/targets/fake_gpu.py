@@ -4,7 +4,11 @@ Reads commands on stdin, answers one line each:
 ``init`` (cuInit), ``launch N NAME`` (N fake kernels; answers the monotonic time range),
 ``start RATE NAME`` (launch RATE kernels/s on a thread until ``stop``, which answers how
 many), ``mask`` (enabled CUPTI kinds), ``who`` (the launching thread's id and the id
-of the thread that called cuptiFinalize, 0 for none), ``exit``.
+of the thread that called cuptiFinalize, 0 for none), ``nvtx`` (what NVTX does at its
+first call: load the library ``NVTX_INJECTION64_PATH`` names and call its
+``InitializeInjectionNvtx2``; answers the path, or ``-``), ``ranges N MS NAME`` (N NVTX
+ranges NAME one after another, each MS ms long; answers the monotonic time range),
+``exit``.
 
 ``fake_gpu.py --run RATE SECONDS`` instead initialises, launches RATE kernels/s for
 SECONDS and exits (for ``gtop record -- CMD``).
@@ -78,5 +82,18 @@ for line in stdin_lines.lines():
         print("who", launcher.native_id if launcher else 0, cupti.fake_finalized_by(), flush=True)
     elif cmd[0] == "mask":
         print("mask", cupti.fake_enabled_mask(), flush=True)
+    elif cmd[0] == "nvtx":
+        path = os.environ.get("NVTX_INJECTION64_PATH")
+        if path:
+            ctypes.CDLL(path).InitializeInjectionNvtx2(None)
+        print("nvtx", path or "-", flush=True)
+    elif cmd[0] == "ranges":
+        name = names.setdefault(cmd[3], ctypes.create_string_buffer(cmd[3].encode()))
+        t0 = time.monotonic_ns()
+        for _ in range(int(cmd[1])):
+            cupti.fake_range_push(name)
+            time.sleep(float(cmd[2]) / 1e3)
+            cupti.fake_range_pop()
+        print("ranged", t0, time.monotonic_ns(), flush=True)
     elif cmd[0] == "exit":
         break
