@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from gtop.analysis.diagnosis.range_steps import range_names
 from gtop.analysis.diagnosis.what_if import Timeline, timeline_from_streams
 from gtop.analysis.kernels.cuda_activity import names_from_entities
 from gtop.analysis.report.document import stack_frames
@@ -30,4 +31,5 @@ def read_timeline(
         window.t1,
         names_from_entities(entities),
         stack_frames(entities),
+        range_names=range_names(entities),
     )

@@ -25,6 +25,7 @@ def decode() -> dict:
 def test_gains_ranked_in_json_and_verdict(decode: dict) -> None:
     w = decode["what_if"]
     assert w["steps"]["ops_per_step"] == 145
+    assert w["steps"]["source"] == "kernels" and "range" not in w["steps"]  # no NVTX ranges
     truth = json.loads((RECORDINGS / "fixes" / "decode-eager.json").read_text())
     assert w["steps"]["steps_per_s"] == pytest.approx(truth["tokens_per_s"], rel=0.05)  # 257 vs 250
     gains = decode["verdict"]["gains"]
@@ -44,6 +45,7 @@ def test_text_names_the_step_and_the_gains(decode: dict) -> None:
     text = format_report(decode)
     assert "Predicted gains (the window replayed with each fix, ranked;" in text
     assert "steps/s" in text and "- use CUDA graphs: predicted ×" in text
+    assert "steps/s, from the repeating kernel sequence" in " ".join(text.split())
     assert "What if H:CTRL=0: predicted ×" in text
     assert "What if kernel:*gemv*=0.5: predicted ×1.00" in text
 

@@ -242,6 +242,8 @@ def section(
             "ops_per_step": tl.steps.period,
             "step_s": round(step_ns / 1e9, 6),
             "steps_per_s": round(1e9 / step_ns, 3),
+            "source": "kernels" if tl.step_range is None else "nvtx",
+            **({} if tl.step_range is None else {"range": tl.step_range}),
         }
     return {
         "steps": steps,

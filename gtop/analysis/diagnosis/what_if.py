@@ -42,6 +42,7 @@ from gtop.analysis.attribution.causes import LABELS, OFF_CAUSES, Cause
 from gtop.analysis.attribution.host_window import LAUNCH_GAP_NS, frames_of
 from gtop.analysis.attribution.partition import _Prepared
 from gtop.analysis.attribution.records import OP_KERNEL, Records
+from gtop.analysis.diagnosis.range_steps import RangeSteps, find_range_steps
 from gtop.analysis.diagnosis.steps import Steps, find_steps
 from gtop.analysis.diagnosis.verdict import INPUT_FRAMES, mostly_input
 from gtop.analysis.kernels.demangle import demangle
@@ -178,6 +179,8 @@ class Timeline:
     window_steps: tuple[int, float] | None = None
     """Whole steps in the whole window (before :data:`MAX_OPS` cut it) and their mean
     length in ns: the step time the report states."""
+    step_range: str | None = None
+    """The NVTX range the steps were taken from (None: the kernel sequence)."""
 
     @property
     def ops(self) -> int:
@@ -192,11 +195,14 @@ def build_timeline(
     stacks: Mapping[int, Sequence[str]] | None = None,
     device: int | None = None,
     window: tuple[np.ndarray, int, int] | None = None,
+    ranges: RangeSteps | None = None,
 ) -> Timeline | None:
     """The timeline of ``device`` (default: the one with the most ops) over ``[t0, t1)``
     (its middle :data:`MAX_SPAN_NS` and :data:`MAX_OPS` at most: :func:`replay_span`),
     or None without ops. ``window``: the whole window's ops and edges when ``records``
-    hold only that middle (:func:`timeline_from_streams`), for the steps it states."""
+    hold only that middle (:func:`timeline_from_streams`), for the steps it states.
+    ``ranges``: the steps an NVTX range marks in the whole window, taken over the
+    repeating kernel sequence."""
     on = records.ops if device is None else records.ops[records.ops["device"] == device]
     whole = window or (on, t0, t1)
     t0, t1 = replay_span(on["t"], t0, t1)
@@ -225,15 +231,13 @@ def build_timeline(
     sub = _before_waits(sub, inferred, seg_start, seg_end, seg_cause)
     seg_input = _input_waits(prep, tid, seg_start, seg_end, seg_cause, stacks or {})
     seg_start, seg_end, seg_cause, seg_input = _merged(seg_start, seg_end, seg_cause, seg_input)
-    symbols = _symbols(ops)
     busiest = np.bincount(stream).argmax()
     on_busiest = np.flatnonzero(stream == busiest)
-    found = find_steps(symbols[on_busiest])
-    steps = window = None
-    if found is not None:
-        steps = Steps(on_busiest[found.anchors], found.period, found.match, found.symbol)
-        first = ops[on_busiest[0]]
-        window = _window_steps(whole[0], first["pid"], first["stream"], found.symbol, *whole[1:])
+    if ranges is not None:
+        steps = _range_steps(ranges, t0, sub[on_busiest], on_busiest)
+        window = _regular(ranges.starts)
+    else:
+        steps, window = _kernel_steps(ops, on_busiest, whole)
     return Timeline(
         t0,
         t1,
@@ -252,7 +256,46 @@ def build_timeline(
         dict(names or {}),
         steps,
         window,
+        ranges.name if ranges is not None else None,
     )
+
+
+def _kernel_steps(
+    ops: np.ndarray, on_busiest: np.ndarray, whole: tuple[np.ndarray, int, int]
+) -> tuple[Steps | None, tuple[int, float] | None]:
+    """The steps of the repeating op sequence on the busiest stream (anchors: indexes of
+    ``ops``), and over the whole window."""
+    found = find_steps(_symbols(ops)[on_busiest])
+    if found is None:
+        return None, None
+    steps = Steps(on_busiest[found.anchors], found.period, found.match, found.symbol)
+    first = ops[on_busiest[0]]
+    return steps, _window_steps(whole[0], first["pid"], first["stream"], found.symbol, *whole[1:])
+
+
+def _range_steps(
+    ranges: RangeSteps, t0: int, sub: np.ndarray, on_busiest: np.ndarray
+) -> Steps | None:
+    """The steps an NVTX range marks from ``t0`` on, each anchored at the first op on
+    the busiest stream submitted in it (``sub``: those ops' submit times, in order)."""
+    later = ranges.starts >= t0  # a step begun before: its first op is not replayed
+    starts, ends = ranges.starts[later], ranges.ends[later]
+    first = np.searchsorted(np.maximum.accumulate(sub), starts, side="left")
+    ok = first < len(sub)
+    ok[ok] = sub[first[ok]] < ends[ok]  # a step with no op there anchors nothing
+    idx = np.unique(first[ok])
+    if len(idx) < 2:
+        return None
+    per_step = int(np.median(np.diff(idx)))
+    return Steps(on_busiest[idx], per_step, 1.0, -1)
+
+
+def _regular(starts: np.ndarray) -> tuple[int, float] | None:
+    """Whole steps between the regular run of ``starts`` and their mean length (ns)."""
+    a = regular_anchors(starts, np.arange(len(starts)))
+    if len(a) < 2:
+        return None
+    return len(a) - 1, float(starts[a[-1]] - starts[a[0]]) / (len(a) - 1)
 
 
 def _window_steps(
@@ -268,11 +311,7 @@ def _window_steps(
         & (t >= t0)
         & (t < t1)
     )
-    t = np.sort(t[hit])
-    a = regular_anchors(t, np.arange(len(t)))
-    if len(a) < 2:
-        return None
-    return len(a) - 1, float(t[a[-1]] - t[a[0]]) / (len(a) - 1)
+    return _regular(np.sort(t[hit]))
 
 
 OP_STREAMS = ("kernel", "memcpy", "memset")
@@ -286,10 +325,12 @@ def timeline_from_streams(
     names: Mapping[int, str],
     stacks: Mapping[int, Sequence[str]],
     device: int | None = None,
+    range_names: Mapping[int, str] | None = None,
 ) -> Timeline | None:
     """:func:`build_timeline` from a window's raw record batches (``ops``: their ops
     table when built already), only the rows near the span replayed projected (a long
-    window's calls and states are not copied)."""
+    window's calls and states are not copied); the steps from the ``marker`` rows'
+    NVTX ranges where one marks them (``range_names``: their names by id)."""
     from gtop.analysis.attribution.records import mark_comm
     from gtop.analysis.distributed.ranks import comm_labels
 
@@ -308,7 +349,11 @@ def timeline_from_streams(
     span_ops = ops[_near(ops, lo, b, "t", "end")]
     mark_comm(span_ops, comm_labels(names))
     records = Records.from_streams(near, span_ops)
-    return build_timeline(records, a, b, names, stacks, device, (on, t0, t1))
+    markers = data.get("marker")
+    ranges = None
+    if markers is not None and len(markers):
+        ranges = find_range_steps(markers, range_names or {}, t0, t1)
+    return build_timeline(records, a, b, names, stacks, device, (on, t0, t1), ranges)
 
 
 def _near(rows: np.ndarray, lo: int, hi: int, t: str = "t_ns", end: str = "end_ns") -> np.ndarray:

@@ -43,7 +43,7 @@ ATTRIBUTION_STREAMS = (
 )
 """What the on-/off-GPU attribution reads (CUPTI activity, host threads, and the spans
 kernel sampling left untraced)."""
-REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "overhead", *ATTRIBUTION_STREAMS)
+REPORT_STREAMS = ("gpu", "proc_gpu", "proc_host", "overhead", "marker", *ATTRIBUTION_STREAMS)
 """Every stream :func:`build_report` reads."""
 
 
@@ -418,6 +418,7 @@ def what_if_section(
     """The ``what_if`` key (:func:`gtop.analysis.diagnosis.gains.section`) for the verdict's
     device: None without a verdict or exact GPU work."""
     from gtop.analysis.diagnosis import gains
+    from gtop.analysis.diagnosis.range_steps import range_names
     from gtop.analysis.diagnosis.what_if import timeline_from_streams
     from gtop.analysis.kernels.cuda_activity import names_from_entities
 
@@ -433,6 +434,7 @@ def what_if_section(
         names_from_entities(entities),
         stack_frames(entities),
         int(verdict["device"]),
+        range_names(entities),
     )
     if tl is None:
         return None

@@ -147,7 +147,7 @@ def _what_if(report: dict[str, Any], width: int) -> list[str]:
     if steps:
         head += (
             f"; {steps['count']:,} steps of {steps['step_s'] * 1e3:.2f} ms, "
-            f"{steps['steps_per_s']:,.1f} steps/s"
+            f"{steps['steps_per_s']:,.1f} steps/s, {step_source(steps)}"
         )
     lines = _wrap(head + "):", width)
     gains = w.get("recommendations", [])
@@ -158,6 +158,13 @@ def _what_if(report: dict[str, Any], width: int) -> list[str]:
     for p in w.get("asked", []):
         lines += _wrap(f"What if {p['change']}: {gain_line(p, fix=False)}", width)
     return lines
+
+
+def step_source(steps: dict[str, Any]) -> str:
+    """Where the steps came from, in words."""
+    if steps.get("source") == "nvtx":
+        return f"from NVTX range '{steps.get('range')}'"
+    return "from the repeating kernel sequence"
 
 
 def gain_line(p: dict[str, Any], fix: bool = True) -> str:
