@@ -1,5 +1,7 @@
 """A host-thread tier's stop with a timeout: a last poll that outlives it is abandoned
-(its source stays open for its thread), said in the status; without one, stop waits."""
+(its source stays open for its thread), said in the status; without one, stop waits. The
+BPF tier's GPU-wait probes attach on a thread of their own: a slow attach holds up
+neither a poll nor the stop beyond its timeout."""
 
 from __future__ import annotations
 
@@ -7,7 +9,12 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
+import pytest
+from host_harness import FAKE_CUDA, build_fake_cuda, target
+
+from gtop.collectors.threads.bpf import BpfThreadCollector
 from gtop.collectors.threads.proc import ProcThreadCollector
 from gtop.collectors.threads.tier import ABANDONED
 from gtop.collectors.threads.tiers import HostThreads
@@ -74,3 +81,60 @@ def test_without_a_timeout_stop_waits_for_the_last_poll() -> None:
         col.gate.set()
         target.kill()
         target.wait()
+
+
+class HeldAttach(BpfThreadCollector):
+    """The BPF tier, each GPU-wait probe's attach held at ``gate`` (an attach that waits
+    for a busy torch process's memory lock, as on the H200)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.closed = False
+
+    def _attach_wait(self, obj, path: str, offset: int) -> None:
+        self.gate.wait(30)
+        super()._attach_wait(obj, path, offset)
+
+    def _close(self) -> None:
+        self.closed = True
+        super()._close()
+
+
+@pytest.fixture(scope="module")
+def fake_cuda(tmp_path_factory) -> Path:
+    return build_fake_cuda(tmp_path_factory.mktemp("fakecuda"))
+
+
+def test_a_held_probe_attach_holds_up_neither_the_polls_nor_the_stop(fake_cuda) -> None:
+    with target(FAKE_CUDA, str(fake_cuda)) as (_proc, info):
+        col = HeldAttach(Hub(), info["pid"], python_stacks=False)
+        col.start()
+        try:
+            time.sleep(0.3)
+            polls = col.status.polls
+            time.sleep(0.5)  # the first attach is held all this time
+            assert col.status.polls >= polls + 3, (polls, col.status)
+            assert not col.status.counters.get("gpu_wait_probes")
+            t0 = time.monotonic()
+            col.stop(timeout=0.3)
+            assert time.monotonic() - t0 < 1.0
+            assert col.status.errors == {ABANDONED: 1}, col.status
+            assert "a probe's attach did not finish within 0.3 s" in col.status.last_error
+            assert not col.closed  # the attach still uses the object
+        finally:
+            col.gate.set()
+
+
+def test_probes_attach_in_the_background_and_stop_ends_them(fake_cuda) -> None:
+    with target(FAKE_CUDA, str(fake_cuda)) as (_proc, info):
+        col = HeldAttach(Hub(), info["pid"], python_stacks=False)
+        col.start()
+        col.gate.set()
+        deadline = time.monotonic() + 10
+        while col.status.counters.get("gpu_wait_probes", 0) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        col.stop(timeout=2.0)
+    # the fake runtime and driver export three probed calls between them
+    assert col.status.counters.get("gpu_wait_probes") == 3, col.status
+    assert col.closed and not col.status.errors, col.status

@@ -88,7 +88,7 @@ class BpfThreadCollector(ThreadCollector):
         self.mode = ""
         self.user_stacks = user_stacks
         self.stack_entries = stack_entries
-        self.gpu_waits = GpuWaitProbes(gpu_waits, self.status)
+        self.gpu_waits = GpuWaitProbes(gpu_waits, self.status, background=True)
         self.ncpu = os.cpu_count() or 1
         self._obj: BpfObject | None = None
         self._tails = {
@@ -121,10 +121,10 @@ class BpfThreadCollector(ThreadCollector):
         self._syms.read_kernel_soon()
         self._rings = {name: self._obj.mmap(f"{name}_ring") for name in ("switch", "sample")}
         self._seed()
-        # GPU-wait uprobes attach at the first poll, on the collector's thread: one attach
-        # waits for every process mapping the library (a busy torch process's memory
-        # lock), which took 15-45 s with four targets on the H200 and must not hold up
-        # the start (a recording's --duration counts from it)
+        # GPU-wait uprobes are queued at the first poll and attached on a thread of their
+        # own (GpuWaitProbes): one attach waits for every process mapping the library,
+        # which took 15-45 s with four targets on the H200 and must hold up neither the
+        # start (a recording's --duration counts from it) nor a poll
 
     def _load(self, mode: str) -> BpfObject:
         obj = BpfObject(str(OBJECT))
@@ -176,10 +176,7 @@ class BpfThreadCollector(ThreadCollector):
             self.gpu_waits.probe(self._tracked, lambda path, off: self._attach_wait(obj, path, off))
 
     def _attach_wait(self, obj: BpfObject, path: str, offset: int) -> None:
-        """Attach one GPU-wait probe, unless the collector is stopping (then the rest are
-        not worth their wait)."""
-        if not self._loop.running:
-            return
+        """Attach one GPU-wait probe (on the ``gtop-uprobes`` thread)."""
         for ret in RETURN_FIRST:
             obj.attach_uprobe("gpu_wait_exit" if ret else "gpu_wait_enter", ret, -1, path, offset)
 
@@ -410,6 +407,9 @@ class BpfThreadCollector(ThreadCollector):
         if not self._obj.lookup(stack_map, ctypes.c_uint32(stack), buf):
             return []
         return [a for a in buf if a]
+
+    def _stop_attaching(self, timeout: float | None) -> bool:
+        return self.gpu_waits.stop(timeout)
 
     def _close(self) -> None:
         if self._obj is not None:
