@@ -1,7 +1,10 @@
-"""Rebuild :mod:`gtop.agent.shim_blob` from gtop/agent/cupti_shim.c (needs gcc, x86-64).
+"""Rebuild the C blobs gtop ships (needs gcc, x86-64): :mod:`gtop.agent.shim_blob` from
+gtop/agent/cupti_shim.c (the agent's CUPTI buffer shim) and
+:mod:`gtop.analysis.sweeps_blob` from gtop/analysis/sweeps.c (the attribution's sweeps).
 
-``python tools/gen_shim_blob.py``; ``tests/agent/test_shim.py`` checks that the committed
-blob is byte for byte what the source builds to.
+``python tools/gen_shim_blob.py``; ``tests/agent/test_shim.py`` and
+``tests/analysis/test_compiled.py`` check that each committed blob is byte for byte what
+its source builds to.
 """
 
 from __future__ import annotations
@@ -11,13 +14,31 @@ import subprocess
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import NamedTuple
 
-AGENT = Path(__file__).resolve().parents[1] / "gtop" / "agent"
+GTOP = Path(__file__).resolve().parents[1] / "gtop"
 
 
-def build() -> bytes:
+class Blob(NamedTuple):
+    """A C source, the module its build is committed as, and its names there."""
+
+    source: Path
+    module: Path
+    name: str
+    """``<NAME>_B64`` holds the base64 text, ``<name>_bytes()`` returns the bytes."""
+    libs: tuple[str, ...] = ()
+
+
+SHIM = Blob(
+    GTOP / "agent" / "cupti_shim.c", GTOP / "agent" / "shim_blob.py", "shim", ("-lpthread",)
+)
+SWEEPS = Blob(GTOP / "analysis" / "sweeps.c", GTOP / "analysis" / "sweeps_blob.py", "sweeps")
+BLOBS = (SHIM, SWEEPS)
+
+
+def build(blob: Blob = SHIM) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp, "shim.so")
+        out = Path(tmp, "blob.so")
         subprocess.run(
             [
                 "gcc",
@@ -29,27 +50,28 @@ def build() -> bytes:
                 "-s",
                 "-o",
                 str(out),
-                str(AGENT / "cupti_shim.c"),
-                "-lpthread",
+                str(blob.source),
+                *blob.libs,
             ],
             check=True,
         )
         return out.read_bytes()
 
 
-def render(blob: bytes) -> str:
-    body = "\n".join(f'    "{line}"' for line in textwrap.wrap(base64.b64encode(blob).decode(), 88))
+def render(data: bytes, blob: Blob = SHIM) -> str:
+    body = "\n".join(f'    "{line}"' for line in textwrap.wrap(base64.b64encode(data).decode(), 88))
     return (
-        '"""cupti_shim.c built for x86-64 Linux (generated; do not edit).\n\n'
+        f'"""{blob.source.name} built for x86-64 Linux (generated; do not edit).\n\n'
         "Regenerate with ``python tools/gen_shim_blob.py``.\n"
         '"""\n\n'
         "import base64\n\n"
         f'ARCH = "x86_64"\n'
-        f"SHIM_B64 = (\n{body}\n)\n\n\n"
-        "def shim_bytes() -> bytes:\n"
-        "    return base64.b64decode(SHIM_B64)\n"
+        f"{blob.name.upper()}_B64 = (\n{body}\n)\n\n\n"
+        f"def {blob.name}_bytes() -> bytes:\n"
+        f"    return base64.b64decode({blob.name.upper()}_B64)\n"
     )
 
 
 if __name__ == "__main__":
-    (AGENT / "shim_blob.py").write_text(render(build()))
+    for each in BLOBS:
+        each.module.write_text(render(build(each), each))

@@ -3,7 +3,9 @@
 A :class:`Spans` is *normal*: sorted by start, every interval non-empty, and no two
 intervals overlapping or touching (``ends[i] < starts[i + 1]``). Every function here
 returns normal spans, so results can be compared, measured and combined without a
-second pass. All work is done with numpy on whole arrays; nothing loops per interval.
+second pass. The sweeps over sorted endpoints run in C where :mod:`gtop.analysis.compiled`
+loads (the same arrays as the numpy reference kept beside each, ``*_reference``); the rest
+is numpy on whole arrays; nothing loops per interval in Python.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+
+from gtop.analysis import compiled
 
 I64 = np.int64
 
@@ -39,6 +43,18 @@ def union(starts: np.ndarray, ends: np.ndarray) -> Spans:
     """The union of arbitrary (unsorted, overlapping, possibly empty) intervals."""
     s = np.asarray(starts, I64)
     e = np.asarray(ends, I64)
+    got = compiled.union(s, e)
+    if got is None and compiled.LIB is not None:  # starts out of order: sorted first
+        keep = e > s
+        order = np.argsort(s[keep], kind="stable")
+        got = compiled.union(s[keep][order], e[keep][order])
+    if got is None:
+        return union_reference(s, e)
+    return Spans(*got) if len(got[0]) else EMPTY
+
+
+def union_reference(s: np.ndarray, e: np.ndarray) -> Spans:
+    """:func:`union` of int64 arrays in numpy."""
     keep = e > s
     s, e = s[keep], e[keep]
     if not len(s):
@@ -76,6 +92,14 @@ def intersect(a: Spans, b: Spans) -> Spans:
     """``a ∩ b`` by one sweep over the merged endpoints (both inputs normal)."""
     if not len(a) or not len(b):
         return EMPTY
+    got = compiled.intersect(a.starts, a.ends, b.starts, b.ends)
+    if got is None:
+        return intersect_reference(a, b)
+    return Spans(*got) if len(got[0]) else EMPTY
+
+
+def intersect_reference(a: Spans, b: Spans) -> Spans:
+    """:func:`intersect` of non-empty sets in numpy."""
     times = np.concatenate((a.ends, b.ends, a.starts, b.starts))
     steps = np.concatenate(
         (np.full(len(a) + len(b), -1, np.int8), np.ones(len(a) + len(b), np.int8))
@@ -103,6 +127,12 @@ def owner(spans: Spans, points: np.ndarray) -> np.ndarray:
 
     ``spans`` need only be sorted and disjoint (touching is fine).
     """
+    got = compiled.owner(spans.starts, spans.ends, points)
+    return owner_reference(spans, points) if got is None else got
+
+
+def owner_reference(spans: Spans, points: np.ndarray) -> np.ndarray:
+    """:func:`owner` in numpy."""
     j = last_at_or_before(spans.starts, points)
     inside = j >= 0
     inside[inside] = spans.ends[j[inside]] > points[inside]
@@ -114,6 +144,16 @@ def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray
     and at least as many as the keys, without a search per point: for many more points,
     by one search per key and a running count; else by merging the two sorted arrays
     (a stable sort of two runs puts each point after the keys at or before it)."""
+    n = len(sorted_keys)
+    if len(points) >= n // 16:  # a merge in C, for sorted points not much fewer than keys
+        got = compiled.last_at_or_before(sorted_keys, points)
+        if got is not None:
+            return got
+    return last_at_or_before_reference(sorted_keys, points)
+
+
+def last_at_or_before_reference(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """:func:`last_at_or_before` in numpy."""
     n = len(sorted_keys)
     if len(points) < max(n, 1) or not bool(np.all(points[1:] >= points[:-1])):
         return np.searchsorted(sorted_keys, points, side="right") - 1

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gtop.analysis import compiled
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.causes import Cause
 from gtop.analysis.attribution.own_cost import marked
@@ -130,42 +131,17 @@ class HostIndex:
         if not len(spans):
             t, code, flag = np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, bool)
             return Activity(t, t, code, code, flag, flag, flag, t)
-        # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
-        # its ends in its own byte of a packed counter, and the spans' starts also count
-        # from bit 32 on (the total after the last event at a time is exact, so fields
-        # never mix); state records only cut pieces, and a piece's state is the
-        # (disjoint) record over its start.
-        sets = (spans, in_api, in_sync, gaps)
-        times = np.concatenate(
-            [x for sp in sets for x in (sp.starts, sp.ends)] + [states["t"], s_end]
-        )
-        times = np.clip(times, spans.starts[0], spans.ends[-1])
-        packed = np.concatenate(
-            [
-                np.full(len(sp), sign << (8 * k), np.int64)
-                for k, sp in enumerate(sets)
-                for sign in (1, -1)
-            ]
-            + [np.zeros(2 * len(states), np.int64)]
-        )
-        packed[: len(spans)] += np.int64(1) << 32
-        order = np.argsort(times, kind="stable")
-        times = times[order]
-        last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
-        packed = np.cumsum(packed[order])[last[:-1]]
-        inside = np.flatnonzero((packed & 0xFF) > 0)
-        packed = packed[inside]
-        p, q = times[last[inside]], times[last[inside + 1]]
-        si = iv.owner(iv.Spans(states["t"], s_end), p)
-        span = (packed >> 32) - 1
+        pairs = [(sp.starts, sp.ends) for sp in (spans, in_api, in_sync, gaps)]
+        got = compiled.activity(pairs, states["t"], s_end)
+        p, q, si, flags, span = sweep_reference(pairs, states["t"], s_end) if got is None else got
         return Activity(
             p,
             q,
             iv.take(states["state"], si, UNKNOWN_STATE),
             iv.take(states["reason"], si, BlockReason.NONE),
-            (packed >> 8) & 0xFF > 0,
-            (packed >> 16) & 0xFF > 0,
-            (packed >> 24) & 0xFF > 0,
+            flags & 1 > 0,
+            flags & 2 > 0,
+            flags & 4 > 0,
             span,
         )
 
@@ -229,6 +205,49 @@ class HostIndex:
             state_stack,
             np.where(sample_stack >= 0, sample_stack, state_stack),
         )
+
+
+def sweep_reference(
+    sets: list[tuple[np.ndarray, np.ndarray]], cut_t: np.ndarray, cut_end: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """:meth:`HostIndex.activity`'s sweep in numpy (what :func:`compiled.activity
+    <gtop.analysis.compiled.activity>` does in C): ``sets`` are four normal sets as
+    (starts, ends), the spans (not empty), the API calls, the synchronising calls and the
+    launch gaps; ``cut_t``, ``cut_end`` the thread's state records (sorted, disjoint).
+    Returns each piece's start, end, state record (-1: none), flags (bit 0: in an API
+    call, 1: in a synchronising one, 2: in a launch gap) and span."""
+    # One sweep over all endpoints: each normal set adds +1 at its starts and -1 at
+    # its ends in its own byte of a packed counter, and the spans' starts also count
+    # from bit 32 on (the total after the last event at a time is exact, so fields
+    # never mix); state records only cut pieces, and a piece's state is the
+    # (disjoint) record over its start.
+    times = np.concatenate([x for pair in sets for x in pair] + [cut_t, cut_end])
+    times = np.clip(times, sets[0][0][0], sets[0][1][-1])
+    packed = np.concatenate(
+        [
+            np.full(len(starts), sign << (8 * k), np.int64)
+            for k, (starts, _) in enumerate(sets)
+            for sign in (1, -1)
+        ]
+        + [np.zeros(2 * len(cut_t), np.int64)]
+    )
+    packed[: len(sets[0][0])] += np.int64(1) << 32
+    order = np.argsort(times, kind="stable")
+    times = times[order]
+    last = np.append(np.flatnonzero(times[1:] != times[:-1]), len(times) - 1)
+    packed = np.cumsum(packed[order])[last[:-1]]
+    inside = np.flatnonzero((packed & 0xFF) > 0)
+    packed = packed[inside]
+    flags = np.zeros(len(packed), np.uint8)
+    for bit in range(3):
+        flags |= (((packed >> (8 * bit + 8)) & 0xFF > 0) << bit).astype(np.uint8)
+    return (
+        times[last[inside]],
+        times[last[inside + 1]],
+        iv.owner_reference(iv.Spans(cut_t, cut_end), times[last[inside]]),
+        flags,
+        (packed >> 32) - 1,
+    )
 
 
 @functools.cache

@@ -1,0 +1,151 @@
+"""The attribution's sweeps in C (``gtop/analysis/sweeps.c``, shipped built as
+:mod:`gtop.analysis.sweeps_blob`, loaded from memory by :mod:`gtop.core.blob_lib`).
+
+Each function here is the compiled twin of a numpy reference that stays beside its
+caller (:mod:`gtop.analysis.intervals`, :mod:`gtop.analysis.attribution.host_window`)
+and gives the same arrays (``tests/analysis/test_compiled.py`` compares them). Each
+returns None where the blob cannot run (:data:`LIB` is None: not x86-64, no memory
+files) or the input is not what its loop needs (unsorted, not integers); the caller
+then runs the reference.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+
+import numpy as np
+
+from gtop.analysis import sweeps_blob
+from gtop.core import blob_lib
+
+I64 = np.int64
+_P = ctypes.c_void_p
+_N = ctypes.c_int64
+_SETS = 4
+_Pointers = _P * _SETS
+
+
+def _load() -> ctypes.CDLL | None:
+    if platform.machine() != sweeps_blob.ARCH:
+        return None
+    try:
+        lib = blob_lib.load(sweeps_blob.sweeps_bytes(), "gtop-sweeps")
+    except OSError:
+        return None
+    for name, args, result in (
+        ("gtop_union", [_P, _P, _N, _P, _P], _N),
+        ("gtop_intersect", [_P, _P, _N, _P, _P, _N, _P, _P], _N),
+        ("gtop_last_at_or_before", [_P, _N, _P, _N, _P], ctypes.c_int),
+        ("gtop_owner", [_P, _P, _N, _P, _N, _P], ctypes.c_int),
+        ("gtop_activity", [_Pointers, _Pointers, _P, _P, _P, _N, _P, _P, _P, _P, _P], _N),
+    ):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, result
+    return lib
+
+
+LIB = _load()
+"""The loaded blob, or None where it cannot run."""
+
+
+def _i64(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as contiguous int64 (a view when they are), None unless integers that
+    int64 holds."""
+    if values.dtype.kind not in "iu" or (values.dtype.kind == "u" and values.dtype.itemsize > 4):
+        return None
+    return np.ascontiguousarray(values, I64)
+
+
+def _at(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+def _cut(values: np.ndarray, m: int) -> np.ndarray:
+    """The first ``m`` of ``values``, copied when that frees most of it."""
+    return values[:m].copy() if m < len(values) // 2 else values[:m]
+
+
+def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``intervals.union`` of int64 arrays whose non-empty intervals' starts ascend."""
+    if LIB is None:
+        return None
+    s, e = np.ascontiguousarray(starts, I64), np.ascontiguousarray(ends, I64)
+    os_, oe = np.empty(len(s), I64), np.empty(len(s), I64)
+    m = LIB.gtop_union(_at(s), _at(e), len(s), _at(os_), _at(oe))
+    return None if m < 0 else (_cut(os_, m), _cut(oe, m))
+
+
+def intersect(
+    a_starts: np.ndarray, a_ends: np.ndarray, b_starts: np.ndarray, b_ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``intervals.intersect`` of two normal int64 sets."""
+    if LIB is None:
+        return None
+    a_s, a_e = np.ascontiguousarray(a_starts, I64), np.ascontiguousarray(a_ends, I64)
+    b_s, b_e = np.ascontiguousarray(b_starts, I64), np.ascontiguousarray(b_ends, I64)
+    n = len(a_s) + len(b_s)
+    os_, oe = np.empty(n, I64), np.empty(n, I64)
+    m = LIB.gtop_intersect(
+        _at(a_s), _at(a_e), len(a_s), _at(b_s), _at(b_e), len(b_s), _at(os_), _at(oe)
+    )
+    return _cut(os_, m), _cut(oe, m)
+
+
+def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray | None:
+    """``searchsorted(sorted_keys, points, "right") - 1`` for ascending integer keys and
+    points, by one merge."""
+    if LIB is None:
+        return None
+    keys, at = _i64(sorted_keys), _i64(points)
+    if keys is None or at is None:
+        return None
+    out = np.empty(len(at), I64)
+    ok = LIB.gtop_last_at_or_before(_at(keys), len(keys), _at(at), len(at), _at(out))
+    return out if ok == 0 else None
+
+
+def owner(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray | None:
+    """``intervals.owner`` of ascending integer points in sorted disjoint intervals."""
+    if LIB is None:
+        return None
+    s, e, at = _i64(starts), _i64(ends), _i64(points)
+    if s is None or e is None or at is None:
+        return None
+    out = np.empty(len(at), I64)
+    ok = LIB.gtop_owner(_at(s), _at(e), len(s), _at(at), len(at), _at(out))
+    return out if ok == 0 else None
+
+
+def activity(
+    sets: list[tuple[np.ndarray, np.ndarray]], cut_t: np.ndarray, cut_end: np.ndarray
+) -> tuple[np.ndarray, ...] | None:
+    """The sweep of ``HostIndex.activity``: ``sets`` are four normal int64 sets (the
+    spans, the first non-empty; API calls; synchronising calls; launch gaps), ``cut_t``
+    and ``cut_end`` the thread's sorted, disjoint state records. Returns each piece's
+    start, end, state record (-1: none), flags (bit 0: in an API call, 1: in a
+    synchronising one, 2: in a launch gap) and span."""
+    if LIB is None:
+        return None
+    arrays = [np.ascontiguousarray(x, I64) for pair in sets for x in pair]
+    t, end = _i64(cut_t), _i64(cut_end)
+    if t is None or end is None:
+        return None
+    lens = np.array([len(s) for s, _ in sets], I64)
+    n = max(int(lens.sum()) * 2 + 2 * len(t), 1)
+    p, q, state, span = (np.empty(n, I64) for _ in range(4))
+    flags = np.empty(n, np.uint8)
+    m = LIB.gtop_activity(
+        _Pointers(*(_at(a) for a in arrays[0::2])),
+        _Pointers(*(_at(a) for a in arrays[1::2])),
+        _at(lens),
+        _at(t),
+        _at(end),
+        len(t),
+        _at(p),
+        _at(q),
+        _at(state),
+        _at(flags),
+        _at(span),
+    )
+    return tuple(_cut(x, m) for x in (p, q, state, flags, span))

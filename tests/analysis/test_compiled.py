@@ -1,0 +1,135 @@
+"""The attribution's sweeps in C (gtop/analysis/sweeps.c, committed built as sweeps_blob):
+each gives its numpy reference's arrays on random inputs, the blob is what its source
+builds to and is loaded from memory, and a report is the same with and without it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gtop.analysis import compiled, sweeps_blob
+from gtop.analysis import intervals as iv
+from gtop.analysis.attribution.host_window import sweep_reference
+from gtop.recordings.reader import Recording
+from gtop.recordings.report_data import read_report
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(platform.machine() != sweeps_blob.ARCH, reason="x86-64 blob")
+
+times = st.integers(-50, 50)
+raw = st.lists(st.tuples(times, times), max_size=40)
+
+
+def arrays(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    pair = np.array(pairs, np.int64).reshape(-1, 2)
+    return pair[:, 0].copy(), pair[:, 1].copy()
+
+
+def normal(pairs: list[tuple[int, int]]) -> iv.Spans:
+    return iv.union_reference(*arrays(pairs))
+
+
+def same(got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+def test_blob_is_what_the_source_builds_to():
+    """The committed blob is byte for byte sweeps.c built by tools/gen_shim_blob.py (a
+    changed source with a stale blob fails here)."""
+    spec = importlib.util.spec_from_file_location("gen_shim_blob", REPO / "tools/gen_shim_blob.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert gen.build(gen.SWEEPS) == sweeps_blob.sweeps_bytes(), (
+        "stale blob: run python tools/gen_shim_blob.py"
+    )
+
+
+def test_loaded_from_memory_not_a_file():
+    """On x86-64 the blob loads (no silent numpy fallback), from an anonymous memory
+    file: no path that another user could replace."""
+    assert compiled.LIB is not None
+    maps = Path("/proc/self/maps").read_text().splitlines()
+    mine = [line.split(maxsplit=5)[-1] for line in maps if "gtop-sweeps" in line]
+    assert mine and all(m.startswith("/memfd:gtop-sweeps") for m in mine), mine
+
+
+@given(raw, st.booleans())
+def test_union(pairs, in_order):
+    s, e = arrays(sorted(pairs) if in_order else pairs)
+    same(iv.union(s, e), iv.union_reference(s, e))
+
+
+@given(raw, raw)
+def test_intersect(a, b):
+    x, y = normal(a), normal(b)
+    if len(x) and len(y):
+        same(iv.intersect(x, y), iv.intersect_reference(x, y))
+    same(iv.subtract(x, y), iv.intersect_reference(x, iv.complement(y, -60, 60)) if len(y) else x)
+
+
+@given(st.lists(times, max_size=40), st.lists(times, max_size=60), st.booleans())
+def test_last_at_or_before(keys, points, in_order):
+    k = np.sort(np.array(keys, np.int64))
+    p = np.array(sorted(points) if in_order else points, np.int64)
+    got = compiled.last_at_or_before(k, p)
+    assert (got is not None) == (in_order or bool(np.all(p[1:] >= p[:-1])))
+    want = iv.last_at_or_before_reference(k, p)
+    same((iv.last_at_or_before(k, p),), (want,))
+    if got is not None:
+        same((got,), (want,))
+
+
+@given(raw, st.lists(times, max_size=60))
+def test_owner(pairs, points):
+    spans = normal(pairs)
+    p = np.sort(np.array(points, np.int64))
+    got = compiled.owner(spans.starts, spans.ends, p)
+    assert got is not None
+    same((got,), (iv.owner_reference(spans, p),))
+
+
+def disjoint(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted, disjoint records that may touch (a thread's cut state records)."""
+    s = normal(pairs)
+    ends = s.ends.copy()
+    ends[:-1] = np.minimum(ends[:-1], (s.starts[1:] + s.ends[:-1]) // 2)  # some now touch
+    return s.starts, ends
+
+
+@given(raw.filter(lambda p: any(a < b for a, b in p)), raw, raw, raw, raw)
+def test_activity(spans, api, sync, gaps, states):
+    sets = [tuple(normal(x)) for x in (spans, api, sync, gaps)]
+    cut_t, cut_end = disjoint(states)
+    got = compiled.activity(sets, cut_t, cut_end)
+    assert got is not None
+    same(got, sweep_reference(sets, cut_t, cut_end))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "train_loop_cupti.gtop",  # CUPTI with API records
+        "default-mode/constructed-app.gtop",  # the default agent mode's inferred calls
+        "sampling/eager-decode.gtop",  # kernel sampling: repeated ids, untraced spans
+    ],
+)
+def test_report_same_without_the_blob(name, monkeypatch):
+    """Where the blob cannot load, the numpy references give the same report."""
+    with Recording(REPO / "recordings" / name) as rec:
+        with_c = json.dumps(read_report(rec))
+    monkeypatch.setattr(compiled, "LIB", None)
+    with Recording(REPO / "recordings" / name) as rec:
+        without = json.dumps(read_report(rec))
+    assert with_c == without
