@@ -1,5 +1,6 @@
 """The wheel's platform tag: gtop ships x86-64 Linux binaries (the agent's C shim, built
-for glibc 2.17 and up, and the BPF object), so its wheel is not ``py3-none-any``.
+for glibc 2.17 and up, the attribution's C sweeps, and the BPF object), so its wheel is
+not ``py3-none-any``.
 Everything else is in pyproject.toml."""
 
 from setuptools import setup
