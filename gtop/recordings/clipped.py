@@ -238,9 +238,26 @@ def _find_one_time(rec: Recording, samples: np.ndarray | None) -> list[Phase]:
 
 
 def after_one_time(rec: Recording, within: Window) -> Window:
-    """``within`` less its one-time phases: the largest piece of it outside them."""
-    t0, t1 = outside(within.t0, within.t1, one_time(rec))
-    return within if (t0, t1) == (within.t0, within.t1) else Window(t0, t1, within.kind)
+    """``within`` less its one-time phases: of the pieces of it outside them, the one
+    with the most GPU-busy time, the steady state (a job's follows its compile; the longest
+    piece may be the setup before it, with no GPU work at all: on the H200,
+    ``compile_mlp.py`` spent 7 s there and 1 s in its 300 steady steps)."""
+    pieces = outside(within.t0, within.t1, one_time(rec))
+    if pieces == [(within.t0, within.t1)]:
+        return within
+    t0, t1 = max(pieces, key=lambda p: (_busy_ns(rec, Window(*p, within.kind)), p[1] - p[0]))
+    return Window(t0, t1, "steady")
+
+
+def _busy_ns(rec: Recording, window: Window) -> int:
+    """GPU-busy ns of the CUPTI records in ``window`` (overlaps counted once per stream)."""
+    edges = np.array([window.t0, window.t1], np.int64)
+    clipped = ClippedRecording(rec, window)
+    return sum(
+        int(busy_ns(rows["t_ns"], rows["end_ns"], edges)[0])
+        for stream in OP_STREAMS
+        for rows in clipped.iter_chunks(stream)
+    )
 
 
 def choose(rec: Recording, start: str | None = None, end: str | None = None) -> Window:

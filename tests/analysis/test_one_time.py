@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gtop.analysis.window.one_time import classify, find_phases, outside
-from gtop.recordings.clipped import choose, one_time
+from gtop.analysis.window.active_window import Window
+from gtop.analysis.window.one_time import KINDS, Phase, classify, find_phases, outside
+from gtop.recordings.clipped import _ONE_TIME, active, after_one_time, choose, one_time
 from gtop.recordings.reader import Recording
 from tests.analysis.recordings import RECORDINGS
 
@@ -42,6 +43,23 @@ STEADY = [  # a compiled step, every time: dynamo's frame hook and Triton's laun
         (["<module> (job.py)", "<module> (torch/_dynamo/convert_frame.py)"], None),  # import
         (["main (x.py)", "_compile (re.py)"], None),
         (["_Py_HashBytes"], None),
+        # a compiled step's forward (H200, torch 2.11): aot_autograd.py's runtime wrapper
+        # is no compile; its compile entry and stages are
+        (
+            [
+                "step (compile_mlp.py:52)",
+                "aot_module_simplified.<locals>.forward (torch/_functorch/aot_autograd.py:1200)",
+                "CompiledFxGraph.__call__ (torch/_inductor/output_code.py:613)",
+            ],
+            None,
+        ),
+        (
+            [
+                "aot_module_simplified (torch/_functorch/aot_autograd.py:1187)",
+                "aot_stage2_autograd (torch/_functorch/_aot_autograd/graph_compile.py:1570)",
+            ],
+            "compilation",
+        ),
     ],
 )
 def test_classify(frames: list[str], kind: str | None) -> None:
@@ -77,7 +95,23 @@ def test_a_compile_span_is_found_and_left_out() -> None:
     assert phase.kind.name == "compilation"
     assert phase.seconds == pytest.approx(1.5, abs=0.1)
     assert phase.samples == int(span.sum())
-    a, b = outside(window.t0, window.t1, [phase])
-    assert a == phase.t1 and b == window.t1
-    assert outside(window.t0, window.t1, []) == (window.t0, window.t1)
+    assert outside(window.t0, window.t1, [phase]) == [(window.t0, phase.t0), (phase.t1, window.t1)]
+    assert outside(window.t0, window.t1, []) == [(window.t0, window.t1)]
     assert t0 <= phase.t0
+
+
+def test_the_window_is_the_piece_with_the_gpu_work() -> None:
+    """Of the pieces a compile leaves, the one with the GPU's work is the steady state,
+    not the longest: item-every-step's active window, a compile across all of it but its
+    last 0.5 s and its first 4 s less 1 ms (where the GPU is idle, as in a job that
+    builds its model on the CPU before compiling). On the H200, compile_mlp.py's window
+    was its 7 s of setup, not its 1 s of steady steps."""
+    with Recording(RECORDINGS / "fixes" / "item-every-step.gtop") as rec:
+        act = active(rec)
+        idle_end = act.t0 + 1_000_000  # 1 ms after the first GPU work
+        phase = Phase(KINDS[1], idle_end, act.t1 - 500_000_000, 100)
+        (long, short) = outside(act.t0 - 4_000_000_000, act.t1, [phase])
+        assert long[1] - long[0] > short[1] - short[0]
+        _ONE_TIME[rec] = [phase]
+        got = after_one_time(rec, Window(act.t0 - 4_000_000_000, act.t1, act.kind))
+    assert (got.t0, got.t1) == short

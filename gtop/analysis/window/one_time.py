@@ -9,7 +9,7 @@ ones a compiled step passes through every time, such as dynamo's ``eval_frame`` 
 Triton's launcher); samples of one kind closer together
 than :data:`MERGE_NS` make one span, and a span of at least :data:`MIN_NS` and
 :data:`MIN_SAMPLES` samples is a phase. The window the verdict covers is then the
-largest piece of it outside every phase (:func:`outside`).
+piece of it outside every phase (:func:`outside`) with the most GPU work.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ KINDS = (
         "compiling (torch.compile: dynamo, AOT autograd, inductor; Triton JIT)",
         re.compile(
             r"[(/](convert_frame|symbolic_convert|output_graph|compile_fx|codecache|"
-            r"async_compile|aot_autograd|jit_compile_runtime_wrappers|lowering|"
-            r"compile_worker\w*)\.py(?::\d+)?\)|"
+            r"async_compile|graph_compile|graph_capture|jit_compile_runtime_wrappers|"
+            r"lowering|compile_worker\w*)\.py(?::\d+)?\)|"
             r"^(compile_fx\w*|fx_codegen_and_compile|compile_to_module|"
             r"aot_module_simplified) \(|"
             r"^(mlir|llvm)::"
@@ -152,14 +152,13 @@ def _nested_dropped(phases: list[Phase]) -> list[Phase]:
     ]
 
 
-def outside(t0: int, t1: int, phases: Sequence[Phase]) -> tuple[int, int]:
-    """The largest piece of ``[t0, t1)`` outside every phase (``[t0, t1)`` itself when
-    none overlaps it)."""
+def outside(t0: int, t1: int, phases: Sequence[Phase]) -> list[tuple[int, int]]:
+    """The pieces of ``[t0, t1)`` outside every phase, in time order (``[t0, t1)`` itself
+    when none overlaps it or when they cover all of it)."""
     if not phases:
-        return t0, t1
+        return [(t0, t1)]
     busy = iv.union(np.array([p.t0 for p in phases]), np.array([p.t1 for p in phases]))
     free = iv.complement(iv.clip(busy, t0, t1), t0, t1)
     if not len(free):
-        return t0, t1
-    k = int(np.argmax(free.ends - free.starts))
-    return int(free.starts[k]), int(free.ends[k])
+        return [(t0, t1)]
+    return list(zip(free.starts.tolist(), free.ends.tolist(), strict=True))
