@@ -5,7 +5,8 @@ gtop puts a private folder first on the target's ``PYTHONPATH`` holding
 private package name (see :mod:`gtop.collectors.agent.boot`).
 Every Python process started from CMD (``python train.py``, ``python -m pkg``,
 ``torchrun``, a shell script that runs Python, a spawned worker) imports it at startup:
-it starts the agent from the ``GTOP_AGENT_*`` variables, then runs the
+it starts the agent from the ``GTOP_AGENT_*`` variables (and hands NVTX to its libcupti:
+:mod:`gtop.agent.nvtx`), then runs the
 ``sitecustomize`` it shadows, if any, so the program sees no difference. The folder is
 taken off ``sys.path`` again, so the program never imports from it.
 """
@@ -61,7 +62,9 @@ def boot(boot_dir: str) -> None:
     try:
         path = os.environ.get(ENV_SOCKET)
         if path:
-            from . import runtime
+            from . import nvtx, runtime
+
+            nvtx.hand_over(os.environ)  # before the program's first NVTX call
 
             options = json.loads(os.environ.get(ENV_OPTIONS) or "{}")
             runtime.start(path, os.environ.get(ENV_MODE) or "default", **options)

@@ -97,31 +97,6 @@ def private_folder(folder: str | os.PathLike[str]) -> bool:
     )
 
 
-def trusted_file(path: str | os.PathLike[str]) -> Path:
-    """``path`` with every link resolved, when that file and every folder above it can be
-    changed only by root or gtop's user: a regular file owned by one of them and not
-    writable by group or others, in folders owned by one of them and not writable by
-    group or others (unless sticky, as ``/tmp``: its entries stay their owners'). For a
-    file gtop hands to a process to load as code (a launched target's NVTX injection).
-
-    Raises:
-        FileNotFoundError: no such file.
-        UnsafeFile: the file or a folder above it fails a check (the message says which).
-    """
-    real = Path(os.path.realpath(path))
-    owners = {0, os.geteuid()}
-    for folder in reversed(real.parents):
-        st = os.stat(folder, follow_symlinks=False)
-        shared = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or shared:
-            raise UnsafeFile(f"{folder} is writable by another user; {real} not trusted")
-    with open_regular(real) as f:
-        st = os.fstat(f.fileno())
-    if st.st_uid not in owners or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise UnsafeFile(f"{real} is writable by another user; not trusted")
-    return real
-
-
 def state_folder() -> Path:
     """gtop's own folder for files the user did not name (``gtop run`` logs):
     ``$XDG_STATE_HOME/gtop``, else ``~/.local/state/gtop``; created 0700. ``~`` is the

@@ -148,7 +148,7 @@ def test_injector_failure_is_one_line(processes, link_factory, monkeypatch):
 
 def test_doctor_reports_each_requirement():
     lines = {name: (ok, detail) for name, ok, detail in attach_mod.doctor()}
-    assert set(lines) == {"attach", "ptrace", "libcupti"}
+    assert set(lines) == {"attach", "ptrace", "libcupti", "nvtx"}
     # it attached to a Python child for real (this machine: root, x86-64, ptrace allowed)
     assert lines["attach"] == (True, lines["attach"][1]) and "(tried)" in lines["attach"][1]
     assert "ptrace_scope" in lines["ptrace"][1]

@@ -1,11 +1,15 @@
-"""NVTX ranges end to end on CPU: a launched target gets ``NVTX_INJECTION64_PATH`` naming
-the agent's libcupti, the fake libcupti (tests/agent/fake_cupti.c) records ranges once
-NVTX has loaded it as its injection, and kernel sampling's off phases leave them on."""
+"""NVTX ranges end to end on CPU: a launched target's agent sets ``NVTX_INJECTION64_PATH``
+to its libcupti before the program runs, the fake libcupti (tests/agent/fake_cupti.c)
+records ranges once NVTX has loaded it as its injection, and kernel sampling's off phases
+leave them on."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +17,11 @@ import pytest
 from agent_helpers import EDGE_NS, script, spans, start_target, wait_for
 
 from gtop.agent.cupti import MARKER
-from gtop.collectors.agent.nvtx import ENV, injection_path
+from gtop.agent.nvtx import ENV, WANTED, choose, hand_over
+from gtop.analysis.report.report_text import format_report
+from gtop.collectors.agent.attach import nvtx_line
+from gtop.recordings.reader import Recording
+from gtop.recordings.report_data import read_report
 
 NAME = "_Z6saxpyifPfS_"
 
@@ -79,14 +87,29 @@ def test_ranges_stay_on_through_kernel_samplings_off_phases(processes, fake_libs
     assert np.all(np.diff(ranges["t_ns"]) > 0)
 
 
-def test_launch_env_names_only_a_trusted_libcupti(link_factory, fake_libs, tmp_path):
-    lib = fake_libs["GTOP_CUPTI_LIB"]
+def injection_path(env: dict[str, str]) -> str | None:
+    return choose(env)[0]
+
+
+def test_launch_env_asks_for_nvtx_unless_the_user_chose(link_factory):
     link, _ = link_factory()
-    env = link.launch_env({"GTOP_CUPTI_LIB": lib})
-    assert env[ENV] == os.path.realpath(lib)
-    assert link.launch_env({"GTOP_CUPTI_LIB": lib, ENV: "/opt/mine.so"})[ENV] == "/opt/mine.so"
+    assert link.launch_env({})[WANTED] == "1" and ENV not in link.launch_env({})
+    assert WANTED not in link.launch_env({ENV: "/opt/mine.so"})
     kernels_only, _ = link_factory(mode="kernel,memcpy")
-    assert ENV not in kernels_only.launch_env({"GTOP_CUPTI_LIB": lib})
+    assert WANTED not in kernels_only.launch_env({})
+
+
+def test_hand_over_names_only_a_trusted_libcupti(fake_libs, tmp_path):
+    lib = fake_libs["GTOP_CUPTI_LIB"]
+    env = {WANTED: "1", "GTOP_CUPTI_LIB": lib}
+    hand_over(env)
+    assert env[ENV] == os.path.realpath(lib)
+    mine = {WANTED: "1", "GTOP_CUPTI_LIB": lib, ENV: "/opt/mine.so"}
+    hand_over(mine)
+    assert mine[ENV] == "/opt/mine.so"  # the user's own, kept
+    unasked = {"GTOP_CUPTI_LIB": lib}
+    hand_over(unasked)
+    assert ENV not in unasked  # not launched by gtop in a mode with NVTX ranges
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -94,6 +117,9 @@ def test_launch_env_names_only_a_trusted_libcupti(link_factory, fake_libs, tmp_p
     assert injection_path({"GTOP_CUPTI_LIB": str(copy)}) == str(copy)
     copy.chmod(0o775)  # group-writable: anyone in the group could swap the code
     assert injection_path({"GTOP_CUPTI_LIB": str(copy)}) is None
+    untrusted = {WANTED: "1", "GTOP_CUPTI_LIB": str(copy)}
+    hand_over(untrusted)
+    assert ENV not in untrusted
     copy.chmod(0o755)
     shared.chmod(0o777)  # a folder others may write (not sticky): they could replace it
     assert injection_path({"GTOP_CUPTI_LIB": str(copy)}) is None
@@ -102,7 +128,28 @@ def test_launch_env_names_only_a_trusted_libcupti(link_factory, fake_libs, tmp_p
     link_to = tmp_path / "link.so"
     link_to.symlink_to(copy)  # named through a link: the file it resolves to
     assert injection_path({"GTOP_CUPTI_LIB": str(link_to)}) == str(copy)
-    assert injection_path({"GTOP_CUPTI_LIB": "libcupti.so.12"}) is None  # a bare soname
+    fifo = tmp_path / "fifo.so"
+    os.mkfifo(fifo)
+    not_a_file = (None, f"{fifo} is not a regular file; not trusted")
+    assert choose({"GTOP_CUPTI_LIB": str(fifo)}) == not_a_file
+    assert choose({"GTOP_CUPTI_LIB": "libcupti.so.12"}) == (
+        None,
+        "GTOP_CUPTI_LIB=libcupti.so.12 is not a path",
+    )
+
+
+def test_doctor_says_what_nvtx_is_handed_to(fake_libs, tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv("GTOP_CUPTI_LIB", fake_libs["GTOP_CUPTI_LIB"])
+    real = os.path.realpath(fake_libs["GTOP_CUPTI_LIB"])
+    assert nvtx_line() == ("nvtx", True, f"a launched command gets {ENV}={real}")
+    copy = Path(shutil.copy(fake_libs["GTOP_CUPTI_LIB"], tmp_path / "libcupti.so"))
+    copy.chmod(0o777)
+    monkeypatch.setenv("GTOP_CUPTI_LIB", str(copy))
+    ok, detail = nvtx_line()[1:]
+    assert not ok and detail.endswith(f"{copy} is writable by another user; not trusted")
+    monkeypatch.setenv(ENV, "")
+    assert nvtx_line() == ("nvtx", True, f"{ENV}='' (set here: kept)")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own a file as another user")
@@ -110,3 +157,26 @@ def test_a_libcupti_another_user_owns_is_not_named(fake_libs, tmp_path):
     copy = Path(shutil.copy(fake_libs["GTOP_CUPTI_LIB"], tmp_path / "libcupti.so"))
     os.chown(copy, 12345, 12345)
     assert injection_path({"GTOP_CUPTI_LIB": str(copy)}) is None
+
+
+@pytest.mark.parametrize("rate", [2000, 40000], ids=["traced", "sampled"])
+def test_gtop_record_reports_the_steps_of_the_nvtx_range(fake_libs, tmp_path, rate):
+    # gtop record as a user runs it; at 40k kernels/s the kernels are sampled, the
+    # ranges are not: the steps still come whole from them
+    out = tmp_path / "steps.gtop"
+    cmd = [sys.executable, "-m", "gtop", "record", "-o", str(out), "--host-tier", "off"]
+    target = [*script("fake_gpu.py"), "--run", str(rate), "3", "20"]
+    env = {**os.environ, **fake_libs}  # PYTHONPATH: this tree (tests/conftest.py)
+    done = subprocess.run([*cmd, "--", *target], env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    truth = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    with Recording(out) as rec:
+        report = read_report(rec)
+        sampled = len(rec.read("untraced")) > 0
+        ranges = len(rec.read("marker"))
+    assert sampled == (rate > 20000)
+    assert ranges == truth["steps"]  # every one, those in off phases too
+    steps = report["what_if"]["steps"]
+    assert steps["source"] == "nvtx" and steps["range"] == "train_step", steps
+    assert steps["steps_per_s"] == pytest.approx(truth["steps_per_s"], rel=0.02)
+    assert "steps/s, from NVTX range 'train_step'" in " ".join(format_report(report).split())

@@ -26,6 +26,7 @@ import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
+from gtop.agent import nvtx
 from gtop.collectors.agent.link import AgentLink
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.collectors.gate import Held
@@ -348,7 +349,19 @@ def doctor() -> list[tuple[str, bool, str]]:
             found[0] if found else "not found here (targets using torch bring their own)",
         )
     )
+    lines.append(nvtx_line())
     return lines
+
+
+def nvtx_line() -> tuple[str, bool, str]:
+    """``gtop doctor``'s line on what a launched command's NVTX is handed to (a Python
+    of gtop's own environment; another interpreter chooses from its own wheels)."""
+    if nvtx.ENV in os.environ:
+        return "nvtx", True, f"{nvtx.ENV}={os.environ[nvtx.ENV]!r} (set here: kept)"
+    path, why = nvtx.choose(os.environ)
+    if path is None:
+        return "nvtx", False, f"a launched command's NVTX ranges are not recorded: {why}"
+    return "nvtx", True, f"a launched command gets {nvtx.ENV}={path}"
 
 
 PROBE_CHILD = "import time\nwhile True:\n    time.sleep(0.005)\n"

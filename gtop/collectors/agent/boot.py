@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import gtop
-from gtop.agent import bootstrap, shim_blob
+from gtop.agent import bootstrap, nvtx, shim_blob
 from gtop.agent.modes import kinds_for
-from gtop.collectors.agent.nvtx import with_nvtx
 from gtop.core.files import create_new
 
 AGENT_CODE = (
@@ -124,11 +123,12 @@ class BootDir:
         self, base: dict[str, str] | None, socket_path: str, mode: str, options: dict[str, Any]
     ) -> dict[str, str]:
         """``base`` (default: this environment) with the agent's settings, the boot folder
-        first on ``PYTHONPATH``, and NVTX handed to the agent's libcupti when the mode
-        traces NVTX ranges (:mod:`gtop.collectors.agent.nvtx`)."""
+        first on ``PYTHONPATH``; when the mode traces NVTX ranges and ``base`` names no
+        NVTX injection, the agent is asked to hand NVTX to its libcupti
+        (:mod:`gtop.agent.nvtx`)."""
         env = dict(os.environ if base is None else base)
-        if "marker" in kinds_for(mode):
-            env = with_nvtx(env)
+        if "marker" in kinds_for(mode) and nvtx.ENV not in env:
+            env[nvtx.WANTED] = "1"
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = str(self.path) + (os.pathsep + old if old else "")
         env[bootstrap.ENV_SOCKET] = socket_path

@@ -10,11 +10,13 @@ first call: load the library ``NVTX_INJECTION64_PATH`` names and call its
 ranges NAME one after another, each MS ms long; answers the monotonic time range),
 ``exit``.
 
-``fake_gpu.py --run RATE SECONDS`` instead initialises, launches RATE kernels/s for
-SECONDS and exits (for ``gtop record -- CMD``).
+``fake_gpu.py --run RATE SECONDS [STEP_MS]`` instead initialises, launches RATE
+kernels/s for SECONDS and exits (for ``gtop record -- CMD``); with STEP_MS, in steps of
+STEP_MS each inside an NVTX range ``train_step``, and prints its steps/s as JSON.
 """
 
 import ctypes
+import json
 import os
 import sys
 import threading
@@ -42,12 +44,34 @@ def paced(rate: float, name: bytes, until) -> int:
     return done
 
 
+def nvtx_init() -> str:
+    """What NVTX does at its first call: load the library ``NVTX_INJECTION64_PATH``
+    names and call its ``InitializeInjectionNvtx2``; the path, or ``-``."""
+    path = os.environ.get("NVTX_INJECTION64_PATH")
+    if path:
+        ctypes.CDLL(path).InitializeInjectionNvtx2(None)
+    return path or "-"
+
+
 if sys.argv[1:2] == ["--run"]:
     rate, seconds = float(sys.argv[2]), float(sys.argv[3])
     cuda.cuInit(0)
     time.sleep(0.5)  # let the agent start tracing
     end = time.monotonic() + seconds
-    paced(rate, b"_Z6saxpyifPfS_", lambda: time.monotonic() >= end)
+    if len(sys.argv) < 5:
+        paced(rate, b"_Z6saxpyifPfS_", lambda: time.monotonic() >= end)
+        sys.exit(0)
+    step_s, steps = float(sys.argv[4]) / 1e3, 0  # steps of STEP_MS, each an NVTX range
+    nvtx_init()
+    step = ctypes.create_string_buffer(b"train_step")
+    t0 = time.monotonic()
+    while time.monotonic() < end:
+        cupti.fake_range_push(step)
+        due = t0 + (steps + 1) * step_s
+        paced(rate, b"_Z6saxpyifPfS_", lambda due=due: time.monotonic() >= due)
+        cupti.fake_range_pop()
+        steps += 1
+    print(json.dumps({"steps": steps, "steps_per_s": steps / (time.monotonic() - t0)}))
     sys.exit(0)
 
 print("ready", flush=True)
@@ -83,10 +107,7 @@ for line in stdin_lines.lines():
     elif cmd[0] == "mask":
         print("mask", cupti.fake_enabled_mask(), flush=True)
     elif cmd[0] == "nvtx":
-        path = os.environ.get("NVTX_INJECTION64_PATH")
-        if path:
-            ctypes.CDLL(path).InitializeInjectionNvtx2(None)
-        print("nvtx", path or "-", flush=True)
+        print("nvtx", nvtx_init(), flush=True)
     elif cmd[0] == "ranges":
         name = names.setdefault(cmd[3], ctypes.create_string_buffer(cmd[3].encode()))
         t0 = time.monotonic_ns()
