@@ -10,7 +10,7 @@
 # startup-compile launch-time attach-paired
 # Attach (issue 23): attach-soak attach-ablation attach-phases probe-attach-cost
 # attach-phases-gpu attach-phases-gpu-hostoff attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
-# issue 25: what-if-recordings compile-recording; last: pack (all of $OUT in one tar)
+# issue 25: what-if-recordings compile-recording nvtx-recording; last: pack (all of $OUT in one tar)
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
 # overhead-matrix-table (the last joins the others' JSONs into $OUT/overhead_matrix.md).
@@ -287,6 +287,22 @@ for step in $steps; do
           ls -la "$OUT/compile"
           limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_compile_phase_gpu.py 2>&1 | tail -15 ;;
+    # issue 25 item 2: a training loop that marks its steps with NVTX, recorded in the
+    # default mode (recordings/nvtx-steps.gtop + .json are these two files), its report
+    # (steps from NVTX range 'train_step'), and the GPU test that records it again
+    nvtx-recording) mkdir -p "$OUT/nvtx"
+          limit 150 python3 -m gtop record -o "$OUT/nvtx/nvtx-steps.gtop" \
+            -- python3 benchmarks/workloads/nvtx_steps.py >"$OUT/nvtx/nvtx-steps.json"
+          cat "$OUT/nvtx/nvtx-steps.json"
+          limit 60 python3 -c 'import sys; from gtop.recordings.reader import Recording
+r = Recording(sys.argv[1]); print("marker rows:", len(r.read("marker")) if "marker" in r.streams else 0,
+  "agent:", [e.value.get("kinds") for e in r.entities() if e.kind == "agent"][-1:])' "$OUT/nvtx/nvtx-steps.gtop"
+          limit 60 python3 -m gtop report "$OUT/nvtx/nvtx-steps.gtop" | head -45
+          limit 60 python3 -m gtop report --json "$OUT/nvtx/nvtx-steps.gtop" \
+            | python3 -c 'import json, sys; print("what_if.steps:", (json.load(sys.stdin).get("what_if") or {}).get("steps"))'
+          ls -la "$OUT/nvtx"
+          limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
+            tests/gpu/test_nvtx_steps_gpu.py 2>&1 | tail -15 ;;
     # everything under $OUT in one tar (the device tool returns at most 8 files)
     pack) (cd "$OUT" && tar -cf /tmp/results.tar --exclude results.tar . && rm -rf ./* \
              && mv /tmp/results.tar results.tar) ;;
