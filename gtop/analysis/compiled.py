@@ -39,6 +39,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_last_at_or_before", [_P, _N, _P, _N, _P], ctypes.c_int),
         ("gtop_owner", [_P, _P, _N, _P, _N, _P], ctypes.c_int),
         ("gtop_activity", [_Pointers, _Pointers, _P, _P, _P, _N, _P, _P, _P, _P, _P], _N),
+        ("gtop_project", [_P, _N, _P, _N, _N, _N, _P], None),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -149,3 +150,37 @@ def activity(
         _at(span),
     )
     return tuple(_cut(x, m) for x in (p, q, state, flags, span))
+
+
+def _int_field(dtype: np.dtype) -> bool:
+    return dtype.kind in "iu" and dtype.itemsize in (1, 2, 4, 8) and dtype.byteorder in "<=|"
+
+
+def project(
+    src: np.ndarray, out: np.ndarray, pairs: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Copy field ``source`` of each row of ``src`` to field ``name`` of the same row of
+    ``out`` for each ``(name, source)`` of ``pairs`` that are both integers (cast as
+    numpy casts them), in one pass over the rows; the pairs left for numpy (all of them
+    where the blob is not loaded)."""
+    if LIB is None or not len(src) or src.ndim != 1 or out.ndim != 1 or len(out) != len(src):
+        return pairs
+    fields_in, fields_out = src.dtype.fields or {}, out.dtype.fields or {}
+    spec, rest = [], []
+    for name, source in pairs:
+        (a, a_at), (b, b_at) = fields_in[source][:2], fields_out[name][:2]
+        if _int_field(a) and _int_field(b):
+            spec.append((a_at, a.itemsize, int(a.kind == "i"), b_at, b.itemsize))
+        else:
+            rest.append((name, source))
+    if spec:
+        LIB.gtop_project(
+            _at(src),
+            src.strides[0],
+            _at(out),
+            out.strides[0],
+            len(src),
+            len(spec),
+            _at(np.array(spec, I64)),
+        )
+    return rest

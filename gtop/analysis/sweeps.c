@@ -1,13 +1,15 @@
-/* The attribution's sweeps over sorted int64 arrays, each one loop (gtop/analysis/compiled.py
- * loads this, built into gtop/analysis/sweeps_blob.py by tools/gen_shim_blob.py).
+/* The attribution's loops: sweeps over sorted int64 arrays and the records' projection,
+ * each one pass (gtop/analysis/compiled.py loads this, built into
+ * gtop/analysis/sweeps_blob.py by tools/gen_shim_blob.py).
  *
- * Every function is the compiled twin of a numpy reference in gtop/analysis/intervals.py or
- * gtop/analysis/attribution/host_window.py, and returns exactly what that reference returns
+ * Every function is the compiled twin of a numpy reference in gtop/analysis/intervals.py,
+ * gtop/analysis/attribution/host_window.py or gtop/analysis/attribution/records.py, and returns exactly what that reference returns
  * (tests/analysis/test_compiled.py compares them on random inputs). A function that needs
  * sorted input checks it as it goes and returns -1 when it is not; the caller then does what
  * the reference does. Plain C99, no allocation: the caller gives output arrays big enough.
  */
 #include <stdint.h>
+#include <string.h>
 
 /* union of [s, e) (empty ones dropped) whose kept starts ascend: the maximal intervals,
  * written to os/oe; their count, or -1 when the kept starts do not ascend. */
@@ -193,4 +195,38 @@ int64_t gtop_activity(const int64_t *const starts[SETS], const int64_t *const en
         have_prev = 1;
     }
     return m;
+}
+
+/* The records' projection (records._project): for each of n rows (src and dst rows
+ * sstride and dstride bytes apart), each of nf integer fields read from the source row
+ * (spec: source offset, size in bytes, 1 if signed) and written to the target row (target
+ * offset, size): widened by sign or zero extension, narrowed by dropping the high bytes
+ * (numpy's cast of one integer type to another). Little-endian; fields may be unaligned
+ * (numpy's packed records), hence memcpy, which gcc turns into plain moves. */
+void gtop_project(const char *src, int64_t sstride, char *dst, int64_t dstride, int64_t n,
+                  int64_t nf, const int64_t *spec)
+{
+    for (int64_t i = 0; i < n; i++, src += sstride, dst += dstride) {
+        for (int64_t f = 0; f < nf; f++) {
+            const int64_t *s = spec + 5 * f;
+            const char *from = src + s[0];
+            char *to = dst + s[3];
+            int64_t v;
+            switch (s[1] * 2 + s[2]) {
+            case 2: { uint8_t x; memcpy(&x, from, 1); v = x; break; }
+            case 3: { int8_t x; memcpy(&x, from, 1); v = x; break; }
+            case 4: { uint16_t x; memcpy(&x, from, 2); v = x; break; }
+            case 5: { int16_t x; memcpy(&x, from, 2); v = x; break; }
+            case 8: { uint32_t x; memcpy(&x, from, 4); v = x; break; }
+            case 9: { int32_t x; memcpy(&x, from, 4); v = x; break; }
+            default: memcpy(&v, from, 8); break;
+            }
+            switch (s[4]) {
+            case 1: { uint8_t x = (uint8_t)v; memcpy(to, &x, 1); break; }
+            case 2: { uint16_t x = (uint16_t)v; memcpy(to, &x, 2); break; }
+            case 4: { uint32_t x = (uint32_t)v; memcpy(to, &x, 4); break; }
+            default: memcpy(to, &v, 8); break;
+            }
+        }
+    }
 }

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from gtop.analysis import compiled, sweeps_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.host_window import sweep_reference
+from gtop.analysis.attribution.records import OP, project_reference
+from gtop.core.layouts import KERNEL
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 
@@ -133,3 +135,20 @@ def test_report_same_without_the_blob(name, monkeypatch):
     with Recording(REPO / "recordings" / name) as rec:
         without = json.dumps(read_report(rec))
     assert with_c == without
+
+
+@given(
+    st.binary(min_size=KERNEL.dtype.itemsize * 40, max_size=KERNEL.dtype.itemsize * 40),
+    st.booleans(),
+)
+def test_project(raw_rows, strided):
+    """Kernel rows (any bytes) projected into the ops table, as _fill_ops renames them:
+    the integer fields in C, with numpy's casts (u4 name id into the i8 label)."""
+    src = np.frombuffer(raw_rows, KERNEL.dtype)[:: 2 if strided else 1]
+    pairs = [("t", "t_ns"), ("end", "end_ns"), ("pid", "pid"), ("device", "device")]
+    pairs += [("stream", "stream"), ("corr", "correlation"), ("label", "name_id")]
+    pairs += [("graph", "graph_id"), ("queued", "queued_ns")]
+    got, want = np.zeros(len(src), OP), np.zeros(len(src), OP)
+    assert compiled.project(src, got, pairs) == []
+    project_reference(src, want, pairs)
+    assert got.tobytes() == want.tobytes()

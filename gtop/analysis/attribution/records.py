@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from gtop.analysis import compiled
 from gtop.analysis.attribution import untraced
 from gtop.core import layouts
 from gtop.core.rows import concat_rows, take_rows
@@ -87,11 +88,18 @@ def _project(
         for name in dtype.names or ()
         if renames.get(name, name) in (src.dtype.names or ())
     ]
+    project_reference(src, out, compiled.project(src, out, pairs))  # the rest in numpy
+    return out
+
+
+def project_reference(src: np.ndarray, out: np.ndarray, pairs: list[tuple[str, str]]) -> None:
+    """Field ``source`` of ``src`` into field ``name`` of ``out`` for each ``(name,
+    source)`` of ``pairs``, in numpy (what :func:`compiled.project
+    <gtop.analysis.compiled.project>` does in C for integer fields)."""
     for a in range(0, len(src), PROJECT_ROWS):
         s, o = src[a : a + PROJECT_ROWS], out[a : a + PROJECT_ROWS]
         for name, source in pairs:
             o[name] = s[source]
-    return out
 
 
 _OP_SOURCES = (
