@@ -11,6 +11,13 @@ leaves the kernels inside it out, as Nsight Systems' ``--cuda-graph-trace=graph`
 kernels launched outside graphs are traced as before. ``graph-nodes`` traces every node
 of every replay as its own kernel record: what a decode step's kernels cost, at a cost
 per node on graph replay that ``graph`` avoids. ``full`` traces nodes too.
+
+NVTX ranges (``marker``) are in every mode: a training loop's ``range_push("step")``
+costs one record per push and pop, and tells the analysis where its steps are. They
+stay on through kernel sampling's off phases (:data:`KEPT_ON`); a process whose ranges
+come faster than :data:`~gtop.agent.sampling.RANGES_ABOVE` (a range per op,
+``torch.autograd.profiler.emit_nvtx``) has them switched off by gtop's link for the
+rest of the session, and a kind list without ``marker`` leaves them out from the start.
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ LEAVE_PERIODS = 2
 """... for this many periods in a row (hysteresis: no flapping around the threshold)."""
 WINDOW_PERIODS = 3
 """The rate is estimated over the traced time of the last few periods."""
+RANGES_ABOVE = BUDGET / (2 * RECORD_COST_S)
+"""NVTX ranges/s (a record at each push and each pop) above which gtop stops tracing
+them for the rest of the session (~6,700/s: a range per op, ``emit_nvtx``, not a step's
+few): they stay on through the off phases, so only this bounds their cost."""
 KERNEL_RECORD_BYTES = 216
 """CUpti_ActivityKernel10 (CUPTI 13.0): the record size when libcupti cannot tell."""
 

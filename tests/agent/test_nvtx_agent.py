@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from agent_helpers import EDGE_NS, script, spans, start_target, wait_for
 
-from gtop.agent.cupti import MARKER
+from gtop.agent.cupti import KIND_BY_NAME, MARKER
+from gtop.agent.modes import kinds_for
 from gtop.agent.nvtx import ENV, WANTED, choose, hand_over
+from gtop.agent.sampling import RANGES_ABOVE
 from gtop.analysis.report.report_text import format_report
 from gtop.collectors.agent.attach import nvtx_line
 from gtop.recordings.reader import Recording
@@ -85,6 +87,30 @@ def test_ranges_stay_on_through_kernel_samplings_off_phases(processes, fake_libs
     ]
     assert max(k_inside) == 0  # the kernels were off meanwhile
     assert np.all(np.diff(ranges["t_ns"]) > 0)
+    assert link.status()[target.pid].nvtx_off is None  # 100 ranges/s: a step's pace
+
+
+def test_a_range_per_op_is_stopped_at_its_cost_bound(processes, fake_libs, link_factory):
+    link, got = link_factory()
+    target = nvtx_target(processes, fake_libs, link)
+    target.ask("nvtx")
+
+    def stopped() -> bool:
+        target.ask("ranges 20000 0 aten::mm")  # back to back: far above RANGES_ABOVE
+        return link.status()[target.pid].nvtx_off is not None
+
+    wait_for(stopped, timeout=30)
+    status = link.status()[target.pid]
+    assert status.nvtx_off > RANGES_ABOVE and "NVTX ranges off at" in status.summary()
+    rest = [k for k in kinds_for("default") if k != "marker"]
+    wait_for(lambda: target.ask("mask") == f"mask {sum(1 << KIND_BY_NAME[k] for k in rest)}")
+    wait_for(lambda: link.status()[target.pid].kinds == tuple(rest))  # the agent said so
+    before = len(got.wait("marker", 1, timeout=1))
+    target.ask("ranges 1000 0 aten::mm")
+    target.ask(f"launch 10 {NAME}")
+    got.wait("kernel", 10)
+    assert len(got.wait("marker", before + 1, timeout=1)) == before
+    assert got.named("agent")[str(target.pid)]["nvtx_off"] == status.nvtx_off
 
 
 def injection_path(env: dict[str, str]) -> str | None:

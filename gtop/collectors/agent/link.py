@@ -17,7 +17,9 @@ streams of a :class:`~gtop.core.hub.Hub`. It publishes entities:
   ...}`` on every state change. States: ``connected``, ``waiting_cuda``, ``tracing``,
   ``detached``, ``exited``, and the refusals ``no_cupti``, ``other_subscriber``,
   ``error``. ``sampling`` is ``{"duty", "rate"}`` while the agent traces in a duty cycle
-  (:mod:`gtop.agent.sampling`), else None;
+  (:mod:`gtop.agent.sampling`), else None; ``nvtx_off`` the NVTX ranges/s at which gtop
+  stopped tracing the process's ranges (above :data:`~gtop.agent.sampling.RANGES_ABOVE`),
+  else None;
 * ``agent_cost`` (key: pid), about once a second while tracing: what the agent has cost
   its process so far (:func:`gtop.analysis.report.agent_cost.cost_value`).
 
@@ -49,13 +51,15 @@ from typing import TYPE_CHECKING, Any
 
 from gtop.agent import bootstrap, tmpdirs, wire
 from gtop.agent.modes import kinds_for
-from gtop.agent.sampling import SAMPLE_ABOVE
+from gtop.agent.sampling import RANGES_ABOVE, SAMPLE_ABOVE
 from gtop.collectors.agent.boot import BootDir
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.core.hub import Entity, Hub
 from gtop.core.status import Status
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from gtop.cupti.decode import NameTable
 
 TMP_PREFIX = "gtop-agent-"
@@ -88,6 +92,8 @@ class _Conn:
         self.probes = ProbedLaunches(hub, pid)
         self.untraced_since: int | None = None
         """Kernel sampling's off phase began here (CLOCK_MONOTONIC ns); None when on."""
+        self.ranges = (0, 0)
+        """NVTX ranges counted since the first one's start (ns): their rate's window."""
 
 
 class AgentLink:
@@ -492,6 +498,8 @@ class AgentLink:
             self.hub.publish_entity(Entity(entity_kind, str(name_id), now, value))
         for stream, batch in decoded.batches.items():
             self.hub.publish(stream, batch)
+        if "marker" in decoded.batches:
+            self._count_ranges(conn, decoded.batches["marker"]["t_ns"])
         if dropped:
             self.hub.count_source_drops("cupti", dropped)
         st = conn.status
@@ -515,6 +523,25 @@ class AgentLink:
                 else time.monotonic_ns(),
             ),
         )
+
+    def _count_ranges(self, conn: _Conn, starts: np.ndarray) -> None:
+        """Stop tracing NVTX ranges in ``conn``'s process once they come faster than
+        :data:`~gtop.agent.sampling.RANGES_ABOVE` over a second of their own times."""
+        if not len(starts) or "marker" not in conn.status.kinds:
+            return
+        n, since = conn.ranges
+        since = since or int(starts.min())
+        n += len(starts)
+        span = int(starts.max()) - since
+        if span < 1_000_000_000:
+            conn.ranges = (n, since)
+            return
+        conn.ranges = (0, 0)
+        rate = n / (span / 1e9)
+        if rate > RANGES_ABOVE:
+            kinds = [k for k in conn.status.kinds if k != "marker"]
+            self._send(conn, wire.json_frame(wire.CONTROL, {"op": "kinds", "kinds": kinds}))
+            self._update(conn, nvtx_off=round(rate))
 
     def _send(self, conn: _Conn, data: bytes) -> None:
         """Send a control frame; a dead agent is noticed by the receiving side."""
@@ -549,6 +576,7 @@ class AgentLink:
             "python": st.python,
             "argv": list(st.argv),
             "sampling": st.sampling,
+            "nvtx_off": st.nvtx_off,
         }
         self.hub.publish_entity(Entity("agent", str(st.pid), time.monotonic_ns(), value))
 

@@ -42,6 +42,8 @@ class AgentStatus:
     """The latest ``agent_cost`` value (:func:`gtop.analysis.report.agent_cost.cost_value`)."""
     sampling: dict[str, float] | None = None
     """``{"duty", "rate"}`` while the agent traces in a duty cycle (kernel sampling)."""
+    nvtx_off: float | None = None
+    """NVTX ranges/s that made gtop stop tracing them (None: not stopped)."""
 
     def summary(self) -> str:
         """One line for the UI: state, what is traced, counts, drops."""
@@ -57,6 +59,8 @@ class AgentStatus:
         if self.sampling is not None:
             duty, rate = self.sampling["duty"], self.sampling["rate"]
             parts.append(f"sampling: {duty:.0%} traced at {rate / 1e3:.0f}k records/s")
+        if self.nvtx_off is not None:
+            parts.append(f"NVTX ranges off at {self.nvtx_off / 1e3:.0f}k/s")
         parts.append(f"{self.records} records")
         parts.append(f"{self.dropped} dropped")
         if self.incomplete:

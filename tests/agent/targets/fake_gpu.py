@@ -111,9 +111,11 @@ for line in stdin_lines.lines():
     elif cmd[0] == "ranges":
         name = names.setdefault(cmd[3], ctypes.create_string_buffer(cmd[3].encode()))
         t0 = time.monotonic_ns()
+        pause = float(cmd[2]) / 1e3
         for _ in range(int(cmd[1])):
             cupti.fake_range_push(name)
-            time.sleep(float(cmd[2]) / 1e3)
+            if pause:
+                time.sleep(pause)
             cupti.fake_range_pop()
         print("ranged", t0, time.monotonic_ns(), flush=True)
     elif cmd[0] == "exit":
