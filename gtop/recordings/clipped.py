@@ -234,7 +234,9 @@ def _find_one_time(rec: Recording, samples: np.ndarray | None) -> list[Phase]:
     stacks = {
         int(e.key): list(e.value.get("frames", ())) for e in rec.entities() if e.kind == "stack"
     }
-    return find_phases(samples["t_ns"], samples["stack_id"].astype(np.int64), stacks)
+    return find_phases(
+        samples["t_ns"], samples["pid"], samples["stack_id"].astype(np.int64), stacks
+    )
 
 
 def after_one_time(rec: Recording, within: Window) -> Window:

@@ -91,7 +91,14 @@ def test_a_compile_span_is_found_and_left_out() -> None:
         samples["t_ns"] < window.t0 + 1_800_000_000
     )
     ids[span] = fake
-    (phase,) = find_phases(samples["t_ns"], ids, stacks)
+    # another process (a compile worker) compiling briefly 0.1-0.5 s after: its own span,
+    # too short to be a phase, and not merged into the main process's
+    pids = samples["pid"].copy()
+    worker = (samples["t_ns"] >= window.t0 + 1_900_000_000) & (
+        samples["t_ns"] < window.t0 + 2_300_000_000
+    )
+    ids[worker], pids[worker] = fake, pids.max() + 1
+    (phase,) = find_phases(samples["t_ns"], pids, ids, stacks)
     assert phase.kind.name == "compilation"
     assert phase.seconds == pytest.approx(1.5, abs=0.1)
     assert phase.samples == int(span.sum())

@@ -116,11 +116,17 @@ IMPORTING = "<module> ("
 
 
 def find_phases(
-    times: np.ndarray, stack_ids: np.ndarray, stacks: Mapping[int, Sequence[str]]
+    times: np.ndarray,
+    pids: np.ndarray,
+    stack_ids: np.ndarray,
+    stacks: Mapping[int, Sequence[str]],
 ) -> list[Phase]:
-    """The one-time phases in stack samples taken at ``times`` (ns) with ``stack_ids``,
-    in time order. Autotuning inside a compilation is its own phase only when it
-    stands apart; the compilation spans it."""
+    """The one-time phases in stack samples taken at ``times`` (ns) in processes ``pids``
+    with ``stack_ids``, in time order. Spans are merged within a process only: a compile
+    worker that wakes once more as the job ends (on the H200, inductor's pool 1-2 s
+    after the last step) does not stretch the main process's compile over the steps.
+    Autotuning inside a compilation is its own phase only when it stands apart; the
+    compilation spans it."""
     ids = np.unique(stack_ids)
     label = {int(s): classify(stacks.get(int(s), ())) for s in ids}
     code = np.array([-1 if label[int(s)] is None else KINDS.index(label[int(s)]) for s in ids])
@@ -128,20 +134,27 @@ def find_phases(
         return []
     kinds = code[np.searchsorted(ids, stack_ids)]
     order = np.argsort(times, kind="stable")
-    times, kinds = times[order], kinds[order]
+    times, pids, kinds = times[order], pids[order], kinds[order]
     out: list[Phase] = []
     for k, kind in enumerate(KINDS):
-        t = times[kinds == k]
-        if len(t) < MIN_SAMPLES:
-            continue
-        spans = iv.union(t - MERGE_NS // 2, t + MERGE_NS // 2)
-        for a, b in zip(spans.starts.tolist(), spans.ends.tolist(), strict=True):
-            inside = t[(t >= a) & (t < b)]
-            t0, t1 = int(inside[0]), int(inside[-1]) + 1
-            if len(inside) >= MIN_SAMPLES and t1 - t0 >= MIN_NS:
-                out.append(Phase(kind, t0, t1, len(inside)))
+        for pid in np.unique(pids[kinds == k]).tolist():
+            out += _spans(times[(kinds == k) & (pids == pid)], kind)
     out.sort(key=lambda p: (p.t0, KINDS.index(p.kind)))
     return _nested_dropped(out)
+
+
+def _spans(t: np.ndarray, kind: Kind) -> list[Phase]:
+    """The phases of one kind in one process's sample times ``t`` (sorted)."""
+    if len(t) < MIN_SAMPLES:
+        return []
+    spans = iv.union(t - MERGE_NS // 2, t + MERGE_NS // 2)
+    out = []
+    for a, b in zip(spans.starts.tolist(), spans.ends.tolist(), strict=True):
+        inside = t[(t >= a) & (t < b)]
+        t0, t1 = int(inside[0]), int(inside[-1]) + 1
+        if len(inside) >= MIN_SAMPLES and t1 - t0 >= MIN_NS:
+            out.append(Phase(kind, t0, t1, len(inside)))
+    return out
 
 
 def _nested_dropped(phases: list[Phase]) -> list[Phase]:
