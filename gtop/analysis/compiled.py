@@ -133,7 +133,8 @@ def activity(
     if t is None or end is None:
         return None
     lens = np.array([len(s) for s, _ in sets], I64)
-    n = max(int(lens.sum()) * 2 + 2 * len(t), 1)
+    # a span's first piece, then one at most per time of the rest inside a span
+    n = max(int(lens[0] + 2 * lens[1:].sum()) + 2 * len(t), 1)
     p, q, state, span = (np.empty(n, I64) for _ in range(4))
     flags = np.empty(n, np.uint8)
     m = LIB.gtop_activity(

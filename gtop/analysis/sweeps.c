@@ -113,86 +113,69 @@ int gtop_owner(const int64_t *starts, const int64_t *ends, int64_t n, const int6
 }
 
 #define SETS 4
-#define ARRAYS (2 * SETS + 2)
+
+/* The first time after t at which membership of the normal set (s, e) changes, moving
+ * *at past the intervals that end by t; *in: whether t is in the set. */
+static int64_t set_next(const int64_t *s, const int64_t *e, int64_t n, int64_t *at, int64_t t,
+                        int *in)
+{
+    while (*at < n && e[*at] <= t)
+        (*at)++;
+    if (*at == n) {
+        *in = 0;
+        return INT64_MAX;
+    }
+    *in = s[*at] <= t;
+    return *in ? e[*at] : s[*at];
+}
+
+/* The first value of the ascending v after t, moving *at past those at or before it. */
+static int64_t cut_next(const int64_t *v, int64_t n, int64_t *at, int64_t t)
+{
+    while (*at < n && v[*at] <= t)
+        (*at)++;
+    return *at < n ? v[*at] : INT64_MAX;
+}
 
 /* A thread's activity over normal spans (HostIndex.activity): sets[0] are the spans, 1-3
  * the normal sets whose membership each piece records (in an API call, a synchronising
- * call, a launch gap); cuts are the thread's state records' starts and ends (sorted,
- * disjoint). Every time is clipped to [the first span's start, the last span's end]. Each
- * piece between consecutive distinct times that lies in a span is written: its start and
- * end, its state record (the one holding its start, unclipped, or -1), the three
- * memberships as bits 0-2 of flags, and the index of its span. Returns the count. */
+ * call, a launch gap); cut_t, cut_end the thread's state records (sorted, disjoint), whose
+ * starts and ends also cut pieces. Each span is cut at every start or end of those
+ * inside it, and each piece written: its start and end, its state record (the one
+ * holding its start, or -1), the three memberships as bits 0-2 of flags, and its span's
+ * index. Returns the count. (The numpy reference clips every time to the spans' hull and
+ * sweeps them all; times outside the spans cut nothing inside them, so this walks the
+ * spans and looks only at what lies in each.) */
 int64_t gtop_activity(const int64_t *const starts[SETS], const int64_t *const ends[SETS],
                       const int64_t lens[SETS], const int64_t *cut_t, const int64_t *cut_end,
                       int64_t ncut, int64_t *op, int64_t *oq, int64_t *ostate, uint8_t *oflags,
                       int64_t *ospan)
 {
-    int64_t lo = starts[0][0], hi = ends[0][lens[0] - 1];
-    /* the arrays not yet used up, each with its next (clipped) time and what it counts */
-    const int64_t *arr[ARRAYS];
-    int64_t left[ARRAYS], next[ARRAYS];
-    int which[ARRAYS], delta[ARRAYS], live = 0;
-    for (int a = 0; a < ARRAYS; a++) {
-        const int64_t *v = a < 2 * SETS ? (a & 1 ? ends : starts)[a / 2] : a & 1 ? cut_end : cut_t;
-        int64_t n = a < 2 * SETS ? lens[a / 2] : ncut;
-        if (!n)
-            continue;
-        arr[live] = v;
-        left[live] = n;
-        next[live] = v[0] < lo ? lo : v[0] > hi ? hi : v[0];
-        which[live] = a < 2 * SETS ? a / 2 : -1;
-        delta[live] = a < 2 * SETS ? (a & 1 ? -1 : 1) : 0;
-        live++;
-    }
-
-    int64_t count[SETS] = {0}, opened = 0, m = 0, state = 0, prev_t = 0;
-    int have_prev = 0;
-    while (live) {
-        int64_t t = next[0];
-        for (int a = 1; a < live; a++)
-            t = next[a] < t ? next[a] : t;
-        if (have_prev && count[0] > 0) {
-            /* the piece [prev_t, t): its state record holds prev_t */
-            while (state < ncut && cut_t[state] <= prev_t)
-                state++;
-            op[m] = prev_t;
-            oq[m] = t;
-            ostate[m] = state > 0 && cut_end[state - 1] > prev_t ? state - 1 : -1;
-            oflags[m] = (uint8_t)((count[1] > 0) | (count[2] > 0) << 1 | (count[3] > 0) << 2);
-            ospan[m] = opened - 1;
+    int64_t at[SETS] = {0}, at_t = 0, at_end = 0, m = 0;
+    for (int64_t i = 0; i < lens[0]; i++) {
+        int64_t t = starts[0][i], b = ends[0][i];
+        while (t < b) {
+            int64_t q = b;
+            uint8_t flags = 0;
+            for (int k = 1; k < SETS; k++) {
+                int in;
+                int64_t next = set_next(starts[k], ends[k], lens[k], &at[k], t, &in);
+                q = next < q ? next : q;
+                flags |= (uint8_t)(in << (k - 1));
+            }
+            int64_t next = cut_next(cut_t, ncut, &at_t, t);
+            q = next < q ? next : q;
+            next = cut_next(cut_end, ncut, &at_end, t);
+            q = next < q ? next : q;
+            op[m] = t;
+            oq[m] = q;
+            /* at_t: the state records starting at or before t */
+            ostate[m] = at_t > 0 && cut_end[at_t - 1] > t ? at_t - 1 : -1;
+            oflags[m] = flags;
+            ospan[m] = i;
             m++;
+            t = q;
         }
-        int spent = 0;
-        for (int a = 0; a < live; a++) {
-            while (next[a] == t) {
-                if (which[a] >= 0)
-                    count[which[a]] += delta[a];
-                if (which[a] == 0 && delta[a] > 0)
-                    opened++;
-                if (!--left[a]) {
-                    next[a] = INT64_MAX;
-                    spent = 1;
-                    break;
-                }
-                int64_t v = *++arr[a];
-                next[a] = v < lo ? lo : v > hi ? hi : v;
-            }
-        }
-        /* drop the arrays used up */
-        for (int a = 0; spent && a < live;) {
-            if (!left[a]) {
-                live--;
-                arr[a] = arr[live];
-                left[a] = left[live];
-                next[a] = next[live];
-                which[a] = which[live];
-                delta[a] = delta[live];
-            } else {
-                a++;
-            }
-        }
-        prev_t = t;
-        have_prev = 1;
     }
     return m;
 }
