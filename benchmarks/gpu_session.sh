@@ -288,8 +288,9 @@ for step in $steps; do
           limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_compile_phase_gpu.py 2>&1 | tail -15 ;;
     # issue 25 item 2: a training loop that marks its steps with NVTX, recorded in the
-    # default mode (recordings/nvtx-steps.gtop + .json are these two files), its report
-    # (steps from NVTX range 'train_step'), and the GPU test that records it again
+    # default mode, its report (steps from NVTX range 'train_step'), an excerpt to commit
+    # (recordings/nvtx-steps.gtop is nvtx-steps-excerpt.gtop, recordings/nvtx-steps.json
+    # is nvtx-steps.json), and the GPU test that records it again
     nvtx-recording) mkdir -p "$OUT/nvtx"
           limit 150 python3 -m gtop record -o "$OUT/nvtx/nvtx-steps.gtop" \
             -- python3 benchmarks/workloads/nvtx_steps.py >"$OUT/nvtx/nvtx-steps.json"
@@ -298,8 +299,16 @@ for step in $steps; do
 r = Recording(sys.argv[1]); print("marker rows:", len(r.read("marker")) if "marker" in r.streams else 0,
   "agent:", [e.value.get("kinds") for e in r.entities() if e.kind == "agent"][-1:])' "$OUT/nvtx/nvtx-steps.gtop"
           limit 60 python3 -m gtop report "$OUT/nvtx/nvtx-steps.gtop" | head -45
-          limit 60 python3 -m gtop report --json "$OUT/nvtx/nvtx-steps.gtop" \
-            | python3 -c 'import json, sys; print("what_if.steps:", (json.load(sys.stdin).get("what_if") or {}).get("steps"))'
+          limit 60 python3 -m gtop report --json "$OUT/nvtx/nvtx-steps.gtop" >"$OUT/nvtx/report.json"
+          python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = d["window"]
+print("what_if.steps:", (d.get("what_if") or {}).get("steps")); m = (w["from_s"] + w["to_s"]) / 2
+print(f"{m - 0.75:.3f} {m + 0.75:.3f}", file=open(sys.argv[2], "w"))' "$OUT/nvtx/report.json" /tmp/nvtx-cut
+          # the committable excerpt: the middle 1.5 s of the steady window (its steps/s: .json)
+          read -r cut0 cut1 </tmp/nvtx-cut
+          limit 60 python3 tools/excerpt_recording.py "$OUT/nvtx/nvtx-steps.gtop" \
+            "$OUT/nvtx/nvtx-steps-excerpt.gtop" --from "$cut0" --to "$cut1"
+          limit 60 python3 -m gtop report --json "$OUT/nvtx/nvtx-steps-excerpt.gtop" \
+            | python3 -c 'import json, sys; print("excerpt steps:", json.load(sys.stdin)["what_if"]["steps"])'
           ls -la "$OUT/nvtx"
           limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_nvtx_steps_gpu.py 2>&1 | tail -15 ;;
