@@ -25,6 +25,7 @@ from gtop.collectors.threads.ebpf.libbpf import BpfError, BpfObject
 from gtop.collectors.threads.gpu_waits import RETURN_FIRST, GpuWaitProbes
 from gtop.collectors.threads.symbols import Symbolizer
 from gtop.collectors.threads.tier import ThreadCollector
+from gtop.collectors.threads.uprobe_holder import UprobeHolder
 from gtop.core.layouts import CPU_SAMPLE, THREAD_STATE, BlockReason, ThreadState
 
 OBJECT = Path(__file__).parent / "ebpf" / "offcpu.bpf.o"
@@ -103,6 +104,7 @@ class BpfThreadCollector(ThreadCollector):
         self._syms: Symbolizer | None = None
         self._tracked: set[int] = set()
         self._waits_probed = False
+        self._holder: UprobeHolder | None = None
 
     # --- open: load, track, attach, seed -----------------------------------------------
     def _open(self) -> None:
@@ -172,13 +174,20 @@ class BpfThreadCollector(ThreadCollector):
         """Attach the GPU-wait uprobes (system-wide, once per file) that tracked processes'
         libraries need; the programs keep only tracked processes' calls."""
         if self._obj is not None:
-            obj = self._obj
-            self.gpu_waits.probe(self._tracked, lambda path, off: self._attach_wait(obj, path, off))
+            self.gpu_waits.probe(self._tracked, self._attach_wait)
 
-    def _attach_wait(self, obj: BpfObject, path: str, offset: int) -> None:
-        """Attach one GPU-wait probe (on the ``gtop-uprobes`` thread)."""
+    def _attach_wait(self, path: str, offset: int) -> None:
+        """Attach one GPU-wait probe (on the ``gtop-uprobes`` thread), through the child
+        that holds them (:mod:`~gtop.collectors.threads.uprobe_holder`), started with the
+        first."""
+        if self._holder is None:
+            obj = self._obj
+            if obj is None:
+                raise OSError("the BPF tier is closed")
+            enter, leave = obj.program_fd("gpu_wait_enter"), obj.program_fd("gpu_wait_exit")
+            self._holder = UprobeHolder(enter, leave)
         for ret in RETURN_FIRST:
-            obj.attach_uprobe("gpu_wait_exit" if ret else "gpu_wait_enter", ret, -1, path, offset)
+            self._holder.attach(path, offset, ret)
 
     def _seed(self) -> None:
         """Threads off CPU since before attach never switch out: start their interval now."""
@@ -408,10 +417,12 @@ class BpfThreadCollector(ThreadCollector):
             return []
         return [a for a in buf if a]
 
-    def _stop_attaching(self, timeout: float | None) -> bool:
-        return self.gpu_waits.stop(timeout)
-
     def _close(self) -> None:
+        # attach nothing more and let the holder go: it removes its probes as it exits,
+        # without gtop waiting (a probe in progress finishes there)
+        self.gpu_waits.stop()
+        if self._holder is not None:
+            self._holder.close()
         if self._obj is not None:
             self._obj.close()
             self._obj = None

@@ -76,10 +76,10 @@ class GpuWaitProbes:
     raises on failure (counted as a ``uprobe`` error, the message kept).
 
     With ``background``, the attaches run on a thread of their own (``gtop-uprobes``), so
-    the tier's poll never waits for them: each attach walks every process that maps the
-    library, and ~40 pairs took 0.5-1.9 s against one torch process on an H200, which a
-    1 s ``--duration`` then waited for at its stop (and at gtop's exit, for an attach
-    still in the kernel). :meth:`stop` ends the attaching after the pair in progress.
+    the tier's poll never waits for them: each attach waits for a system-wide lock (see
+    :mod:`~gtop.collectors.threads.uprobe_holder`), and ~40 pairs took 0.5-1.9 s against
+    one torch process on an H200, which a 1 s ``--duration`` then waited for. :meth:`stop`
+    ends the attaching after the pair in progress.
     """
 
     def __init__(
@@ -111,14 +111,9 @@ class GpuWaitProbes:
                 )
                 self._thread.start()
 
-    def stop(self, timeout: float | None = None) -> bool:
-        """Attach nothing more; False when an attach is still in the kernel ``timeout`` s
-        later (the probes' owner must then stay open: the thread still uses it)."""
+    def stop(self) -> None:
+        """Attach nothing more (a pair in progress finishes on the thread)."""
         self._stopping.set()
-        if self._thread is None:
-            return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
 
     def _new_probes(self, pids: Iterable[int]) -> list[tuple[str, int]]:
         now = time.monotonic()

@@ -77,7 +77,6 @@ class ThreadCollector:
         long as they take). Past it they are abandoned: their rows are not published and
         the source stays open (their thread still reads it) until gtop exits.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
         self._loop.stop(timeout)
         if self.py is not None:
             self.py.stop()
@@ -86,14 +85,6 @@ class ThreadCollector:
                 ABANDONED,
                 f"the last poll did not finish within {timeout:.1f} s of the stop; "
                 "what it would have read is not recorded",
-            )
-            return
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._stop_attaching(left):
-            self.status.count_error(
-                ABANDONED,
-                f"a probe's attach did not finish within {timeout:.1f} s of the stop; "
-                "the tier stays open until gtop exits",
             )
             return
         self._close()
@@ -217,11 +208,6 @@ class ThreadCollector:
 
     def _poll(self, final: bool) -> None:
         raise NotImplementedError
-
-    def _stop_attaching(self, timeout: float | None) -> bool:
-        """Stop attaching probes in the background; False when one is still being
-        attached ``timeout`` s later (the source must then stay open)."""
-        return True
 
     def _close(self) -> None:
         """Release the source (called once, after the last poll)."""

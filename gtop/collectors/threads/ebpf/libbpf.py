@@ -73,9 +73,9 @@ def lib() -> ctypes.CDLL:
                 ("bpf_object__find_map_by_name", p, [p, ctypes.c_char_p]),
                 ("bpf_object__find_program_by_name", p, [p, ctypes.c_char_p]),
                 ("bpf_program__set_autoload", i, [p, ctypes.c_bool]),
+                ("bpf_program__fd", i, [p]),
                 ("bpf_program__attach", p, [p]),
                 ("bpf_program__attach_perf_event", p, [p, i]),
-                ("bpf_program__attach_uprobe", p, [p, ctypes.c_bool, i, ctypes.c_char_p, s]),
                 ("bpf_link__destroy", i, [p]),
                 ("bpf_link__fd", i, [p]),
                 ("bpf_map__set_max_entries", i, [p, u]),
@@ -204,14 +204,12 @@ class BpfObject:
             raise _fail(f"attach {program}")
         self._links.append(link)
 
-    def attach_uprobe(self, program: str, retprobe: bool, pid: int, path: str, offset: int) -> None:
-        """A uprobe at a file offset (libbpf 1.1 cannot resolve libc's versioned names)."""
-        prog = self._prog(program)
-        _log.clear()
-        link = self._lib.bpf_program__attach_uprobe(prog, retprobe, pid, path.encode(), offset)
-        if not link:
-            raise _fail(f"attach {program} to {path}+0x{offset:x} in {pid}")
-        self._links.append(link)
+    def program_fd(self, program: str) -> int:
+        """A loaded program's descriptor (owned by the object: valid until :meth:`close`)."""
+        fd = self._lib.bpf_program__fd(self._prog(program))
+        if fd < 0:
+            raise BpfError(f"{self.path}: program {program!r} is not loaded")
+        return fd
 
     # --- read ---------------------------------------------------------------------------
     def map_fd(self, name: str) -> int:
