@@ -1,5 +1,5 @@
 """The wheel's platform tag: gtop ships x86-64 Linux binaries (the agent's C shim, built
-for glibc 2.17 and up, the attribution's C sweeps, and the BPF object), so its wheel is
+for glibc 2.17 and up, a report's hot loops in C, and the BPF object), so its wheel is
 not ``py3-none-any``.
 Everything else is in pyproject.toml."""
 

@@ -1,6 +1,6 @@
 """Rebuild the C blobs gtop ships (needs gcc, x86-64): :mod:`gtop.agent.shim_blob` from
 gtop/agent/cupti_shim.c (the agent's CUPTI buffer shim) and
-:mod:`gtop.analysis.sweeps_blob` from gtop/analysis/sweeps.c (the attribution's sweeps).
+:mod:`gtop.analysis.loops_blob` from gtop/analysis/loops.c (a report's hot loops).
 
 ``python tools/gen_shim_blob.py``; ``tests/agent/test_shim.py`` and
 ``tests/analysis/test_compiled.py`` check that each committed blob is byte for byte what
@@ -32,8 +32,8 @@ class Blob(NamedTuple):
 SHIM = Blob(
     GTOP / "agent" / "cupti_shim.c", GTOP / "agent" / "shim_blob.py", "shim", ("-lpthread",)
 )
-SWEEPS = Blob(GTOP / "analysis" / "sweeps.c", GTOP / "analysis" / "sweeps_blob.py", "sweeps")
-BLOBS = (SHIM, SWEEPS)
+LOOPS = Blob(GTOP / "analysis" / "loops.c", GTOP / "analysis" / "loops_blob.py", "loops")
+BLOBS = (SHIM, LOOPS)
 
 
 def build(blob: Blob = SHIM) -> bytes:

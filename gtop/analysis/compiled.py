@@ -1,12 +1,13 @@
-"""The attribution's sweeps in C (``gtop/analysis/sweeps.c``, shipped built as
-:mod:`gtop.analysis.sweeps_blob`, loaded from memory by :mod:`gtop.core.blob_lib`).
+"""A report's hot loops in C (``gtop/analysis/loops.c``, shipped built as
+:mod:`gtop.analysis.loops_blob`, loaded from memory by :mod:`gtop.core.blob_lib`).
 
 Each function here is the compiled twin of a numpy reference that stays beside its
-caller (:mod:`gtop.analysis.intervals`, :mod:`gtop.analysis.attribution.host_window`)
-and gives the same arrays (``tests/analysis/test_compiled.py`` compares them). Each
-returns None where the blob cannot run (:data:`LIB` is None: not x86-64, no memory
-files) or the input is not what its loop needs (unsorted, not integers); the caller
-then runs the reference.
+caller (:mod:`gtop.analysis.intervals`, :mod:`gtop.analysis.attribution.host_window`,
+:mod:`gtop.analysis.attribution.records`, :mod:`gtop.recordings.codec`) and gives the
+same arrays (``tests/analysis/test_compiled.py`` compares them). Where the blob cannot
+run (:data:`LIB` is None: not x86-64, no memory files) or the input is not what its
+loop needs (unsorted, not integers), each returns None, or the row copies the fields
+they left; the caller runs the reference for those.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import platform
 
 import numpy as np
 
-from gtop.analysis import sweeps_blob
+from gtop.analysis import loops_blob
 from gtop.core import blob_lib
 
 I64 = np.int64
@@ -27,10 +28,10 @@ _Pointers = _P * _SETS
 
 
 def _load() -> ctypes.CDLL | None:
-    if platform.machine() != sweeps_blob.ARCH:
+    if platform.machine() != loops_blob.ARCH:
         return None
     try:
-        lib = blob_lib.load(sweeps_blob.sweeps_bytes(), "gtop-sweeps")
+        lib = blob_lib.load(loops_blob.loops_bytes(), "gtop-loops")
     except OSError:
         return None
     for name, args, result in (
@@ -40,6 +41,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_owner", [_P, _P, _N, _P, _N, _P], ctypes.c_int),
         ("gtop_activity", [_Pointers, _Pointers, _P, _P, _P, _N, _P, _P, _P, _P, _P], _N),
         ("gtop_project", [_P, _N, _P, _N, _N, _N, _P], None),
+        ("gtop_unshuffle", [_P, _N, _N, _P, _P, _N], None),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -184,4 +186,36 @@ def project(
             len(spec),
             _at(np.array(spec, I64)),
         )
+    return rest
+
+
+def unshuffle(
+    buf: np.ndarray, columns: list[tuple[str, np.dtype, bool]], out: np.ndarray
+) -> list[str]:
+    """Fill the ``columns`` (name, type, stored as deltas) of the record array ``out``
+    from ``buf`` (uint8: each column's byte planes in turn, all first bytes, then all
+    second bytes, ...), summed up where deltas (wrapping in the column's type), a block
+    of rows at a time; the names left for numpy: columns that are not a plain 1, 2, 4
+    or 8 byte value (integers only as deltas), every one where the blob is not loaded."""
+    n = len(out)
+    if LIB is None or out.ndim != 1 or buf.dtype != np.uint8 or not buf.flags.c_contiguous:
+        return [name for name, _, _ in columns]
+    fields = out.dtype.fields or {}
+    spec, rest, offset = [], [], 0
+    for name, t, delta in columns:
+        if (
+            t.itemsize in (1, 2, 4, 8)
+            and t.byteorder in "<=|"
+            and t.kind in ("iu" if delta else "iufb")
+            and fields[name][0] == t
+        ):
+            spec.append((offset, t.itemsize, int(delta), fields[name][1], 0))
+        else:
+            rest.append(name)
+        offset += n * t.itemsize
+    if offset != len(buf):
+        return [name for name, _, _ in columns]
+    if spec and n:
+        table = np.array(spec, I64)
+        LIB.gtop_unshuffle(_at(buf), n, len(spec), _at(table), _at(out), out.strides[0])
     return rest

@@ -22,6 +22,7 @@ import zlib
 import numpy as np
 import zstandard
 
+from gtop.analysis import compiled
 from gtop.recordings.schema import FORMAT_VERSION
 
 ZSTD_LEVEL = 3
@@ -154,13 +155,18 @@ def decode(
     if out is None:
         out = np.empty(n, dtype=dtype)
     buf = np.frombuffer(payload, dtype=np.uint8, offset=header)
+    # in C where it loads (every plain column, a block of rows at a time), the rest here
+    left = set(
+        compiled.unshuffle(buf, [(c[0], c[1], d == DELTA) for c, d in zip(columns, codes)], out)
+    )
     offset = 0
     for (name, ftype), code in zip(columns, codes):
         size = n * ftype.itemsize
-        col = _unshuffle(buf[offset : offset + size], ftype, n)
-        if code == DELTA:
-            np.cumsum(col, dtype=ftype, out=col)
-        out[name] = col
+        if name in left:
+            col = _unshuffle(buf[offset : offset + size], ftype, n)
+            if code == DELTA:
+                np.cumsum(col, dtype=ftype, out=col)
+            out[name] = col
         offset += size
     for (name, _), code in zip(columns, codes):
         if code == FROM_START:

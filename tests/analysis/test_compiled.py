@@ -1,4 +1,4 @@
-"""The attribution's sweeps in C (gtop/analysis/sweeps.c, committed built as sweeps_blob):
+"""A report's hot loops in C (gtop/analysis/loops.c, committed built as loops_blob):
 each gives its numpy reference's arrays on random inputs, the blob is what its source
 builds to and is loaded from memory, and a report is the same with and without it."""
 
@@ -14,17 +14,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gtop.analysis import compiled, sweeps_blob
+from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.records import OP, project_reference
 from gtop.core.layouts import KERNEL
+from gtop.recordings import codec
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(platform.machine() != sweeps_blob.ARCH, reason="x86-64 blob")
+pytestmark = pytest.mark.skipif(platform.machine() != loops_blob.ARCH, reason="x86-64 blob")
 
 times = st.integers(-50, 50)
 raw = st.lists(st.tuples(times, times), max_size=40)
@@ -47,13 +48,13 @@ def same(got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) -> None:
 
 
 def test_blob_is_what_the_source_builds_to():
-    """The committed blob is byte for byte sweeps.c built by tools/gen_shim_blob.py (a
+    """The committed blob is byte for byte loops.c built by tools/gen_shim_blob.py (a
     changed source with a stale blob fails here)."""
     spec = importlib.util.spec_from_file_location("gen_shim_blob", REPO / "tools/gen_shim_blob.py")
     assert spec is not None and spec.loader is not None
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert gen.build(gen.SWEEPS) == sweeps_blob.sweeps_bytes(), (
+    assert gen.build(gen.LOOPS) == loops_blob.loops_bytes(), (
         "stale blob: run python tools/gen_shim_blob.py"
     )
 
@@ -63,8 +64,8 @@ def test_loaded_from_memory_not_a_file():
     file: no path that another user could replace."""
     assert compiled.LIB is not None
     maps = Path("/proc/self/maps").read_text().splitlines()
-    mine = [line.split(maxsplit=5)[-1] for line in maps if "gtop-sweeps" in line]
-    assert mine and all(m.startswith("/memfd:gtop-sweeps") for m in mine), mine
+    mine = [line.split(maxsplit=5)[-1] for line in maps if "gtop-loops" in line]
+    assert mine and all(m.startswith("/memfd:gtop-loops") for m in mine), mine
 
 
 @given(raw, st.booleans())
@@ -152,3 +153,31 @@ def test_project(raw_rows, strided):
     assert compiled.project(src, got, pairs) == []
     project_reference(src, want, pairs)
     assert got.tobytes() == want.tobytes()
+
+
+MIXED = np.dtype(
+    [
+        ("t_ns", "<i8"),
+        ("end_ns", "<i8"),
+        ("a", "<u4"),
+        ("b", "<i2"),
+        ("c", "u1"),
+        ("f", "<f8"),
+        ("ok", "?"),
+    ]
+)
+
+
+@given(st.binary(min_size=MIXED.itemsize * 30, max_size=MIXED.itemsize * 30), st.booleans())
+def test_decode(raw_rows, sorted_times):
+    """A chunk of any rows, encoded as the writer encodes it (deltas, minus the start,
+    byte planes), decodes to the same bytes with the C columns as with numpy's."""
+    rows = np.frombuffer(raw_rows, MIXED).copy()
+    if sorted_times:  # the writer's usual case: small deltas
+        rows["t_ns"] = np.sort(rows["t_ns"] % 10**9)
+    blob, crc = codec.encode(rows)
+    got = codec.decode(blob, MIXED, len(rows), crc)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiled, "LIB", None)
+        want = codec.decode(blob, MIXED, len(rows), crc)
+    assert got.tobytes() == want.tobytes() == rows.tobytes()

@@ -39,7 +39,7 @@ SHIPPED = [
     "gtop/collectors/threads/ebpf/offcpu.bpf.c",
     "gtop/collectors/threads/ebpf/offcpu.h",
     "gtop/agent/cupti_shim.c",
-    "gtop/analysis/sweeps.c",
+    "gtop/analysis/loops.c",
     *sorted(str(p.relative_to(REPO)) for p in (REPO / "gtop").rglob("*.tcss")),
 ]
 """Files beside the code that gtop needs at run time."""

@@ -1,12 +1,14 @@
-/* The attribution's loops: sweeps over sorted int64 arrays and the records' projection,
- * each one pass (gtop/analysis/compiled.py loads this, built into
- * gtop/analysis/sweeps_blob.py by tools/gen_shim_blob.py).
+/* A report's hot loops, each one pass: sweeps over sorted int64 arrays (the attribution's
+ * interval algebra and host activity), the records' projection and the recordings' column
+ * decoding (gtop/analysis/compiled.py loads this, built into gtop/analysis/loops_blob.py by
+ * tools/gen_shim_blob.py).
  *
- * Every function is the compiled twin of a numpy reference in gtop/analysis/intervals.py,
- * gtop/analysis/attribution/host_window.py or gtop/analysis/attribution/records.py, and returns exactly what that reference returns
- * (tests/analysis/test_compiled.py compares them on random inputs). A function that needs
- * sorted input checks it as it goes and returns -1 when it is not; the caller then does what
- * the reference does. Plain C99, no allocation: the caller gives output arrays big enough.
+ * Every function is the compiled twin of a numpy reference (in gtop/analysis/intervals.py,
+ * attribution/host_window.py, attribution/records.py, gtop/recordings/codec.py) and gives
+ * exactly what that reference gives (tests/analysis/test_compiled.py compares them on
+ * random inputs). A function that needs sorted input checks it as it goes and returns -1
+ * when it is not; the caller then does what the reference does. Plain C99, no allocation
+ * (the caller gives output arrays big enough), no library call.
  */
 #include <stdint.h>
 #include <string.h>
@@ -209,6 +211,49 @@ void gtop_project(const char *src, int64_t sstride, char *dst, int64_t dstride, 
             case 2: { uint16_t x = (uint16_t)v; memcpy(to, &x, 2); break; }
             case 4: { uint32_t x = (uint32_t)v; memcpy(to, &x, 4); break; }
             default: memcpy(to, &v, 8); break;
+            }
+        }
+    }
+}
+
+#define BLOCK_ROWS 2048
+
+/* One column's rows a to z from its byte planes p (n values of SIZE bytes, little-endian:
+ * all first bytes, then all second bytes, ...), summed up into *sum when delta. */
+#define UNSHUFFLE(T, SIZE)                                                                   \
+    for (int64_t i = a; i < z; i++, to += stride) {                                          \
+        uint64_t v = 0;                                                                      \
+        for (int b = 0; b < SIZE; b++)                                                       \
+            v |= (uint64_t)p[b * n + i] << (8 * b);                                          \
+        if (delta)                                                                           \
+            v = *sum += v;                                                                   \
+        T x = (T)v;                                                                          \
+        memcpy(to, &x, SIZE);                                                                \
+    }
+
+/* A recording's chunk (recordings/codec.py decode): ncol columns, each of n values stored
+ * as byte planes in buf, written into the n rows of dst (stride bytes apart). spec holds
+ * 5 int64 per column: its planes' offset in buf, its size (1, 2, 4 or 8 bytes), 1 when
+ * stored as deltas (summed up, wrapping in the column's type as numpy's cumsum in it
+ * does), its field's offset in a row, and the running sum (0 at first). Rows are done a
+ * block at a time, every column of a block before the next, so the rows being filled
+ * stay in cache. */
+void gtop_unshuffle(const uint8_t *buf, int64_t n, int64_t ncol, int64_t *spec, char *dst,
+                    int64_t stride)
+{
+    for (int64_t a = 0; a < n; a += BLOCK_ROWS) {
+        int64_t z = n - a < BLOCK_ROWS ? n : a + BLOCK_ROWS;
+        for (int64_t c = 0; c < ncol; c++) {
+            int64_t *col = spec + 5 * c;
+            const uint8_t *p = buf + col[0];
+            int delta = col[2] != 0;
+            uint64_t *sum = (uint64_t *)&col[4];
+            char *to = dst + a * stride + col[3];
+            switch (col[1]) {
+            case 1: UNSHUFFLE(uint8_t, 1) break;
+            case 2: UNSHUFFLE(uint16_t, 2) break;
+            case 4: UNSHUFFLE(uint32_t, 4) break;
+            default: UNSHUFFLE(uint64_t, 8) break;
             }
         }
     }
