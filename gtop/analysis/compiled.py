@@ -42,6 +42,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_activity", [_Pointers, _Pointers, _P, _P, _P, _N, _P, _P, _P, _P, _P], _N),
         ("gtop_project", [_P, _N, _P, _N, _N, _N, _P], None),
         ("gtop_unshuffle", [_P, _N, _N, _P, _P, _N], None),
+        ("gtop_stream_keys", [_P, _N, _N, _N, _N, _N, _P], None),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -219,3 +220,20 @@ def unshuffle(
         table = np.array(spec, I64)
         LIB.gtop_unshuffle(_at(buf), n, len(spec), _at(table), _at(out), out.strides[0])
     return rest
+
+
+_KEY_FIELDS = (("pid", np.dtype("<i4")), ("device", np.dtype("<i2")), ("stream", np.dtype("<u4")))
+
+
+def stream_keys(ops: np.ndarray) -> np.ndarray | None:
+    """``partition.stream_keys`` of a record array with int32 ``pid``, int16 ``device``
+    and uint32 ``stream`` fields, in one pass over its rows."""
+    fields = ops.dtype.fields
+    if LIB is None or ops.ndim != 1 or fields is None:
+        return None
+    if any(name not in fields or fields[name][0] != t for name, t in _KEY_FIELDS):
+        return None
+    out = np.empty(len(ops), I64)
+    at = [fields[name][1] for name, _ in _KEY_FIELDS]
+    LIB.gtop_stream_keys(_at(ops), ops.strides[0], len(ops), *at, _at(out))
+    return out

@@ -258,3 +258,19 @@ void gtop_unshuffle(const uint8_t *buf, int64_t n, int64_t ncol, int64_t *spec, 
         }
     }
 }
+
+/* partition.stream_keys: per row (stride bytes apart), (pid << 40) | ((device & 0xFF) << 32)
+ * | stream, from the int32 pid, int16 device and uint32 stream at the offsets given. */
+void gtop_stream_keys(const char *rows, int64_t stride, int64_t n, int64_t pid_at,
+                      int64_t device_at, int64_t stream_at, int64_t *out)
+{
+    for (int64_t i = 0; i < n; i++, rows += stride) {
+        int32_t pid;
+        int16_t device;
+        uint32_t stream;
+        memcpy(&pid, rows + pid_at, 4);
+        memcpy(&device, rows + device_at, 2);
+        memcpy(&stream, rows + stream_at, 4);
+        out[i] = (int64_t)((uint64_t)(int64_t)pid << 40 | (uint64_t)(device & 0xFF) << 32 | stream);
+    }
+}

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.host_window import sweep_reference
+from gtop.analysis.attribution.partition import stream_keys_reference
 from gtop.analysis.attribution.records import OP, project_reference
 from gtop.core.layouts import KERNEL
 from gtop.recordings import codec
@@ -181,3 +182,12 @@ def test_decode(raw_rows, sorted_times):
         patch.setattr(compiled, "LIB", None)
         want = codec.decode(blob, MIXED, len(rows), crc)
     assert got.tobytes() == want.tobytes() == rows.tobytes()
+
+
+@given(st.binary(min_size=OP.itemsize * 30, max_size=OP.itemsize * 30), st.booleans())
+def test_stream_keys(raw_rows, strided):
+    """Any pid, device and stream (negative pids and devices too)."""
+    ops = np.frombuffer(raw_rows, OP)[:: 2 if strided else 1]
+    got = compiled.stream_keys(ops)
+    assert got is not None
+    same((got,), (stream_keys_reference(ops),))
