@@ -43,6 +43,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_project", [_P, _N, _P, _N, _N, _N, _P], None),
         ("gtop_unshuffle", [_P, _N, _N, _P, _P, _N], None),
         ("gtop_stream_keys", [_P, _N, _N, _N, _N, _N, _P], None),
+        ("gtop_occupancy", [_P, _P, _P, _N, _P, _N, _N, _P], ctypes.c_int),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -237,3 +238,20 @@ def stream_keys(ops: np.ndarray) -> np.ndarray | None:
     at = [fields[name][1] for name, _ in _KEY_FIELDS]
     LIB.gtop_stream_keys(_at(ops), ops.strides[0], len(ops), *at, _at(out))
     return out
+
+
+def occupancy(
+    starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, n_codes: int, edges: np.ndarray
+) -> np.ndarray | None:
+    """``slices.occupancy_of`` (ns of each code in each slice) of segments sorted by start,
+    with integer codes in ``range(n_codes)``, over ascending integer slice edges."""
+    if LIB is None or len(edges) < 2:
+        return None
+    s, e, c, at = _i64(starts), _i64(ends), _i64(codes), _i64(edges)
+    if s is None or e is None or c is None or at is None:
+        return None
+    if len(c) and (int(c.min()) < 0 or int(c.max()) >= n_codes):
+        return None
+    out = np.zeros((len(at) - 1, n_codes), I64)
+    ok = LIB.gtop_occupancy(_at(s), _at(e), _at(c), len(s), _at(at), len(at) - 1, n_codes, _at(out))
+    return out if ok == 0 else None

@@ -274,3 +274,31 @@ void gtop_stream_keys(const char *rows, int64_t stride, int64_t n, int64_t pid_a
         out[i] = (int64_t)((uint64_t)(int64_t)pid << 40 | (uint64_t)(device & 0xFF) << 32 | stream);
     }
 }
+
+/* slices.occupancy_of: ns of each code in each slice (out: nslice rows of ncode, zeroed)
+ * for segments [starts, ends) with codes < ncode, sorted by start and disjoint, clipped to
+ * [edges[0], edges[nslice]]; each cut at the (ascending) slice edges it crosses. 0, or -1
+ * when the starts do not ascend. */
+int gtop_occupancy(const int64_t *starts, const int64_t *ends, const int64_t *codes, int64_t n,
+                   const int64_t *edges, int64_t nslice, int64_t ncode, int64_t *out)
+{
+    int64_t k = 0, prev = INT64_MIN;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = starts[i], e = ends[i];
+        if (s < prev)
+            return -1;
+        prev = s;
+        s = s < edges[0] ? edges[0] : s;
+        e = e > edges[nslice] ? edges[nslice] : e;
+        if (e <= s)
+            continue;
+        while (edges[k + 1] <= s)
+            k++;
+        for (int64_t j = k; s < e; j++) {
+            int64_t cut = e < edges[j + 1] ? e : edges[j + 1];
+            out[j * ncode + codes[i]] += cut - s;
+            s = cut;
+        }
+    }
+    return 0;
+}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
+from gtop.analysis.attribution import slices
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.partition import stream_keys_reference
 from gtop.analysis.attribution.records import OP, project_reference
@@ -191,3 +192,15 @@ def test_stream_keys(raw_rows, strided):
     got = compiled.stream_keys(ops)
     assert got is not None
     same((got,), (stream_keys_reference(ops),))
+
+
+@given(raw, st.lists(st.integers(0, 4), min_size=40, max_size=40), st.integers(1, 30))
+def test_occupancy(pairs, codes, slice_ns):
+    """Segments sorted by start (overlapping, empty, outside the window too), cut at the
+    slice edges: the same ns per code and slice as numpy's sums."""
+    s, e = arrays(sorted(pairs))
+    c = np.array(codes[: len(s)], np.int64)
+    edges = slices.edges(-30, 40, slice_ns)
+    got = compiled.occupancy(s, e, c, 5, edges)
+    assert got is not None
+    same((got,), (slices.occupancy_reference(s, e, c, 5, edges),))

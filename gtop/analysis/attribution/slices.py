@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gtop.analysis import compiled
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.causes import Cause
 from gtop.analysis.attribution.partition import Partition
@@ -38,6 +39,14 @@ def occupancy_of(
     One pass: each segment is cut at the slice edges it crosses (disjoint segments
     cross at most one edge each, so there are few cuts) and the pieces are summed.
     """
+    got = compiled.occupancy(starts, ends, codes, n_codes, slice_edges)
+    return occupancy_reference(starts, ends, codes, n_codes, slice_edges) if got is None else got
+
+
+def occupancy_reference(
+    starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, n_codes: int, slice_edges: np.ndarray
+) -> np.ndarray:
+    """:func:`occupancy_of` in numpy."""
     n = len(slice_edges) - 1
     s, e, c = np.asarray(starts, np.int64), np.asarray(ends, np.int64), np.asarray(codes)
     if len(s) and (s.min() < slice_edges[0] or e.max() > slice_edges[-1]):
