@@ -94,6 +94,7 @@ class LiveSource:
             self._nvml_opening.start()
         self._sub = self.hub.subscribe()
         self._held_sub: Subscription | None = None
+        self._held_since = 0
         """Taken before a launched command runs, for :meth:`start_recording` (or dropped
         at :meth:`start`): a recording started just after the launch misses nothing."""
         self._opened: set[type[SessionCollector]] = set()
@@ -185,6 +186,7 @@ class LiveSource:
         link = self._agent_link(agent_mode) if agent else None
         held = hold_with_agent(cmd, link, hold=self.host_tier != "off", **popen)
         self.pid = held.pid
+        self._held_since = time.monotonic_ns()
         self._held_sub = self.hub.subscribe()
         try:
             self.collectors[:0] = self._open(FROM_EXEC)
@@ -412,7 +414,10 @@ class LiveSource:
         if self.recorder is not None:
             raise RuntimeError("already recording")
         sub, self._held_sub = self._held_sub, None
-        self.recorder = Recorder(self.hub, path, self.meta, overwrite=overwrite, sub=sub).start()
+        since = self._held_since if sub is not None else time.monotonic_ns()
+        self.recorder = Recorder(
+            self.hub, path, self.meta, overwrite=overwrite, sub=sub, since_ns=since
+        ).start()
         return self.recorder
 
     def stop_recording(self, until_ns: int | None = None) -> Path | None:
