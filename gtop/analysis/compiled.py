@@ -44,6 +44,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_unshuffle", [_P, _N, _N, _P, _P, _N], None),
         ("gtop_stream_keys", [_P, _N, _N, _N, _N, _N, _P], None),
         ("gtop_occupancy", [_P, _P, _P, _N, _P, _N, _N, _P], ctypes.c_int),
+        ("gtop_previous", [_P, _P, _P, _P, _N, _N, _N, _P, _P, _P], None),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -255,3 +256,23 @@ def occupancy(
     out = np.zeros((len(at) - 1, n_codes), I64)
     ok = LIB.gtop_occupancy(_at(s), _at(e), _at(c), len(s), _at(at), len(at) - 1, n_codes, _at(out))
     return out if ok == 0 else None
+
+
+def previous(
+    stream: np.ndarray, start: np.ndarray, end: np.ndarray, sub: np.ndarray, never: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rule 2's previous ops (``partition.previous_reference``): per op, the latest end
+    and submit time of the ops before it on its stream (a dense index) outside its run
+    of equal starts, else ``never``."""
+    if LIB is None or not len(stream):
+        return None
+    arrays = [_i64(x) for x in (stream, start, end, sub)]
+    if any(a is None for a in arrays) or int(stream.min()) < 0:
+        return None
+    n, streams = len(stream), int(stream.max()) + 1
+    prev_end, prev_sub = np.empty(n, I64), np.empty(n, I64)
+    work = np.zeros(6 * streams, I64)
+    LIB.gtop_previous(
+        *(_at(a) for a in arrays), n, streams, never, _at(prev_end), _at(prev_sub), _at(work)
+    )
+    return prev_end, prev_sub

@@ -302,3 +302,29 @@ int gtop_occupancy(const int64_t *starts, const int64_t *ends, const int64_t *co
     }
     return 0;
 }
+
+/* Rule 2's previous ops (partition._Prepared._eligible): for each op, in the order given,
+ * the latest end and submit time of the ops before it on its stream (stream[i] <
+ * nstream) that are not in its run of equal starts (the consecutive ops of the stream
+ * with its start), or never when there are none. work: 6 * nstream int64, zeroed. */
+void gtop_previous(const int64_t *stream, const int64_t *start, const int64_t *end,
+                   const int64_t *sub, int64_t n, int64_t nstream, int64_t never,
+                   int64_t *prev_end, int64_t *prev_sub, int64_t *work)
+{
+    int64_t *seen = work, *run_start = work + nstream;
+    int64_t *max_end = work + 2 * nstream, *max_sub = work + 3 * nstream;
+    int64_t *before_end = work + 4 * nstream, *before_sub = work + 5 * nstream;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = stream[i];
+        if (!seen[s] || start[i] != run_start[s]) { /* a new run: what came before it */
+            before_end[s] = seen[s] ? max_end[s] : never;
+            before_sub[s] = seen[s] ? max_sub[s] : never;
+            run_start[s] = start[i];
+        }
+        prev_end[i] = before_end[s];
+        prev_sub[i] = before_sub[s];
+        max_end[s] = seen[s] && max_end[s] > end[i] ? max_end[s] : end[i];
+        max_sub[s] = seen[s] && max_sub[s] > sub[i] ? max_sub[s] : sub[i];
+        seen[s] = 1;
+    }
+}

@@ -18,7 +18,7 @@ from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import slices
 from gtop.analysis.attribution.host_window import sweep_reference
-from gtop.analysis.attribution.partition import stream_keys_reference
+from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
 from gtop.analysis.attribution.records import OP, project_reference
 from gtop.core.layouts import KERNEL
 from gtop.recordings import codec
@@ -204,3 +204,13 @@ def test_occupancy(pairs, codes, slice_ns):
     got = compiled.occupancy(s, e, c, 5, edges)
     assert got is not None
     same((got,), (slices.occupancy_reference(s, e, c, 5, edges),))
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), times, times, times), min_size=1, max_size=50))
+def test_previous(rows):
+    """Rule 2's previous ops per stream, starts in any order (runs of equal ones too)."""
+    stream, start, end, sub = (np.array(c, np.int64) for c in zip(*rows))
+    start = np.sort(start) if len(rows) % 2 else start  # sorted as the rule's are, or not
+    got = compiled.previous(stream, start, end, sub, NEVER)
+    assert got is not None
+    same(got, previous_reference(stream, start, end, sub))

@@ -430,30 +430,23 @@ class _Prepared:
         if not n:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         stream_index = _stream_index(ops, self.keys)
-        prev_end = np.full(n, NEVER, np.int64)
-        prev_sub = np.full(n, NEVER, np.int64)
+        got = compiled.previous(stream_index, start, self.end, sub, NEVER)
+        prev_end, prev_sub = (
+            previous_reference(stream_index, start, self.end, sub) if got is None else got
+        )
         gated = np.zeros(n, bool)
-        by_stream = np.argsort(stream_index, kind="stable")
-        wkey = (waits["pid"].astype(np.int64) << 32) | waits["stream"].astype(np.int64)
-        for a, b in iv.runs(stream_index[by_stream]):
-            idx = by_stream[a:b]
-            # the last op starting strictly before (a stream's starts are sorted: the op
-            # before the first of its run of equal starts)
-            heads = iv.run_heads(start[idx])
-            j = np.repeat(heads, np.diff(np.append(heads, len(idx)))) - 1
-            has = j >= 0
-            run_end = np.maximum.accumulate(self.end[idx])
-            run_sub = np.maximum.accumulate(sub[idx])
-            prev_end[idx[has]] = run_end[j[has]]
-            prev_sub[idx[has]] = run_sub[j[has]]
-            first = ops[idx[0]]
-            w = np.sort(
-                waits["t"][wkey == ((np.int64(first["pid"]) << 32) | np.int64(first["stream"]))]
-            )
-            if len(w):
-                gated[idx] = np.searchsorted(w, sub[idx], "right") > np.searchsorted(
-                    w, prev_sub[idx], "right"
-                )
+        if len(waits):
+            wkey = (waits["pid"].astype(np.int64) << 32) | waits["stream"].astype(np.int64)
+            by_stream = np.argsort(stream_index, kind="stable")
+            for a, b in iv.runs(stream_index[by_stream]):
+                idx = by_stream[a:b]
+                first = ops[idx[0]]
+                key = (np.int64(first["pid"]) << 32) | np.int64(first["stream"])
+                w = np.sort(waits["t"][wkey == key])
+                if len(w):
+                    gated[idx] = np.searchsorted(w, sub[idx], "right") > np.searchsorted(
+                        w, prev_sub[idx], "right"
+                    )
         dep_end = np.full(n, NEVER, np.int64)
         if gated.any():
             for dev in np.unique(ops["device"][gated]):
@@ -464,6 +457,26 @@ class _Prepared:
                 dep_end[g[k >= 0]] = ends[k[k >= 0]]
         elig = np.maximum(np.maximum(sub, prev_end), dep_end)
         return stream_index, np.minimum(elig, start)
+
+
+def previous_reference(
+    stream_index: np.ndarray, start: np.ndarray, end: np.ndarray, sub: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per op: the latest end and submit time of the ops before it on its stream, outside
+    its run of equal starts (a stream's starts are sorted: the ops before the first of
+    its run start strictly before it), else :data:`NEVER`; in numpy (what
+    :func:`compiled.previous <gtop.analysis.compiled.previous>` does in C)."""
+    prev_end = np.full(len(start), NEVER, np.int64)
+    prev_sub = np.full(len(start), NEVER, np.int64)
+    by_stream = np.argsort(stream_index, kind="stable")
+    for a, b in iv.runs(stream_index[by_stream]):
+        idx = by_stream[a:b]
+        heads = iv.run_heads(start[idx])
+        j = np.repeat(heads, np.diff(np.append(heads, len(idx)))) - 1
+        has = j >= 0
+        prev_end[idx[has]] = np.maximum.accumulate(end[idx])[j[has]]
+        prev_sub[idx[has]] = np.maximum.accumulate(sub[idx])[j[has]]
+    return prev_end, prev_sub
 
 
 def _op_order(ops: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
