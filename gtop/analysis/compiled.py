@@ -37,7 +37,7 @@ def _load() -> ctypes.CDLL | None:
     for name, args, result in (
         ("gtop_union", [_P, _P, _N, _P, _P], _N),
         ("gtop_intersect", [_P, _P, _N, _P, _P, _N, _P, _P], _N),
-        ("gtop_last_at_or_before", [_P, _N, _P, _N, _P], ctypes.c_int),
+        ("gtop_search", [_P, _N, _P, _N, ctypes.c_int, _N, _P], ctypes.c_int),
         ("gtop_owner", [_P, _P, _N, _P, _N, _P], ctypes.c_int),
         ("gtop_activity", [_Pointers, _Pointers, _P, _P, _P, _N, _P, _P, _P, _P, _P], _N),
         ("gtop_project", [_P, _N, _P, _N, _N, _N, _P], None),
@@ -98,16 +98,19 @@ def intersect(
     return _cut(os_, m), _cut(oe, m)
 
 
-def last_at_or_before(sorted_keys: np.ndarray, points: np.ndarray) -> np.ndarray | None:
-    """``searchsorted(sorted_keys, points, "right") - 1`` for ascending integer keys and
-    points, by one merge."""
+def search(
+    sorted_keys: np.ndarray, points: np.ndarray, side: str = "left", offset: int = 0
+) -> np.ndarray | None:
+    """``searchsorted(sorted_keys, points, side) + offset`` (int64) for ascending integer
+    keys and points, by one merge."""
     if LIB is None:
         return None
     keys, at = _i64(sorted_keys), _i64(points)
     if keys is None or at is None:
         return None
     out = np.empty(len(at), I64)
-    ok = LIB.gtop_last_at_or_before(_at(keys), len(keys), _at(at), len(at), _at(out))
+    right = int(side == "right")
+    ok = LIB.gtop_search(_at(keys), len(keys), _at(at), len(at), right, offset, _at(out))
     return out if ok == 0 else None
 
 

@@ -73,10 +73,11 @@ static int ascending(const int64_t *v, int64_t n)
     return 1;
 }
 
-/* out[k] = the index of the last key <= points[k], or -1, by one merge; 0, or -1 when the
- * keys or the points do not ascend (a binary search of unsorted keys is another answer). */
-int gtop_last_at_or_before(const int64_t *keys, int64_t n, const int64_t *points, int64_t m,
-                           int64_t *out)
+/* numpy's searchsorted(keys, points, side) + offset, by one merge: out[k] = the number of
+ * keys < points[k] (right: <=), plus offset; 0, or -1 when the keys or the points do not
+ * ascend (a binary search of unsorted keys is another answer). */
+int gtop_search(const int64_t *keys, int64_t n, const int64_t *points, int64_t m, int right,
+                int64_t offset, int64_t *out)
 {
     int64_t j = 0, prev = INT64_MIN;
     if (!ascending(keys, n))
@@ -86,9 +87,13 @@ int gtop_last_at_or_before(const int64_t *keys, int64_t n, const int64_t *points
         if (p < prev)
             return -1;
         prev = p;
-        while (j < n && keys[j] <= p)
-            j++;
-        out[k] = j - 1;
+        if (right)
+            while (j < n && keys[j] <= p)
+                j++;
+        else
+            while (j < n && keys[j] < p)
+                j++;
+        out[k] = j + offset;
     }
     return 0;
 }

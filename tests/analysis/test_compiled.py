@@ -84,14 +84,20 @@ def test_intersect(a, b):
     same(iv.subtract(x, y), iv.intersect_reference(x, iv.complement(y, -60, 60)) if len(y) else x)
 
 
-@given(st.lists(times, max_size=40), st.lists(times, max_size=60), st.booleans())
-def test_last_at_or_before(keys, points, in_order):
+@given(
+    st.lists(times, max_size=40),
+    st.lists(times, max_size=60),
+    st.booleans(),
+    st.sampled_from(["left", "right"]),
+)
+def test_search(keys, points, in_order, side):
     k = np.sort(np.array(keys, np.int64))
     p = np.array(sorted(points) if in_order else points, np.int64)
-    got = compiled.last_at_or_before(k, p)
+    got = compiled.search(k, p, side)
     assert (got is not None) == (in_order or bool(np.all(p[1:] >= p[:-1])))
-    want = iv.last_at_or_before_reference(k, p)
-    same((iv.last_at_or_before(k, p),), (want,))
+    want = np.searchsorted(k, p, side=side)
+    same((iv.search(k, p, side),), (want,))
+    same((iv.last_at_or_before(k, p),), (iv.last_at_or_before_reference(k, p),))
     if got is not None:
         same((got,), (want,))
 

@@ -388,7 +388,7 @@ class _Prepared:
         ordered = akey[order]
         if not len(iv.run_heads(ordered)) < len(ordered):
             # no key repeats: an op's call is the one with its key, whenever it started
-            k = np.minimum(np.searchsorted(ordered, okey), len(ordered) - 1)
+            k = np.minimum(iv.search(ordered, okey), len(ordered) - 1)
             found = (ordered[k] == okey) & (ops["corr"] != 0)
             pick = order[k[found]]
             api_end[found], api_tid[found] = apis["end"][pick], apis["tid"][pick]
@@ -400,7 +400,7 @@ class _Prepared:
         first = iv.canonical_order([akey, apis["end"], apis["tid"], apis["t"]])
         heads = first[iv.run_heads(akey[first])]  # per key: the call that ended first
         ukey = akey[heads]
-        k = np.minimum(np.searchsorted(ukey, okey), len(ukey) - 1)
+        k = np.minimum(iv.search(ukey, okey), len(ukey) - 1)
         pick = np.where(before, pick, heads[k])
         found = (before | (ukey[k] == okey)) & (ops["corr"] != 0)
         api_end[found] = apis["end"][pick[found]]

@@ -101,6 +101,6 @@ def first_segment(partition: Partition, cause: np.ndarray, starts: np.ndarray) -
     for c in np.unique(cause):
         rows = np.flatnonzero(partition.causes == c)
         sl = np.flatnonzero(cause == c)
-        k = np.searchsorted(partition.ends[rows], starts[sl], side="right")
+        k = iv.search(partition.ends[rows], starts[sl], "right")
         out[sl] = rows[k]
     return out
