@@ -302,8 +302,8 @@ r = Recording(sys.argv[1]); print("marker rows:", len(r.read("marker")) if "mark
           limit 60 python3 -m gtop report --json "$OUT/nvtx/nvtx-steps.gtop" >"$OUT/nvtx/report.json"
           python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = d["window"]
 print("what_if.steps:", (d.get("what_if") or {}).get("steps")); m = (w["from_s"] + w["to_s"]) / 2
-print(f"{m - 0.75:.3f} {m + 0.75:.3f}", file=open(sys.argv[2], "w"))' "$OUT/nvtx/report.json" /tmp/nvtx-cut
-          # the committable excerpt: the middle 1.5 s of the steady window (its steps/s: .json)
+print(f"{m - 0.6:.3f} {m + 0.6:.3f}", file=open(sys.argv[2], "w"))' "$OUT/nvtx/report.json" /tmp/nvtx-cut
+          # the committable excerpt: the middle 1.2 s of the steady window (its steps/s: .json)
           read -r cut0 cut1 </tmp/nvtx-cut
           limit 60 python3 tools/excerpt_recording.py "$OUT/nvtx/nvtx-steps.gtop" \
             "$OUT/nvtx/nvtx-steps-excerpt.gtop" --from "$cut0" --to "$cut1"
