@@ -45,6 +45,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_stream_keys", [_P, _N, _N, _N, _N, _N, _P], None),
         ("gtop_occupancy", [_P, _P, _P, _N, _P, _N, _N, _P], ctypes.c_int),
         ("gtop_previous", [_P, _P, _P, _P, _N, _N, _N, _P, _P, _P], None),
+        ("gtop_thread_in", [_P, _P, _N, _N, _P, _P, _P, _P, _P, _P, _P], None),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -279,3 +280,40 @@ def previous(
         *(_at(a) for a in arrays), n, streams, never, _at(prev_end), _at(prev_sub), _at(work)
     )
     return prev_end, prev_sub
+
+
+def thread_in(
+    pids: np.ndarray,
+    at: np.ndarray,
+    threads: list[tuple[int, int, np.ndarray, np.ndarray]],
+    out: np.ndarray,
+) -> bool:
+    """``default_mode.thread_in``'s search: for each time ``at[i]``, the first of
+    ``threads`` (tid, pid, normal spans' starts and ends) of process ``pids[i]`` whose
+    spans hold it, its tid written to ``out[i]`` (int32); False, untouched, where the
+    blob is not loaded or the inputs are not integers."""
+    p, t = _i64(pids), _i64(at)
+    if LIB is None or p is None or t is None or out.dtype != np.int32 or len(out) != len(p):
+        return False
+    if not out.flags.c_contiguous:
+        return False
+    tid = np.array([k[0] for k in threads], I64)
+    tpid = np.array([k[1] for k in threads], I64)
+    off = np.cumsum([0] + [len(k[2]) for k in threads]).astype(I64)
+    starts = np.concatenate([k[2] for k in threads] + [np.empty(0, I64)]).astype(I64)
+    ends = np.concatenate([k[3] for k in threads] + [np.empty(0, I64)]).astype(I64)
+    cursor = np.empty(max(len(threads), 1), I64)
+    LIB.gtop_thread_in(
+        _at(p),
+        _at(t),
+        len(p),
+        len(threads),
+        _at(tid),
+        _at(tpid),
+        _at(off),
+        _at(starts),
+        _at(ends),
+        _at(cursor),
+        _at(out),
+    )
+    return True

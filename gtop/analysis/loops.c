@@ -333,3 +333,42 @@ void gtop_previous(const int64_t *stream, const int64_t *start, const int64_t *e
         seen[s] = 1;
     }
 }
+
+/* default_mode.thread_in: for each query i, the first thread k (in the order given) of its
+ * process (tpid[k] == pid[i]) whose normal spans (starts/ends[off[k]:off[k + 1]]) hold
+ * at[i]; its tid written to out[i], which is left as it is when none does. Each thread's
+ * spans are walked forward while the times ascend, searched when one goes back. */
+void gtop_thread_in(const int64_t *pid, const int64_t *at, int64_t n, int64_t nthread,
+                    const int64_t *tid, const int64_t *tpid, const int64_t *off,
+                    const int64_t *starts, const int64_t *ends, int64_t *cursor, int32_t *out)
+{
+    for (int64_t k = 0; k < nthread; k++)
+        cursor[k] = off[k] - 1; /* the last span starting at or before the time (none yet) */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = at[i];
+        for (int64_t k = 0; k < nthread; k++) {
+            if (tpid[k] != pid[i])
+                continue;
+            int64_t lo = off[k], hi = off[k + 1], j = cursor[k];
+            if (j >= lo && starts[j] > x) { /* back in time: search */
+                int64_t a = lo, b = hi; /* the first start > x */
+                while (a < b) {
+                    int64_t mid = a + (b - a) / 2;
+                    if (starts[mid] <= x)
+                        a = mid + 1;
+                    else
+                        b = mid;
+                }
+                j = a - 1;
+            } else {
+                while (j + 1 < hi && starts[j + 1] <= x)
+                    j++;
+            }
+            cursor[k] = j;
+            if (j >= lo && ends[j] > x) {
+                out[i] = (int32_t)tid[k];
+                break;
+            }
+        }
+    }
+}

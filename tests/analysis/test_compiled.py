@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import slices
+from gtop.analysis.attribution.default_mode import thread_in_reference
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
 from gtop.analysis.attribution.records import OP, project_reference
@@ -220,3 +221,21 @@ def test_previous(rows):
     got = compiled.previous(stream, start, end, sub, NEVER)
     assert got is not None
     same(got, previous_reference(stream, start, end, sub))
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 2), times), max_size=50),
+    st.lists(st.tuples(st.integers(1, 4), st.integers(1, 2), raw), max_size=4),
+    st.booleans(),
+)
+def test_thread_in(queries, threads, in_order):
+    """Each time's first thread of its process whose spans hold it, times in order (a
+    walk) or not (searches)."""
+    queries = sorted(queries, key=lambda q: q[1]) if in_order else queries
+    pids = np.array([q[0] for q in queries], np.int32)
+    at = np.array([q[1] for q in queries], np.int64)
+    spans = [(tid, pid, *normal(pairs)) for tid, pid, pairs in threads]
+    got, want = pids.copy(), pids.copy()
+    assert compiled.thread_in(pids, at, spans, got)
+    thread_in_reference(pids, at, spans, want)
+    same((got,), (want,))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gtop.analysis import compiled
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.records import API, STREAM_WAIT_EVENT
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
@@ -55,17 +56,35 @@ def thread_in(pids: np.ndarray, at: np.ndarray, states: np.ndarray) -> np.ndarra
     it, the main thread (tid == pid) first, else the one with the smallest tid; the main
     thread when none has (or there is no host data)."""
     out = pids.astype(np.int32).copy()
-    found = np.zeros(len(at), bool)
-    for tid in sorted(set(states["tid"].tolist()), key=lambda t: (t not in pids, t)):
+    main = set(iv.unique_sorted(pids.astype(np.int64)).tolist())
+    threads = []
+    for tid in sorted(set(states["tid"].tolist()), key=lambda t: (t not in main, t)):
         mine = states[states["tid"] == tid]
         spans = iv.union(mine["t"], mine["end"])
-        todo = np.flatnonzero(~found & (pids == mine["pid"][0]))
+        threads.append((tid, int(mine["pid"][0]), spans.starts, spans.ends))
+    if not compiled.thread_in(pids, at, threads, out):
+        thread_in_reference(pids, at, threads, out)
+    return out
+
+
+def thread_in_reference(
+    pids: np.ndarray,
+    at: np.ndarray,
+    threads: list[tuple[int, int, np.ndarray, np.ndarray]],
+    out: np.ndarray,
+) -> None:
+    """:func:`thread_in`'s search in numpy (what :func:`compiled.thread_in
+    <gtop.analysis.compiled.thread_in>` does in C): ``threads`` are (tid, pid, starts and
+    ends of its normal spans) in the order tried; ``out[i]`` becomes the tid of the
+    first of those of process ``pids[i]`` that holds ``at[i]``, where one does."""
+    found = np.zeros(len(at), bool)
+    for tid, pid, starts, ends in threads:
+        todo = np.flatnonzero(~found & (pids == pid))
         if not len(todo):
             continue
-        inside = iv.owner(spans, at[todo]) >= 0
+        inside = iv.owner_reference(iv.Spans(starts, ends), at[todo]) >= 0
         out[todo[inside]] = tid
         found[todo[inside]] = True
-    return out
 
 
 def launch_marks(ops: np.ndarray, launched: np.ndarray, states: np.ndarray) -> np.ndarray:
