@@ -46,6 +46,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_occupancy", [_P, _P, _P, _N, _P, _N, _N, _P], ctypes.c_int),
         ("gtop_previous", [_P, _P, _P, _P, _N, _N, _N, _P, _P, _P], None),
         ("gtop_thread_in", [_P, _P, _N, _N, _P, _P, _P, _P, _P, _P, _P], None),
+        ("gtop_take", [_P, _N, _N, _N, _P, _N, _P, _P], None),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -317,3 +318,30 @@ def thread_in(
         _at(out),
     )
     return True
+
+
+def take(values: np.ndarray, index: np.ndarray, fill: np.generic) -> np.ndarray | None:
+    """``intervals.take``: ``values[index]`` (an index past the end: the last) where
+    ``index >= 0``, else ``fill`` (a scalar of ``values``' own type), in one pass; for
+    non-empty 1-D values of 1, 2, 4 or 8 bytes and integer indices."""
+    t = values.dtype
+    if LIB is None or values.ndim != 1 or not len(values) or np.dtype(type(fill)) != t:
+        return None
+    if t.itemsize not in (1, 2, 4, 8) or t.hasobject:
+        return None
+    at = _i64(index)
+    if at is None:
+        return None
+    out = np.empty(len(at), t)
+    padding = np.array(fill, t)
+    LIB.gtop_take(
+        _at(values),
+        values.strides[0],
+        len(values),
+        t.itemsize,
+        _at(at),
+        len(at),
+        _at(padding),
+        _at(out),
+    )
+    return out

@@ -198,6 +198,16 @@ def pair_ranks(
 def take(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
     """``values[index]`` where ``index >= 0``, else ``fill`` (``values`` may be empty)."""
     dtype = np.result_type(values.dtype, np.min_scalar_type(fill))
+    if len(values) and dtype == values.dtype:  # no cast: one pass in C
+        got = compiled.take(values, index, dtype.type(fill))
+        if got is not None:
+            return got
+    return take_reference(values, index, fill)
+
+
+def take_reference(values: np.ndarray, index: np.ndarray, fill: int) -> np.ndarray:
+    """:func:`take` in numpy."""
+    dtype = np.result_type(values.dtype, np.min_scalar_type(fill))
     if not len(values):
         return np.full(len(index), fill, dtype)
     got = np.take(values, index, mode="clip").astype(dtype, copy=False)

@@ -372,3 +372,21 @@ void gtop_thread_in(const int64_t *pid, const int64_t *at, int64_t n, int64_t nt
         }
     }
 }
+
+/* intervals.take: out[i] = values[index[i]] (values size bytes each, stride bytes apart,
+ * nvalues > 0; an index past the end taken as the last, numpy's clip mode), or the size
+ * bytes at fill where index[i] < 0. */
+void gtop_take(const char *values, int64_t stride, int64_t nvalues, int64_t size,
+               const int64_t *index, int64_t n, const char *fill, char *out)
+{
+    for (int64_t i = 0; i < n; i++, out += size) {
+        int64_t k = index[i];
+        const char *from = k < 0 ? fill : values + (k < nvalues ? k : nvalues - 1) * stride;
+        switch (size) {
+        case 1: memcpy(out, from, 1); break;
+        case 2: memcpy(out, from, 2); break;
+        case 4: memcpy(out, from, 4); break;
+        default: memcpy(out, from, 8); break;
+        }
+    }
+}

@@ -239,3 +239,23 @@ def test_thread_in(queries, threads, in_order):
     assert compiled.thread_in(pids, at, spans, got)
     thread_in_reference(pids, at, spans, want)
     same((got,), (want,))
+
+
+@given(
+    st.lists(st.integers(-(2**31), 2**31 - 1), max_size=30),
+    st.lists(st.integers(-3, 33), max_size=40),
+    st.sampled_from(["<i8", "<i4", "<i2", "u1", "<u4", "<f8", "?"]),
+    st.sampled_from([-1, 0, 255, 2**40]),
+    st.booleans(),
+)
+def test_take(values, index, dtype, fill, strided):
+    """Any values (a column of records too), indices before, inside and past them."""
+    v = np.array(values, np.int64).astype(dtype)
+    if strided:
+        rows = np.zeros(len(v), [("pad", "u1"), ("v", v.dtype)])
+        rows["v"] = v
+        v = rows["v"]
+    i = np.array(index, np.int64)
+    same((iv.take(v, i, fill),), (iv.take_reference(v, i, fill),))
+    if len(v) and np.result_type(v.dtype, np.min_scalar_type(fill)) == v.dtype:
+        assert compiled.take(v, i, v.dtype.type(fill)) is not None  # C's, not numpy's
