@@ -40,7 +40,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_search", [_P, _N, _P, _N, ctypes.c_int, _N, _P], ctypes.c_int),
         ("gtop_owner", [_P, _P, _N, _P, _N, _P], ctypes.c_int),
         ("gtop_activity", [_Pointers, _Pointers, _P, _P, _P, _N, _P, _P, _P, _P, _P], _N),
-        ("gtop_project", [_P, _N, _P, _N, _N, _N, _P], None),
+        ("gtop_project", [_P, _N, _P, _P, _N, _N, _N, _P], None),
         ("gtop_unshuffle", [_P, _N, _N, _P, _P, _N], None),
         ("gtop_stream_keys", [_P, _N, _N, _N, _N, _N, _P], None),
         ("gtop_occupancy", [_P, _P, _P, _N, _P, _N, _N, _P], ctypes.c_int),
@@ -168,13 +168,21 @@ def _int_field(dtype: np.dtype) -> bool:
 
 
 def project(
-    src: np.ndarray, out: np.ndarray, pairs: list[tuple[str, str]]
+    src: np.ndarray,
+    out: np.ndarray,
+    pairs: list[tuple[str, str]],
+    rows: np.ndarray | None = None,
 ) -> list[tuple[str, str]]:
-    """Copy field ``source`` of each row of ``src`` to field ``name`` of the same row of
-    ``out`` for each ``(name, source)`` of ``pairs`` that are both integers (cast as
-    numpy casts them), in one pass over the rows; the pairs left for numpy (all of them
-    where the blob is not loaded)."""
-    if LIB is None or not len(src) or src.ndim != 1 or out.ndim != 1 or len(out) != len(src):
+    """Copy field ``source`` of each row of ``src`` (of ``src[rows]``, when given: int64
+    positions) to field ``name`` of the same row of ``out`` for each ``(name, source)``
+    of ``pairs`` that are both integers (cast as numpy casts them), in one pass over the
+    rows; the pairs left for numpy (all of them where the blob is not loaded)."""
+    n = len(src) if rows is None else len(rows)
+    if LIB is None or not n or src.ndim != 1 or out.ndim != 1 or len(out) != n:
+        return pairs
+    if rows is not None and (rows.dtype != I64 or not rows.flags.c_contiguous):
+        return pairs
+    if rows is not None and (int(rows.min()) < 0 or int(rows.max()) >= len(src)):
         return pairs
     fields_in, fields_out = src.dtype.fields or {}, out.dtype.fields or {}
     spec, rest = [], []
@@ -188,9 +196,10 @@ def project(
         LIB.gtop_project(
             _at(src),
             src.strides[0],
+            None if rows is None else _at(rows),
             _at(out),
             out.strides[0],
-            len(src),
+            n,
             len(spec),
             _at(np.array(spec, I64)),
         )

@@ -187,19 +187,21 @@ int64_t gtop_activity(const int64_t *const starts[SETS], const int64_t *const en
     return m;
 }
 
-/* The records' projection (records._project): for each of n rows (src and dst rows
- * sstride and dstride bytes apart), each of nf integer fields read from the source row
+/* The records' projection (records._project): for each of n rows (dst rows dstride bytes
+ * apart; src rows sstride apart, row index[i] for row i when index is not NULL), each of
+ * nf integer fields read from the source row
  * (spec: source offset, size in bytes, 1 if signed) and written to the target row (target
  * offset, size): widened by sign or zero extension, narrowed by dropping the high bytes
  * (numpy's cast of one integer type to another). Little-endian; fields may be unaligned
  * (numpy's packed records), hence memcpy, which gcc turns into plain moves. */
-void gtop_project(const char *src, int64_t sstride, char *dst, int64_t dstride, int64_t n,
-                  int64_t nf, const int64_t *spec)
+void gtop_project(const char *src, int64_t sstride, const int64_t *index, char *dst,
+                  int64_t dstride, int64_t n, int64_t nf, const int64_t *spec)
 {
-    for (int64_t i = 0; i < n; i++, src += sstride, dst += dstride) {
+    for (int64_t i = 0; i < n; i++, dst += dstride) {
+        const char *row = src + (index ? index[i] : i) * sstride;
         for (int64_t f = 0; f < nf; f++) {
             const int64_t *s = spec + 5 * f;
-            const char *from = src + s[0];
+            const char *from = row + s[0];
             char *to = dst + s[3];
             int64_t v;
             switch (s[1] * 2 + s[2]) {

@@ -150,17 +150,21 @@ def test_report_same_without_the_blob(name, monkeypatch):
 @given(
     st.binary(min_size=KERNEL.dtype.itemsize * 40, max_size=KERNEL.dtype.itemsize * 40),
     st.booleans(),
+    st.none() | st.lists(st.integers(0, 19), max_size=30),
 )
-def test_project(raw_rows, strided):
-    """Kernel rows (any bytes) projected into the ops table, as _fill_ops renames them:
-    the integer fields in C, with numpy's casts (u4 name id into the i8 label)."""
+def test_project(raw_rows, strided, rows):
+    """Kernel rows (any bytes; some of them, in any order) projected into the ops table,
+    as _fill_ops renames them: the integer fields in C, with numpy's casts (u4 name id
+    into the i8 label)."""
     src = np.frombuffer(raw_rows, KERNEL.dtype)[:: 2 if strided else 1]
     pairs = [("t", "t_ns"), ("end", "end_ns"), ("pid", "pid"), ("device", "device")]
     pairs += [("stream", "stream"), ("corr", "correlation"), ("label", "name_id")]
     pairs += [("graph", "graph_id"), ("queued", "queued_ns")]
-    got, want = np.zeros(len(src), OP), np.zeros(len(src), OP)
-    assert compiled.project(src, got, pairs) == []
-    project_reference(src, want, pairs)
+    index = None if rows is None else np.array(rows, np.int64)
+    picked = src if index is None else src[index]
+    got, want = np.zeros(len(picked), OP), np.zeros(len(picked), OP)
+    assert compiled.project(src, got, pairs, index) == ([] if len(picked) else pairs)
+    project_reference(picked, want, pairs)
     assert got.tobytes() == want.tobytes()
 
 

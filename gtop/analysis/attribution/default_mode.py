@@ -93,14 +93,17 @@ def launch_marks(ops: np.ndarray, launched: np.ndarray, states: np.ndarray) -> n
     process on-CPU just before it started (the one that launched it)."""
     rows = np.flatnonzero(launched)
     marks = np.zeros(len(rows), API)
-    marks["t"] = ops["t"][rows]
+    for name, source in compiled.project(ops, marks, _MARKED, rows):  # in C where it loads
+        marks[name] = ops[source][rows]
     marks["end"] = marks["t"] + MARK_NS
-    marks["pid"] = ops["pid"][rows]
     on_cpu = states[states["state"] == ThreadState.ON_CPU]
     marks["tid"] = thread_in(marks["pid"], marks["t"] - BEFORE_NS, on_cpu)
-    marks["corr"] = ops["corr"][rows]
     marks["cls"] = ApiClass.LAUNCH
     return marks
+
+
+_MARKED = [("t", "t"), ("pid", "pid"), ("corr", "corr")]
+"""A launch mark's fields taken from its op."""
 
 
 def inferred_calls(
