@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from gtop.analysis.attribution.causes import Cause
 from gtop.analysis.diagnosis.gains import kernel_change, measured, predict, top_kernel
 from gtop.analysis.diagnosis.what_if import Change, ChangeError, parse_change, replay
 from gtop.recordings.reader import Recording
@@ -111,3 +112,18 @@ def test_a_faster_kernel_buys_what_tf32_measured(bound: str) -> None:
 def test_removing_a_cause_that_is_absent_buys_nothing() -> None:
     tl = timeline("preprocess-host")
     assert predict(tl, [parse_change("H:IO=0")]).speedup == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_wait_for_the_autograd_thread_is_not_a_wait_to_remove() -> None:
+    """train_loop_cupti: the main thread waits in ``backward()`` while the autograd
+    engine's thread launches the backward kernels. Those waits are that thread's work:
+    removing "the blocking waits" buys nothing (it predicted ×1.97 when they could be
+    removed, as if the backward launched itself)."""
+    with Recording(RECORDINGS / "train_loop_cupti.gtop") as rec:
+        tl = read_timeline(rec)
+    off = tl.seg_cause == Cause.OFF_CPU
+    took = tl.seg_end - tl.seg_start
+    assert took[tl.seg_joined].sum() > 0.8 * took[off].sum() > 0
+    assert not (tl.seg_joined & ~off).any()
+    got = predict(tl, [Change("cause", "OFF_CPU", 0.0)])
+    assert got.speedup < 1.05, got

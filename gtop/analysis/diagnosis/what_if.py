@@ -174,6 +174,10 @@ class Timeline:
     seg_end: np.ndarray
     seg_cause: np.ndarray
     seg_input: np.ndarray
+    seg_joined: np.ndarray
+    """Per segment: an ``OFF_CPU`` wait while another thread of the process launched
+    this device's work (a training step's main thread in ``backward()`` while the
+    autograd engine's thread launches it): that thread's work, not a wait to remove."""
     names: Mapping[int, str] = field(default_factory=dict)
     steps: Steps | None = None
     window_steps: tuple[int, float] | None = None
@@ -230,7 +234,11 @@ def build_timeline(
     sub = _queued_submits(prep.sub[mine], start, end, stream, inferred)
     sub = _before_waits(sub, inferred, seg_start, seg_end, seg_cause)
     seg_input = _input_waits(prep, tid, seg_start, seg_end, seg_cause, stacks or {})
-    seg_start, seg_end, seg_cause, seg_input = _merged(seg_start, seg_end, seg_cause, seg_input)
+    seg_joined = _joined_waits(seg_start, seg_end, seg_cause, prep.sub[mine], tids, tid)
+    seg_joined &= ~seg_input  # a DataLoader wait stays one
+    flags = seg_input.astype(np.int8) | (seg_joined.astype(np.int8) << 1)
+    seg_start, seg_end, seg_cause, flags = _merged(seg_start, seg_end, seg_cause, flags)
+    seg_input, seg_joined = (flags & 1) > 0, (flags & 2) > 0
     busiest = np.bincount(stream).argmax()
     on_busiest = np.flatnonzero(stream == busiest)
     if ranges is not None:
@@ -253,6 +261,7 @@ def build_timeline(
         seg_end,
         seg_cause,
         seg_input,
+        seg_joined,
         dict(names or {}),
         steps,
         window,
@@ -488,6 +497,27 @@ def _input_waits(
     return out
 
 
+def _joined_waits(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    causes: np.ndarray,
+    sub: np.ndarray,
+    tids: np.ndarray,
+    tid: int,
+) -> np.ndarray:
+    """Per segment of thread ``tid``: an ``OFF_CPU`` wait inside which an op was
+    submitted by another known thread (``tids``: each op's launching thread, -1 when not
+    known; ``sub``: its submit)."""
+    out = np.zeros(len(starts), bool)
+    others = np.sort(sub[(tids >= 0) & (tids != tid)])
+    off = np.flatnonzero(causes == Cause.OFF_CPU)
+    if not len(others) or not len(off):
+        return out
+    first = np.searchsorted(others, starts[off], side="left")
+    out[off] = first < np.searchsorted(others, ends[off], side="left")
+    return out
+
+
 def _wait_kind(frames: Sequence[str]) -> bool | None:
     """A wait's stack in DataLoader frames (True), in other Python frames (False), or
     without Python frames (None: it says nothing)."""
@@ -593,6 +623,7 @@ def replay(tl: Timeline, changes: Sequence[Change] = ()) -> Outcome:
     dur = (tl.seg_end - tl.seg_start).astype(np.float64)
     factor = k.host_factor[tl.seg_cause]
     factor = np.where(tl.seg_input, factor * k.input_factor, factor)
+    factor = np.where(tl.seg_joined, 1.0, factor)  # another thread's work: as recorded
     scaled = dur * factor
     clock = np.concatenate(([0.0], np.cumsum(scaled)))  # host time at each segment's start
 
