@@ -67,7 +67,10 @@ def main() -> None:
     emit(
         "nvtx-steps",
         (t0, t1),
-        {"steps": "from NVTX range 'train_step' (forward, backward nested in it)"},
+        {
+            "steps": "from NVTX range 'train_step' (forward, backward nested in it)",
+            "cause": "GPU-bound: G:COMP (two 8192-wide layers, batch 1024, FP32)",
+        },
         steps_per_s=args.steps / ((t1 - t0) / 1e9),
         steps=args.steps,
         layers=args.layers,
