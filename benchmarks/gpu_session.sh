@@ -284,6 +284,18 @@ for step in $steps; do
           limit 200 python3 -m gtop record -o "$OUT/compile/compile-mlp.gtop" \
             -- python3 benchmarks/workloads/compile_mlp.py >"$OUT/compile/compile-mlp.json"
           limit 60 python3 -m gtop report "$OUT/compile/compile-mlp.gtop" | head -45
+          # the committable excerpt: from 2 s before the last one-time phase ends to the
+          # steady window's end (the compile's tail, its end, the steady steps)
+          limit 60 python3 -m gtop report --json "$OUT/compile/compile-mlp.gtop" >"$OUT/compile/report.json"
+          python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = d["window"]
+ends = [p["to_s"] for p in d["phases"] if p.get("one_time")] or [w["from_s"]]
+t0, t1 = max(ends) - 2.0, w["to_s"] + 0.2
+print(f"{t0:.3f} {t1:.3f}", file=open(sys.argv[2], "w"))' \
+            "$OUT/compile/report.json" /tmp/compile-cut
+          read -r cut0 cut1 </tmp/compile-cut
+          limit 60 python3 tools/excerpt_recording.py "$OUT/compile/compile-mlp.gtop" \
+            "$OUT/compile/compile-mlp-excerpt.gtop" --from "$cut0" --to "$cut1"
+          limit 60 python3 -m gtop report "$OUT/compile/compile-mlp-excerpt.gtop" | head -30
           ls -la "$OUT/compile"
           limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_compile_phase_gpu.py 2>&1 | tail -15 ;;
