@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 
 def cuda_ms(fn: Callable[[], None], reps: int = 5) -> float:
@@ -72,3 +73,11 @@ def emit(case: str, window: tuple[int, int], expected: dict[str, Any], **extra: 
 def now_ns() -> int:
     """CLOCK_MONOTONIC ns, gtop's clock."""
     return time.monotonic_ns()
+
+
+def mlp(width: int, layers: int) -> nn.Module:
+    """``layers`` Linear+GELU blocks of ``width``, and a head of 10 classes."""
+    blocks: list[nn.Module] = []
+    for _ in range(layers):
+        blocks += [nn.Linear(width, width), nn.GELU()]
+    return nn.Sequential(*blocks, nn.Linear(width, 10))

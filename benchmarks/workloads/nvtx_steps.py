@@ -14,17 +14,9 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _common import emit, now_ns
+from _common import emit, mlp, now_ns
 from torch import nn
 from torch.cuda import nvtx
-
-
-def mlp(width: int, layers: int) -> nn.Module:
-    """``layers`` Linear+GELU blocks of ``width``, and a head."""
-    blocks: list[nn.Module] = []
-    for _ in range(layers):
-        blocks += [nn.Linear(width, width), nn.GELU()]
-    return nn.Sequential(*blocks, nn.Linear(width, 10))
 
 
 def main() -> None:

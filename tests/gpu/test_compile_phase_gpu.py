@@ -1,34 +1,25 @@
 """On a real GPU (pytest -m gpu): a ``torch.compile`` job recorded as a user would
 (``gtop record -o F -- python3 benchmarks/workloads/compile_mlp.py``) reports its
 compilation as a one-time phase, out of the window, and diagnoses the steady steps after
-it: the window is the workload's own timed steps, and the step rate it finds is the one
-the workload measured (issue 25, items 2 and 3)."""
+it: the window is the workload's own timed steps, the verdict the GPU-bound steady state
+the workload is built to have, and the step rate it finds the one the workload measured
+(issue 25, items 2 and 3)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
+from tests.gpu.recorded import record
 
 pytestmark = pytest.mark.gpu
-WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "workloads" / "compile_mlp.py"
 
 
 def test_compile_job_reports_its_compile_and_its_steady_steps(tmp_path: Path) -> None:
-    out = tmp_path / "compile-mlp.gtop"
-    done = subprocess.run(
-        [sys.executable, "-m", "gtop", "record", "-o", str(out), "--",
-         sys.executable, str(WORKLOAD), "--steps", "300"],
-        capture_output=True, text=True, timeout=400,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    job = json.loads(done.stdout.strip().splitlines()[-1])
+    out, job = record(tmp_path, "compile_mlp.py", "--steps", "300", timeout=400)
     with Recording(out) as rec:
         r0 = rec.time_range()[0]
         report = read_report(rec)
@@ -40,5 +31,6 @@ def test_compile_job_reports_its_compile_and_its_steady_steps(tmp_path: Path) ->
     steady = [(t - r0) / 1e9 for t in job["window_ns"]]  # the workload's timed steps
     assert window["from_s"] == pytest.approx(steady[0], abs=0.25), (window, steady)
     assert window["to_s"] == pytest.approx(steady[1], abs=0.25), (window, steady)
+    assert report["verdict"]["kind"] == "gpu-bound", report["verdict"]  # as the job says
     steps = report["what_if"]["steps"]
     assert steps["steps_per_s"] == pytest.approx(job["steps_per_s"], rel=0.1), (steps, job)
