@@ -47,6 +47,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_previous", [_P, _P, _P, _P, _N, _N, _N, _P, _P, _P], None),
         ("gtop_thread_in", [_P, _P, _N, _N, _P, _P, _P, _P, _P, _P, _P], None),
         ("gtop_take", [_P, _N, _N, _N, _P, _N, _P, _P], None),
+        ("gtop_group_order", [_P, _N, _P], ctypes.c_int),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -354,3 +355,13 @@ def take(values: np.ndarray, index: np.ndarray, fill: np.generic) -> np.ndarray 
         _at(out),
     )
     return out
+
+
+def group_order(keys: np.ndarray) -> np.ndarray | None:
+    """``np.argsort(keys, kind="stable")`` of integer keys with at most 64 distinct
+    values (threads, streams, units of a window), by counting."""
+    k = _i64(keys)
+    if LIB is None or k is None:
+        return None
+    out = np.empty(len(k), I64)
+    return out if LIB.gtop_group_order(_at(k), len(k), _at(out)) == 0 else None

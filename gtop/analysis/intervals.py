@@ -249,6 +249,13 @@ def canonical_order(keys: list[np.ndarray]) -> np.ndarray:
     return order
 
 
+def group_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")``: rows grouped by key, each group in row order;
+    by counting in C when the keys are integers with few distinct values."""
+    got = compiled.group_order(keys)
+    return np.argsort(keys, kind="stable") if got is None else got
+
+
 def unique_sorted(values: np.ndarray) -> np.ndarray:
     """Sorted distinct values (runs of equal values are dropped before sorting; the sort
     is numpy's stable one, which merges already-sorted runs, as concatenated interval

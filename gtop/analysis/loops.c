@@ -392,3 +392,51 @@ void gtop_take(const char *values, int64_t stride, int64_t nvalues, int64_t size
         }
     }
 }
+
+#define GROUPS 64
+
+/* The group of key k among the distinct keys seen (added when new, while there is room):
+ * its index, or -1 when there are GROUPS already. *last: the previous row's group. */
+static int group_of(int64_t k, int64_t *distinct, int *nd, int *last)
+{
+    if (*last >= 0 && distinct[*last] == k)
+        return *last;
+    for (int g = 0; g < *nd; g++)
+        if (distinct[g] == k)
+            return *last = g;
+    if (*nd == GROUPS)
+        return -1;
+    distinct[*nd] = k;
+    return *last = (*nd)++;
+}
+
+/* numpy's stable argsort of keys with few distinct values (at most GROUPS), by counting:
+ * order[] = the rows by key, each key's rows in their order. 0, or -1 when there are more
+ * distinct keys. */
+int gtop_group_order(const int64_t *key, int64_t n, int64_t *order)
+{
+    int64_t distinct[GROUPS], count[GROUPS] = {0}, at[GROUPS];
+    int nd = 0, last = -1, rank[GROUPS];
+    for (int64_t i = 0; i < n; i++) {
+        int g = group_of(key[i], distinct, &nd, &last);
+        if (g < 0)
+            return -1;
+        count[g]++;
+    }
+    /* each group's first position: the groups in key order */
+    for (int g = 0; g < nd; g++) {
+        rank[g] = 0;
+        for (int h = 0; h < nd; h++)
+            rank[g] += distinct[h] < distinct[g];
+    }
+    for (int g = 0; g < nd; g++) {
+        at[g] = 0;
+        for (int h = 0; h < nd; h++)
+            if (rank[h] < rank[g])
+                at[g] += count[h];
+    }
+    last = -1;
+    for (int64_t i = 0; i < n; i++)
+        order[at[group_of(key[i], distinct, &nd, &last)]++] = i;
+    return 0;
+}

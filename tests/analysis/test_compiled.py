@@ -263,3 +263,15 @@ def test_take(values, index, dtype, fill, strided):
     same((iv.take(v, i, fill),), (iv.take_reference(v, i, fill),))
     if len(v) and np.result_type(v.dtype, np.min_scalar_type(fill)) == v.dtype:
         assert compiled.take(v, i, v.dtype.type(fill)) is not None  # C's, not numpy's
+
+
+@given(st.lists(st.integers(-5, 70), max_size=200), st.integers(1, 80))
+def test_group_order(keys, spread):
+    """numpy's stable argsort, by counting when there are at most 64 distinct keys."""
+    k = np.array(keys, np.int64) % spread
+    got = compiled.group_order(k)
+    want = np.argsort(k, kind="stable")
+    assert (got is not None) == (len(np.unique(k)) <= 64)
+    same((iv.group_order(k),), (want,))
+    if got is not None:
+        same((got,), (want,))

@@ -55,7 +55,7 @@ def _by_tid(rows: np.ndarray) -> np.ndarray:
     tid = rows["tid"]
     if len(tid) < 2 or bool(np.all(tid[1:] >= tid[:-1])):
         return rows
-    return take_rows(rows, np.argsort(tid, kind="stable"))
+    return take_rows(rows, iv.group_order(tid))
 
 
 def _slice(rows: np.ndarray, tid: int) -> slice:

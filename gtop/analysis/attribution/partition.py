@@ -288,7 +288,7 @@ def attribute(
         "stream": np.int64(-1),
     }[level]
     op_unit = streams & mask
-    order = np.argsort(op_unit, kind="stable")  # keeps the canonical op order in each unit
+    order = iv.group_order(op_unit)  # keeps the canonical op order in each unit
     rows = {_unit_of(int(op_unit[order[a]]), level): order[a:b] for a, b in iv.runs(op_unit[order])}
     empty = np.empty(0, np.int64)
     return {
