@@ -96,6 +96,25 @@ def test_not_python(processes, link_factory):
     assert proc.poll() is None
 
 
+def test_a_target_exiting_meanwhile_is_said_to_have_exited(processes, link_factory):
+    """A process that exits as gtop looks at it (a zombie: /proc still lists it, its
+    executable's link is gone) is said to have exited, not to be "not a Python process"
+    (seen in a soak: a 14 s target ending during an attach)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    processes.append(proc)
+    deadline = time.monotonic() + 10
+    while _state(proc.pid) != "Z" and time.monotonic() < deadline:  # exited, not reaped
+        time.sleep(0.01)
+    link, _ = link_factory()
+    with pytest.raises(AttachError, match=rf"^pid {proc.pid} exited; nothing to attach to$"):
+        attach(proc.pid, link)
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 @pytest.mark.skipif(not list(PYENV.glob("3.9.*/bin/python3")), reason="no Python 3.9 here")
 def test_python_too_old(processes, link_factory):
     python = str(sorted(PYENV.glob("3.9.*/bin/python3"))[-1])

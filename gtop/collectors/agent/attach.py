@@ -164,7 +164,7 @@ def inspect(pid: int) -> Target:
         raise AttachError(f"pid {pid} exited; nothing to attach to") from None
     why: list[str] = []
     version = python_version(pid, maps, why)
-    if version is None and not proc.exists():
+    if version is None and _exiting(proc):
         raise AttachError(f"pid {pid} exited; nothing to attach to")
     if version is None:
         name = (proc / "comm").read_text().strip()
@@ -179,6 +179,16 @@ def inspect(pid: int) -> Target:
             f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+; use gtop run with a newer Python"
         )
     return Target(pid, uid, version)
+
+
+def _exiting(proc: Path) -> bool:
+    """Whether the process is gone or on its way out (a zombie, or dead: its executable's
+    link is gone before /proc lets it go, so its Python cannot be read)."""
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
 
 
 def check_ptrace(target: Target) -> None:
