@@ -48,6 +48,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_thread_in", [_P, _P, _N, _N, _P, _P, _P, _P, _P, _P, _P], None),
         ("gtop_take", [_P, _N, _N, _N, _P, _N, _P, _P], None),
         ("gtop_group_order", [_P, _N, _P], ctypes.c_int),
+        ("gtop_kernel_stats", [_P, _N, _N, _P, _P, _N, *[_P] * 11], _N),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -365,3 +366,53 @@ def group_order(keys: np.ndarray) -> np.ndarray | None:
         return None
     out = np.empty(len(k), I64)
     return out if LIB.gtop_group_order(_at(k), len(k), _at(out)) == 0 else None
+
+
+_KERNEL_FIELDS = (
+    ("t_ns", np.dtype("<i8")),
+    ("end_ns", np.dtype("<i8")),
+    ("name_id", np.dtype("<u4")),
+    ("stream", np.dtype("<u4")),
+    ("grid_x", np.dtype("<i4")),
+    ("grid_y", np.dtype("<i4")),
+    ("grid_z", np.dtype("<i4")),
+)
+_NAME_SLOTS = 1 << 16
+"""Kernel name ids (interned, counted from 1) that :func:`kernel_stats` groups by table."""
+
+
+def kernel_stats(kernels: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """``cuda_activity.kernel_groups_reference`` of a kernel table (name ids below
+    65536) in one pass over its rows: per name id of its complete rows, ascending, the
+    id, count, total (float64), longest and shortest duration, last row number and
+    whether the grids differ; per complete row, its id's group and its stream."""
+    fields = kernels.dtype.fields
+    if LIB is None or kernels.ndim != 1 or fields is None or not len(kernels):
+        return None
+    if any(name not in fields or fields[name][0] != t for name, t in _KERNEL_FIELDS):
+        return None
+    n = len(kernels)
+    cap = min(n, _NAME_SLOTS)
+    slot, ngroup = np.full(_NAME_SLOTS, -1, I64), np.zeros(1, I64)
+    group = [np.empty(cap, t) for t in (I64, I64, np.float64, I64, I64, I64, bool)]
+    first, inverse, stream = np.empty(3 * cap, np.int32), np.empty(n, I64), np.empty(n, I64)
+    m = LIB.gtop_kernel_stats(
+        _at(kernels),
+        kernels.strides[0],
+        n,
+        _at(np.array([fields[name][1] for name, _ in _KERNEL_FIELDS], I64)),
+        _at(slot),
+        _NAME_SLOTS,
+        _at(ngroup),
+        *(_at(a) for a in group),
+        _at(first),
+        _at(inverse),
+        _at(stream),
+    )
+    if m < 0:
+        return None
+    g = int(ngroup[0])
+    order = np.argsort(group[0][:g])  # first seen -> ascending id
+    rank = np.empty(g, I64)
+    rank[order] = np.arange(g)
+    return (*(a[:g][order] for a in group), rank[inverse[:m]], stream[:m])

@@ -440,3 +440,60 @@ int gtop_group_order(const int64_t *key, int64_t n, int64_t *order)
         order[at[group_of(key[i], distinct, &nd, &last)]++] = i;
     return 0;
 }
+
+/* KernelStats.add's sums per kernel name id over a kernel table's complete rows (an end
+ * not before a start >= 0; cuda_activity.kernel_groups_reference): n rows stride bytes
+ * apart, at[] the offsets of int64 t_ns and end_ns, uint32 name_id and stream, and int32
+ * grid_x, grid_y and grid_z. Each id below nslot gets a group (slot[id], -1 until then) in
+ * order of first appearance: its id, count, duration total (summed as doubles in row
+ * order, as numpy's weighted bincount), longest and shortest duration, last row number,
+ * and whether its rows' grids are not all the same (first: 3 int32 per group, its first
+ * grid). Per complete row, in order: its group (inverse) and stream. Returns the number
+ * of complete rows, or -1 when an id is nslot or more. Group arrays hold min(n, nslot). */
+int64_t gtop_kernel_stats(const char *rows, int64_t stride, int64_t n, const int64_t *at,
+                          int64_t *slot, int64_t nslot, int64_t *ngroup, int64_t *id,
+                          int64_t *count, double *total, int64_t *max, int64_t *min,
+                          int64_t *last, uint8_t *varies, int32_t *first, int64_t *inverse,
+                          int64_t *stream)
+{
+    int64_t m = 0, ng = 0;
+    for (int64_t r = 0; r < n; r++) {
+        const char *k = rows + r * stride;
+        int64_t t, end;
+        uint32_t name, s;
+        int32_t grid[3];
+        memcpy(&t, k + at[0], 8);
+        memcpy(&end, k + at[1], 8);
+        if (end < t || t < 0)
+            continue;
+        memcpy(&name, k + at[2], 4);
+        memcpy(&s, k + at[3], 4);
+        memcpy(&grid[0], k + at[4], 4);
+        memcpy(&grid[1], k + at[5], 4);
+        memcpy(&grid[2], k + at[6], 4);
+        if (name >= nslot)
+            return -1;
+        int64_t g = slot[name], d = end - t;
+        if (g < 0) {
+            g = slot[name] = ng++;
+            id[g] = name;
+            count[g] = 0;
+            total[g] = 0.0;
+            max[g] = -1;
+            min[g] = (int64_t)1 << 62;
+            varies[g] = 0;
+            memcpy(first + 3 * g, grid, sizeof grid);
+        } else if (memcmp(first + 3 * g, grid, sizeof grid)) {
+            varies[g] = 1;
+        }
+        count[g]++;
+        total[g] += (double)d;
+        max[g] = d > max[g] ? d : max[g];
+        min[g] = d < min[g] ? d : min[g];
+        last[g] = r;
+        inverse[m] = g;
+        stream[m++] = s;
+    }
+    *ngroup = ng;
+    return m;
+}

@@ -21,6 +21,7 @@ from gtop.analysis.attribution.default_mode import thread_in_reference
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
 from gtop.analysis.attribution.records import OP, project_reference
+from gtop.analysis.kernels.cuda_activity import kernel_groups_reference
 from gtop.core.layouts import KERNEL
 from gtop.recordings import codec
 from gtop.recordings.reader import Recording
@@ -275,3 +276,39 @@ def test_group_order(keys, spread):
     same((iv.group_order(k),), (want,))
     if got is not None:
         same((got,), (want,))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 3), st.integers(-2, 10**6), st.integers(-3, 10**6), st.integers(0, 3)
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([(0,), (1,), (0, 5)]),
+    st.booleans(),
+)
+def test_kernel_stats(rows, streams, strided):
+    """Per kernel name id of the complete rows (an end, not before a start >= 0): count,
+    float total, longest, shortest, last row, whether the grid differs (on any axis);
+    each complete row's group and stream."""
+    kernels = np.zeros(2 * len(rows), KERNEL)[:: 2 if strided else 1][: len(rows)]
+    grid = ("grid_x", "grid_y", "grid_z")
+    for axis in grid:
+        kernels[axis] = 7
+    for i, (name, t, end, axis) in enumerate(rows):
+        row = kernels[i : i + 1]
+        row["name_id"], row["t_ns"], row["end_ns"] = name, t, end
+        row["stream"] = streams[i % len(streams)]
+        if axis < 3:
+            row[grid[axis]] = 8
+    got = compiled.kernel_stats(kernels)
+    want = kernel_groups_reference(kernels)
+    assert (got is None) == (not len(rows))
+    if got is not None and want is None:
+        assert not len(got[0])
+    elif got is not None:
+        assert want is not None and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+        assert got[2].dtype == want[2].dtype == np.float64

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from gtop.analysis import compiled
 from gtop.analysis import intervals as iv
 from gtop.analysis.kernels.demangle import demangle, shorten
 from gtop.core.hub import Entity
@@ -99,21 +100,11 @@ class KernelStats:
         self._by_id: dict[int, _Agg] = {}
 
     def add(self, kernels: np.ndarray) -> None:
-        columns = ("t_ns", "end_ns", "name_id", "stream", *GEOMETRY[:3])
-        done, (t, end, name_ids, stream, *grid) = _complete(kernels, columns)
-        if not len(done):
+        got = compiled.kernel_stats(kernels)  # in C where it loads
+        groups = kernel_groups_reference(kernels) if got is None else got
+        if groups is None or not len(groups[0]):  # no complete row
             return
-        dur = end - t
-        ids, inverse = iv.dense_index(name_ids)
-        counts = np.bincount(inverse)
-        totals = np.bincount(inverse, weights=dur)
-        maxes = np.full(len(ids), -1, dtype=np.int64)
-        np.maximum.at(maxes, inverse, dur)
-        mins = np.full(len(ids), 1 << 62, dtype=np.int64)
-        np.minimum.at(mins, inverse, dur)
-        last = np.zeros(len(ids), dtype=np.int64)
-        last[inverse] = done  # each id's latest row
-        varies = _grid_varies(grid, inverse, len(ids))
+        ids, counts, totals, maxes, mins, last, varies, inverse, stream = groups
         streams = _streams_by_group(inverse, stream, len(ids))
         for i, name_id in enumerate(ids.tolist()):
             agg = self._by_id.setdefault(name_id, _Agg())
@@ -159,6 +150,31 @@ class KernelStats:
         ]
         rows.sort(key=lambda r: (-r.total_ns, r.name))
         return rows
+
+
+def kernel_groups_reference(kernels: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """Per kernel name id of the complete rows of ``kernels`` (ascending): the id, count,
+    duration total (float64), longest and shortest duration, last row number and whether
+    the rows have more than one grid; per complete row, its id's group and its stream.
+    None when no row is complete. In numpy (what :func:`compiled.kernel_stats
+    <gtop.analysis.compiled.kernel_stats>` does in C)."""
+    columns = ("t_ns", "end_ns", "name_id", "stream", *GEOMETRY[:3])
+    done, (t, end, name_ids, stream, *grid) = _complete(kernels, columns)
+    if not len(done):
+        return None
+    dur = end - t
+    ids, inverse = iv.dense_index(name_ids)
+    n_groups = len(ids)
+    counts = np.bincount(inverse)
+    totals = np.bincount(inverse, weights=dur)
+    maxes = np.full(n_groups, -1, dtype=np.int64)
+    np.maximum.at(maxes, inverse, dur)
+    mins = np.full(n_groups, 1 << 62, dtype=np.int64)
+    np.minimum.at(mins, inverse, dur)
+    last = np.zeros(n_groups, dtype=np.int64)
+    last[inverse] = done  # each id's latest row
+    varies = _grid_varies(grid, inverse, n_groups)
+    return ids, counts, totals, maxes, mins, last, varies, inverse, stream
 
 
 def _grid_varies(grid: list[np.ndarray], inverse: np.ndarray, n_groups: int) -> np.ndarray:
