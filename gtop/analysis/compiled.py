@@ -49,6 +49,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_take", [_P, _N, _N, _N, _P, _N, _P, _P], None),
         ("gtop_group_order", [_P, _N, _P], ctypes.c_int),
         ("gtop_kernel_stats", [_P, _N, _N, _P, _P, _N, *[_P] * 11], _N),
+        ("gtop_own_calls", [_P, _N, _N, _P, _N, _N, _N, _P, _N, _N, _N, _N, _P, _P], ctypes.c_int),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -416,3 +417,50 @@ def kernel_stats(kernels: np.ndarray) -> tuple[np.ndarray, ...] | None:
     rank = np.empty(g, I64)
     rank[order] = np.arange(g)
     return (*(a[:g][order] for a in group), rank[inverse[:m]], stream[:m])
+
+
+def _has(rows: np.ndarray, names: tuple[tuple[str, str], ...]) -> list[int] | None:
+    """The offsets of fields ``names`` (name, type) of a 1-D record array, None unless
+    each is there with that type."""
+    fields = rows.dtype.fields
+    if rows.ndim != 1 or fields is None:
+        return None
+    if any(name not in fields or fields[name][0] != np.dtype(t) for name, t in names):
+        return None
+    return [fields[name][1] for name, _ in names]
+
+
+def own_calls(
+    ops: np.ndarray, mask: np.ndarray, calls: np.ndarray, api_end: np.ndarray, api_tid: np.ndarray
+) -> bool:
+    """``default_mode.own_calls`` of ``ops`` (:data:`~gtop.analysis.attribution.records.OP`),
+    ``mask`` and ``calls`` (API rows, the launch marks first), its ends and threads
+    written into ``api_end`` (int64) and ``api_tid`` (int32) at its rows, in one pass;
+    False, nothing written, where it needs the numpy reference (keys not ascending) or
+    the blob is not loaded."""
+    at_op = _has(ops, (("pid", "<i4"), ("corr", "<u4"), ("graph", "<u4")))
+    at_call = _has(calls, (("end", "<i8"), ("tid", "<i4")))
+    if LIB is None or at_op is None or at_call is None or mask.dtype != np.bool_:
+        return False
+    n = len(ops)
+    if not len(mask) == len(api_end) == len(api_tid) == n:
+        return False
+    if api_end.dtype != I64 or api_tid.dtype != np.int32:
+        return False
+    if not (api_end.flags.c_contiguous and api_tid.flags.c_contiguous):
+        return False
+    m = np.ascontiguousarray(mask)
+    ok = LIB.gtop_own_calls(
+        _at(ops),
+        ops.strides[0],
+        n,
+        _at(m),
+        *at_op,
+        _at(calls),
+        calls.strides[0],
+        len(calls),
+        *at_call,
+        _at(api_end),
+        _at(api_tid),
+    )
+    return ok == 0

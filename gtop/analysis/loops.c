@@ -497,3 +497,57 @@ int64_t gtop_kernel_stats(const char *rows, int64_t stride, int64_t n, const int
     *ngroup = ng;
     return m;
 }
+
+/* default_mode.own_calls, its result written where the join keeps it: of the n ops (rows
+ * ostride bytes apart; int32 pid, uint32 correlation and graph at the offsets given) those
+ * with mask[i] set and a non-zero correlation must have strictly ascending keys
+ * (pid << 32 | correlation), else -1 and nothing written (the numpy reference decides).
+ * The launched ones (mask, graph 0) take the launch marks in turn (rows mstride bytes
+ * apart, int64 end and int32 tid at the offsets given; -1 when there are fewer than
+ * nmark), and those with a correlation get their mark's end and tid in api_end[i] and
+ * api_tid[i]. Returns 0. */
+int gtop_own_calls(const char *ops, int64_t ostride, int64_t n, const uint8_t *mask,
+                   int64_t pid_at, int64_t corr_at, int64_t graph_at, const char *marks,
+                   int64_t mstride, int64_t nmark, int64_t end_at, int64_t tid_at,
+                   int64_t *api_end, int32_t *api_tid)
+{
+    int64_t prev = 0, launched = 0;
+    int seen = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const char *op = ops + i * ostride;
+        int32_t pid;
+        uint32_t corr, graph;
+        if (!mask[i])
+            continue;
+        memcpy(&corr, op + corr_at, 4);
+        memcpy(&graph, op + graph_at, 4);
+        launched += graph == 0;
+        if (!corr)
+            continue;
+        memcpy(&pid, op + pid_at, 4);
+        int64_t key = (int64_t)((uint64_t)(int64_t)pid << 32) | (int64_t)corr;
+        if (seen && key <= prev)
+            return -1;
+        prev = key;
+        seen = 1;
+    }
+    if (launched > nmark)
+        return -1;
+    for (int64_t i = 0, j = 0; i < n; i++) {
+        const char *op = ops + i * ostride;
+        uint32_t corr, graph;
+        if (!mask[i])
+            continue;
+        memcpy(&graph, op + graph_at, 4);
+        if (graph)
+            continue;
+        memcpy(&corr, op + corr_at, 4);
+        if (corr) {
+            const char *mark = marks + j * mstride;
+            memcpy(&api_end[i], mark + end_at, 8);
+            memcpy(&api_tid[i], mark + tid_at, 4);
+        }
+        j++;
+    }
+    return 0;
+}

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import slices
+from gtop.analysis.attribution.default_mode import own_calls as own_calls_reference
 from gtop.analysis.attribution.default_mode import thread_in_reference
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
-from gtop.analysis.attribution.records import OP, project_reference
+from gtop.analysis.attribution.records import API, OP, project_reference
 from gtop.analysis.kernels.cuda_activity import kernel_groups_reference
 from gtop.core.layouts import KERNEL
 from gtop.recordings import codec
@@ -312,3 +313,40 @@ def test_kernel_stats(rows, streams, strided):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w)
         assert got[2].dtype == want[2].dtype == np.float64
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 2), st.integers(0, 6), st.booleans(), st.booleans()),
+        max_size=40,
+    ),
+    st.booleans(),
+    st.integers(-1, 2),
+)
+def test_own_calls(rows, ascending, extra):
+    """The inferred ops' own launch marks written where the join keeps them, when the
+    ops' (pid, correlation) keys ascend; nothing written, and numpy decides, otherwise."""
+    if ascending:  # ids in launch order, as the default mode's are
+        rows = sorted(rows, key=lambda r: (r[0], r[1]))
+    ops = np.zeros(len(rows), OP)
+    ops["pid"] = [r[0] for r in rows]
+    ops["corr"] = [r[1] for r in rows]
+    ops["graph"] = [7 * r[2] for r in rows]
+    mask = np.array([r[3] for r in rows], bool)
+    launched = int((mask & (ops["graph"] == 0)).sum())
+    calls = np.zeros(max(launched + extra, 0), API)
+    calls["end"] = np.arange(len(calls)) * 10 + 3
+    calls["tid"] = np.arange(len(calls)) + 100
+    end, tid = np.full(len(ops), -1, np.int64), np.full(len(ops), -1, np.int32)
+    done = compiled.own_calls(ops, mask, calls, end, tid)
+    key = (ops["pid"].astype(np.int64) << 32) | ops["corr"].astype(np.int64)
+    key = key[mask & (ops["corr"] != 0)]
+    assert done == (bool(np.all(key[1:] > key[:-1])) and len(calls) >= launched)
+    if not done:
+        assert (end == -1).all() and (tid == -1).all()
+        return
+    own = own_calls_reference(ops, mask, calls)
+    assert own is not None
+    want_end, want_tid = np.full(len(ops), -1, np.int64), np.full(len(ops), -1, np.int32)
+    want_end[own[0]], want_tid[own[0]] = own[1], own[2]
+    same((end, tid), (want_end, want_tid))

@@ -415,10 +415,12 @@ class _Prepared:
         of ``inferred`` (whose processes have none in ``apis``): their own launch marks
         without a search when :func:`~gtop.analysis.attribution.default_mode.own_calls`
         knows them."""
+        api_end, api_tid = cls._join(ops, apis)  # no key of an inferred op is in apis
+        if compiled.own_calls(ops, inferred, calls, api_end, api_tid):
+            return api_end, api_tid  # in C where it loads
         own = default_mode.own_calls(ops, inferred, calls)
         if own is None:
             return cls._join(ops, concat_rows([apis, calls]))
-        api_end, api_tid = cls._join(ops, apis)  # no key of an inferred op is in apis
         rows, end, tid = own
         api_end[rows], api_tid[rows] = end, tid
         return api_end, api_tid
