@@ -36,7 +36,7 @@ from gtop.analysis import compiled
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution.records import API, STREAM_WAIT_EVENT
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
-from gtop.core.rows import concat_rows
+from gtop.core.rows import concat_rows, take_rows
 
 MARK_NS = 1
 """Length of a synthetic launch mark (a call must be non-empty to bound a launch gap)."""
@@ -58,10 +58,12 @@ def thread_in(pids: np.ndarray, at: np.ndarray, states: np.ndarray) -> np.ndarra
     out = pids.astype(np.int32).copy()
     main = set(iv.unique_sorted(pids.astype(np.int64)).tolist())
     threads = []
-    for tid in sorted(set(states["tid"].tolist()), key=lambda t: (t not in main, t)):
-        mine = states[states["tid"] == tid]
+    order = iv.group_order(states["tid"])  # each thread's rows, in their order
+    for a, b in iv.runs(states["tid"][order]):
+        mine = take_rows(states, order[a:b])
         spans = iv.union(mine["t"], mine["end"])
-        threads.append((tid, int(mine["pid"][0]), spans.starts, spans.ends))
+        threads.append((int(mine["tid"][0]), int(mine["pid"][0]), spans.starts, spans.ends))
+    threads.sort(key=lambda k: (k[0] not in main, k[0]))
     if not compiled.thread_in(pids, at, threads, out):
         thread_in_reference(pids, at, threads, out)
     return out
