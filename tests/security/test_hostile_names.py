@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,7 @@ def test_the_ui_draws_the_names_as_escapes(hostile: Hostile) -> None:
     from gtop.recordings.reader import Recording
     from gtop.session.replay import ReplaySource
     from gtop.views.app import GtopApp
+    from gtop.views.screens.process import ProcessScreen
 
     async def screens() -> list[str]:
         source = ReplaySource(Recording(hostile.recording))
@@ -167,14 +169,14 @@ def test_the_ui_draws_the_names_as_escapes(hostile: Hostile) -> None:
         app = GtopApp(source, refresh_s=0.05, start_pid=hostile.pid)
         shots = []
         async with app.run_test(size=(160, 50)) as pilot:
-            for _ in range(50):  # the target's process screen, once its head is drawn
-                await pilot.pause(0.2)
-                if "hostile_names.py" in app.export_screenshot():
-                    break
-            for _ in range(9):  # every tab, each given a second for its analysis
+            for _ in range(9):  # every tab of the target's process screen, once drawn
+                deadline = time.monotonic() + 30
+                while not (isinstance(app.screen, ProcessScreen) and app.screen.ready()):
+                    assert time.monotonic() < deadline, f"tab {len(shots)} never drawn"
+                    await pilot.pause(0.05)
+                await pilot.pause()
                 shots.append(app.export_screenshot())
                 await pilot.press("]")
-                await pilot.pause(1.0)
         return shots
 
     shots = asyncio.run(screens())
