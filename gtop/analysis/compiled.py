@@ -49,6 +49,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_take", [_P, _N, _N, _N, _P, _N, _P, _P], None),
         ("gtop_group_order", [_P, _N, _P], ctypes.c_int),
         ("gtop_kernel_stats", [_P, _N, _N, _P, _P, _N, *[_P] * 11], _N),
+        ("gtop_launch_marks", [_P, _N, _N, _P, _P, _P, _N, _P, _N, _N, _N, _P, _P], _N),
         ("gtop_own_calls", [_P, _N, _N, _P, _N, _N, _N, _P, _N, _N, _N, _N, _P, _P], ctypes.c_int),
     ):
         fn = getattr(lib, name)
@@ -464,3 +465,42 @@ def own_calls(
         _at(api_tid),
     )
     return ok == 0
+
+
+_MARK_FIELDS = (("t", "<i8"), ("end", "<i8"), ("pid", "<i4"), ("tid", "<i4"), ("corr", "<u4"))
+
+
+def launch_marks(
+    ops: np.ndarray, launched: np.ndarray, api: np.dtype, mark_ns: int, before: int, cls: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``default_mode.launch_rows_reference``: an ``api`` row per op of ``launched`` (its
+    t, t + ``mark_ns``, pid, tid 0, correlation and class ``cls``), with each row's pid
+    and time ``t - before`` (int64), in one pass over the ops."""
+    at_op = _has(ops, (("t", "<i8"), ("pid", "<i4"), ("corr", "<u4")))
+    fields = api.fields
+    if LIB is None or at_op is None or fields is None or launched.dtype != np.bool_:
+        return None
+    if len(launched) != len(ops) or fields.get("cls", (None,))[0] != np.dtype("u1"):
+        return None
+    if any(name not in fields or fields[name][0] != np.dtype(t) for name, t in _MARK_FIELDS):
+        return None
+    mask = np.ascontiguousarray(launched)
+    n = int(np.count_nonzero(mask))
+    marks, pid, at = np.empty(n, api), np.empty(n, I64), np.empty(n, I64)
+    offsets = [fields[name][1] for name, _ in _MARK_FIELDS] + [fields["cls"][1]]
+    LIB.gtop_launch_marks(
+        _at(ops),
+        ops.strides[0],
+        len(ops),
+        _at(mask),
+        _at(np.array(at_op, I64)),
+        _at(marks),
+        api.itemsize,
+        _at(np.array(offsets, I64)),
+        mark_ns,
+        before,
+        cls,
+        _at(pid),
+        _at(at),
+    )
+    return marks, pid, at

@@ -551,3 +551,40 @@ int gtop_own_calls(const char *ops, int64_t ostride, int64_t n, const uint8_t *m
     }
     return 0;
 }
+
+/* default_mode.launch_marks' rows (its reference: launch_rows_reference): for each op i of
+ * n (rows ostride bytes apart; int64 t, int32 pid and uint32 correlation at the offsets
+ * oat[0..2]) with launched[i] set, in order, one API row (mstride bytes apart; int64 t and
+ * end, int32 pid and tid, uint32 correlation, uint8 class at the offsets mat[0..5]): the
+ * op's t, t + mark_ns, pid, tid 0, correlation and cls; and, per row, the pid and the
+ * time t - before (int64) at which its thread is looked for. Returns the count. */
+int64_t gtop_launch_marks(const char *ops, int64_t ostride, int64_t n, const uint8_t *launched,
+                          const int64_t *oat, char *marks, int64_t mstride, const int64_t *mat,
+                          int64_t mark_ns, int64_t before, int64_t cls, int64_t *pid_out,
+                          int64_t *at_out)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!launched[i])
+            continue;
+        const char *op = ops + i * ostride;
+        char *mark = marks + m * mstride;
+        int64_t t, end;
+        int32_t pid, tid = 0;
+        uint32_t corr;
+        uint8_t c = (uint8_t)cls;
+        memcpy(&t, op + oat[0], 8);
+        memcpy(&pid, op + oat[1], 4);
+        memcpy(&corr, op + oat[2], 4);
+        end = (int64_t)((uint64_t)t + (uint64_t)mark_ns);
+        memcpy(mark + mat[0], &t, 8);
+        memcpy(mark + mat[1], &end, 8);
+        memcpy(mark + mat[2], &pid, 4);
+        memcpy(mark + mat[3], &tid, 4);
+        memcpy(mark + mat[4], &corr, 4);
+        memcpy(mark + mat[5], &c, 1);
+        pid_out[m] = pid;
+        at_out[m++] = (int64_t)((uint64_t)t - (uint64_t)before);
+    }
+    return m;
+}

@@ -17,13 +17,18 @@ from hypothesis import strategies as st
 from gtop.analysis import compiled, loops_blob
 from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import slices
+from gtop.analysis.attribution.default_mode import (
+    BEFORE_NS,
+    MARK_NS,
+    launch_rows_reference,
+    thread_in_reference,
+)
 from gtop.analysis.attribution.default_mode import own_calls as own_calls_reference
-from gtop.analysis.attribution.default_mode import thread_in_reference
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
 from gtop.analysis.attribution.records import API, OP, project_reference
 from gtop.analysis.kernels.cuda_activity import kernel_groups_reference
-from gtop.core.layouts import KERNEL
+from gtop.core.layouts import KERNEL, ApiClass
 from gtop.recordings import codec
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
@@ -350,3 +355,30 @@ def test_own_calls(rows, ascending, extra):
     want_end, want_tid = np.full(len(ops), -1, np.int64), np.full(len(ops), -1, np.int32)
     want_end[own[0]], want_tid[own[0]] = own[1], own[2]
     same((end, tid), (want_end, want_tid))
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-(2**63), 2**63 - 1),
+            st.integers(-(2**31), 2**31 - 1),
+            st.integers(0, 2**32 - 1),
+            st.booleans(),
+        ),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_launch_marks(rows, strided):
+    """A launch mark per launched op (any times, wrapping at the ends as numpy's do; any
+    pid and correlation), with its pid and the time its thread is looked for."""
+    ops = np.zeros(2 * len(rows), OP)[:: 2 if strided else 1][: len(rows)]
+    for i, (t, pid, corr, _) in enumerate(rows):
+        row = ops[i : i + 1]
+        row["t"], row["pid"], row["corr"], row["end"] = t, pid, corr, 5
+    launched = np.array([r[3] for r in rows], bool)
+    got = compiled.launch_marks(ops, launched, API, MARK_NS, BEFORE_NS, ApiClass.LAUNCH)
+    assert got is not None
+    marks, pids, at = launch_rows_reference(ops, launched)
+    assert got[0].dtype == marks.dtype and got[0].tobytes() == marks.tobytes()
+    same(got[1:], (pids.astype(np.int64), at))

@@ -93,15 +93,26 @@ def launch_marks(ops: np.ndarray, launched: np.ndarray, states: np.ndarray) -> n
     """The launch marks (:data:`~gtop.analysis.attribution.records.API` rows) of the ops in
     ``launched``, in op order: each with the op's correlation id, on the thread of its
     process on-CPU just before it started (the one that launched it)."""
+    got = compiled.launch_marks(ops, launched, API, MARK_NS, BEFORE_NS, ApiClass.LAUNCH)
+    marks, pids, at = launch_rows_reference(ops, launched) if got is None else got
+    on_cpu = states[states["state"] == ThreadState.ON_CPU]
+    marks["tid"] = thread_in(pids, at, on_cpu)
+    return marks
+
+
+def launch_rows_reference(
+    ops: np.ndarray, launched: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The launch marks of :func:`launch_marks` before their threads are found (tid 0),
+    with each one's pid and the time its thread is looked for; in numpy (what
+    :func:`compiled.launch_marks <gtop.analysis.compiled.launch_marks>` does in C)."""
     rows = np.flatnonzero(launched)
     marks = np.zeros(len(rows), API)
     for name, source in compiled.project(ops, marks, _MARKED, rows):  # in C where it loads
         marks[name] = ops[source][rows]
     marks["end"] = marks["t"] + MARK_NS
-    on_cpu = states[states["state"] == ThreadState.ON_CPU]
-    marks["tid"] = thread_in(marks["pid"], marks["t"] - BEFORE_NS, on_cpu)
     marks["cls"] = ApiClass.LAUNCH
-    return marks
+    return marks, marks["pid"], marks["t"] - BEFORE_NS
 
 
 _MARKED = [("t", "t"), ("pid", "pid"), ("corr", "corr")]
