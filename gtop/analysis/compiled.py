@@ -70,6 +70,9 @@ def _i64(values: np.ndarray) -> np.ndarray | None:
 
 
 def _at(a: np.ndarray) -> int:
+    """``a``'s data address. The caller must hold ``a`` in a name until the C call returns:
+    a temporary (``_at(np.array(...))`` in the call's arguments) is freed before the call
+    runs, and the C then reads freed memory (a replay crashed so in CI, 1 run in 7)."""
     return a.ctypes.data
 
 
@@ -197,6 +200,7 @@ def project(
         else:
             rest.append((name, source))
     if spec:
+        table = np.array(spec, I64)  # held while the C reads it (see _at)
         LIB.gtop_project(
             _at(src),
             src.strides[0],
@@ -205,7 +209,7 @@ def project(
             out.strides[0],
             n,
             len(spec),
-            _at(np.array(spec, I64)),
+            _at(table),
         )
     return rest
 
@@ -398,11 +402,12 @@ def kernel_stats(kernels: np.ndarray) -> tuple[np.ndarray, ...] | None:
     slot, ngroup = np.full(_NAME_SLOTS, -1, I64), np.zeros(1, I64)
     group = [np.empty(cap, t) for t in (I64, I64, np.float64, I64, I64, I64, bool)]
     first, inverse, stream = np.empty(3 * cap, np.int32), np.empty(n, I64), np.empty(n, I64)
+    offsets = np.array([fields[name][1] for name, _ in _KERNEL_FIELDS], I64)
     m = LIB.gtop_kernel_stats(
         _at(kernels),
         kernels.strides[0],
         n,
-        _at(np.array([fields[name][1] for name, _ in _KERNEL_FIELDS], I64)),
+        _at(offsets),
         _at(slot),
         _NAME_SLOTS,
         _at(ngroup),
@@ -487,16 +492,17 @@ def launch_marks(
     mask = np.ascontiguousarray(launched)
     n = int(np.count_nonzero(mask))
     marks, pid, at = np.empty(n, api), np.empty(n, I64), np.empty(n, I64)
-    offsets = [fields[name][1] for name, _ in _MARK_FIELDS] + [fields["cls"][1]]
+    offsets = np.array([fields[name][1] for name, _ in _MARK_FIELDS] + [fields["cls"][1]], I64)
+    op_fields = np.array(at_op, I64)
     LIB.gtop_launch_marks(
         _at(ops),
         ops.strides[0],
         len(ops),
         _at(mask),
-        _at(np.array(at_op, I64)),
+        _at(op_fields),
         _at(marks),
         api.itemsize,
-        _at(np.array(offsets, I64)),
+        _at(offsets),
         mark_ns,
         before,
         cls,

@@ -4,6 +4,7 @@ builds to and is loaded from memory, and a report is the same with and without i
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import platform
@@ -67,6 +68,22 @@ def test_blob_is_what_the_source_builds_to():
     assert gen.build(gen.LOOPS) == loops_blob.loops_bytes(), (
         "stale blob: run python tools/gen_shim_blob.py"
     )
+
+
+def test_every_array_given_to_the_c_is_held_by_a_name():
+    """Each ``_at(x)`` in compiled.py takes a name (or a name's attribute), never an
+    expression: ``_at(np.array(...))`` among a call's arguments frees its array before the
+    call runs, and the C reads freed memory (a compare replay crashed with SIGSEGV in CI)."""
+    tree = ast.parse((REPO / "gtop/analysis/compiled.py").read_text())
+    bad = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "_at"
+        and not isinstance(node.args[0], (ast.Name, ast.Attribute))
+    ]
+    assert not bad, bad
 
 
 def test_loaded_from_memory_not_a_file():
