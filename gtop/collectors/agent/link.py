@@ -527,8 +527,8 @@ class AgentLink:
     def _count_ranges(self, conn: _Conn, starts: np.ndarray) -> None:
         """Stop tracing NVTX ranges in ``conn``'s process once they come faster than
         :data:`~gtop.agent.sampling.RANGES_ABOVE` over a second of their own times."""
-        if not len(starts) or "marker" not in conn.status.kinds:
-            return
+        if not len(starts) or "marker" not in conn.status.kinds or conn.status.nvtx_off:
+            return  # (ranges already off: the agent says so at its next on phase)
         n, since = conn.ranges
         since = since or int(starts.min())
         n += len(starts)
