@@ -9,7 +9,7 @@
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
 # startup-compile launch-time attach-paired
 # Attach (issue 23): attach-soak attach-ablation attach-phases probe-attach-cost
-# attach-phases-gpu attach-phases-gpu-hostoff attach-paired-eager attach-paired-graphs; issue 26: python-lines sampler-cost;
+# attach-phases-gpu attach-phases-gpu-hostoff attach-paired-eager attach-paired-graphs attach-paired-graphs-split; issue 26: python-lines sampler-cost;
 # issue 25: what-if-recordings compile-recording nvtx-recording; last: pack (all of $OUT in one tar)
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
@@ -255,6 +255,9 @@ for step in $steps; do
                            --variants default --json "$OUT/attach_paired_eager.json" ;;
     attach-paired-graphs) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
                             --variants default --graphs --json "$OUT/attach_paired_graphs.json" ;;
+    # which part of an attach costs the graph decode: the agent, host-thread tracing, or neither
+    attach-paired-graphs-split) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-3}" --traced 8 --gap 5 \
+                            --variants default,no-agent,host-off --graphs --json "$OUT/attach_paired_graphs_split.json" ;;
     # targets attached again and again, one variant each, all at once: which part harms
     attach-harm) limit 280 python3 benchmarks/attach_harm.py --json "$OUT/attach_harm.json" \
                    --cases "${HARM_CASES:-graphs:default,graphs:default,graphs:no-agent,graphs:every-kernel,graphs:graph-nodes,graphs:no-graph-kind,eager:default,eager:every-kernel}" ;;
