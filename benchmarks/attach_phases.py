@@ -5,15 +5,18 @@ against Python targets (CPU-only ones need no GPU), k commands at a time.
         [--duration 1] [--mode alloc] [--settle 1] [--gtop CHECKOUT ...] [--json OUT.json]
 
 Each run starts a fresh target (``workloads/soak_target.py MODE``: a CPU mode, or on a
-GPU machine a torch one, :data:`GPU_MODES`), waits ``--settle`` seconds, then runs gtop's
+GPU machine a torch one, :data:`GPU_MODES`; or ``fake``: ``tests/agent/targets/fake_gpu.py``
+launching :data:`FAKE_RATE` kernels/s on the fake libcuda and libcupti of
+``tests/agent/fake_cupti.c``, built with gcc: real kernel rows without a GPU), waits
+``--settle`` seconds, then runs gtop's
 ``record`` in a child interpreter that times its phases: the import of ``gtop.cli``, then
 the functions named in :data:`SPANS` (wrapped where they are defined and wherever a
 module imported them by name), plus three moments: the agent's first status, Austin's
 first sample and the child's exit. The table gives, per phase, the median start and the
-median and largest duration (seconds from the command's start), and the wall times'
-p50/p95/max. ``--gtop`` names checkouts to compare (this one by default): their runs
-alternate, so that a busy machine's load falls on each alike, and
-each gets its table.
+median and largest duration (seconds from the command's start), the wall times'
+p50/p95/max, and where the recording holds kernels, the first one's time from the
+command's start. ``--gtop`` names checkouts to compare (this one by default): their runs
+alternate, so that a busy machine's load falls on each alike, and each gets its table.
 """
 
 from __future__ import annotations
@@ -45,7 +48,10 @@ SPANS = (
     "gtop.session.live:LiveSource.start_recording",
     "gtop.recordings.recorder:Recorder.__init__",
     "gtop.session.live:LiveSource.attach_agent",
-    "gtop.collectors.agent.attach:inspect",
+    "gtop.collectors.agent.injector:Injector.__init__",
+    "gtop.collectors.agent.injector:Injector.target",
+    "gtop.collectors.agent.injector:Injector.queue",
+    "gtop.collectors.agent.attach:inspect",  # before the injector child read the target
     "gtop.collectors.agent.procsyms:find_symbols",
     "gtop.collectors.agent.attach:queue_at_safe_point",
     "gtop.collectors.agent.link:AgentLink.wait",
@@ -77,6 +83,12 @@ MOMENTS = (
 """Functions whose first call is a moment worth naming."""
 CPU_MODES = ("alloc", "sleep", "spin", "tick")
 GPU_MODES = ("decode", "loader", "triton", "cblock")
+FAKE_MODE = "fake"
+FAKE_RATE = 1000
+"""Kernels/s of the ``fake`` target (its main thread launches them in batches, sleeping
+1 ms between)."""
+FAKE_TARGET = REPO / "tests" / "agent" / "targets" / "fake_gpu.py"
+FAKE_SOURCE = REPO / "tests" / "agent" / "fake_cupti.c"
 """torch targets (a GPU machine; ``--settle`` past their start-up, ~8 s): where the soak's
 ``--duration 1`` takes ~2 s longer than on a CPU target."""
 
@@ -181,11 +193,29 @@ def child(argv: list[str], t0: float, out: Path) -> None:
 # --- the parent: targets, runs, the table ----------------------------------------------
 
 
+def fake_libs(folder: Path) -> dict[str, str]:
+    """The fake libcupti and libcuda built into ``folder``, as the agent tests build them:
+    the environment that the ``fake`` target loads them from."""
+    cupti, cuda = folder / "libfakecupti.so", folder / "libcuda.so.1"
+    gcc = ["gcc", "-shared", "-fPIC"]
+    subprocess.run([*gcc, "-o", str(cupti), str(FAKE_SOURCE), "-lpthread"], check=True)
+    subprocess.run([*gcc, "-DFAKE_CUDA", "-Wl,-soname,libcuda.so.1", "-o", str(cuda),
+                    str(FAKE_SOURCE)], check=True)  # fmt: skip
+    return {"GTOP_CUPTI_LIB": str(cupti), "FAKE_CUDA_LIB": str(cuda)}
+
+
+def target_command(args: argparse.Namespace) -> list[str]:
+    seconds = str(args.settle + args.duration + 20)
+    if args.mode == FAKE_MODE:
+        return [sys.executable, str(FAKE_TARGET), "--run", str(FAKE_RATE), seconds]
+    return [sys.executable, str(HERE / "workloads" / "soak_target.py"), args.mode,
+            "--seconds", seconds]  # fmt: skip
+
+
 def one_run(args: argparse.Namespace, folder: Path, i: int, checkout: Path) -> dict[str, Any]:
     target = subprocess.Popen(
-        [sys.executable, str(HERE / "workloads" / "soak_target.py"), args.mode,
-         "--seconds", str(args.settle + args.duration + 20)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        target_command(args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, **args.target_env},
     )  # fmt: skip
     try:
         time.sleep(args.settle)
@@ -195,31 +225,37 @@ def one_run(args: argparse.Namespace, folder: Path, i: int, checkout: Path) -> d
                "-o", str(rec), *args.extra]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": python_path(checkout)}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not each run
-        t0 = time.time()
+        t0, t0_ns = time.time(), time.monotonic_ns()
         res = subprocess.run(
             [sys.executable, __file__, "--child", str(t0), str(events_path), *cmd],
             capture_output=True, text=True, env=env, timeout=120, check=False, cwd=folder,
         )  # fmt: skip
         wall = time.time() - t0
         events = json.loads(events_path.read_text()) if events_path.exists() else []
+        span, first_kernel_ns = _read(rec)
+        first_kernel = None if first_kernel_ns is None else (first_kernel_ns - t0_ns) / 1e9
         return {"gtop": str(checkout), "wall": wall, "rc": res.returncode, "events": events,
-                "stderr": res.stderr.strip().splitlines()[-3:], "span": _span(rec)}  # fmt: skip
+                "stderr": res.stderr.strip().splitlines()[-3:], "span": span,
+                "first_kernel": first_kernel}  # fmt: skip
     finally:
         target.kill()
         target.wait()
 
 
-def _span(path: Path) -> float | None:
-    """Seconds of data the recording holds (None: unreadable)."""
+def _read(path: Path) -> tuple[float | None, int | None]:
+    """Seconds of data the recording holds, and its first kernel's start
+    (CLOCK_MONOTONIC ns; None: no kernel); (None, None): unreadable."""
     sys.path.insert(0, str(REPO))
     from gtop.recordings.reader import Recording, RecordingError
 
     try:
         with Recording(path) as rec:
             lo, hi = rec.time_range()
-            return (hi - lo) / 1e9
-    except (RecordingError, OSError, ValueError):
-        return None
+            kernels = rec.read("kernel")
+            first = int(kernels["t_ns"].min()) if len(kernels) else None
+            return (hi - lo) / 1e9, first
+    except (RecordingError, OSError, ValueError, KeyError):
+        return None, None
 
 
 def pct(values: list[float], q: float) -> float:
@@ -255,6 +291,7 @@ def table(runs: list[dict[str, Any]]) -> str:
         )
     walls = [r["wall"] for r in runs]
     spans_s = [r["span"] for r in runs if r["span"] is not None]
+    firsts = [r["first_kernel"] for r in runs if r.get("first_kernel") is not None]
     lines.append("")
     lines.append(
         f"wall p50 {pct(walls, 0.5):.2f} s, p95 {pct(walls, 0.95):.2f} s, max {max(walls):.2f} s "
@@ -262,6 +299,11 @@ def table(runs: list[dict[str, Any]]) -> str:
         f"{sum(r['rc'] != 0 for r in runs)}; recorded span p50 "
         f"{pct(spans_s, 0.5) if spans_s else float('nan'):.2f} s"
     )
+    if firsts:
+        lines.append(
+            f"first kernel recorded p50 {statistics.median(firsts):.3f} s, p90 "
+            f"{pct(firsts, 0.9):.3f} s, in {len(firsts)} of {len(runs)} runs"
+        )
     return "\n".join(lines)
 
 
@@ -280,7 +322,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--duration", type=float, default=1.0)
-    ap.add_argument("--mode", choices=CPU_MODES + GPU_MODES, default="alloc")
+    ap.add_argument("--mode", choices=(*CPU_MODES, *GPU_MODES, FAKE_MODE), default="alloc")
     ap.add_argument("--settle", type=float, default=1.0, help="target's age at the attach")
     ap.add_argument("--gtop", type=Path, nargs="+", default=[REPO], help="checkouts to compare")
     ap.add_argument("--json", type=Path)
@@ -293,6 +335,7 @@ def main() -> None:
     lock = threading.Lock()
     todo = iter(range(args.runs))
     with tempfile.TemporaryDirectory(prefix="gtop-phases-") as tmp:
+        args.target_env = fake_libs(Path(tmp)) if args.mode == FAKE_MODE else {}
 
         def worker() -> None:
             while True:
