@@ -52,10 +52,47 @@ def _check_host_tier(tier: str) -> None:
             )
 
 
+def start_attach(config: Config):  # -> PendingAttach | None
+    """``--pid``'s attach, begun now, before the session's imports (numpy, the
+    collectors: 0.1-0.5 s): the agent is queued beside them
+    (:class:`~gtop.collectors.agent.attach.PendingAttach`); None when nothing is attached.
+
+    Raises:
+        UserError: an unknown agent mode or kind.
+    """
+    if config.pid is None or not config.agent or config.cmd:
+        return None
+    _check_target(config.pid)
+    _check_host_tier(config.host_tier)  # refused before anything is queued
+    from gtop.collectors.agent.attach import PendingAttach
+
+    try:
+        return PendingAttach(config.pid, config.agent_mode, agent_options(config))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"cannot attach to pid {config.pid}: {exc}") from None
+
+
+def agent_options(config: Config) -> dict | None:
+    """The agent's options that ``config`` sets (:func:`gtop.agent.runtime.start`)."""
+    return {"sample_above": 0} if config.trace_every_kernel else None
+
+
 def live_source(config: Config, attach_now: bool = True):  # -> LiveSource
     """The live source for ``config``: a launched command with the agent, or a pid with
     the agent attached (``attach_now`` False: the caller attaches, see
-    :func:`_attach_while_recording`)."""
+    :func:`~gtop.cli.record._attach_while_recording`)."""
+    pending = start_attach(config) if attach_now else None
+    try:
+        return _live_source(config, pending)
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+
+
+def _live_source(config: Config, pending):  # -> LiveSource
     from gtop.collectors.agent.attach import AttachError
     from gtop.collectors.host import TargetGone
     from gtop.session.live import LiveSource
@@ -78,7 +115,7 @@ def live_source(config: Config, attach_now: bool = True):  # -> LiveSource
             host_tier=config.host_tier,
             py_rate_hz=config.py_rate_hz,
             py_idle=config.py_idle,
-            agent_options={"sample_above": 0} if config.trace_every_kernel else None,
+            agent_options=agent_options(config),
         )
     except TargetGone as exc:
         raise UserError(str(exc)) from None
@@ -95,12 +132,8 @@ def live_source(config: Config, attach_now: bool = True):  # -> LiveSource
         except (AttachError, ValueError) as exc:
             source.stop()
             raise UserError(str(exc)) from None
-    elif config.pid is not None and config.agent and attach_now:
-        try:
-            error = source.attach_agent(config.agent_mode)
-        except ValueError as exc:
-            source.stop()
-            raise UserError(str(exc)) from None
+    elif pending is not None:
+        error = source.attach_agent(config.agent_mode, pending=pending)
         if error:
             print(
                 f"gtop: {error}; carrying on without the agent (NVML and host data only)",

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from gtop.cli.common import UserError
-from gtop.cli.live import live_source
+from gtop.cli.live import live_source, start_attach
 from gtop.cli.parser import Config
 
 FOREIGN_SUFFIXES = (
@@ -83,12 +83,16 @@ def _check_recording_name(path: Path) -> None:
 
 
 def cmd_record(config: Config) -> int:
-    from gtop.session.probe_requests import PendingProbes
-
     assert config.output is not None
     _check_recording_name(config.output)
     _check_output(config.output, config.overwrite)
-    source = live_source(config, attach_now=False)
+    pending = start_attach(config)  # first: the agent is queued beside gtop's imports
+    try:
+        source = live_source(config, attach_now=False)
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
     stop = threading.Event()
     received: list[int] = []
 
@@ -99,7 +103,7 @@ def cmd_record(config: Config) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     # first, before the recording's file: the agent waits for the target's safe point
-    attaching = _attach_while_recording(source, config)
+    attaching = _attach_while_recording(source, config, pending)
     try:
         recorder = source.start_recording(config.output, overwrite=config.overwrite)
     except OSError as exc:
@@ -114,6 +118,8 @@ def cmd_record(config: Config) -> int:
     shown = -1
     if source.process is not None:
         _wake_on_exit(source.process, stop)
+    from gtop.session.probe_requests import PendingProbes
+
     probes = PendingProbes(config.probes)
     try:
         while True:
@@ -180,17 +186,14 @@ def _say_attach_error(
     return None
 
 
-def _attach_while_recording(source, config: Config) -> threading.Thread | None:
-    """Attach the agent to ``record --pid``'s target on a thread, so that ``--duration``
-    counts from the start of the recording, attach included (None: nothing to attach)."""
-    if config.pid is None or not config.agent or config.cmd:
+def _attach_while_recording(source, config: Config, pending) -> threading.Thread | None:
+    """Finish ``record --pid``'s attach (``pending``, :func:`~gtop.cli.live.start_attach`;
+    None: nothing to attach) on a thread, so that ``--duration`` counts from the start of
+    the recording, attach included."""
+    if pending is None:
         return None
     wait_s = config.duration_s if config.duration_s is not None else ATTACH_WAIT_S
-    try:
-        return source.attach_agent_in_background(config.agent_mode, max(wait_s, 0.1))
-    except ValueError as exc:
-        source.stop()
-        raise UserError(str(exc)) from None
+    return source.attach_agent_in_background(config.agent_mode, max(wait_s, 0.1), pending)
 
 
 RECORD_STOP_S = 1.0

@@ -24,6 +24,8 @@ from gtop.core.source import Controls
 from gtop.core.status import Status
 
 if TYPE_CHECKING:
+    from gtop.collectors.agent.attach import PendingAttach
+    from gtop.collectors.agent.folder import LinkFolder
     from gtop.collectors.nvml import NvmlCollector
     from gtop.recordings.recorder import Recorder
 
@@ -150,9 +152,9 @@ class LiveSource:
 
     # --- the in-process agent (CUPTI) ---------------------------------------------------
 
-    def _agent_link(self, mode: str) -> AgentLink:
+    def _agent_link(self, mode: str, folder: LinkFolder | None = None) -> AgentLink:
         if self.link is None:
-            self.link = AgentLink(self.hub, mode, self.agent_options).start()
+            self.link = AgentLink(self.hub, mode, self.agent_options, folder).start()
             self.collectors.append(self.link)
         return self.link
 
@@ -202,31 +204,44 @@ class LiveSource:
         self.title = f"pid {self.pid}"
         return self.process
 
-    def attach_agent(self, agent_mode: str = "default", timeout: float | None = None) -> str | None:
+    def attach_agent(
+        self,
+        agent_mode: str = "default",
+        timeout: float | None = None,
+        pending: PendingAttach | None = None,
+    ) -> str | None:
         """Inject the agent into the focused process; the one-line reason if it fails.
 
         gtop carries on without the agent (NVML and host data only) when it fails.
         ``timeout``: how long to wait for the agent to report (default
-        :data:`~gtop.collectors.agent.attach.CONNECT_TIMEOUT_S`).
+        :data:`~gtop.collectors.agent.attach.CONNECT_TIMEOUT_S`); ``pending``: the
+        attach begun earlier for the focused process, in this session's agent mode and
+        options (:class:`~gtop.collectors.agent.attach.PendingAttach`).
         """
         if self.pid is None:
             raise RuntimeError("no target to attach to")
-        link = self._agent_link(agent_mode)
+        link = self._agent_link(agent_mode, pending.folder if pending is not None else None)
+        wait = {} if timeout is None else {"timeout": timeout}
         try:
-            attach(self.pid, link, **({} if timeout is None else {"timeout": timeout}))
+            attach(self.pid, link, pending=pending, **wait)
         except AttachError as exc:
             self.agent_error = str(exc)
         if not self._stopped:
             self._follow(link)
         return self.agent_error
 
-    def attach_agent_in_background(self, agent_mode: str, timeout: float) -> threading.Thread:
+    def attach_agent_in_background(
+        self, agent_mode: str, timeout: float, pending: PendingAttach | None = None
+    ) -> threading.Thread:
         """:meth:`attach_agent` on a thread of its own, so that collection (and a
         recording's clock) runs while the agent gets in; its error lands in
         :attr:`agent_error`, and :meth:`stop` ends its wait."""
-        self._agent_link(agent_mode)
+        self._agent_link(agent_mode, pending.folder if pending is not None else None)
         thread = threading.Thread(
-            target=self.attach_agent, args=(agent_mode, timeout), name="gtop-attach", daemon=True
+            target=self.attach_agent,
+            args=(agent_mode, timeout, pending),
+            name="gtop-attach",
+            daemon=True,
         )
         thread.start()
         self._attaching = thread

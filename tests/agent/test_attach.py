@@ -15,7 +15,9 @@ from agent_helpers import TARGETS, script, start_target
 from agent_helpers import Target as TargetProcess
 
 from gtop.collectors.agent import attach as attach_mod
-from gtop.collectors.agent.attach import AttachError, Target, attach, check_ptrace, inspect
+from gtop.collectors.agent import injector as injector_mod
+from gtop.collectors.agent.attach import AttachError, Target, attach, check_ptrace
+from gtop.collectors.agent.target import inspect
 
 PYENV = Path.home() / ".pyenv" / "versions"
 
@@ -156,7 +158,7 @@ def test_injector_failure_is_one_line(processes, link_factory, monkeypatch):
     target = start_target(processes, script("idle.py"))
     link, _ = link_factory()
     monkeypatch.setattr(
-        attach_mod,
+        injector_mod,
         "INJECTOR",
         "raise SystemExit('gtop: ptrace of pid 1 refused: Operation not permitted')",
     )
@@ -174,7 +176,7 @@ def test_doctor_reports_each_requirement():
 
 
 def test_doctor_says_why_attach_fails(monkeypatch):
-    monkeypatch.setattr(attach_mod, "INJECTOR", "raise SystemExit('gtop: ptrace refused')")
+    monkeypatch.setattr(injector_mod, "INJECTOR", "raise SystemExit('gtop: ptrace refused')")
     ok, detail = dict((n, (o, d)) for n, o, d in attach_mod.doctor())["attach"]
     assert not ok and detail == "ptrace refused; `gtop run -- CMD` still works"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from gtop.agent import tmpdirs
 from gtop.agent.triton_probes import TMP_PREFIX as TRITON_PREFIX
 from gtop.agent.triton_probes import TritonProbes
-from gtop.collectors.agent.link import TMP_PREFIX as LINK_PREFIX
+from gtop.collectors.agent.folder import TMP_PREFIX as LINK_PREFIX
 from gtop.collectors.agent.link import AgentLink
 from gtop.core.hub import Hub
 

@@ -16,46 +16,30 @@ anything on a thread stopped mid-way: the start code only starts the agent's thr
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import select
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gtop.agent import nvtx
-from gtop.collectors.agent.link import AgentLink
+from gtop.collectors.agent.folder import LinkFolder
+from gtop.collectors.agent.injector import Injector
+from gtop.collectors.agent.safepoint import InjectError
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
+from gtop.collectors.agent.target import AttachError, Target
 from gtop.collectors.gate import Held
 from gtop.core.files import create_unique
 
+if TYPE_CHECKING:
+    from gtop.collectors.agent.link import AgentLink
+
 CAP_SYS_PTRACE = 19
 CONNECT_TIMEOUT_S = 10.0
-MIN_PYTHON = (3, 10)
-INJECT_TIMEOUT_S = 10.0
-INJECTOR_EXIT_S = 2.0
-"""How long an injector child closed unused (or done) may take to exit before it is killed."""
-INJECTOR = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from gtop.collectors.agent.safepoint import main; main()"
-)
-"""Run by gtop's own interpreter in isolated mode (``-I``: no working folder, no
-``PYTHON*`` variables on its path; ``-S``: no site), importing gtop from where this gtop
-lives."""
-
-
-class AttachError(Exception):
-    """The agent could not get in; ``str()`` is one line: cause, then fix."""
-
-
-@dataclass(frozen=True)
-class Target:
-    pid: int
-    uid: int
-    python: tuple[int, int]
 
 
 class Launched(Held):
@@ -105,8 +89,16 @@ def hold_with_agent(
         raise _cannot_start(cmd, exc) from None
 
 
-def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> AgentStatus:
+def attach(
+    pid: int,
+    link: AgentLink,
+    timeout: float = CONNECT_TIMEOUT_S,
+    pending: PendingAttach | None = None,
+) -> AgentStatus:
     """Inject the agent into running CPython ``pid`` and wait until it reports in.
+
+    ``pending``: the attach begun earlier for ``pid`` into ``link``'s folder (else it is
+    done here).
 
     Returns:
         the agent's first status (``waiting_cuda`` or ``tracing``).
@@ -114,15 +106,10 @@ def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> Age
     Raises:
         AttachError: the agent could not get in, or refused to trace (one line each).
     """
-    injector = Injector()  # its interpreter starts while the target is looked at
-    try:
-        target = inspect(pid)
-        check_ptrace(target)
-        if os.geteuid() == 0 and target.uid != 0:
-            link.grant(target.uid)
-        inject(target, link, injector)
-    finally:
-        injector.close()
+    if pending is None:
+        queue_agent(pid, link.folder, Injector(pid))
+    else:
+        pending.wait()
     status = link.wait(pid, ("waiting_cuda", "tracing", *REFUSALS), timeout)
     if status is None and link.stopped:
         raise AttachError(
@@ -140,55 +127,83 @@ def attach(pid: int, link: AgentLink, timeout: float = CONNECT_TIMEOUT_S) -> Age
     return status
 
 
-def inspect(pid: int) -> Target:
-    """Who ``pid`` is and which Python it runs.
+def queue_agent(
+    pid: int, folder: LinkFolder, injector: Injector, cancelled: threading.Event | None = None
+) -> bool:
+    """Queue the agent's start code (dialling ``folder``'s socket) for running CPython
+    ``pid``'s next safe point, through ``injector`` (started for ``pid``; closed here),
+    unless ``cancelled`` is set before the code is sent; whether it was queued.
 
     Raises:
-        AttachError: no such process, or it is not CPython 3.10+.
+        AttachError: the agent cannot get in (one line: cause, then fix).
     """
-    from gtop.collectors.agent.pyversion import python_version  # pyelftools: not at a launch
-
-    proc = Path(f"/proc/{pid}")
     try:
-        uid = int(re.search(r"^Uid:\s+\d+\s+(\d+)", (proc / "status").read_text(), re.M)[1])
-    except (OSError, TypeError):
-        raise AttachError(f"pid {pid} does not exist; check the pid (ps -p {pid})") from None
-    try:
-        maps = (proc / "maps").read_text()
-    except PermissionError:
-        raise AttachError(
-            f"pid {pid} belongs to uid {uid}: cannot read it as uid {os.geteuid()}; "
-            "run gtop as that user or as root"
-        ) from None
-    except OSError:
-        raise AttachError(f"pid {pid} exited; nothing to attach to") from None
-    why: list[str] = []
-    version = python_version(pid, maps, why)
-    if version is None and _exiting(proc):
-        raise AttachError(f"pid {pid} exited; nothing to attach to")
-    if version is None:
-        name = (proc / "comm").read_text().strip()
-        raise AttachError(
-            f"pid {pid} ({name}) is not a Python process: the agent needs CPython "
-            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+ ({'; '.join(why)}); showing NVML and host "
-            "data only"
-        )
-    if version < MIN_PYTHON:
-        raise AttachError(
-            f"pid {pid} runs Python {version[0]}.{version[1]}: the agent needs "
-            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}+; use gtop run with a newer Python"
-        )
-    return Target(pid, uid, version)
-
-
-def _exiting(proc: Path) -> bool:
-    """Whether the process is gone or on its way out (a zombie, or dead: its executable's
-    link is gone before /proc lets it go, so its Python cannot be read)."""
-    try:
-        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        try:
+            target = injector.target()
+        except InjectError as exc:
+            raise _injection_failed(pid, str(exc)) from None
+        check_ptrace(target)
+        if os.geteuid() == 0 and target.uid != 0:
+            folder.grant(target.uid)
+        if cancelled is not None and cancelled.is_set():
+            return False
+        inject(target, folder, injector)
         return True
-    return state in ("Z", "X")
+    finally:
+        injector.close()
+
+
+class PendingAttach:
+    """An attach begun before the session exists (``gtop --pid``: before its heavy
+    imports): the injector child reads the target while the link's folder is made, and a
+    thread queues the agent as soon as the child has reported. The agent dials the
+    folder's socket and waits in its backlog until the session's link (made with
+    :attr:`folder`) runs; :func:`attach` waits for the queueing, then for the agent.
+
+    Raises:
+        ValueError: unknown mode or kind.
+    """
+
+    def __init__(self, pid: int, mode: str, options: dict[str, Any] | None = None) -> None:
+        self.pid = pid
+        self._injector = Injector(pid)  # first: its interpreter starts meanwhile
+        try:
+            self.folder = LinkFolder(mode, options)
+        except BaseException:
+            self._injector.close()
+            raise
+        self._error: AttachError | None = None
+        self._cancelled = threading.Event()
+        self.queued = False
+        """The agent's start code is queued in the target."""
+        self._thread = threading.Thread(target=self._queue, name="gtop-queue", daemon=True)
+        self._thread.start()
+
+    def _queue(self) -> None:
+        try:
+            self.queued = queue_agent(self.pid, self.folder, self._injector, self._cancelled)
+        except AttachError as exc:
+            self._error = exc
+        except OSError as exc:  # the folder's grant, the injector's start
+            self._error = AttachError(f"attach to pid {self.pid} failed: {exc}")
+
+    def wait(self) -> None:
+        """Wait until the agent is queued.
+
+        Raises:
+            AttachError: it could not be (one line).
+        """
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """Unused (the session did not start): nothing is queued that was not already,
+        and the folder goes (an agent queued already finds nobody there, and stops)."""
+        self._cancelled.set()
+        self._thread.join()
+        self.folder.listener.close()
+        self.folder.remove()
 
 
 def check_ptrace(target: Target) -> None:
@@ -229,89 +244,39 @@ def has_cap_sys_ptrace() -> bool:
     return bool(m and int(m[1], 16) >> CAP_SYS_PTRACE & 1)
 
 
-def inject(target: Target, link: AgentLink, injector: Injector | None = None) -> None:
-    """Queue the agent's start code for ``target``'s next safe point (through
-    ``injector``, one started earlier, if given).
+def inject(target: Target, folder: LinkFolder, injector: Injector | None = None) -> None:
+    """Queue the agent's start code (dialling ``folder``) for ``target``'s next safe point
+    (through ``injector``, one started earlier for it, if given).
 
     Raises:
         AttachError: the kernel refused, or the target's memory map is unreadable.
     """
-    code = link.injection_code()
+    code = folder.injection_code()
     if target.python >= (3, 14):
-        remote_exec(target, link.boot_dir, code)
+        remote_exec(target, str(folder.boot.path), code)
         return
     error = queue_at_safe_point(target.pid, code, injector)
-    if error is None:
-        return
+    if error is not None:
+        raise _injection_failed(target.pid, error)
+
+
+def _injection_failed(pid: int, error: str) -> AttachError:
+    """The injector's one line, with the fix where the kernel refused ptrace."""
     if "ermission" in error or "not permitted" in error:
-        raise AttachError(
-            f"ptrace of pid {target.pid} refused ({error}): run gtop as root or with "
+        return AttachError(
+            f"ptrace of pid {pid} refused ({error}): run gtop as root or with "
             "CAP_SYS_PTRACE (containers: --cap-add SYS_PTRACE), or use `gtop run -- CMD`"
         )
-    raise AttachError(f"injection into pid {target.pid} failed: {error}")
-
-
-class Injector:
-    """The child that queues code through ptrace (:func:`gtop.collectors.agent.safepoint.main`),
-    started before it is needed: it waits for its pid, addresses and code on stdin, so
-    its interpreter's start-up (0.1-0.5 s on a busy machine) overlaps the symbol lookup.
-
-    A child, so that a tracee that will not stop cannot hang gtop: killing the child
-    detaches ptrace. Closed unused, it reads nothing and exits without touching anything.
-    """
-
-    def __init__(self) -> None:
-        package_parent = str(Path(__file__).resolve().parents[3])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", INJECTOR, package_parent],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def queue(self, pid: int, addresses: list[str], code: str) -> str | None:
-        """Queue ``code`` for ``pid`` (see :func:`queue_at_safe_point`); the child ends."""
-        try:
-            _, err = self.proc.communicate(
-                f"{pid} {' '.join(addresses)}\n{code}", timeout=INJECT_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired:
-            self.close()
-            return f"did not finish in {INJECT_TIMEOUT_S:.0f} s; is pid {pid} stopped?"
-        if self.proc.returncode == 0:
-            return None
-        return (err.strip().splitlines() or ["unknown error"])[-1].removeprefix("gtop: ")
-
-    def close(self) -> None:
-        """End the child (unused: it reads end-of-file and exits; stuck: it is killed)."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(OSError, ValueError):
-                self.proc.stdin.close()  # type: ignore[union-attr]
-            try:
-                self.proc.wait(INJECTOR_EXIT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.close()  # type: ignore[union-attr]
+    return AttachError(f"injection into pid {pid} failed: {error}")
 
 
 def queue_at_safe_point(pid: int, code: str, injector: Injector | None = None) -> str | None:
     """Queue ``code`` for CPython ``pid``'s next safe point (3.10-3.13, see
     :mod:`gtop.collectors.agent.safepoint`); None, or one line saying why not.
-    ``injector``: a child started earlier (else one is started here)."""
-    from gtop.collectors.agent.procsyms import find_symbols  # pyelftools: not at a launch
-    from gtop.collectors.agent.safepoint import InjectError
-
-    injector = injector or Injector()
+    ``injector``: a child started earlier for ``pid`` (else one is started here)."""
+    injector = injector or Injector(pid)
     try:
-        try:
-            addresses = [f"{a:x}" for a in astuple(find_symbols(pid))]
-        except InjectError as exc:
-            return str(exc)
-        return injector.queue(pid, addresses, code)
+        return injector.queue(code)
     finally:
         injector.close()
 

@@ -37,11 +37,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
-import json
 import os
 import re
 import selectors
-import shutil
 import socket
 import threading
 import time
@@ -49,10 +47,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gtop.agent import bootstrap, tmpdirs, wire
+from gtop.agent import wire
 from gtop.agent.modes import kinds_for
-from gtop.agent.sampling import RANGES_ABOVE, SAMPLE_ABOVE
-from gtop.collectors.agent.boot import BootDir
+from gtop.agent.sampling import RANGES_ABOVE
+from gtop.collectors.agent.folder import LinkFolder
 from gtop.collectors.agent.status import REFUSALS, AgentStatus
 from gtop.core.hub import Entity, Hub
 from gtop.core.status import Status
@@ -62,8 +60,6 @@ if TYPE_CHECKING:
 
     from gtop.cupti.decode import NameTable
 
-TMP_PREFIX = "gtop-agent-"
-"""The link's folder: ``/tmp/gtop-agent-<pid>-*`` (socket, boot folder)."""
 MAX_AGENTS = 256
 """Agents connected at once; more are refused, so a flood cannot take every descriptor."""
 MAX_PENDING_BYTES = 256 << 20
@@ -101,10 +97,9 @@ class AgentLink:
 
     Args:
         hub: where batches and entities go.
-        mode: agent tracing mode (``default``, ``full`` or a comma list of kinds).
-        options: agent options (see :func:`gtop.agent.runtime.start`), over defaults
-            taken from ``$GTOP_AGENT_OPTIONS`` (JSON), e.g. ``{"buffers": 64}``;
-            ``sample_above`` defaults to :data:`~gtop.agent.sampling.SAMPLE_ABOVE`.
+        mode, options: see :class:`~.folder.LinkFolder`.
+        folder: one made earlier (an attach queued before the session's imports), with
+            its own mode and options (``mode`` and ``options`` are then not used).
 
     Raises:
         ValueError: unknown mode or kind.
@@ -112,22 +107,19 @@ class AgentLink:
 
     name = "agent"
 
-    def __init__(self, hub: Hub, mode: str = "default", options: dict[str, Any] | None = None):
-        kinds_for(mode)  # fail here, in gtop, on a bad mode
+    def __init__(
+        self,
+        hub: Hub,
+        mode: str = "default",
+        options: dict[str, Any] | None = None,
+        folder: LinkFolder | None = None,
+    ) -> None:
+        self.folder = folder if folder is not None else LinkFolder(mode, options)
         self.hub = hub
-        self.mode = mode
-        defaults = json.loads(os.environ.get(bootstrap.ENV_OPTIONS) or "{}")
-        self.options = {**defaults, **(options or {})}
-        self.options.setdefault("sample_above", SAMPLE_ABOVE)  # the agent: 0 in full mode
-        self.dir = tmpdirs.make(TMP_PREFIX)
-        self.path = str(self.dir / "agent.sock")
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        self._listener.bind(self.path)
-        os.chmod(self.path, 0o600)
-        self._listener.listen(16)
-        self.boot = BootDir(self.dir / "py")
-        if self.boot.shim is not None:
-            self.options.setdefault("shim", str(self.boot.shim))
+        self.mode, self.options = self.folder.mode, self.folder.options
+        self.dir, self.path = self.folder.dir, self.folder.path
+        self._listener = self.folder.listener
+        self.boot = self.folder.boot
         self._names: NameTable | None = None
         """Kernel and marker names of every agent; made with the first one, as is all
         the decoding machinery: the link listens before a launch, and its imports
@@ -153,21 +145,15 @@ class AgentLink:
 
     def launch_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """Environment that makes every Python process it reaches load the agent."""
-        return self.boot.launch_env(base, self.path, self.mode, self.options)
+        return self.folder.launch_env(base)
 
     def injection_code(self) -> str:
         """Python source that, run inside a target, starts the agent (never raises)."""
-        return self.boot.injection_code(self.path, self.mode, self.options)
+        return self.folder.injection_code()
 
     def grant(self, uid: int) -> None:
-        """Let processes of ``uid`` reach the link (gtop as root attaching to a user).
-
-        The folders stay gtop's: that user may read the agent's code and connect to the
-        socket (handed over, 0600), but cannot write anything gtop later writes or reads.
-        """
-        self.boot.open_to_all()
-        os.chmod(self.dir, 0o711)
-        os.chown(self.path, uid, -1, follow_symlinks=False)
+        """See :meth:`~.folder.LinkFolder.grant`."""
+        self.folder.grant(uid)
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -198,8 +184,7 @@ class AgentLink:
             os.close(self._wake_r)
         if first:
             os.close(self._wake_w)
-        self.boot.bytecode.join()  # nothing is written into the folder once it goes
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.folder.remove()
 
     @property
     def stopped(self) -> bool:

@@ -25,10 +25,9 @@ A main thread that never returns to the interpreter (stuck in one long C call) n
 runs the code; the caller bounds its wait and gives up (see
 :func:`gtop.collectors.agent.attach.attach`).
 
-Run as a child of gtop (:func:`main`; standard library only, so it starts in tens of
-milliseconds), so that a stuck tracee cannot hang gtop: killing the child detaches
-ptrace. gtop starts the child first, then finds the functions' addresses
-(:mod:`gtop.collectors.agent.procsyms`) and hands them over on its stdin.
+Run in a child of gtop (:mod:`gtop.collectors.agent.injector`), so that a stuck tracee
+cannot hang gtop: killing the child detaches ptrace. The child finds the functions'
+addresses itself (:mod:`gtop.collectors.agent.procsyms`) before gtop hands it the code.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ import ctypes
 import errno
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass
 
@@ -287,22 +285,3 @@ def queue_code(pid: int, syms: Symbols, code: bytes) -> None:
         if stopped:
             with contextlib.suppress(OSError):  # it exited meanwhile
                 tracee.resume()
-
-
-def main() -> None:
-    """``python -I -S -c ... PACKAGE_PARENT``; on stdin a line ``PID MMAP MPROTECT
-    ADD_PENDING_CALL RUN_SIMPLE_STRING`` (the addresses in hex), then the code. Nothing
-    on stdin (gtop closed it unused): exits without touching anything. One error line on
-    failure."""
-    try:
-        head = sys.stdin.buffer.readline().split()
-        if not head:
-            sys.exit(0)
-        if len(head) != 5:
-            raise InjectError("the injector expects PID and four addresses")
-        pid, *addresses = head
-        syms = Symbols(*(int(a, 16) for a in addresses))
-        queue_code(int(pid), syms, sys.stdin.buffer.read())
-    except InjectError as exc:
-        print(f"gtop: {exc}", file=sys.stderr)
-        sys.exit(1)
