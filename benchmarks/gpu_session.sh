@@ -9,7 +9,8 @@
 # Overhead steps (issue 15): graph-trace startup-overhead startup-ablation(-a,-b) tail-trace
 # startup-compile launch-time attach-paired
 # Attach (issue 23): attach-soak attach-ablation attach-phases probe-attach-cost
-# attach-phases-gpu attach-phases-gpu-hostoff attach-paired-eager attach-paired-graphs attach-paired-graphs-split; issue 26: python-lines sampler-cost;
+# attach-phases-gpu attach-phases-gpu-hostoff attach-first-kernel attach-paired-eager
+# attach-paired-graphs attach-paired-graphs-split; issue 26: python-lines sampler-cost;
 # issue 25: what-if-recordings compile-recording nvtx-recording; last: pack (all of $OUT in one tar)
 # overhead-matrix overhead-matrix-eager overhead-matrix-eager-ablation overhead-matrix-loader
 # overhead-matrix-train overhead-matrix-compile
@@ -249,6 +250,15 @@ for step in $steps; do
     attach-phases-gpu-hostoff) limit 200 python3 benchmarks/attach_phases.py --runs 8 --concurrency 4 \
                                  --mode decode --settle 8 --json "$OUT/attach_phases_gpu_k4_hostoff.json" \
                                  -- --host-tier off ;;
+    # issue 23 item 3: attach -> first kernel recorded (goal p50 <= 0.5 s from the command's
+    # start), torch targets, one and four gtops at once; with FIRSTK_BEFORE=DIR (a checkout
+    # of main before the attach was begun early, e.g. git archive 294c9a9) its runs alternate
+    attach-first-kernel) limit 250 python3 benchmarks/attach_phases.py --runs 12 --concurrency 1 \
+                           --mode decode --settle 8 --gtop ${FIRSTK_BEFORE:+"$FIRSTK_BEFORE"} . \
+                           --json "$OUT/attach_first_kernel_k1.json"
+                         limit 250 python3 benchmarks/attach_phases.py --runs 12 --concurrency 4 \
+                           --mode decode --settle 8 --gtop ${FIRSTK_BEFORE:+"$FIRSTK_BEFORE"} . \
+                           --json "$OUT/attach_first_kernel_k4.json" ;;
     probe-attach-cost) limit 150 python3 benchmarks/probe_attach_cost.py --check \
                          -o "$OUT/probe_attach_cost.json" ;;
     attach-paired-eager) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \

@@ -429,7 +429,10 @@ class LiveSource:
         if self.recorder is not None:
             raise RuntimeError("already recording")
         sub, self._held_sub = self._held_sub, None
-        since = self._held_since if sub is not None else time.monotonic_ns()
+        if sub is None:  # from now on, also while NVML's open is waited for (the meta)
+            sub, since = self.hub.subscribe(), time.monotonic_ns()
+        else:
+            since = self._held_since
         self.recorder = Recorder(
             self.hub, path, self.meta, overwrite=overwrite, sub=sub, since_ns=since
         ).start()

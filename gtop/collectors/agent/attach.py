@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gtop.agent import nvtx
+from gtop.agent.modes import kinds_for
 from gtop.collectors.agent.folder import LinkFolder
 from gtop.collectors.agent.injector import Injector
 from gtop.collectors.agent.safepoint import InjectError
@@ -155,37 +156,50 @@ def queue_agent(
 
 class PendingAttach:
     """An attach begun before the session exists (``gtop --pid``: before its heavy
-    imports): the injector child reads the target while the link's folder is made, and a
-    thread queues the agent as soon as the child has reported. The agent dials the
-    folder's socket and waits in its backlog until the session's link (made with
-    :attr:`folder`) runs; :func:`attach` waits for the queueing, then for the agent.
+    imports). On a thread of its own, the link's folder is made while the injector child
+    reads the target, and the agent is queued as soon as the child has reported; the
+    caller's thread goes on at once. The agent dials the folder's socket and waits in its
+    backlog until the session's link (made with :attr:`folder`) runs; :func:`attach`
+    waits for the queueing, then for the agent.
 
     Raises:
         ValueError: unknown mode or kind.
     """
 
     def __init__(self, pid: int, mode: str, options: dict[str, Any] | None = None) -> None:
+        kinds_for(mode)  # a bad mode fails here, in the caller
         self.pid = pid
         self._injector = Injector(pid)  # first: its interpreter starts meanwhile
-        try:
-            self.folder = LinkFolder(mode, options)
-        except BaseException:
-            self._injector.close()
-            raise
+        self._folder: LinkFolder | None = None
+        self._made = threading.Event()
         self._error: AttachError | None = None
         self._cancelled = threading.Event()
         self.queued = False
         """The agent's start code is queued in the target."""
-        self._thread = threading.Thread(target=self._queue, name="gtop-queue", daemon=True)
+        self._thread = threading.Thread(
+            target=self._queue, args=(mode, options), name="gtop-queue", daemon=True
+        )
         self._thread.start()
 
-    def _queue(self) -> None:
+    @property
+    def folder(self) -> LinkFolder | None:
+        """The link's folder, once made (None: it could not be; :meth:`wait` says why)."""
+        self._made.wait()
+        return self._folder
+
+    def _queue(self, mode: str, options: dict[str, Any] | None) -> None:
         try:
-            self.queued = queue_agent(self.pid, self.folder, self._injector, self._cancelled)
+            try:
+                self._folder = LinkFolder(mode, options)
+            finally:
+                self._made.set()
+            self.queued = queue_agent(self.pid, self._folder, self._injector, self._cancelled)
         except AttachError as exc:
             self._error = exc
-        except OSError as exc:  # the folder's grant, the injector's start
+        except OSError as exc:  # the folder, its grant, the injector's start
             self._error = AttachError(f"attach to pid {self.pid} failed: {exc}")
+        finally:
+            self._injector.close()  # already, unless the folder failed
 
     def wait(self) -> None:
         """Wait until the agent is queued.
@@ -202,8 +216,9 @@ class PendingAttach:
         and the folder goes (an agent queued already finds nobody there, and stops)."""
         self._cancelled.set()
         self._thread.join()
-        self.folder.listener.close()
-        self.folder.remove()
+        if self._folder is not None:
+            self._folder.listener.close()
+            self._folder.remove()
 
 
 def check_ptrace(target: Target) -> None:
