@@ -51,6 +51,8 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_kernel_stats", [_P, _N, _N, _P, _P, _N, *[_P] * 11], _N),
         ("gtop_launch_marks", [_P, _N, _N, _P, _P, _P, _N, _P, _N, _N, _N, _P, _P], _N),
         ("gtop_own_calls", [_P, _N, _N, _P, _N, _N, _N, _P, _N, _N, _N, _N, _P, _P], ctypes.c_int),
+        ("gtop_segments", [_P, _P, _P, _P, _P, _N, _P, _P, *[_N] * 6, *[_P] * 13], ctypes.c_int),
+        ("gtop_assemble", [*[_P] * 4, _N, *[_P] * 4, _N, _N, *[_P] * 4, _N, _P, _N, *[_P] * 6], _N),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, result
@@ -510,3 +512,116 @@ def launch_marks(
         _at(at),
     )
     return marks, pid, at
+
+
+def segments(
+    start: np.ndarray,
+    end: np.ndarray,
+    sub: np.ndarray,
+    elig: np.ndarray,
+    ops: np.ndarray,
+    tid: np.ndarray,
+    main: int,
+    kinds: tuple[int, int],
+    window: tuple[int, int],
+    codes: np.ndarray,
+) -> tuple[np.ndarray, ...] | None:
+    """``segments.device_segments_reference`` (rules 1-2 of a unit's window, and rule 3's
+    thread per gap) in one pass over the ops (records with uint8 ``kind`` and int64
+    ``label``; ``kinds``: the kernel's and the comm kernel's): the runs' starts, ends,
+    causes (``codes``, uint8: kernel, comm, copy, queue, stall, host) and gaps; the host
+    runs' starts, ends and gaps; the gaps' threads, next ops' kinds (int16) and labels.
+    None where the blob is not loaded or the ops are not in the order the pass needs
+    (start ascending, end >= start, sub <= elig <= start)."""
+    arrays = [_i64(x) for x in (start, end, sub, elig)]
+    at_op = _has(ops, (("kind", "u1"), ("label", "<i8")))
+    if LIB is None or any(a is None for a in arrays) or at_op is None:
+        return None
+    n = len(ops)
+    if not len(start) == len(end) == len(sub) == len(elig) == len(tid) == n:
+        return None
+    if tid.dtype != np.int32 or codes.dtype != np.uint8 or len(codes) != 6:
+        return None
+    threads = np.ascontiguousarray(tid)
+    offsets = np.array(at_op, I64)
+    work = np.empty(10 * n, I64)
+    runs = [np.empty(4 * n + 1, t) for t in (I64, I64, np.uint8, I64)]
+    runs += [np.empty(2 * n + 1, I64) for _ in range(3)]
+    gaps = [np.empty(n + 1, t) for t in (I64, np.int16, I64)]
+    count = np.zeros(3, I64)
+    ok = LIB.gtop_segments(
+        *(_at(a) for a in arrays),
+        _at(ops),
+        ops.strides[0],
+        _at(offsets),
+        _at(threads),
+        main,
+        n,
+        *kinds,
+        *window,
+        _at(codes),
+        _at(work),
+        *(_at(a) for a in runs),
+        *(_at(a) for a in gaps),
+        _at(count),
+    )
+    if ok < 0:
+        return None
+    m, h, g = count.tolist()
+    return (*(a[:m] for a in runs[:4]), *(a[:h] for a in runs[4:]), *(a[:g] for a in gaps))
+
+
+def assemble(
+    runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    pieces: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    hosts: int,
+    codes: np.ndarray,
+    gap_tid: np.ndarray,
+    gap_kind: np.ndarray,
+    gap_label: np.ndarray,
+) -> tuple[np.ndarray, ...] | None:
+    """``segments.assemble_reference`` in one pass: ``runs`` (starts, ends, uint8 causes,
+    gaps) with each of the ``hosts`` host runs (cause ``codes[0]``) replaced by its
+    ``pieces`` (starts, ends, uint8 causes, host run: consecutive per run), each segment
+    given its gap's thread (-1 where queue or stall: ``codes[1:3]``), next op's kind
+    (int16) and label (int64). None where the blob is not loaded or the inputs do not
+    fit together so."""
+    rs, re, rg, ps, pe, prun, tid, label = (
+        _i64(x)
+        for x in (runs[0], runs[1], runs[3], pieces[0], pieces[1], pieces[3], gap_tid, gap_label)
+    )
+    rc, pc, kind = (np.ascontiguousarray(x) for x in (runs[2], pieces[2], gap_kind))
+    arrays = (rs, re, rg, ps, pe, prun, tid, label)
+    if LIB is None or any(a is None for a in arrays) or kind.dtype != np.int16:
+        return None
+    if rc.dtype != np.uint8 or pc.dtype != np.uint8 or codes.dtype != np.uint8:
+        return None
+    if not len(tid) == len(kind) == len(label) or not len(ps) == len(pe) == len(pc) == len(prun):
+        return None
+    if not len(rs) == len(re) == len(rc) == len(rg):
+        return None
+    cap = len(rs) - hosts + len(ps)
+    work = np.zeros(2 * hosts, I64)
+    out = [np.empty(max(cap, 0), t) for t in (I64, I64, np.uint8, np.int32, np.int16, I64)]
+    n = LIB.gtop_assemble(
+        _at(rs),
+        _at(re),
+        _at(rc),
+        _at(rg),
+        len(rs),
+        _at(ps),
+        _at(pe),
+        _at(pc),
+        _at(prun),
+        len(ps),
+        hosts,
+        _at(codes),
+        _at(tid),
+        _at(kind),
+        _at(label),
+        len(tid),
+        _at(work),
+        cap,
+        *(_at(a) for a in out),
+    )
+    return None if n != cap else tuple(out)

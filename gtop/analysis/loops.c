@@ -588,3 +588,239 @@ int64_t gtop_launch_marks(const char *ops, int64_t ostride, int64_t n, const uin
     }
     return m;
 }
+
+/* A normal set being built from intervals met in order of their starts (or, mirrored, of
+ * their ends), clipped to [t0, t1) as each is closed. */
+typedef struct {
+    int64_t *s, *e, m, lo, hi;
+    int open;
+} Run;
+
+static void run_close(Run *r, int64_t t0, int64_t t1)
+{
+    int64_t s = r->lo > t0 ? r->lo : t0, e = r->hi < t1 ? r->hi : t1;
+    if (r->open && e > s) {
+        r->s[r->m] = s;
+        r->e[r->m++] = e;
+    }
+}
+
+/* [s, e) (not empty), its start at or after every start before it */
+static void run_forward(Run *r, int64_t s, int64_t e, int64_t t0, int64_t t1)
+{
+    if (r->open && s <= r->hi) {
+        if (e > r->hi)
+            r->hi = e;
+        return;
+    }
+    run_close(r, t0, t1);
+    r->lo = s;
+    r->hi = e;
+    r->open = 1;
+}
+
+/* [s, e) (not empty), its end at or before every end before it */
+static void run_backward(Run *r, int64_t s, int64_t e, int64_t t0, int64_t t1)
+{
+    if (r->open && e >= r->lo) {
+        if (s < r->lo)
+            r->lo = s;
+        return;
+    }
+    run_close(r, t0, t1);
+    r->lo = s;
+    r->hi = e;
+    r->open = 1;
+}
+
+static void reverse(int64_t *s, int64_t *e, int64_t m)
+{
+    for (int64_t a = 0, b = m - 1; a < b; a++, b--) {
+        int64_t x = s[a], y = e[a];
+        s[a] = s[b];
+        e[a] = e[b];
+        s[b] = x;
+        e[b] = y;
+    }
+}
+
+/* Gap g closes at t: its next op is the first starting at or after t (at[0] walks the
+ * ops forward); its thread, the next op's if it has one, else the previous op's (gtid[g]
+ * on entry), else main; the next op's kind and label (-1: none). */
+static void gap_closes(const int64_t *start, int64_t n, const char *ops, int64_t ostride,
+                       const int64_t *oat, const int32_t *tid, int64_t main, int64_t t,
+                       int64_t *at, int64_t g, int64_t *gtid, int16_t *gkind, int64_t *glabel)
+{
+    while (*at < n && start[*at] < t)
+        (*at)++;
+    int64_t next_tid = *at < n ? tid[*at] : -1;
+    gtid[g] = next_tid >= 0 ? next_tid : gtid[g] >= 0 ? gtid[g] : main;
+    if (*at < n) {
+        const char *row = ops + *at * ostride;
+        gkind[g] = (uint8_t)row[oat[0]];
+        memcpy(&glabel[g], row + oat[1], 8);
+    } else {
+        gkind[g] = -1;
+        glabel[g] = -1;
+    }
+}
+
+/* Rules 1 and 2 of a unit's window [t0, t1), and rule 3's choice of a thread per gap
+ * (attribution/segments.py, its reference: device_segments_reference): n ops in
+ * canonical order (start ascending; end >= start; sub <= elig <= start), rows ostride
+ * bytes apart holding their uint8 kind and int64 label at oat[0], oat[1]; tid: each op's
+ * submitting thread (-1: none); main: the unit's main thread.
+ * Each instant's cause, in priority order codes[0..5]: a kernel runs (kind == kernel),
+ * a comm kernel (kind == comm), a copy (any other), some op waits in [elig, start)
+ * (queue), in [sub, start) (stall), else the host's (codes[5]). Writes the maximal runs
+ * of one cause (os, oe, oc) with their gap (og: the index of the maximal off-GPU run
+ * holding them, -1 when on-GPU); the host's runs again (hs, he, hg); and per gap its
+ * charged thread (gtid: that of the first op starting at or after its end, else of the
+ * op with the latest end at or before its start, the last of equal ends, else main)
+ * and the first op's kind and label (-1: none). work: 10n int64; os..og: 4n + 1 each
+ * (run edges are ops' start, end, elig and sub times), hs..hg: 2n + 1 each (host runs
+ * are never adjacent), gtid..glabel: n + 1 each. Returns 0 with the counts of runs,
+ * host runs and gaps in count[0..2], or -1 when the ops are not so ordered. */
+int gtop_segments(const int64_t *start, const int64_t *end, const int64_t *sub,
+                  const int64_t *elig, const char *ops, int64_t ostride, const int64_t *oat,
+                  const int32_t *tid, int64_t main, int64_t n, int64_t kernel, int64_t comm,
+                  int64_t t0, int64_t t1, const uint8_t *codes, int64_t *work, int64_t *os,
+                  int64_t *oe, uint8_t *oc, int64_t *og, int64_t *hs, int64_t *he, int64_t *hg,
+                  int64_t *gtid, int16_t *gkind, int64_t *glabel, int64_t *count)
+{
+    Run set[5];
+    for (int k = 0; k < 5; k++) {
+        set[k].s = work + 2 * k * n;
+        set[k].e = work + (2 * k + 1) * n;
+        set[k].m = set[k].lo = set[k].hi = 0;
+        set[k].open = 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (end[i] < start[i] || elig[i] > start[i] || sub[i] > elig[i] ||
+            (i && start[i] < start[i - 1]))
+            return -1;
+        if (end[i] > start[i]) {
+            uint8_t kind = (uint8_t)ops[i * ostride + oat[0]];
+            run_forward(&set[kind == kernel ? 0 : kind == comm ? 1 : 2], start[i], end[i], t0,
+                        t1);
+        }
+    }
+    for (int64_t i = n - 1; i >= 0; i--) {
+        if (elig[i] < start[i])
+            run_backward(&set[3], elig[i], start[i], t0, t1);
+        if (sub[i] < start[i])
+            run_backward(&set[4], sub[i], start[i], t0, t1);
+    }
+    for (int k = 0; k < 5; k++) {
+        run_close(&set[k], t0, t1);
+        if (k >= 3)
+            reverse(set[k].s, set[k].e, set[k].m);
+    }
+    int64_t m = 0, h = 0, g = -1, t = t0, at[5] = {0, 0, 0, 0, 0};
+    int64_t next_op = 0, seen = 0, prev_op = -1;
+    int off_run = 0, last = -1;
+    while (t < t1) {
+        int64_t next = t1;
+        int cause = 5;
+        for (int k = 0; k < 5; k++) {
+            const Run *r = &set[k];
+            while (at[k] < r->m && r->e[at[k]] <= t)
+                at[k]++;
+            if (at[k] == r->m)
+                continue;
+            if (r->s[at[k]] <= t) {
+                if (cause == 5)
+                    cause = k;
+                if (r->e[at[k]] < next)
+                    next = r->e[at[k]];
+            } else if (r->s[at[k]] < next)
+                next = r->s[at[k]];
+        }
+        int off = cause >= 3;
+        if (off && !off_run) { /* a gap opens: no op covers t, so those starting by t
+                                  are those ending by t */
+            for (g++; seen < n && start[seen] <= t; seen++)
+                if (prev_op < 0 || end[seen] >= end[prev_op])
+                    prev_op = seen;
+            gtid[g] = prev_op >= 0 ? tid[prev_op] : -1;
+        } else if (!off && off_run)
+            gap_closes(start, n, ops, ostride, oat, tid, main, t, &next_op, g, gtid, gkind, glabel);
+        off_run = off;
+        if (m && cause == last) { /* a run goes on where another set's interval ended */
+            oe[m - 1] = next;
+            if (cause == 5)
+                he[h - 1] = next;
+        } else {
+            os[m] = t;
+            oe[m] = next;
+            oc[m] = codes[cause];
+            og[m++] = off ? g : -1;
+            if (cause == 5) {
+                hs[h] = t;
+                he[h] = next;
+                hg[h++] = g;
+            }
+        }
+        last = cause;
+        t = next;
+    }
+    if (off_run)
+        gap_closes(start, n, ops, ostride, oat, tid, main, t1, &next_op, g, gtid, gkind, glabel);
+    count[0] = m;
+    count[1] = h;
+    count[2] = g + 1;
+    return 0;
+}
+
+/* A unit's partition from its runs (gtop_segments' os..og: m of them) with the k-th host
+ * run (cause codes[0]; nhost of them) replaced by its pieces (ps, pe, pc: those with
+ * prun == k, consecutive, np of them) (attribution/segments.py, its reference:
+ * assemble_reference). Each segment's gap g (a piece: its run's) gives its charged
+ * thread gap_tid[g] (-1 where g < 0 or the cause is codes[1] or codes[2], queue and
+ * stall), its next op's kind and label (-1 where g < 0). work: 2 * nhost int64, zeroed.
+ * Returns the count written (at most cap), or -1 when the runs, pieces and gaps (ngap)
+ * do not fit together so. */
+int64_t gtop_assemble(const int64_t *rs, const int64_t *re, const uint8_t *rc, const int64_t *rg,
+                      int64_t m, const int64_t *ps, const int64_t *pe, const uint8_t *pc,
+                      const int64_t *prun, int64_t np, int64_t nhost, const uint8_t *codes,
+                      const int64_t *gap_tid, const int16_t *gap_kind, const int64_t *gap_label,
+                      int64_t ngap, int64_t *work, int64_t cap, int64_t *os, int64_t *oe,
+                      uint8_t *oc, int32_t *otid, int16_t *okind, int64_t *olabel)
+{
+    int64_t *first = work, *count = work + nhost, n = 0, k = 0;
+    for (int64_t j = 0; j < np; j++) {
+        int64_t r = prun[j];
+        if (r < 0 || r >= nhost || (count[r] && prun[j - 1] != r))
+            return -1;
+        if (!count[r]++)
+            first[r] = j;
+    }
+    for (int64_t i = 0; i < m; i++) {
+        int64_t g = rg[i], a = i, b = i + 1;
+        const int64_t *s = rs, *e = re;
+        const uint8_t *c = rc;
+        if (g < -1 || g >= ngap)
+            return -1;
+        if (rc[i] == codes[0]) {
+            if (k == nhost)
+                return -1;
+            a = first[k];
+            b = a + count[k++];
+            s = ps;
+            e = pe;
+            c = pc;
+        }
+        if (n + (b - a) > cap)
+            return -1;
+        for (int64_t j = a; j < b; j++, n++) {
+            int charged = g >= 0 && c[j] != codes[1] && c[j] != codes[2];
+            os[n] = s[j];
+            oe[n] = e[j];
+            oc[n] = c[j];
+            otid[n] = charged ? (int32_t)gap_tid[g] : -1;
+            okind[n] = g >= 0 ? gap_kind[g] : -1;
+            olabel[n] = g >= 0 ? gap_label[g] : -1;
+        }
+    }
+    return k == nhost ? n : -1;
+}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gtop.analysis import compiled, loops_blob
@@ -27,7 +27,15 @@ from gtop.analysis.attribution.default_mode import (
 from gtop.analysis.attribution.default_mode import own_calls as own_calls_reference
 from gtop.analysis.attribution.host_window import sweep_reference
 from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
-from gtop.analysis.attribution.records import API, OP, project_reference
+from gtop.analysis.attribution.records import API, OP, OP_COMM, OP_KERNEL, project_reference
+from gtop.analysis.attribution.segments import (
+    _CODES,
+    Pieces,
+    assemble,
+    assemble_reference,
+    device_segments,
+    device_segments_reference,
+)
 from gtop.analysis.kernels.cuda_activity import kernel_groups_reference
 from gtop.core.layouts import KERNEL, ApiClass
 from gtop.recordings import codec
@@ -399,3 +407,77 @@ def test_launch_marks(rows, strided):
     marks, pids, at = launch_rows_reference(ops, launched)
     assert got[0].dtype == marks.dtype and got[0].tobytes() == marks.tobytes()
     same(got[1:], (pids.astype(np.int64), at))
+
+
+op_rows = st.lists(
+    st.tuples(
+        times,  # start
+        st.integers(0, 30),  # length
+        st.integers(0, 60),  # queue wait: elig = start - wait
+        st.integers(0, 60),  # dependency wait: sub = elig - wait
+        st.integers(0, 4),  # kind: kernel, memcpy, memset, comm, other
+        st.integers(-1, 3),  # submitting thread (-1: none)
+    ),
+    max_size=40,
+)
+
+
+def unit_ops(rows: list[tuple[int, ...]], strided: bool) -> tuple[np.ndarray, ...]:
+    """Ops in start order with their start, end, submit and eligible times and threads."""
+    rows = sorted(rows, key=lambda r: r[0])
+    ops = np.zeros(2 * len(rows), OP)[:: 2 if strided else 1][: len(rows)]
+    for i, (start, length, _, _, kind, _) in enumerate(rows):
+        row = ops[i : i + 1]
+        row["t"], row["end"], row["kind"], row["label"] = start, start + length, kind, 7 * i
+    start = ops["t"].copy()
+    elig = start - np.array([r[2] for r in rows], np.int64).reshape(-1)
+    sub = elig - np.array([r[3] for r in rows], np.int64).reshape(-1)
+    tid = np.array([r[5] for r in rows], np.int32).reshape(-1)
+    return ops, start, ops["end"].copy(), sub, elig, tid
+
+
+@given(op_rows, st.tuples(times, st.integers(1, 80)), st.booleans(), st.booleans())
+@example([(0, 10, 0, 0, 0, 1), (5, 5, 0, 0, 0, 2)], (0, 30), False, False)  # equal ends
+def test_segments(rows, window, strided, late):
+    """Rules 1-2 and each gap's thread, in C as in numpy: ops of every class, overlapping
+    or not, empty ones, waits reaching out of the window, ops without a thread; the C
+    declines a submit time after the eligible one (``late``: rule 2 never makes one)."""
+    ops, start, end, sub, elig, tid = unit_ops(rows, strided)
+    if late and len(rows):
+        sub[len(rows) // 2] = elig[len(rows) // 2] + 1
+    span = (window[0], window[0] + window[1])
+    args = (start, end, sub, elig, ops, tid, 99, (OP_KERNEL, OP_COMM), span, _CODES)
+    assert (compiled.segments(*args) is None) == bool(np.any(sub > elig))
+    got = device_segments(ops, start, end, sub, elig, tid, 99, span)
+    want = device_segments_reference(ops, start, end, sub, elig, tid, 99, span)
+    same(tuple(got.host) + got[:4] + got[5:], tuple(want.host) + want[:4] + want[5:])
+
+
+@given(op_rows, st.tuples(times, st.integers(1, 80)), st.data())
+def test_assemble(rows, window, data):
+    """The runs with each host run replaced by its pieces (split at random, with random
+    causes, the runs dealt to two threads), each segment's thread, kind and label."""
+    ops, start, end, sub, elig, tid = unit_ops(rows, False)
+    seg = device_segments_reference(
+        ops, start, end, sub, elig, tid, 99, (window[0], window[0] + window[1])
+    )
+    threads = data.draw(st.lists(st.integers(0, 1), min_size=len(seg.host), max_size=len(seg.host)))
+    parts = []
+    for thread in (0, 1):
+        for k in np.flatnonzero(np.array(threads, np.int64) == thread):
+            a, b = int(seg.host.starts[k]), int(seg.host.ends[k])
+            cuts = sorted(set(data.draw(st.lists(st.integers(a + 1, b), max_size=3))) | {b})
+            for lo, hi in zip([a, *cuts[:-1]], cuts, strict=True):
+                parts.append((lo, hi, data.draw(st.integers(2, 9)), k))
+    pieces = Pieces(
+        *(
+            np.array(c, t).reshape(-1)
+            for c, t in zip(
+                zip(*parts, strict=True) if parts else ((), (), (), ()),
+                (np.int64, np.int64, np.uint8, np.int64),
+                strict=True,
+            )
+        )
+    )
+    got = assemble(seg, pieces)
+    same(got, assemble_reference(seg, pieces))

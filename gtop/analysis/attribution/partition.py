@@ -79,7 +79,8 @@ from gtop.analysis import intervals as iv
 from gtop.analysis.attribution import default_mode, untraced
 from gtop.analysis.attribution.causes import PANELS, Cause
 from gtop.analysis.attribution.host_window import LAUNCH_GAP_NS, HostIndex
-from gtop.analysis.attribution.records import OP_COMM, OP_KERNEL, Records
+from gtop.analysis.attribution.records import Records
+from gtop.analysis.attribution.segments import Pieces, assemble, device_segments
 from gtop.core.rows import concat_rows, kept, take_rows
 
 NEVER = np.int64(-(2**62))
@@ -559,6 +560,11 @@ def untraced_estimates(p: Partition) -> np.ndarray:
     return mix[owner] * (dur[off] / traced[owner])[:, None]
 
 
+_NO_PIECES = Pieces(
+    np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, np.int64)
+)
+
+
 def _attribute_unit(
     prep: _Prepared, unit: Unit, idx: np.ndarray, main: int, off: iv.Spans
 ) -> UnitResult:
@@ -570,70 +576,27 @@ def _attribute_unit(
     ops = take_rows(prep.ops, rows)
     start, end, sub, elig = prep.start[rows], prep.end[rows], prep.sub[rows], prep.elig[rows]
     tid = prep.tid[rows]
-    kernel = ops["kind"] == OP_KERNEL
-    talk = ops["kind"] == OP_COMM
-    copy = ~kernel & ~talk
-    comp = iv.clip(iv.union(start[kernel], end[kernel]), t0, t1)
-    comm = iv.subtract(iv.clip(iv.union(start[talk], end[talk]), t0, t1), comp)
-    xfer = iv.subtract(iv.subtract(iv.clip(iv.union(start[copy], end[copy]), t0, t1), comp), comm)
-    on = iv.union(
-        np.concatenate((comp.starts, comm.starts, xfer.starts)),
-        np.concatenate((comp.ends, comm.ends, xfer.ends)),
-    )
-    gaps = iv.complement(on, t0, t1)
-    queue = iv.intersect(gaps, iv.clip(iv.union(elig, start), t0, t1))
-    stall = iv.subtract(iv.intersect(gaps, iv.clip(iv.union(sub, elig), t0, t1)), queue)
-    host = iv.subtract(gaps, iv.clip(iv.union(sub, start), t0, t1))
+    seg = device_segments(ops, start, end, sub, elig, tid, main, (t0, t1))
 
-    # Rule 3: one charged thread per gap.
-    nxt = iv.last_at_or_before(start, gaps.ends - 1) + 1  # the first starting at or after
-    nxt[nxt >= len(ops)] = -1
-    by_end = _op_order(ops, end, start)
-    prv = iv.take(by_end, iv.last_at_or_before(end[by_end], gaps.starts), -1)
-    next_tid = iv.take(tid, nxt, -1)
-    prev_tid = iv.take(tid, prv, -1)
-    gap_tid = np.where(next_tid >= 0, next_tid, np.where(prev_tid >= 0, prev_tid, main))
-    gap_kind = iv.take(ops["kind"].astype(np.int16), nxt, -1)
-    gap_label = iv.take(ops["label"], nxt, -1)
+    # Rule 3: the host's runs split by what their charged thread was doing.
+    host_tid = seg.gap_tid[seg.host_gap]
+    charged = iv.unique_sorted(host_tid)
+    split = []
+    for t in charged:  # mostly one thread: its runs are all of them
+        if len(charged) == 1:
+            hs, he, hc, run = prep.host.host_causes(int(t), seg.host)
+        else:
+            mine = np.flatnonzero(host_tid == t)
+            spans = iv.Spans(seg.host.starts[mine], seg.host.ends[mine])
+            hs, he, hc, span = prep.host.host_causes(int(t), spans)
+            run = mine[span]
+        split.append(Pieces(hs, he, hc, run))
+    pieces = split[0] if len(split) == 1 else _NO_PIECES
+    if len(split) > 1:
+        pieces = Pieces(*(np.concatenate(x) for x in zip(*split, strict=True)))
+    partition = _not_traced(Partition(*assemble(seg, pieces)), off)
 
-    # (starts, ends, causes, gap index or -1) of every segment; on-GPU ones have no gap.
-    parts = [
-        (comp.starts, comp.ends, Cause.G_COMP, None),
-        (xfer.starts, xfer.ends, Cause.G_XFER, None),
-        (comm.starts, comm.ends, Cause.G_COMM, None),
-        (queue.starts, queue.ends, Cause.G_QUEUE, iv.owner(gaps, queue.starts)),
-        (stall.starts, stall.ends, Cause.G_STALL, iv.owner(gaps, stall.starts)),
-    ]
-    host_gap = iv.owner(gaps, host.starts) if len(host) else np.empty(0, np.int64)
-    host_tid = gap_tid[host_gap]
-    for t in iv.unique_sorted(host_tid):
-        mine = host_tid == t
-        hs, he, hc, span = prep.host.host_causes(
-            int(t), iv.Spans(host.starts[mine], host.ends[mine])
-        )
-        parts.append((hs, he, hc, host_gap[mine][span]))
-    starts = np.concatenate([p[0] for p in parts])
-    order = np.argsort(starts, kind="stable")
-    starts = starts[order]
-    ends = np.concatenate([p[1] for p in parts])[order]
-    causes = np.concatenate([np.broadcast_to(np.uint8(p[2]), len(p[0])) for p in parts])[order]
-    g = np.concatenate([np.full(len(p[0]), -1, np.int64) if p[3] is None else p[3] for p in parts])[
-        order
-    ]
-    charged = np.where(np.isin(causes, (Cause.G_QUEUE, Cause.G_STALL)), -1, g)
-    partition = _not_traced(
-        Partition(
-            starts,
-            ends,
-            causes,
-            iv.take(gap_tid, charged, -1).astype(np.int32),
-            iv.take(gap_kind, g, -1).astype(np.int16),
-            iv.take(gap_label, g, -1).astype(np.int64),
-        ),
-        off,
-    )
-
-    threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], host_tid))).astype(np.int64)
+    threads = iv.unique_sorted(np.concatenate((tid[tid >= 0], charged))).astype(np.int64)
     blocked, runnable, on_cpu = prep.host.thread_panels(threads)
     dep, queue = iv.clipped_measure(sub, elig, t0, t1), iv.clipped_measure(elig, start, t0, t1)
     panels = dict(zip(PANELS, (blocked, runnable, dep, queue), strict=True))
