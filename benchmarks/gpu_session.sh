@@ -297,6 +297,7 @@ for step in $steps; do
           limit 200 python3 -m gtop record -o "$OUT/compile/compile-mlp.gtop" \
             -- python3 benchmarks/workloads/compile_mlp.py >"$OUT/compile/compile-mlp.json"
           limit 60 python3 -m gtop report "$OUT/compile/compile-mlp.gtop" | head -45
+          python3 benchmarks/kernel_gaps.py "$OUT/compile/compile-mlp.gtop"  # lost kernels?
           # the committable excerpt: from 2 s before the last one-time phase ends to the
           # steady window's end (the compile's tail, its end, the steady steps)
           limit 60 python3 -m gtop report --json "$OUT/compile/compile-mlp.gtop" >"$OUT/compile/report.json"

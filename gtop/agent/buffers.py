@@ -46,6 +46,9 @@ class BufferPool:
         self.size = size
         self.count = count
         self.declined = 0
+        self.requested_ns = 0
+        """CLOCK_MONOTONIC ns of CUPTI's last buffer request (0: none yet). This
+        fallback always lends whole buffers; :class:`ShimPool` sizes them to the rate."""
         self._cost = [0, 0]  # ns in the callbacks, calls
         self._arrays: dict[int, ctypes.Array] = {}
         self._free: deque[int] = deque()
@@ -73,6 +76,7 @@ class BufferPool:
 
     def _on_requested(self, buffer, size, max_records) -> None:
         t0 = time.perf_counter_ns()
+        self.requested_ns = time.monotonic_ns()
         try:
             address = self._take()
             max_records[0] = 0
@@ -151,6 +155,7 @@ class ShimPool:
         lib.gtop_shim_take.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int]
         lib.gtop_shim_give.argtypes = [ctypes.c_void_p]
         lib.gtop_shim_declined.restype = ctypes.c_uint64
+        lib.gtop_shim_last_request.restype = ctypes.c_uint64
         lib.gtop_shim_ship.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         lib.gtop_shim_costs.argtypes = [ctypes.c_void_p]
         self._costs = (ctypes.c_uint64 * 4)()
@@ -168,6 +173,11 @@ class ShimPool:
     @property
     def declined(self) -> int:
         return int(self.lib.gtop_shim_declined())
+
+    @property
+    def requested_ns(self) -> int:
+        """CLOCK_MONOTONIC ns of CUPTI's last buffer request (0: none yet)."""
+        return int(self.lib.gtop_shim_last_request())
 
     def costs(self) -> tuple[int, int, int, int]:
         """ns in the buffer callbacks (on CUPTI's threads), their calls; ns shipping, ships."""

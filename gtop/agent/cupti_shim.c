@@ -36,6 +36,12 @@ static uint8_t *free_list[MAX_BUFFERS];
 static uint8_t *done_buf[MAX_BUFFERS];
 static size_t done_valid[MAX_BUFFERS], done_dropped[MAX_BUFFERS];
 static uint64_t declined;
+/* What is lent: at most buffer_size, sized to the recent rate (next_lend). */
+#define MIN_LEND 16384u
+#define FAST_NS 250000000u /* a request this soon after the last: lend twice as much */
+#define FILL_NS 500000000u /* after a quiet spell: what the rate since fills this long */
+static size_t lend_size;
+static uint64_t last_request_ns;
 static dropped_fn get_dropped;
 /* Self-timing, ns and calls: callbacks (on CUPTI's threads) and gtop_shim_ship(). */
 static uint64_t callback_ns, callbacks, ship_ns, ships;
@@ -51,16 +57,36 @@ int gtop_shim_setup(size_t size, int count, dropped_fn fn) {
   if (count < 1 || count > MAX_BUFFERS || size < 1024) return -1;
   pthread_mutex_lock(&mu);
   buffer_size = size;
+  lend_size = 0;
+  last_request_ns = 0;
   max_buffers = count;
   get_dropped = fn;
   pthread_mutex_unlock(&mu);
   return 0;
 }
 
+/* The size to lend at t (mu held): buffers that fill in about FILL_NS at the recent
+ * rate. CUPTI hands a full buffer back once its records are complete; a part-filled one
+ * only at a flush, and a forced flush takes the kernels still queued on the GPU without
+ * end times. So after a quiet spell (a compile, an evaluation) a small buffer fills and
+ * comes back within milliseconds of the work resuming, rather than waiting, part-filled,
+ * for the forced flush that loses the queue's records (~1,000 on a GPU-bound step). */
+static size_t next_lend(uint64_t t) {
+  uint64_t gap = last_request_ns ? t - last_request_ns : UINT64_MAX;
+  double lend = lend_size ? (double)lend_size : MIN_LEND;
+  if (gap < FAST_NS) lend *= 2;
+  else if (gap > 2 * (uint64_t)FILL_NS) lend = lend * FILL_NS / (double)gap;
+  if (lend > buffer_size) lend = (double)buffer_size;
+  if (lend < MIN_LEND) lend = MIN_LEND < buffer_size ? MIN_LEND : (double)buffer_size;
+  return (size_t)lend;
+}
+
 void gtop_shim_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   uint8_t *b = NULL;
   uint64_t t0 = now_ns();
   pthread_mutex_lock(&mu);
+  lend_size = next_lend(t0);
+  last_request_ns = t0;
   if (n_free > 0) {
     b = free_list[--n_free];
   } else if (allocated < max_buffers) {
@@ -72,7 +98,7 @@ void gtop_shim_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   callbacks++;
   pthread_mutex_unlock(&mu);
   *buffer = b;
-  *size = b ? buffer_size : 0;
+  *size = b ? lend_size : 0;
   *max_records = 0;
 }
 
@@ -135,6 +161,15 @@ int gtop_shim_trim(void) {
 }
 
 uint64_t gtop_shim_declined(void) { return declined; }
+
+/* CLOCK_MONOTONIC ns of CUPTI's last buffer request (0: none yet): records are flowing. */
+uint64_t gtop_shim_last_request(void) {
+  uint64_t t;
+  pthread_mutex_lock(&mu);
+  t = last_request_ns;
+  pthread_mutex_unlock(&mu);
+  return t;
+}
 
 /* The subscriber callback CUPTI's subscriber slot needs. It is C so that CUPTI never waits
    for Python's GIL inside a CUDA call: with a ctypes callback, attaching hung a target whose

@@ -47,10 +47,11 @@ FLUSH_INTERVAL_S = 0.25
 CUDA_POLL_S = 0.25
 """How often to look whether the process has initialised CUDA yet."""
 STALE_S = 1.5
-"""Without a returned buffer for this long, the next flush is forced. A forced flush
-returns the kernels still queued on a busy GPU without end times (counted as
-incomplete), so it is the last resort: buffers small enough to fill up come back
-complete on their own."""
+"""Without a buffer returned or requested for this long, the next flush is forced. A
+forced flush returns the kernels still queued on a busy GPU without end times (counted
+as incomplete, and as a drop in the recording), so it is the last resort: buffers come
+back complete on their own once full, and the shim lends buffers sized to fill within
+~0.5 s at the recent rate (a request means one has filled and will come back)."""
 BUFFER_BYTES = 1 << 20
 BUFFERS = 32
 """The pool: 32 MB in all. 1 MB buffers (~4800 kernel records) fill and come back
@@ -286,7 +287,8 @@ class Session(threading.Thread):
                 # without end times, and are counted as incomplete).
                 if now - last_buffer >= interval:
                     t_flush = time.perf_counter_ns()
-                    cupti.flush(forced=now - last_buffer >= STALE_S)  # ctypes: GIL let go
+                    quiet = now - max(last_buffer, self.pool.requested_ns / 1e9)
+                    cupti.flush(forced=quiet >= STALE_S)  # ctypes: GIL let go
                     released += time.perf_counter_ns() - t_flush
                 next_flush = now + interval
             if self._ship_returned():

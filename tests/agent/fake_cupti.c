@@ -83,11 +83,28 @@ static void complete_locked(void) {
   buf_used = 0;
 }
 
+/* A forced flush on a busy GPU: the last FAKE_CUPTI_QUEUE kernels of the current buffer
+   are still queued on the GPU, not started, and come back without times (as CUPTI's do:
+   an H200 job's ~1,000 queued kernels after a compile). */
+static void end_queued_locked(void) {
+  const char *q = getenv("FAKE_CUPTI_QUEUE");
+  size_t offsets[4096], n = 0, off = 0;
+  long queued = q ? atol(q) : 0;
+  while (off + 4 <= buf_used && n < 4096) {
+    uint32_t kind;
+    memcpy(&kind, buf + off, 4);
+    if (kind == 10) offsets[n++] = off;
+    off += kind == 10 ? KERNEL_SIZE : kind == 1 ? MEMCPY_SIZE : MARKER_SIZE;
+  }
+  while (queued-- > 0 && n > 0) memset(buf + offsets[--n] + 16, 0, 16); /* start, end */
+}
+
 int cuptiActivityFlushAll(uint32_t flag) {
   /* FAKE_CUPTI_BUSY_GPU: like a GPU that is never idle, a plain flush finds the
      current buffer with records in flight and returns nothing; only a forced one does */
   if (!(flag & 1) && getenv("FAKE_CUPTI_BUSY_GPU")) return 0;
   pthread_mutex_lock(&lock);
+  if (buf && buf_used && getenv("FAKE_CUPTI_BUSY_GPU")) end_queued_locked();
   if (buf && buf_used) complete_locked();
   pthread_mutex_unlock(&lock);
   return 0;

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from agent_helpers import TARGETS, script, start_target
+from agent_helpers import TARGETS, script, start_target, wait_for
 
 from gtop.agent.cupti import CONCURRENT_KERNEL, MEMCPY
 from gtop.agent.runtime import STALE_S
@@ -234,6 +234,39 @@ def test_a_kind_cupti_refuses_is_left_out_and_reported(processes, fake_libs, lin
     assert status.message.startswith("marker: cuptiActivityEnable(12) failed")
     target.ask(f"launch 10 {KERNEL_NAME}")
     assert len(got.wait("kernel", 10)) == 10
+
+
+WITHOUT_TIMES = "cupti records without times"
+
+
+def test_kernels_queued_at_a_forced_flush_are_counted_lost(processes, fake_libs, link_factory):
+    link, got = link_factory()
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_BUSY_GPU="1", FAKE_CUPTI_QUEUE="4")
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    target.ask(f"launch 10 {KERNEL_NAME}")  # far from filling a buffer: forced out
+    assert len(got.wait("kernel", 6, timeout=5)) == 6
+    wait_for(lambda: link.hub.source_drops.get(WITHOUT_TIMES) == 4)
+    assert link.status()[target.pid].incomplete == 4
+
+
+def test_work_after_a_quiet_spell_is_not_forced_out_of_the_gpu_queue(
+    processes, fake_libs, link_factory
+):
+    """A GPU-bound job after a compile: the first buffer fills within milliseconds (the
+    shim lends small buffers after a quiet spell) and comes back complete; a forced flush
+    of a big part-filled one would lose the kernels queued on the GPU."""
+    link, got = link_factory(options={"sample_above": 0})
+    target = launch_fake(processes, fake_libs, link, FAKE_CUPTI_BUSY_GPU="1", FAKE_CUPTI_QUEUE="50")
+    target.ask("init")
+    assert link.wait(target.pid, ("tracing",), 10) is not None
+    time.sleep(STALE_S + 0.5)  # quiet: nothing launched, no buffer requested or returned
+    assert target.ask(f"start 2000 {KERNEL_NAME}") == "started"
+    kernels = got.wait("kernel", 1000, timeout=10)
+    target.ask("stop")
+    assert len(kernels) >= 1000 and (kernels["end_ns"] > kernels["t_ns"]).all()
+    assert WITHOUT_TIMES not in link.hub.source_drops
+    assert link.status()[target.pid].incomplete == 0
 
 
 def test_records_stuck_behind_a_busy_gpu_are_forced_out(processes, fake_libs, link_factory):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import platform
 import re
+import time
 
 import pytest
 
@@ -29,6 +30,7 @@ def shim(tmp_path):
         ctypes.c_size_t,
     ]
     lib.gtop_shim_declined.restype = ctypes.c_uint64
+    lib.gtop_shim_last_request.restype = ctypes.c_uint64
     return lib
 
 
@@ -43,6 +45,28 @@ def take(lib) -> list[tuple[int, int, int]]:
     bufs, valid, dropped = (ctypes.c_void_p * 8)(), (ctypes.c_size_t * 8)(), (ctypes.c_size_t * 8)()
     n = lib.gtop_shim_take(bufs, valid, dropped, 8)
     return [(bufs[i], valid[i], dropped[i]) for i in range(n)]
+
+
+def test_lends_small_buffers_after_a_quiet_spell_and_more_while_they_fill_fast(shim):
+    """Lent sizes follow the request rate: 16 KiB at first and after a quiet spell (so
+    the first buffer of resumed work fills and comes back complete), doubling per request
+    while requests come within 250 ms, never above the buffers' size."""
+    mib = 1 << 20
+    assert shim.gtop_shim_setup(mib, 16, None) == 0
+    assert shim.gtop_shim_last_request() == 0
+    sizes = []
+    for _ in range(8):
+        buf, size = request(shim)
+        sizes.append(size)
+        shim.gtop_shim_completed(None, 0, buf, size, size)
+        shim.gtop_shim_give(take(shim)[0][0])
+    assert sizes == [16384, 32768, 65536, 131072, 262144, 524288, mib, mib]
+    before = time.monotonic_ns()
+    time.sleep(1.2)  # a quiet spell: the rate of the last requests would fill 1 MiB in ~0.5 s
+    _, size = request(shim)
+    assert 16384 <= size <= mib * 0.5 / 1.2 and shim.gtop_shim_last_request() > before
+    assert shim.gtop_shim_setup(mib, 16, None) == 0  # a new session starts small again
+    assert request(shim)[1] == 16384
 
 
 def test_lends_bounded_zeroed_buffers_and_declines_beyond(shim):

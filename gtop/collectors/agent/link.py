@@ -487,6 +487,8 @@ class AgentLink:
             self._count_ranges(conn, decoded.batches["marker"]["t_ns"])
         if dropped:
             self.hub.count_source_drops("cupti", dropped)
+        if decoded.incomplete:  # in flight at a forced flush: lost, and said so
+            self.hub.count_source_drops("cupti records without times", decoded.incomplete)
         st = conn.status
         by_kind = dict(st.records_by_kind)
         for k, n in decoded.records.items():
