@@ -43,7 +43,8 @@ def main() -> None:
     with Recording(args.file) as rec:
         found = holes(rec, args.min_calls, args.min_s)
         untraced = len(rec.read("untraced")) if "untraced" in rec.streams else 0
-        print(f"{args.file}: {len(found)} holes; untraced rows {untraced}; drops {rec.meta.get('drops')}")
+        drops = rec.meta.get("drops")
+        print(f"{args.file}: {len(found)} holes; untraced rows {untraced}; drops {drops}")
     print("| pid | from (s) | seconds | launch calls skipped |\n|---|---|---|---|")
     for pid, t, s, calls in found:
         print(f"| {pid} | {t:.3f} | {s:.3f} | {calls} |")
