@@ -302,7 +302,8 @@ for step in $steps; do
           # steady window's end (the compile's tail, its end, the steady steps)
           limit 60 python3 -m gtop report --json "$OUT/compile/compile-mlp.gtop" >"$OUT/compile/report.json"
           python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = d["window"]
-ends = [p["to_s"] for p in d["phases"] if p.get("one_time")] or [w["from_s"]]
+ends = [p["to_s"] for p in d["phases"] if p.get("one_time") and p["to_s"] <= w["from_s"] + 0.01]
+ends = ends or [w["from_s"]]  # (a compile worker may wake after the steps: not before them)
 t0, t1 = max(ends) - 2.0, w["to_s"] + 0.2
 print(f"{t0:.3f} {t1:.3f}", file=open(sys.argv[2], "w"))' \
             "$OUT/compile/report.json" /tmp/compile-cut

@@ -27,7 +27,8 @@ def test_compile_job_reports_its_compile_and_its_steady_steps(tmp_path: Path) ->
     assert any(p["name"] == "compilation" for p in phases), report["phases"]
     assert sum(p["seconds"] for p in phases) > 1.0
     window = report["window"]
-    assert window["from_s"] >= max(p["to_s"] for p in phases) - 0.01, (window, phases)
+    before = [p for p in phases if p["from_s"] < window["to_s"]]  # (not a worker's late wake)
+    assert window["from_s"] >= max(p["to_s"] for p in before) - 0.01, (window, phases)
     steady = [(t - r0) / 1e9 for t in job["window_ns"]]  # the workload's timed steps
     assert window["from_s"] == pytest.approx(steady[0], abs=0.25), (window, steady)
     assert window["to_s"] == pytest.approx(steady[1], abs=0.25), (window, steady)
