@@ -27,6 +27,7 @@ import importlib
 import importlib.abc
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -225,21 +226,29 @@ def one_run(args: argparse.Namespace, folder: Path, i: int, checkout: Path) -> d
                "-o", str(rec), *args.extra]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": python_path(checkout)}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: compiled once, not each run
+        cpu0 = _children_cpu()
         t0, t0_ns = time.time(), time.monotonic_ns()
         res = subprocess.run(
             [sys.executable, __file__, "--child", str(t0), str(events_path), *cmd],
             capture_output=True, text=True, env=env, timeout=120, check=False, cwd=folder,
         )  # fmt: skip
         wall = time.time() - t0
+        cpu = _children_cpu() - cpu0  # gtop's and its children's (one run at a time: exact)
         events = json.loads(events_path.read_text()) if events_path.exists() else []
         span, first_kernel_ns = _read(rec)
         first_kernel = None if first_kernel_ns is None else (first_kernel_ns - t0_ns) / 1e9
         return {"gtop": str(checkout), "wall": wall, "rc": res.returncode, "events": events,
                 "stderr": res.stderr.strip().splitlines()[-3:], "span": span,
-                "first_kernel": first_kernel}  # fmt: skip
+                "first_kernel": first_kernel, "cpu": cpu}  # fmt: skip
     finally:
         target.kill()
         target.wait()
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children that have been waited for."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _read(path: Path) -> tuple[float | None, int | None]:
@@ -299,6 +308,10 @@ def table(runs: list[dict[str, Any]]) -> str:
         f"{sum(r['rc'] != 0 for r in runs)}; recorded span p50 "
         f"{pct(spans_s, 0.5) if spans_s else float('nan'):.2f} s"
     )
+    cpus = [r["cpu"] for r in runs if "cpu" in r]
+    if cpus:
+        cpu_p50 = statistics.median(cpus)
+        lines.append(f"CPU of gtop and its children p50 {cpu_p50:.3f} s (exact when k=1)")
     if firsts:
         lines.append(
             f"first kernel recorded p50 {statistics.median(firsts):.3f} s, p90 "
