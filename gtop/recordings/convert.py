@@ -51,10 +51,12 @@ def copy_into(
     t1: int | None = None,
 ) -> dict[str, int]:
     """Write ``rec``'s chunks (each filtered by ``keep``, when given) and its entities
-    (those from before ``t1``, when given, and every stack a kept row names: a stack is
-    written when its samples are placed, after the rows that name it) to the new file
-    ``dst`` with ``meta``, compressed for keeping; a failure leaves no ``dst``. Returns
-    the rows written per stream (the file is not vacuumed yet: :func:`vacuum`)."""
+    (those from before ``t1``, when given; with ``keep``, of the stacks only those a kept
+    row names, whenever written: a stack is written when its samples are placed, after
+    the rows that name it, and a compile's thousands of stacks outside an excerpt would
+    be most of it) to the new file ``dst`` with ``meta``, compressed for keeping; a
+    failure leaves no ``dst``. Returns the rows written per stream (the file is not
+    vacuumed yet: :func:`vacuum`)."""
     docs = stream_docs(rec.path)
     writer = RecordingWriter(dst, meta, archive=True)
     named: set[str] = set()
@@ -68,7 +70,10 @@ def copy_into(
                     if "stack_id" in (kept.dtype.names or ()):
                         named.update(str(i) for i in np.unique(kept["stack_id"]).tolist())
         for entity in rec.entities():
-            if t1 is None or entity.t_ns < t1 or (entity.kind == "stack" and entity.key in named):
+            if entity.kind == "stack" and keep is not None:
+                if entity.key in named:
+                    writer.add_entity(entity)
+            elif t1 is None or entity.t_ns < t1:
                 writer.add_entity(entity)
     except BaseException:
         writer.abandon()

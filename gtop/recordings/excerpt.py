@@ -3,8 +3,9 @@
 Every row that lies in the window (starts in it and, for an interval, ends in it: what
 a recorder stopped at the window's end had written of it) is copied whole and unchanged,
 chunk by chunk in the recorded order; every entity valid from before the window's end
-is kept (a stack or a process named earlier still describes rows in the window); the
-metadata is the source's, its time range and row counts those of the copy, plus
+is kept (a process named earlier still describes rows in the window), but of the
+stacks only those the copied rows name; the metadata is the source's, its time range
+and row counts those of the copy, plus
 ``excerpt`` (the window and the source's span, in seconds from the source's first
 record). Nothing is made up: each row of the copy is a row of the source, bit for bit.
 """

@@ -1,5 +1,6 @@
 """An excerpt of a real recording holds exactly the source's rows that lie in its
-window, bit for bit, the entities valid before its end and every stack its rows name;
+window, bit for bit, the entities valid before its end and the stacks its rows name (no
+other: a compile's thousands of stacks would be most of an excerpt of its steps);
 the tool says in one line when the window holds nothing."""
 
 from __future__ import annotations
@@ -31,9 +32,23 @@ def test_an_excerpt_holds_the_rows_that_lie_in_its_window(tmp_path: Path) -> Non
         named = {str(i) for s in x.streams if "stack_id" in x.read(s).dtype.names
                  for i in x.read(s)["stack_id"]}  # fmt: skip
         assert x.entities() == [
-            e for e in src.entities() if e.t_ns < t1 or (e.kind == "stack" and e.key in named)
+            e for e in src.entities() if (e.key in named if e.kind == "stack" else e.t_ns < t1)
         ]
+        assert named
         assert t0 <= x.time_range()[0] < x.time_range()[1] < t1
+    late = tmp_path / "late.gtop"  # stacks written before 8 s that no row of 8-10 s names
+    excerpt(SOURCE, late, 8.0, 10.0)
+    with Recording(SOURCE) as src, Recording(late) as x:
+        named = {str(i) for s in x.streams if "stack_id" in x.read(s).dtype.names
+                 for i in x.read(s)["stack_id"]}  # fmt: skip
+        stacks = {e.key for e in x.entities() if e.kind == "stack"}
+        earlier = {
+            e.key
+            for e in src.entities()
+            if e.kind == "stack" and e.t_ns < src.time_range()[0] + 8e9
+        }
+        assert stacks == named & {e.key for e in src.entities() if e.kind == "stack"}
+        assert earlier - named and not stacks & (earlier - named)
 
 
 def test_an_empty_window_is_one_line(tmp_path: Path) -> None:
