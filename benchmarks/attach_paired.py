@@ -20,7 +20,8 @@ the last gap show whether a detach leaves a cost behind.
 Variants: ``default`` (``--agent-mode default``), ``no-agent`` (no CUPTI: host tracing and
 NVML), ``host-off`` (the agent, no host-thread tracing), ``every-kernel`` (default without
 kernel sampling: every launch traced), ``graph-nodes``, ``full``, ``nvml-only`` (neither
-the agent nor host-thread tracing: what NVML polling and gtop's presence cost).
+the agent nor host-thread tracing: what NVML polling and gtop's presence cost),
+``floor-0.1`` (default with kernel sampling's floor at 10%).
 """
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ VARIANTS = {
     "host-off": ["--agent-mode", "default", "--host-tier", "off"],
     "every-kernel": ["--agent-mode", "default", "--trace-every-kernel"],
     "nvml-only": ["--no-agent", "--host-tier", "off"],
+    "floor-0.1": ["--agent-mode", "default"],
 }
+VARIANT_ENV = {"floor-0.1": {"GTOP_AGENT_OPTIONS": '{"min_duty": 0.1}'}}
+"""Agent options a variant sets (``floor-0.1``: kernel sampling traces at least 10% of
+the time instead of 20%)."""
 
 
 @dataclass
@@ -88,7 +93,8 @@ def attach(pid: int, variant: str, seconds: float, out: Path) -> Attach:
     cmd = [sys.executable, "-m", "gtop", "record", "--pid", str(pid), "--force"]
     cmd += ["--duration", str(seconds), "-o", str(out), *VARIANTS[variant]]
     t0 = time.monotonic_ns()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    env = {**os.environ, **VARIANT_ENV.get(variant, {})}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, env=env)
     t1 = time.monotonic_ns()
     if proc.returncode:
         print(f"{variant}: gtop exited {proc.returncode}: {proc.stderr.strip()[-300:]}")

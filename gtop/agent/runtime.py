@@ -39,7 +39,7 @@ from .modes import KEPT_ON, KINDS, SAMPLED_KINDS, kinds_for
 from .native import cuda_initialised, read_cstring
 from .owned import FdLost, OwnedSocket
 from .probe_control import ProbeControl
-from .sampling import KERNEL_RECORD_BYTES, SAMPLE_ABOVE, SamplingPolicy
+from .sampling import KERNEL_RECORD_BYTES, MIN_DUTY, SAMPLE_ABOVE, SamplingPolicy
 
 _KEPT_ON = frozenset(KIND_BY_NAME[n] for n in KEPT_ON)
 """CUPTI kinds that stay enabled through kernel sampling's off phases."""
@@ -268,7 +268,8 @@ class Session(threading.Thread):
         sample_above = self.options.get("sample_above", SAMPLE_ABOVE)
         if sample_above:
             record_bytes = sizes.get(CONCURRENT_KERNEL) or KERNEL_RECORD_BYTES
-            self.sampling = SamplingPolicy(record_bytes, sample_above, time.monotonic_ns())
+            floor = float(self.options.get("min_duty", MIN_DUTY))
+            self.sampling = SamplingPolicy(record_bytes, sample_above, time.monotonic_ns(), floor)
         self._send_clock(5)  # several samples first, for a quick first fit
         interval = self.options.get("flush_interval", FLUSH_INTERVAL_S)
         next_flush = last_buffer = time.monotonic()
@@ -602,6 +603,7 @@ def start(path: str, mode: str = "default", **options: Any) -> bool:
         mode: ``"default"`` or ``"full"``, or a comma-separated list of kinds
             (``kernel,memcpy,runtime``); see :mod:`gtop.agent.modes`.
         options: ``buffer_bytes``, ``buffers``, ``flush_interval``, ``latency_timestamps``,
+            ``min_duty`` (kernel sampling's floor),
             ``sample_above`` (records/s above which kernels are traced in a duty cycle,
             :mod:`gtop.agent.sampling`; 0: trace every kernel, as ``full`` mode and any
             kind list with API calls or CUPTI overhead always do).

@@ -45,11 +45,12 @@ KERNEL_RECORD_BYTES = 216
 _NS = 1_000_000_000
 
 
-def duty_for(rate: float) -> float:
-    """The traced share that keeps ``rate`` records/s near :data:`BUDGET` of the time."""
+def duty_for(rate: float, floor: float = MIN_DUTY) -> float:
+    """The traced share that keeps ``rate`` records/s near :data:`BUDGET` of the time,
+    at least ``floor``."""
     if rate <= 0:
         return 1.0
-    return min(1.0, max(MIN_DUTY, BUDGET / (rate * RECORD_COST_S)))
+    return min(1.0, max(floor, BUDGET / (rate * RECORD_COST_S)))
 
 
 class Switch(NamedTuple):
@@ -73,10 +74,14 @@ class SamplingPolicy:
         record_bytes: bytes of one kernel record (records/s = bytes/s / this).
         sample_above: records/s above which to sample.
         now_ns: when tracing started.
+        min_duty: the smallest traced share (:data:`MIN_DUTY`).
     """
 
-    def __init__(self, record_bytes: int, sample_above: float, now_ns: int) -> None:
+    def __init__(
+        self, record_bytes: int, sample_above: float, now_ns: int, min_duty: float = MIN_DUTY
+    ) -> None:
         self.record_bytes = max(1, record_bytes)
+        self.min_duty = min_duty
         self.sample_above = sample_above
         self.on = True
         self.sampling = False
@@ -126,7 +131,7 @@ class SamplingPolicy:
 
     def _cycle(self, now_ns: int) -> Switch | None:
         """Start the next period of the cycle: off for ``1 - duty`` of it."""
-        self.duty = duty_for(self.rate)
+        self.duty = duty_for(self.rate, self.min_duty)
         if self.duty >= 1.0:  # only with a low threshold: stay on this period
             self.next_ns = now_ns + int(PERIOD_S * _NS)
             return None

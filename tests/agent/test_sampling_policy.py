@@ -159,3 +159,14 @@ def test_switched_uses_the_time_the_agent_reports():
     assert on is not None and on.on
     policy.switched(True, policy.next_ns + 300_000)
     assert policy.on and policy.next_ns > 1_000_200_000
+
+
+def test_a_lower_floor_traces_less_of_a_very_fast_loop():
+    """``min_duty`` (the agent option): at 300k records/s the budget asks for 4%, the
+    floor keeps 20% by default and the given share when it is lower."""
+    budget = BUDGET / (300_000 * RECORD_COST_S)
+    for floor, want in ((MIN_DUTY, MIN_DUTY), (0.1, 0.1), (0.01, budget)):
+        policy = SamplingPolicy(KERNEL_RECORD_BYTES, SAMPLE_ABOVE, 0, min_duty=floor)
+        policy.shipped(int(300_000 * KERNEL_RECORD_BYTES))
+        switch = policy.step(1_000_000_000)
+        assert switch is not None and switch.duty == pytest.approx(want, rel=0.01)
