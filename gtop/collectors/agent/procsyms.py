@@ -9,10 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
-from gtop.collectors.agent.pyversion import symbol_lookup
+from gtop.collectors.agent.elfsyms import ElfSymbols
 from gtop.collectors.agent.safepoint import InjectError, Symbols
 from gtop.core.files import open_regular
 
@@ -76,24 +73,16 @@ def _resolve(pid: int, path: str, names: tuple[str, ...], maps: list[Mapping]) -
     for source in sources:
         try:
             with open_regular(source, follow=True) as f:
-                elf = ELFFile(f)
-                lookup = symbol_lookup(elf)
-                if lookup is None:
-                    break
-                lowest = min(
-                    s["p_vaddr"] - s["p_offset"]
-                    for s in elf.iter_segments()
-                    if s["p_type"] == "PT_LOAD"
-                )
+                elf = ElfSymbols(f)
                 offset0 = min(m[0] - m[2] for m in mine)  # where file offset 0 is mapped
-                bias = offset0 - lowest
+                bias = offset0 - elf.lowest_load()
                 found = []
                 for name in names:
-                    sym = lookup(name)
-                    if sym is None or not sym["st_value"]:
+                    sym = elf.lookup(name)
+                    if sym is None or not sym.value:
                         raise InjectError(f"pid {pid}: {Path(path).name} has no {name}")
-                    found.append(bias + sym["st_value"])
+                    found.append(bias + sym.value)
                 return found
-        except (OSError, ELFError, ValueError, KeyError):
+        except (OSError, ValueError):
             continue
     raise InjectError(f"pid {pid}: cannot read {path}")

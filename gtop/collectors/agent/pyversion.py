@@ -17,18 +17,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from gtop.collectors.agent.elfsyms import ElfSymbols
 from gtop.core.files import open_regular
-
-MAX_SYMBOLS = 1 << 20
-"""A dynamic symbol table without a hash table, bigger than this, is not searched
-(libpython has ~2,000 symbols)."""
 
 
 def python_version(pid: int, maps: str, why: list[str] | None = None) -> tuple[int, int] | None:
@@ -50,7 +43,7 @@ def python_version(pid: int, maps: str, why: list[str] | None = None) -> tuple[i
         try:
             with open_regular(proc_path, follow=True) as f:
                 version = elf_python_version(f, name)
-        except (OSError, ELFError, ValueError, KeyError, IndexError) as exc:
+        except (OSError, ValueError) as exc:
             # not readable, not ELF, damaged: not an interpreter we can use
             why.append(f"{proc_path}: {type(exc).__name__}: {exc}"[:200])
             continue
@@ -69,48 +62,14 @@ def _exe_name(pid: int) -> str:
 
 def elf_python_version(f: BinaryIO, name: str) -> tuple[int, int] | None:
     """The CPython version an ELF file holds (``name``: its path, for 3.10), or None."""
-    elf = ELFFile(f)
-    lookup = symbol_lookup(elf)
-    if lookup is None:
-        return None
-    sym = lookup("Py_Version")
+    elf = ElfSymbols(f)
+    sym = elf.lookup("Py_Version")
     if sym is not None:
-        value = _read_symbol(elf, f, sym["st_value"], min(sym["st_size"], 8))
+        value = elf.read_int(sym.value, min(sym.size, 8))
         if value is not None:
             return value >> 24 & 0xFF, value >> 16 & 0xFF
-    if lookup("Py_Initialize") is not None:
+    if elf.lookup("Py_Initialize") is not None:
         m = re.search(r"python(\d+)\.(\d+)", Path(name).name)
         if m is not None:
             return int(m[1]), int(m[2])
-    return None
-
-
-def symbol_lookup(elf: ELFFile) -> Callable[[str], Any] | None:
-    """name -> dynamic symbol (or None): through the GNU hash table where there is one
-    (one probe; building a by-name map of libpython's symbols took 0.16 s here)."""
-    gnu_hash = elf.get_section_by_name(".gnu.hash")
-    if gnu_hash is not None and hasattr(gnu_hash, "get_symbol"):
-        return gnu_hash.get_symbol
-    dynsym = elf.get_section_by_name(".dynsym")
-    if dynsym is None or dynsym.num_symbols() > MAX_SYMBOLS:
-        return None
-
-    def by_name(name: str) -> Any:
-        found = dynsym.get_symbol_by_name(name)
-        return found[0] if found else None
-
-    return by_name
-
-
-def _read_symbol(elf: ELFFile, f: BinaryIO, vaddr: int, size: int) -> int | None:
-    """The integer stored at ``vaddr`` (found through the loadable segments)."""
-    for seg in elf.iter_segments():
-        if seg["p_type"] != "PT_LOAD":
-            continue
-        start, filesz = seg["p_vaddr"], seg["p_filesz"]
-        if size and start <= vaddr and vaddr + size <= start + filesz:
-            f.seek(seg["p_offset"] + vaddr - start)
-            data = f.read(size)
-            if len(data) == size:
-                return int.from_bytes(data, "little" if elf.little_endian else "big")
     return None

@@ -31,7 +31,7 @@ def inspect(pid: int) -> Target:
     Raises:
         AttachError: no such process, or it is not CPython 3.10+.
     """
-    from gtop.collectors.agent.pyversion import python_version  # pyelftools: not at a launch
+    from gtop.collectors.agent.pyversion import python_version  # not needed at a launch
 
     proc = Path(f"/proc/{pid}")
     try:
