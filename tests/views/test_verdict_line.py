@@ -113,6 +113,26 @@ async def test_v_shows_the_verdict_in_full(replay_app: AppFactory) -> None:
         assert isinstance(app.screen, ProcessScreen)
 
 
+async def test_v_names_the_one_time_phases_the_window_leaves_out(replay_app: AppFactory) -> None:
+    """A torch.compile job (compile-mlp.gtop): the v screen says what the report's phases
+    say, each one-time phase with its cost, span and usual remedy (issue 25 item 3)."""
+    report = report_of(RECORDINGS / "compile-mlp.gtop")
+    once = [p for p in report["phases"] if p.get("one_time")]
+    assert {p["name"] for p in once} == {"compilation", "autotuning"}
+    app = target_app(replay_app, "compile-mlp.gtop", report["duration_s"] + 1)  # END: its window
+    async with app.run_test(size=SIZE) as pilot:
+        await settled_verdict(app, pilot, time.monotonic() + 60)
+        await pilot.press("v")
+        await pilot.pause()
+        assert isinstance(app.screen, VerdictScreen)
+        text = " ".join(app.screen.text.plain.split())
+    assert text.startswith(report["verdict"]["headline"])
+    assert "Left out of this window, once (gtop report's phases)" in text
+    for p in once:
+        span = f"{p['name']} {p['seconds']:.2f} s, {p['from_s']:.2f}–{p['to_s']:.2f} s,"
+        assert f"{span} {p['what']}. Usual remedy: {p['remedy']}" in text
+
+
 async def test_a_paused_replay_shows_the_verdict_of_the_playhead(
     replay_app: AppFactory,
 ) -> None:

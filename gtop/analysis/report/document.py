@@ -377,20 +377,23 @@ def phases_section(
             phase["on_cpu_s"] = round(totals[tid]["on_cpu_s"], 3)
             phase["top_on_cpu"] = startup_activity(states, samples, stacks, tid)
         out.append(phase)
-    for p in one_time:
-        out.append(
-            {
-                "name": p.kind.name,
-                "what": f"once: {p.kind.what}",
-                "from_s": round((p.t0 - r0) / 1e9, 3),
-                "to_s": round((p.t1 - r0) / 1e9, 3),
-                "seconds": round(p.seconds, 3),
-                "one_time": True,
-                "remedy": p.kind.remedy,
-            }
-        )
+    out += [one_time_phase(p, r0) for p in one_time]
     out.sort(key=lambda ph: (ph["from_s"], ph.get("one_time", False)))
     return out
+
+
+def one_time_phase(p: Phase, r0: int) -> dict[str, Any]:
+    """A one-time phase as the ``phases`` key holds it (seconds from ``r0``); the ``v``
+    screen words the same dict."""
+    return {
+        "name": p.kind.name,
+        "what": f"once: {p.kind.what}",
+        "from_s": round((p.t0 - r0) / 1e9, 3),
+        "to_s": round((p.t1 - r0) / 1e9, 3),
+        "seconds": round(p.seconds, 3),
+        "one_time": True,
+        "remedy": p.kind.remedy,
+    }
 
 
 def window_section(recorded: tuple[int, int], window: Window) -> dict[str, Any]:

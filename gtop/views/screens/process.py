@@ -11,7 +11,7 @@ from textual.widgets._tabbed_content import ContentTabs
 
 from gtop.core.model import Model
 from gtop.views.screens.base import GtopScreen
-from gtop.views.screens.verdict import VerdictScreen
+from gtop.views.screens.verdict import VerdictScreen, once_lines
 from gtop.views.tabs.panels import ModelView, PanelSpec, process_panels
 from gtop.views.tabs.verdict_line import VerdictLine
 from gtop.views.tabs.worker_panel import WorkerPanel
@@ -95,7 +95,8 @@ class ProcessScreen(GtopScreen):
     def action_verdict(self) -> None:
         """The verdict line in full: evidence and the usual fix (cut at 80 columns)."""
         line = self.verdict
-        screen = VerdictScreen(line.verdict, line.line(), line.gains)
+        once = once_lines(self.app.source) if line.verdict is not None else []
+        screen = VerdictScreen(line.verdict, line.line(), line.gains, once)
         self.app.push_screen(screen)
         if screen.pending:  # (the gains of the verdict it shows, even if a newer comes)
             line.want_gains(screen.show_gains)
