@@ -253,10 +253,10 @@ for step in $steps; do
     # issue 23 item 3: attach -> first kernel recorded (goal p50 <= 0.5 s from the command's
     # start), torch targets, one and four gtops at once; with FIRSTK_BEFORE=DIR (a checkout
     # of main before the attach was begun early, e.g. git archive 294c9a9) its runs alternate
-    attach-first-kernel) limit 250 python3 benchmarks/attach_phases.py --runs 12 --concurrency 1 \
+    attach-first-kernel) limit 250 python3 benchmarks/attach_phases.py --runs "${FIRSTK_RUNS:-12}" --concurrency 1 \
                            --mode decode --settle 8 --gtop ${FIRSTK_BEFORE:+"$FIRSTK_BEFORE"} . \
                            --json "$OUT/attach_first_kernel_k1.json"
-                         limit 250 python3 benchmarks/attach_phases.py --runs 12 --concurrency 4 \
+                         limit 250 python3 benchmarks/attach_phases.py --runs "${FIRSTK_RUNS:-12}" --concurrency 4 \
                            --mode decode --settle 8 --gtop ${FIRSTK_BEFORE:+"$FIRSTK_BEFORE"} . \
                            --json "$OUT/attach_first_kernel_k4.json" ;;
     probe-attach-cost) limit 150 python3 benchmarks/probe_attach_cost.py --check \
