@@ -21,7 +21,7 @@ Variants: ``default`` (``--agent-mode default``), ``no-agent`` (no CUPTI: host t
 NVML), ``host-off`` (the agent, no host-thread tracing), ``every-kernel`` (default without
 kernel sampling: every launch traced), ``graph-nodes``, ``full``, ``nvml-only`` (neither
 the agent nor host-thread tracing: what NVML polling and gtop's presence cost),
-``floor-0.1`` (default with kernel sampling's floor at 10%).
+``floor-0.2`` (default with kernel sampling's floor at 20%, as before).
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ VARIANTS = {
     "host-off": ["--agent-mode", "default", "--host-tier", "off"],
     "every-kernel": ["--agent-mode", "default", "--trace-every-kernel"],
     "nvml-only": ["--no-agent", "--host-tier", "off"],
-    "floor-0.1": ["--agent-mode", "default"],
+    "floor-0.2": ["--agent-mode", "default"],
 }
-VARIANT_ENV = {"floor-0.1": {"GTOP_AGENT_OPTIONS": '{"min_duty": 0.1}'}}
-"""Agent options a variant sets (``floor-0.1``: kernel sampling traces at least 10% of
-the time instead of 20%)."""
+VARIANT_ENV = {"floor-0.2": {"GTOP_AGENT_OPTIONS": '{"min_duty": 0.2}'}}
+"""Agent options a variant sets (``floor-0.2``: kernel sampling traces at least 20% of
+the time, the floor before 2026-11-29, instead of 10%)."""
 
 
 @dataclass

@@ -265,9 +265,9 @@ for step in $steps; do
                            --variants default --json "$OUT/attach_paired_eager.json" ;;
     attach-paired-graphs) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-6}" --traced 8 --gap 5 \
                             --variants default --graphs --json "$OUT/attach_paired_graphs.json" ;;
-    # the graph decode with kernel sampling's floor at 10% instead of 20%
+    # the graph decode with kernel sampling's floor at 10% (default) and 20% (before)
     attach-paired-graphs-floor) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-4}" --traced 8 --gap 5 \
-                            --variants default,floor-0.1 --graphs --json "$OUT/attach_paired_graphs_floor.json" ;;
+                            --variants default,floor-0.2 --graphs --json "$OUT/attach_paired_graphs_floor.json" ;;
     # which part of an attach costs the graph decode: the agent, host-thread tracing, or neither
     attach-paired-graphs-split) limit 290 python3 benchmarks/attach_paired.py --rounds "${PAIRED_ROUNDS:-3}" --traced 8 --gap 5 \
                             --variants default,no-agent,host-off --graphs --json "$OUT/attach_paired_graphs_split.json" ;;
