@@ -166,7 +166,7 @@ for step in $steps; do
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
     # gtop attached to / detached from one launch-bound process, paired in time
     attach-soak) limit 340 python3 benchmarks/attach_soak.py --attaches 220 --concurrency 4 \
-                   --target-seconds 20 --per-target 5 --budget 290 --json "$OUT/attach_soak.json" ;;
+                   --target-seconds 20 --per-target 5 --budget "${SOAK_BUDGET:-290}" --json "$OUT/attach_soak.json" ;;
     attach-ablation) limit 220 python3 benchmarks/attach_paired.py --rounds 2 --traced 8 --gap 5 \
                        --variants default,no-agent,host-off,nvml-only --json "$OUT/attach_ablation.json" ;;
     attach-paired) limit 560 python3 benchmarks/attach_paired.py --rounds 5 --traced 9 --gap 6 \
