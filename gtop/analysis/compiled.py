@@ -52,6 +52,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_launch_marks", [_P, _N, _N, _P, _P, _P, _N, _P, _N, _N, _N, _P, _P], _N),
         ("gtop_own_calls", [_P, _N, _N, _P, _N, _N, _N, _P, _N, _N, _N, _N, _P, _P], ctypes.c_int),
         ("gtop_segments", [_P, _P, _P, _P, _P, _N, _P, _P, *[_N] * 6, *[_P] * 13], ctypes.c_int),
+        ("gtop_api_sets", [_P, _N, _N, _P, _P, _P, _P, _P, _N, _N, *[_P] * 7], ctypes.c_int),
         ("gtop_assemble", [*[_P] * 4, _N, *[_P] * 4, _N, _N, *[_P] * 4, _N, _P, _N, *[_P] * 6], _N),
     ):
         fn = getattr(lib, name)
@@ -625,3 +626,46 @@ def assemble(
         *(_at(a) for a in out),
     )
     return None if n != cap else tuple(out)
+
+
+def api_sets(
+    apis: np.ndarray,
+    spans: tuple[np.ndarray, np.ndarray],
+    path: np.ndarray,
+    sync: np.ndarray,
+    gap_ns: int,
+) -> tuple[np.ndarray, ...] | None:
+    """``host_window.api_sets_reference`` in one pass over a thread's API rows (int64 ``t``
+    and ``end``, uint8 ``cls``; ``t`` ascending): the starts and ends of the union of the
+    calls overlapping the normal ``spans``, of those of them of a class ``sync`` marks,
+    and of the launch gaps (holes shorter than ``gap_ns`` in the union of the calls of a
+    class ``path`` marks; ``path``, ``sync``: bool tables of 256). None where the blob is
+    not loaded or the rows are not so."""
+    at = _has(apis, (("t", "<i8"), ("end", "<i8"), ("cls", "u1")))
+    ss, se = _i64(spans[0]), _i64(spans[1])
+    if LIB is None or at is None or ss is None or se is None or len(ss) != len(se):
+        return None
+    if path.dtype != np.bool_ or sync.dtype != np.bool_ or len(path) != 256 or len(sync) != 256:
+        return None
+    offsets = np.array(at, I64)
+    n = len(apis)
+    out = [np.empty(n, I64) for _ in range(6)]
+    count = np.zeros(3, I64)
+    ok = LIB.gtop_api_sets(
+        _at(apis),
+        apis.strides[0],
+        n,
+        _at(offsets),
+        _at(path),
+        _at(sync),
+        _at(ss),
+        _at(se),
+        len(ss),
+        gap_ns,
+        *(_at(a) for a in out),
+        _at(count),
+    )
+    if ok < 0:
+        return None
+    m = count.tolist()
+    return tuple(_cut(a, m[k // 2]) for k, a in enumerate(out))

@@ -824,3 +824,59 @@ int64_t gtop_assemble(const int64_t *rs, const int64_t *re, const uint8_t *rc, c
     }
     return k == nhost ? n : -1;
 }
+
+/* A thread's API sets of HostIndex.activity (attribution/host_window.py, its reference:
+ * api_sets_reference), in one pass over its n calls (rows stride bytes apart: int64 t and
+ * end, uint8 class at at[0..2]; t ascending): the union of the calls overlapping the
+ * normal spans (ss, se: nspan), and of those of them whose class is marked in sync[256];
+ * the holes shorter than gap_ns between consecutive pieces of the union of every call
+ * whose class is marked in path[256] (none when gap_ns <= 0). Unions drop empty calls
+ * and are not clipped. Each set written to its pair of outputs (n each), its count to
+ * count[0..2]; 0, or -1 when t does not ascend. */
+int gtop_api_sets(const char *rows, int64_t stride, int64_t n, const int64_t *at,
+                  const uint8_t *path, const uint8_t *sync, const int64_t *ss, const int64_t *se,
+                  int64_t nspan, int64_t gap_ns, int64_t *as, int64_t *ae, int64_t *ys,
+                  int64_t *ye, int64_t *gs, int64_t *ge, int64_t *count)
+{
+    Run api = {as, ae, 0, 0, 0, 0}, in_sync = {ys, ye, 0, 0, 0, 0};
+    int64_t j = 0, prev = INT64_MIN, g = 0, reach = 0;
+    int open = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const char *row = rows + i * stride;
+        int64_t t, end;
+        uint8_t cls = (uint8_t)row[at[2]];
+        memcpy(&t, row + at[0], 8);
+        memcpy(&end, row + at[1], 8);
+        if (t < prev)
+            return -1;
+        prev = t;
+        if (end <= t)
+            continue;
+        while (j < nspan && se[j] <= t)
+            j++;
+        if (j < nspan && ss[j] < end) { /* the first span ending after t holds part of it */
+            run_forward(&api, t, end, INT64_MIN, INT64_MAX);
+            if (sync[cls])
+                run_forward(&in_sync, t, end, INT64_MIN, INT64_MAX);
+        }
+        if (!path[cls] || gap_ns <= 0)
+            continue;
+        if (open && t <= reach) {
+            if (end > reach)
+                reach = end;
+            continue;
+        }
+        if (open && (int64_t)((uint64_t)t - (uint64_t)reach) < gap_ns) {
+            gs[g] = reach; /* the hole before a new piece of the launch path */
+            ge[g++] = t;
+        }
+        reach = end;
+        open = 1;
+    }
+    run_close(&api, INT64_MIN, INT64_MAX);
+    run_close(&in_sync, INT64_MIN, INT64_MAX);
+    count[0] = api.m;
+    count[1] = in_sync.m;
+    count[2] = g;
+    return 0;
+}

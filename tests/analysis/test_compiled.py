@@ -25,7 +25,7 @@ from gtop.analysis.attribution.default_mode import (
     thread_in_reference,
 )
 from gtop.analysis.attribution.default_mode import own_calls as own_calls_reference
-from gtop.analysis.attribution.host_window import sweep_reference
+from gtop.analysis.attribution.host_window import _PATH, _SYNC, api_sets_reference, sweep_reference
 from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
 from gtop.analysis.attribution.records import API, OP, OP_COMM, OP_KERNEL, project_reference
 from gtop.analysis.attribution.segments import (
@@ -481,3 +481,32 @@ def test_assemble(rows, window, data):
     )
     got = assemble(seg, pieces)
     same(got, assemble_reference(seg, pieces))
+
+
+@given(
+    st.lists(st.tuples(times, st.integers(-3, 20), st.integers(0, 12)), max_size=40),
+    raw,
+    st.integers(-1, 12),
+    st.booleans(),
+    st.booleans(),
+)
+@example([(0, 5, 1), (15, 5, 1)], [(0, 30)], 10, False, True)  # a hole as long as a gap
+@example([(0, 5, 1), (5, 3, 1)], [(0, 10)], 10, False, True)  # touching launches: no hole
+@example([(0, 5, 2)], [(5, 10)], 10, False, True)  # a call ending where a span starts
+def test_api_sets(rows, spans, gap_ns, strided, in_order):
+    """A thread's calls overlapping the spans, its synchronising ones, its launch gaps:
+    calls of every class, empty ones, overlapping or touching, gaps on or off; calls out
+    of time order declined."""
+    rows = sorted(rows) if in_order else rows
+    apis = np.zeros(2 * len(rows), API)[:: 2 if strided else 1][: len(rows)]
+    for i, (t, length, cls) in enumerate(rows):
+        row = apis[i : i + 1]
+        row["t"], row["end"], row["cls"] = t, t + length, cls
+    normal_spans = normal(spans)
+    got = compiled.api_sets(apis, normal_spans, _PATH, _SYNC, gap_ns)
+    if not bool(np.all(apis["t"][1:] >= apis["t"][:-1])):
+        assert got is None
+        return
+    assert got is not None
+    want = api_sets_reference(apis, normal_spans, gap_ns)
+    same(got, tuple(x for spans_ in want for x in spans_))

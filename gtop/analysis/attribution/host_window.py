@@ -106,28 +106,22 @@ class HostIndex:
     def thread_samples(self, tid: int) -> np.ndarray:
         return self.samples[_slice(self.samples, tid)]
 
-    def launch_gaps(self, tid: int) -> iv.Spans:
-        """The thread's launch gaps: holes shorter than ``launch_gap_ns`` between
-        consecutive pieces of the union of its launch-path calls (other calls inside a
-        hole do not break it)."""
+    def api_sets(self, tid: int, spans: iv.Spans) -> tuple[iv.Spans, iv.Spans, iv.Spans]:
+        """The union of the thread's API calls that overlap normal ``spans``, of its
+        synchronising ones among them (SYNC, QUERY), and its launch gaps: holes shorter
+        than ``launch_gap_ns`` between consecutive pieces of the union of its launch-path
+        calls (other calls inside a hole do not break it); in one pass in C where it
+        loads."""
         apis = self.thread_apis(tid)
-        path = np.isin(apis["cls"], LAUNCH_PATH)
-        calls = iv.union(apis["t"][path], apis["end"][path])
-        if len(calls) < 2 or self.launch_gap_ns <= 0:
-            return iv.EMPTY
-        s, e = calls.ends[:-1], calls.starts[1:]
-        short = e - s < self.launch_gap_ns
-        return iv.Spans(s[short], e[short])
+        got = compiled.api_sets(apis, spans, _PATH, _SYNC, self.launch_gap_ns)
+        if got is None:
+            return api_sets_reference(apis, spans, self.launch_gap_ns)
+        return iv.Spans(*got[:2]), iv.Spans(*got[2:4]), iv.Spans(*got[4:])
 
     def activity(self, tid: int, spans: iv.Spans) -> Activity:
         """What thread ``tid`` was doing over normal ``spans``, in pieces that tile them."""
         states, s_end = _overlapping(*self.thread_states(tid), spans)
-        gaps = self.launch_gaps(tid)
-        apis = self.thread_apis(tid)
-        apis, a_end = _overlapping(apis, apis["end"], spans)
-        sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
-        in_api = iv.union(apis["t"], a_end)
-        in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
+        in_api, in_sync, gaps = self.api_sets(tid, spans)
         if not len(spans):
             t, code, flag = np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, bool)
             return Activity(t, t, code, code, flag, flag, flag, t)
@@ -205,6 +199,29 @@ class HostIndex:
             state_stack,
             np.where(sample_stack >= 0, sample_stack, state_stack),
         )
+
+
+def api_sets_reference(
+    apis: np.ndarray, spans: iv.Spans, launch_gap_ns: int
+) -> tuple[iv.Spans, iv.Spans, iv.Spans]:
+    """:meth:`HostIndex.api_sets` of a thread's API rows, in numpy."""
+    path = np.isin(apis["cls"], LAUNCH_PATH)
+    calls = iv.union(apis["t"][path], apis["end"][path])
+    gaps = iv.EMPTY
+    if len(calls) >= 2 and launch_gap_ns > 0:
+        s, e = calls.ends[:-1], calls.starts[1:]
+        short = e - s < launch_gap_ns
+        gaps = iv.Spans(s[short], e[short])
+    apis, a_end = _overlapping(apis, apis["end"], spans)
+    sync_cls = np.isin(apis["cls"], (ApiClass.SYNC, ApiClass.QUERY))
+    in_api = iv.union(apis["t"], a_end)
+    in_sync = iv.union(apis["t"][sync_cls], a_end[sync_cls])
+    return in_api, in_sync, gaps
+
+
+_PATH = np.isin(np.arange(256), LAUNCH_PATH)
+_SYNC = np.isin(np.arange(256), (ApiClass.SYNC, ApiClass.QUERY))
+"""Tables of the API classes bounding a launch gap, and of the synchronising ones."""
 
 
 def sweep_reference(
