@@ -118,7 +118,8 @@ def where(pid: int) -> str:
 def run_target(mode: str, args: argparse.Namespace, folder: Path) -> TargetRun:
     script = HERE / "workloads" / "soak_target.py"
     proc = subprocess.Popen(
-        [sys.executable, str(script), mode, "--seconds", str(args.target_seconds)],
+        [sys.executable, "-X", "faulthandler", str(script), mode,
+         "--seconds", str(args.target_seconds)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     start = time.monotonic()
@@ -141,7 +142,9 @@ def run_target(mode: str, args: argparse.Namespace, folder: Path) -> TargetRun:
         output, _ = proc.communicate()
         run.hung = True
     run.rc = proc.returncode
-    run.output = (output.strip().splitlines() or [""])[-1][:200]
+    lines = output.strip().splitlines() or [""]
+    # a target that died: its last lines (faulthandler's stacks of every thread)
+    run.output = lines[-1][:200] if run.rc == 0 else "\n".join(lines[-60:])
     return run
 
 
@@ -240,7 +243,7 @@ def main() -> None:
     print(table(rows))
     bad = [r for r in runs if r.hung or r.rc not in (0, None)]
     for r in bad:
-        print(f"BAD {r.mode}: rc={r.rc} hung={r.hung} last={r.output!r}")
+        print(f"BAD {r.mode}: rc={r.rc} hung={r.hung} last lines:\n{r.output}")
     for r in runs:
         for a in r.attaches:
             if a.rc != 0 or a.agent_error:

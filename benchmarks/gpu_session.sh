@@ -165,6 +165,10 @@ for step in $steps; do
                              --modes untraced,gtop --rounds 9 --pin 2-5 --json "$OUT/pinned_eager-decode.json" ;;
     # CUPTI's cost per activity kind inside one process (windows alternate; no process noise)
     # gtop attached to / detached from one launch-bound process, paired in time
+    # the loader targets alone (one died with SIGSEGV in the sixth session's soak)
+    attach-soak-loader) limit 200 python3 benchmarks/attach_soak.py --modes loader --attaches 60 \
+                   --concurrency 4 --target-seconds 12 --per-target 4 --budget "${SOAK_BUDGET:-120}" \
+                   --json "$OUT/attach_soak_loader.json" ;;
     attach-soak) limit 340 python3 benchmarks/attach_soak.py --attaches 220 --concurrency 4 \
                    --target-seconds 20 --per-target 5 --budget "${SOAK_BUDGET:-290}" --json "$OUT/attach_soak.json" ;;
     attach-ablation) limit 220 python3 benchmarks/attach_paired.py --rounds 2 --traced 8 --gap 5 \
