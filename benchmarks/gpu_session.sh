@@ -319,7 +319,7 @@ print(f"{t0:.3f} {t1:.3f}", file=open(sys.argv[2], "w"))' \
             "$OUT/compile/compile-mlp-excerpt.gtop" --from "$cut0" --to "$cut1"
           limit 60 python3 -m gtop report "$OUT/compile/compile-mlp-excerpt.gtop" | head -30
           ls -la "$OUT/compile"
-          limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
+          GTOP_EVIDENCE="$OUT/compile-test" limit 300 python3 -m pytest -m gpu -q -p no:cacheprovider \
             tests/gpu/test_compile_phase_gpu.py 2>&1 | tail -15 ;;
     # issue 25 item 2: a training loop that marks its steps with NVTX, recorded in the
     # default mode, its report (steps from NVTX range 'train_step'), an excerpt to commit
