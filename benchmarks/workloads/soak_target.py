@@ -14,7 +14,9 @@ CPU-only modes (no torch, no GPU): ``alloc`` (the main thread builds and drops d
 lists while a second thread allocates too: the heap's locks are busy all the time),
 ``sleep`` (the main thread blocked in ``time.sleep(2)`` at a time: one long C call),
 ``spin`` (a pure-Python loop, no allocation to speak of), ``tick`` (a light target: a
-little work every 5 ms, so that k targets at once leave the machine to k gtops).
+little work every 5 ms, so that k targets at once leave the machine to k gtops),
+``forks`` (the loader's shape without torch: a pool of 2 forked workers made anew every
+20 maps).
 """
 
 from __future__ import annotations
@@ -171,6 +173,26 @@ def tick(seconds: float) -> tuple[int, float, float]:
     return steps, ref, again
 
 
+def _square(i: int) -> int:
+    return i * i
+
+
+def forks(seconds: float) -> tuple[int, float, float]:
+    """CPU only, the loader's shape: a pool of 2 forked workers made anew every 20 maps
+    (forks while attaches land), and a thread at import time's pace."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    ref = sum(map(_square, range(200)))
+    steps, end, again = 0, time.monotonic() + seconds, ref
+    while time.monotonic() < end and again == ref:
+        with ctx.Pool(2) as pool:
+            for _ in range(20):
+                again = sum(pool.map(_square, range(200)))
+                steps += 1
+    return steps, ref, again
+
+
 MODES = {
     "decode": decode,
     "loader": loader,
@@ -180,6 +202,7 @@ MODES = {
     "sleep": sleep,
     "spin": spin,
     "tick": tick,
+    "forks": forks,
 }
 
 
