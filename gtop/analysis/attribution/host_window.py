@@ -88,12 +88,19 @@ class HostIndex:
         end[:-1][same] = np.minimum(end[:-1][same], states["t"][1:][same])
         keep = end > states["t"]
         self.states, self.state_end = take_rows(states, keep), end[keep]
-        apis = (rec.apis["end"] > t0) & (rec.apis["t"] < t1)
-        self.apis = _by_tid(rec.apis if bool(apis.all()) else take_rows(rec.apis, apis))
+        self._all_apis = rec.apis
         samples = take_rows(rec.samples, (rec.samples["t"] >= t0) & (rec.samples["t"] < t1))
         self.samples = _by_tid(
             take_rows(samples, iv.canonical_order([samples["t"], samples["stack_id"]]))
         )
+
+    @functools.cached_property
+    def apis(self) -> np.ndarray:
+        """The API calls that overlap the window, grouped by thread (made when first
+        asked: the flamegraph's index never asks)."""
+        every, t0, t1 = self._all_apis, self.t0, self.t1
+        apis = (every["end"] > t0) & (every["t"] < t1)
+        return _by_tid(every if bool(apis.all()) else take_rows(every, apis))
 
     def thread_states(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
         """The thread's state records, sorted and disjoint, and their (cut) ends."""
