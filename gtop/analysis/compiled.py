@@ -53,6 +53,7 @@ def _load() -> ctypes.CDLL | None:
         ("gtop_own_calls", [_P, _N, _N, _P, _N, _N, _N, _P, _N, _N, _N, _N, _P, _P], ctypes.c_int),
         ("gtop_segments", [_P, _P, _P, _P, _P, _N, _P, _P, *[_N] * 6, *[_P] * 13], ctypes.c_int),
         ("gtop_api_sets", [_P, _N, _N, _P, _P, _P, _P, _P, _N, _N, *[_P] * 7], ctypes.c_int),
+        ("gtop_submit", [_P, _N, _P, _N, *[_P] * 5, _N, _N, _P, _P, _P], _N),
         ("gtop_assemble", [*[_P] * 4, _N, *[_P] * 4, _N, _N, *[_P] * 4, _N, _P, _N, *[_P] * 6], _N),
     ):
         fn = getattr(lib, name)
@@ -669,3 +670,47 @@ def api_sets(
         return None
     m = count.tolist()
     return tuple(_cut(a, m[k // 2]) for k, a in enumerate(out))
+
+
+def submit_times(
+    ops: np.ndarray,
+    api_end: np.ndarray,
+    api_tid: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    inferred: np.ndarray,
+    window: tuple[int, int],
+) -> tuple[np.ndarray, np.ndarray, int, int, int] | None:
+    """``partition.submit_reference`` in one pass over the ops (records with int64
+    ``submitted`` and ``queued``, uint32 ``graph``): each op's submit time, whether it is
+    kept for ``window``, and the count, first and last of those kept. None where the
+    blob is not loaded, the inputs are not so, or an inferred op is a graph node."""
+    at = _has(ops, (("submitted", "<i8"), ("queued", "<i8"), ("graph", "<u4")))
+    arrays = [_i64(x) for x in (api_end, start, end)]
+    if LIB is None or at is None or any(a is None for a in arrays):
+        return None
+    n = len(ops)
+    if api_tid.dtype != np.int32 or inferred.dtype != np.bool_:
+        return None
+    if not len(api_end) == len(api_tid) == len(start) == len(end) == len(inferred) == n:
+        return None
+    tid, mask = np.ascontiguousarray(api_tid), np.ascontiguousarray(inferred)
+    offsets = np.array(at, I64)
+    sub, keep, span = np.empty(n, I64), np.empty(n, np.bool_), np.zeros(2, I64)
+    end_at, start_at, stop_at = arrays
+    m = LIB.gtop_submit(
+        _at(ops),
+        ops.strides[0],
+        _at(offsets),
+        n,
+        _at(end_at),
+        _at(tid),
+        _at(start_at),
+        _at(stop_at),
+        _at(mask),
+        *window,
+        _at(sub),
+        _at(keep),
+        _at(span),
+    )
+    return None if m < 0 else (sub, keep, int(m), int(span[0]), int(span[1]))

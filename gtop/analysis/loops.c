@@ -880,3 +880,38 @@ int gtop_api_sets(const char *rows, int64_t stride, int64_t n, const int64_t *at
     count[2] = g;
     return 0;
 }
+
+/* Rule 2's submit times of _Prepared (attribution/partition.py, its reference:
+ * submit_reference), for n ops (rows stride bytes apart: int64 submitted and queued,
+ * uint32 graph at oat[0..2]): the CUPTI submitted stamp when positive, else the end of the
+ * op's API call when it has one (api_tid >= 0), else the queued stamp when positive,
+ * else its start; at most its start. keep[i]: the op ends after t0 and was submitted
+ * before t1. Returns the count kept (first and last kept in span[0..1]), or -1 when an
+ * op marked inferred is a graph node (their submits need graph_submits). */
+int64_t gtop_submit(const char *ops, int64_t stride, const int64_t *oat, int64_t n,
+                    const int64_t *api_end, const int32_t *api_tid, const int64_t *start,
+                    const int64_t *end, const uint8_t *inferred, int64_t t0, int64_t t1,
+                    int64_t *sub, uint8_t *keep, int64_t *span)
+{
+    int64_t m = 0;
+    span[0] = span[1] = -1;
+    for (int64_t i = 0; i < n; i++) {
+        const char *row = ops + i * stride;
+        int64_t submitted, queued, s;
+        uint32_t graph;
+        memcpy(&submitted, row + oat[0], 8);
+        memcpy(&queued, row + oat[1], 8);
+        memcpy(&graph, row + oat[2], 4);
+        if (inferred[i] && graph != 0)
+            return -1;
+        s = submitted > 0 ? submitted : api_tid[i] >= 0 ? api_end[i] : queued > 0 ? queued : start[i];
+        sub[i] = s < start[i] ? s : start[i];
+        keep[i] = end[i] > t0 && sub[i] < t1;
+        if (keep[i]) {
+            if (!m++)
+                span[0] = i;
+            span[1] = i;
+        }
+    }
+    return m;
+}

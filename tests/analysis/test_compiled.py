@@ -26,7 +26,12 @@ from gtop.analysis.attribution.default_mode import (
 )
 from gtop.analysis.attribution.default_mode import own_calls as own_calls_reference
 from gtop.analysis.attribution.host_window import _PATH, _SYNC, api_sets_reference, sweep_reference
-from gtop.analysis.attribution.partition import NEVER, previous_reference, stream_keys_reference
+from gtop.analysis.attribution.partition import (
+    NEVER,
+    previous_reference,
+    stream_keys_reference,
+    submit_reference,
+)
 from gtop.analysis.attribution.records import API, OP, OP_COMM, OP_KERNEL, project_reference
 from gtop.analysis.attribution.segments import (
     _CODES,
@@ -510,3 +515,41 @@ def test_api_sets(rows, spans, gap_ns, strided, in_order):
     assert got is not None
     want = api_sets_reference(apis, normal_spans, gap_ns)
     same(got, tuple(x for spans_ in want for x in spans_))
+
+
+@given(
+    st.lists(
+        st.tuples(times, times, times, times, st.booleans(), st.integers(-1, 2), times),
+        max_size=40,
+    ),
+    st.tuples(times, st.integers(1, 80)),
+    st.booleans(),
+    st.booleans(),
+)
+@example([(10, 20, 0, 0, False, -1, 5)], (0, 30), False, False)  # no stamps, no call: its start
+def test_submit_times(rows, window, strided, graph):
+    """Each op's submit time (the stamp, else its call's end, else queued, else its
+    start; at most its start) and whether it takes part in the window: stamps zero,
+    negative or after the start, ops with and without a call; an inferred graph node
+    declined."""
+    ops = np.zeros(2 * len(rows), OP)[:: 2 if strided else 1][: len(rows)]
+    for i, (start, end, submitted, queued, _, _, _) in enumerate(rows):
+        row = ops[i : i + 1]
+        row["t"], row["end"], row["submitted"], row["queued"] = start, end, submitted, queued
+    inferred = np.array([r[4] for r in rows], bool).reshape(-1)
+    if graph and len(rows):
+        ops["graph"][-1], inferred[-1] = 3, True
+    api_tid = np.array([r[5] for r in rows], np.int32).reshape(-1)
+    api_end = np.array([r[6] for r in rows], np.int64).reshape(-1)
+    start = ops["t"].copy()
+    end = np.maximum(ops["end"], start)
+    span = (window[0], window[0] + window[1])
+    got = compiled.submit_times(ops, api_end, api_tid, start, end, inferred, span)
+    if graph and len(rows):
+        assert got is None
+        return
+    assert got is not None
+    sub, keep = submit_reference(ops, api_end, api_tid, start, end, inferred, span)
+    same(got[:2], (sub, keep))
+    at = np.flatnonzero(keep)
+    assert got[2:] == (len(at), int(at[0]) if len(at) else -1, int(at[-1]) if len(at) else -1)

@@ -348,18 +348,17 @@ class _Prepared:
             rec = replace(rec, apis=concat_rows([rec.apis, calls]))
         else:
             api_end, api_tid = self._join(ops, rec.apis)
-        sub = np.where(
-            ops["submitted"] > 0,
-            ops["submitted"],
-            np.where(api_tid >= 0, api_end, np.where(ops["queued"] > 0, ops["queued"], start)),
-        )
-        if (inferred & (ops["graph"] != 0)).any():  # graph_submits gives only nodes a time
-            by_graph = default_mode.graph_submits(ops, start, _stream_index(ops))
-            sub = np.where(inferred & (by_graph >= 0), by_graph, sub)
-        sub = np.minimum(sub, start)
-        keep = (end > t0) & (sub < t1)
-        if not keep.all():  # the ops fed for the next window, mostly: views of the rest
-            rows = kept(keep)
+        got = compiled.submit_times(ops, api_end, api_tid, start, end, inferred, (t0, t1))
+        rows: slice | np.ndarray | None = None  # None: all kept
+        if got is None:
+            sub, keep = submit_reference(ops, api_end, api_tid, start, end, inferred, (t0, t1))
+            rows = None if bool(keep.all()) else kept(keep)
+        elif got[2] < len(ops):  # as kept() makes them, from the C's count and bounds
+            sub, keep, count, first, last = got
+            rows = slice(first, last + 1) if count == last - first + 1 else np.flatnonzero(keep)
+        else:
+            sub = got[0]
+        if rows is not None:  # the ops fed for the next window, mostly: views of the rest
             ops, start, end = take_rows(ops, rows), start[rows], end[rows]
             sub, api_tid = sub[rows], api_tid[rows]
         self.ops, self.start, self.end, self.sub, self.tid = ops, start, end, sub, api_tid
@@ -460,6 +459,32 @@ class _Prepared:
                 dep_end[g[k >= 0]] = ends[k[k >= 0]]
         elig = np.maximum(np.maximum(sub, prev_end), dep_end)
         return stream_index, np.minimum(elig, start)
+
+
+def submit_reference(
+    ops: np.ndarray,
+    api_end: np.ndarray,
+    api_tid: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    inferred: np.ndarray,
+    window: tuple[int, int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per op: its submit time (the module docstring, rule 2; an inferred graph node's
+    from :func:`~gtop.analysis.attribution.default_mode.graph_submits`) and whether it
+    takes part in ``window`` (ends after its start, submitted before its end); in numpy
+    (what :func:`compiled.submit_times <gtop.analysis.compiled.submit_times>` does in C
+    where no inferred op is a graph node)."""
+    sub = np.where(
+        ops["submitted"] > 0,
+        ops["submitted"],
+        np.where(api_tid >= 0, api_end, np.where(ops["queued"] > 0, ops["queued"], start)),
+    )
+    if (inferred & (ops["graph"] != 0)).any():  # graph_submits gives only nodes a time
+        by_graph = default_mode.graph_submits(ops, start, _stream_index(ops))
+        sub = np.where(inferred & (by_graph >= 0), by_graph, sub)
+    sub = np.minimum(sub, start)
+    return sub, (end > window[0]) & (sub < window[1])
 
 
 def previous_reference(
