@@ -100,6 +100,7 @@ class Recording:
         """Chunks decoded so far, by stream (a report decodes each chunk once)."""
         self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
         self._cache_chunks = cache_chunks
+        self._entities: list[Entity] | None = None
         self._opened: dict[int, np.ndarray] = {}
         """The chunks decoded to confirm the time range, kept for their first read (by then
         the cache may have dropped them: a report decodes each chunk once)."""
@@ -343,8 +344,17 @@ class Recording:
             return None
 
     def entities(self, kind: str | None = None) -> list[Entity]:
-        """Entities in recorded order (all kinds, or one), skipping damaged rows."""
-        rows = self._entity_rows(kind) if self.version < 2 else self._chunked_entities(kind)
+        """Entities in recorded order (all kinds, or one), skipping damaged rows. Decoded
+        and validated once per open recording (an export asked 6-8 times); each call gets
+        its own list of the same (not to be changed) entities."""
+        if self._entities is None:
+            self._entities = self._decode_entities()
+        if kind is None:
+            return list(self._entities)
+        return [e for e in self._entities if e.kind == kind]
+
+    def _decode_entities(self) -> list[Entity]:
+        rows = self._entity_rows() if self.version < 2 else self._chunked_entities()
         out = []
         for k, key, t_ns, value in rows:
             try:
@@ -353,20 +363,16 @@ class Recording:
                 self._problem(f"entity {str(k)[:40]}/{str(key)[:40]} left out: {exc}")
         return out
 
-    def _entity_rows(self, kind: str | None) -> list[tuple]:
+    def _entity_rows(self) -> list[tuple]:
         """Format 1: one table row per entity, its value as JSON text."""
-        sql = "SELECT kind, key, t_ns, value FROM entities"
-        args: tuple = ()
-        if kind is not None:
-            sql += " WHERE kind = ?"
-            args = (kind,)
+        sql = "SELECT kind, key, t_ns, value FROM entities ORDER BY id"
         try:
-            return self._db.execute(sql + " ORDER BY id", args).fetchall()
+            return self._db.execute(sql).fetchall()
         except sqlite3.DatabaseError as exc:
             self._problem(f"entity table damaged: {exc}")
             return []
 
-    def _chunked_entities(self, kind: str | None) -> list[tuple]:
+    def _chunked_entities(self) -> list[tuple]:
         """Format 2: entity chunks, their interned strings restored."""
         sql = "SELECT id, base, n, crc, data FROM entity_chunks ORDER BY id"
         try:
@@ -383,8 +389,6 @@ class Recording:
                 self._problem(f"entity chunk {str(chunk_id)[:20]} lost: {exc}")
                 continue
             for row in stored:
-                if kind is not None and (type(row) is not list or not row or row[0] != kind):
-                    continue
                 try:
                     out.append(entity_chunks.restore(row, strings))
                 except codec.ChunkError as exc:
