@@ -8,9 +8,7 @@ item 3)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from types import ModuleType
 
 import pytest
 
@@ -18,19 +16,7 @@ from gtop.analysis.report.report_text import format_report
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
 from tests.analysis.recordings import RECORDINGS
-
-REPO = RECORDINGS.parent
-
-
-def kernel_gaps() -> ModuleType:
-    """benchmarks/kernel_gaps.py, loaded by path (``benchmarks`` is not a package)."""
-    path = REPO / "benchmarks" / "kernel_gaps.py"
-    spec = importlib.util.spec_from_file_location("kernel_gaps", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from tests.by_path import load
 
 RECORDING = RECORDINGS / "compile-mlp.gtop"
 JOB = json.loads((RECORDINGS / "compile-mlp.json").read_text())
@@ -66,4 +52,5 @@ def test_no_kernels_went_missing_after_the_quiet_compile() -> None:
     """Recorded after the shim's fix: no hole in the launch order (before it, the same
     job lost the ~1,000 kernels queued on the GPU 0.2 s after its compile)."""
     with Recording(RECORDING) as rec:
-        assert kernel_gaps().holes(rec, 1500, 0.03) == [] and not rec.meta["drops"]
+        holes = load("benchmarks/kernel_gaps.py").holes(rec, 1500, 0.03)
+        assert holes == [] and not rec.meta["drops"]

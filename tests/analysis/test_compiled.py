@@ -5,7 +5,6 @@ builds to and is loaded from memory, and a report is the same with and without i
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import platform
 from pathlib import Path
@@ -46,6 +45,7 @@ from gtop.core.layouts import KERNEL, ApiClass
 from gtop.recordings import codec
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_report
+from tests.by_path import load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,10 +74,7 @@ def same(got: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...]) -> None:
 def test_blob_is_what_the_source_builds_to():
     """The committed blob is byte for byte loops.c built by tools/gen_shim_blob.py (a
     changed source with a stale blob fails here)."""
-    spec = importlib.util.spec_from_file_location("gen_shim_blob", REPO / "tools/gen_shim_blob.py")
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load("tools/gen_shim_blob.py")
     assert gen.build(gen.LOOPS) == loops_blob.loops_bytes(), (
         "stale blob: run python tools/gen_shim_blob.py"
     )

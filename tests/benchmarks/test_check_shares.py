@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from gtop.analysis.attribution.partition import Unit
 from gtop.analysis.attribution.range_blocks import attribute_range
 from gtop.analysis.report.gpu_report import unit_summary
 from gtop.core.layouts import ApiClass, BlockReason, ThreadState
 from tests.analysis.build import api, kernel, records, state
+from tests.by_path import load
 
-spec = importlib.util.spec_from_file_location(
-    "check_shares", Path(__file__).parents[2] / "benchmarks" / "check_shares.py"
-)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+check = load("benchmarks/check_shares.py")
 
 MS = 1_000_000
 

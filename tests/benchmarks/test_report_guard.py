@@ -3,7 +3,6 @@ and its one pass gives what reading the chosen window alone gives."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,13 +12,10 @@ from gtop.analysis.report.document import build_report
 from gtop.recordings.clipped import ClippedRecording
 from gtop.recordings.reader import Recording
 from gtop.recordings.report_data import read_inputs, read_report, read_report_data
+from tests.by_path import load
 
 REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location(
-    "attribution_speed", REPO / "benchmarks" / "attribution_speed.py"
-)
-speed = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(speed)
+speed = load("benchmarks/attribution_speed.py")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ BPF tier's on-CPU time inside I/O syscalls (uncached and page-cache reads)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import struct
@@ -19,6 +18,7 @@ from host_harness import collect, target
 from gtop.collectors.threads import blockreason
 from gtop.collectors.threads.tiers import open_thread_collector
 from gtop.core.layouts import BlockReason, ThreadState
+from tests.by_path import load
 
 DIRECT_IO = Path(__file__).parent / "targets" / "direct_io.py"
 TIERS = ["proc", "perf", "bpf", "bpf:raw", "bpf:tp"]
@@ -226,11 +226,7 @@ def test_a_recording_keeps_the_on_cpu_io_time(tmp_path):
     """``gtop record`` of an uncached-read loop stores the on-CPU rows with reason IO, as
     ``benchmarks/check_shares.on_cpu_io_s`` (what the GPU capture of the ``io`` case is
     checked with) reads them back."""
-    spec = importlib.util.spec_from_file_location(
-        "check_shares", Path(__file__).parents[2] / "benchmarks" / "check_shares.py"
-    )
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = load("benchmarks/check_shares.py")
     out = tmp_path / "io.gtop"
     with target(DIRECT_IO, _scratch_dir(), "direct") as (_proc, info):
         done = subprocess.run(

@@ -3,7 +3,6 @@ re-run in CI on the committed recording ``recordings/slow_loader.gtop``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from gtop.analysis.host.thread_time import carry_python
 from gtop.core.layouts import BlockReason, ThreadState
 from gtop.recordings.reader import Recording
+from tests.by_path import load
 
 BENCH = Path(__file__).parents[2] / "benchmarks"
 
@@ -21,9 +21,7 @@ BENCH = Path(__file__).parents[2] / "benchmarks"
 def checks() -> dict[str, float]:
     sys.path.insert(0, str(BENCH))  # host_gpu_check imports its sibling host_capture
     try:
-        spec = importlib.util.spec_from_file_location("host_gpu_check", BENCH / "host_gpu_check.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = load("benchmarks/host_gpu_check.py")
     finally:
         sys.path.remove(str(BENCH))
     folded, main_root = mod.folded_from_recording(str(BENCH.parent / "recordings/slow_loader.gtop"))

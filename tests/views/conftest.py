@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import inspect
 import os
 import time
@@ -17,6 +16,7 @@ import pytest
 from gtop.recordings.reader import Recording
 from gtop.session.replay import ReplaySource
 from gtop.views.app import GtopApp
+from tests.by_path import load
 from tests.views.test_terminal import Terminal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,14 +60,8 @@ def replay_app() -> Iterator[AppFactory]:
 
 
 def load_frame_benchmark() -> ModuleType:
-    """benchmarks/ui_frame_time.py, loaded by path (``benchmarks`` is not a package, and
-    ``tests/benchmarks`` would shadow it as one)."""
-    path = REPO / "benchmarks" / "ui_frame_time.py"
-    spec = importlib.util.spec_from_file_location("gtop_ui_frame_time", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """benchmarks/ui_frame_time.py, loaded by path (:func:`tests.by_path.load`)."""
+    return load("benchmarks/ui_frame_time.py", "gtop_ui_frame_time")
 
 
 @pytest.fixture
